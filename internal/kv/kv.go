@@ -1,0 +1,111 @@
+// Package kv is the contract between the SQL layer and the transactional
+// key-value client underneath it.
+//
+// The SQL layer sees an ordered, transactional key-value map with snapshot
+// isolation. It never knows about regions, Raft or Pebble: the client library
+// (package client) routes every key to its region leader and runs Percolator
+// two-phase commit. A single-node database and a cluster run through the
+// same implementation.
+//
+// Contract:
+//   - A Txn reads a consistent snapshot taken at StartTS, plus its own
+//     uncommitted writes (read-your-writes).
+//   - Writes are buffered in the Txn until Commit; Commit is atomic and
+//     returns only after the writes are durable (fsynced through Raft).
+//   - A write-write conflict detected at Commit (or at LockKeys) returns an
+//     error for which IsRetryable is true; the SQL layer maps it to MySQL
+//     ER_LOCK_DEADLOCK (1213) / ER_LOCK_WAIT_TIMEOUT (1205). The transaction
+//     is never retried blindly underneath the caller.
+//   - A Txn is used by one goroutine at a time.
+package kv
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrNotFound is returned by Get when the key has no visible value.
+var ErrNotFound = errors.New("kv: key not found")
+
+// KeyValue is one entry returned by a scan.
+type KeyValue struct {
+	Key   []byte
+	Value []byte
+}
+
+// Storage opens transactions.
+type Storage interface {
+	// Begin starts a transaction reading at a fresh timestamp.
+	Begin(ctx context.Context, opts TxnOptions) (Txn, error)
+}
+
+// TxnOptions tunes a transaction.
+type TxnOptions struct {
+	// Pessimistic makes LockKeys wait for conflicting locks (up to
+	// LockWaitTimeout) instead of failing at once.
+	Pessimistic bool
+	// ReadCommitted takes a new snapshot for every statement (the SQL layer
+	// calls RefreshSnapshot between statements).
+	ReadCommitted bool
+}
+
+// Txn is a snapshot-isolated transaction.
+type Txn interface {
+	StartTS() uint64
+
+	// Get returns the value visible to this transaction or ErrNotFound.
+	Get(ctx context.Context, key []byte) ([]byte, error)
+	// BatchGet returns the visible values of the keys that exist, keyed by
+	// string(key).
+	BatchGet(ctx context.Context, keys [][]byte) (map[string][]byte, error)
+	// Scan returns up to limit visible entries in [start, end) in key
+	// order (descending when reverse). limit <= 0 means no limit. end nil
+	// means the end of the keyspace.
+	Scan(ctx context.Context, start, end []byte, limit int, reverse bool) ([]KeyValue, error)
+	// Iter returns an iterator over [start, end), fetching in batches.
+	Iter(ctx context.Context, start, end []byte, reverse bool) (Iterator, error)
+
+	// Set and Delete buffer a write until Commit.
+	Set(key, value []byte) error
+	Delete(key []byte) error
+
+	// LockKeys takes pessimistic locks on the keys (SELECT ... FOR UPDATE).
+	LockKeys(ctx context.Context, keys ...[]byte) error
+
+	// Commit makes the buffered writes durable and visible atomically.
+	Commit(ctx context.Context) error
+	// Rollback discards buffered writes and releases any locks taken.
+	Rollback(ctx context.Context) error
+
+	// Len is the number of buffered writes.
+	Len() int
+}
+
+// Iterator walks entries of a scan in order. Valid must be checked before
+// Key/Value; Next advances. Close releases resources.
+type Iterator interface {
+	Valid() bool
+	Key() []byte
+	Value() []byte
+	Next(ctx context.Context) error
+	Close()
+}
+
+// RetryableError marks a transaction failure that the client may retry by
+// running the whole transaction again: write conflicts, lock wait timeouts
+// and deadlocks.
+type RetryableError struct {
+	// Reason is human readable ("write conflict on key ..." etc.).
+	Reason string
+	// LockWaitTimeout is set when the failure was a timed-out wait for a
+	// pessimistic lock (maps to MySQL 1205 rather than 1213).
+	LockWaitTimeout bool
+}
+
+func (e *RetryableError) Error() string { return e.Reason }
+
+// IsRetryable reports whether err is a RetryableError.
+func IsRetryable(err error) bool {
+	var re *RetryableError
+	return errors.As(err, &re)
+}
