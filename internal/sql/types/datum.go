@@ -1,6 +1,20 @@
-// Package types holds SQL values (Datum) and column types (FieldType) with
-// MySQL semantics: comparison, conversion, arithmetic and formatting.
+// Package types holds SQL values (Datum) with MySQL semantics: comparison
+// (Compare), conversion for expressions (ToInt64, ToFloat64, ToDecimal,
+// ToString, ToBool) and for storing into a column (Convert, strict sql_mode),
+// text-protocol rendering (AppendText) and group/hash keys (AppendHashKey).
+//
+// Column types are the parser's *ptypes.FieldType; this package never
+// defines a second one. Exact numbers are Decimal (fixed point, MySQL's
+// scale rules); DATE/DATETIME/TIMESTAMP are Time (64-bit packed, ordered).
+//
+// Contract with neighbours: codec stores and restores Datums without loss
+// (kind included); expr builds arithmetic on Decimal and the To* conversions;
+// the executor reports errors from Convert to the client unchanged (they are
+// *sqlerr.Error with MySQL codes). Datums are values: byte slices and
+// *Decimal are shared, never mutated after construction.
 package types
+
+import "math"
 
 // Kind is the runtime kind of a Datum.
 type Kind uint8
@@ -63,3 +77,62 @@ func (d Datum) Bytes() []byte { return d.b }
 
 // Decimal returns the decimal payload (valid for KindDecimal).
 func (d Datum) Decimal() *Decimal { return d.dec }
+
+// NewFloat returns a DOUBLE datum.
+func NewFloat(v float64) Datum { return Datum{k: KindFloat64, i: int64(math.Float64bits(v))} }
+
+// Float returns the float64 payload (valid for KindFloat64).
+func (d Datum) Float() float64 { return math.Float64frombits(uint64(d.i)) }
+
+// NewTime returns a DATE/DATETIME/TIMESTAMP datum.
+func NewTime(t Time) Datum { return Datum{k: KindTime, i: int64(t)} }
+
+// Time returns the time payload (valid for KindTime).
+func (d Datum) Time() Time { return Time(d.i) }
+
+// NewBool returns 1 or 0 as a signed integer, MySQL's boolean.
+func NewBool(b bool) Datum {
+	if b {
+		return Datum{k: KindInt64, i: 1}
+	}
+	return Datum{k: KindInt64}
+}
+
+// IsNumeric reports whether d is an integer, float or decimal.
+func (d Datum) IsNumeric() bool {
+	return d.k == KindInt64 || d.k == KindUint64 || d.k == KindFloat64 || d.k == KindDecimal
+}
+
+// IsStringLike reports whether d is text or binary.
+func (d Datum) IsStringLike() bool { return d.k == KindString || d.k == KindBytes }
+
+// String renders d for debugging and tests: NULL, or the text-protocol form.
+func (d Datum) String() string {
+	if d.k == KindNull {
+		return "NULL"
+	}
+	return string(d.AppendText(nil))
+}
+
+// String returns the name of the kind.
+func (k Kind) String() string {
+	switch k {
+	case KindNull:
+		return "null"
+	case KindInt64:
+		return "int"
+	case KindUint64:
+		return "uint"
+	case KindFloat64:
+		return "float"
+	case KindDecimal:
+		return "decimal"
+	case KindString:
+		return "string"
+	case KindBytes:
+		return "bytes"
+	case KindTime:
+		return "time"
+	}
+	return "kind?"
+}

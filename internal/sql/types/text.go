@@ -1,0 +1,53 @@
+package types
+
+import (
+	"strconv"
+)
+
+// AppendText appends d as MySQL's text protocol renders it (what the mysql
+// CLI prints): integers in decimal, DECIMAL with exactly its scale, DOUBLE in
+// the shortest form that round-trips (exponent form like 1e20 at or beyond
+// 1e15 and below 1e-15, as MySQL), times as 2006-01-02 15:04:05[.ffffff],
+// strings as their bytes. NULL appends nothing: the protocol encodes NULL
+// separately.
+func (d Datum) AppendText(buf []byte) []byte {
+	switch d.k {
+	case KindInt64:
+		return strconv.AppendInt(buf, d.i, 10)
+	case KindUint64:
+		return strconv.AppendUint(buf, uint64(d.i), 10)
+	case KindFloat64:
+		return AppendFloat(buf, d.Float(), 64)
+	case KindDecimal:
+		return d.dec.Append(buf)
+	case KindString, KindBytes:
+		return append(buf, d.b...)
+	case KindTime:
+		return d.Time().Append(buf)
+	}
+	return buf
+}
+
+// AppendFloat renders f like MySQL: the shortest digits that round-trip at
+// the given bit size (32 for FLOAT, 64 for DOUBLE), fixed notation for
+// 1e-15 <= |f| < 1e15 and otherwise mantissa 'e' exponent without '+'
+// (1e15, 1.5e-16).
+func AppendFloat(buf []byte, f float64, bitSize int) []byte {
+	if f == 0 {
+		return append(buf, '0')
+	}
+	var tmp [32]byte
+	e := strconv.AppendFloat(tmp[:0], f, 'e', -1, bitSize)
+	// e looks like -1.2345e+20: split mantissa and exponent.
+	p := len(e) - 1
+	for e[p] != 'e' {
+		p--
+	}
+	exp, _ := strconv.Atoi(string(e[p+1:]))
+	if exp >= -15 && exp < 15 {
+		return strconv.AppendFloat(buf, f, 'f', -1, bitSize)
+	}
+	buf = append(buf, e[:p]...)
+	buf = append(buf, 'e')
+	return strconv.AppendInt(buf, int64(exp), 10)
+}
