@@ -1,0 +1,162 @@
+// Package engine owns the one Pebble instance of a store (node) and the
+// layout of the keys in it.
+//
+// Every byte a node persists lives in this one LSM, separated by prefix:
+//
+//	0x01 0x01                         store identity (cluster id, store id)
+//	0x01 0x02 regionID                region descriptor (kvpb.Region) of a local replica
+//	0x01 0x03 regionID 0x01           Raft HardState of the replica
+//	0x01 0x03 regionID 0x02           apply state (applied index, truncated index/term)
+//	0x01 0x03 regionID 0x03 index     Raft log entry
+//	0x02 ...                          placement-driver state (TSO high-water mark, id allocator)
+//	'z' ...                           transactional MVCC data (package mvcc: lock/write/data)
+//
+// Region data, raft state and apply state of all regions share the one
+// write-ahead log, so the raft store persists the Ready of many regions with
+// one batch and one fsync (group commit), and applies entries in the same
+// batch as the applied index that covers them.
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Options configures Open.
+type Options struct {
+	// CacheBytes is the block cache size. Default 256 MiB.
+	CacheBytes int64
+	// InMemory keeps everything in memory (tests only; nothing is durable).
+	InMemory bool
+}
+
+// Open opens (creating if needed) the Pebble DB at dir.
+func Open(dir string, o Options) (*pebble.DB, error) {
+	if o.CacheBytes == 0 {
+		o.CacheBytes = 256 << 20
+	}
+	cache := pebble.NewCache(o.CacheBytes)
+	defer cache.Unref()
+	opts := &pebble.Options{
+		Cache:                       cache,
+		MemTableSize:                64 << 20,
+		MemTableStopWritesThreshold: 4,
+		L0CompactionThreshold:       4,
+		L0StopWritesThreshold:       24,
+		LBaseMaxBytes:               256 << 20,
+		CompactionConcurrencyRange:  func() (int, int) { return 1, 2 },
+		FormatMajorVersion:          pebble.FormatNewest,
+	}
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	if o.InMemory {
+		opts.FS = vfs.NewMem()
+	}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("engine: open %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+// Key prefixes.
+const (
+	localPrefix byte = 0x01
+	pdPrefix    byte = 0x02
+
+	storeIdentSuffix  byte = 0x01
+	regionStateSuffix byte = 0x02
+	raftSuffix        byte = 0x03
+
+	hardStateSuffix  byte = 0x01
+	applyStateSuffix byte = 0x02
+	raftLogSuffix    byte = 0x03
+)
+
+// StoreIdentKey holds the store's identity.
+func StoreIdentKey() []byte { return []byte{localPrefix, storeIdentSuffix} }
+
+// RegionStateKey holds the descriptor of a local replica's region.
+func RegionStateKey(regionID uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{localPrefix, regionStateSuffix}, regionID)
+}
+
+// RegionStatePrefix spans every RegionStateKey.
+func RegionStatePrefix() []byte { return []byte{localPrefix, regionStateSuffix} }
+
+// RegionIDFromStateKey extracts the region id from a RegionStateKey.
+func RegionIDFromStateKey(k []byte) uint64 { return binary.BigEndian.Uint64(k[2:]) }
+
+func raftPrefix(regionID uint64, suffix byte) []byte {
+	b := make([]byte, 0, 19)
+	b = append(b, localPrefix, raftSuffix)
+	b = binary.BigEndian.AppendUint64(b, regionID)
+	return append(b, suffix)
+}
+
+// HardStateKey holds the replica's raftpb.HardState.
+func HardStateKey(regionID uint64) []byte { return raftPrefix(regionID, hardStateSuffix) }
+
+// ApplyStateKey holds the replica's apply state.
+func ApplyStateKey(regionID uint64) []byte { return raftPrefix(regionID, applyStateSuffix) }
+
+// RaftLogKey is the key of the log entry at index.
+func RaftLogKey(regionID, index uint64) []byte {
+	return binary.BigEndian.AppendUint64(raftPrefix(regionID, raftLogSuffix), index)
+}
+
+// PDKey is a placement-driver state key.
+func PDKey(name string) []byte { return append([]byte{pdPrefix}, name...) }
+
+// ApplyState is what a replica has applied and what it has truncated from
+// its log. It is written in the same batch as the effects of the entries it
+// covers.
+type ApplyState struct {
+	AppliedIndex   uint64
+	TruncatedIndex uint64
+	TruncatedTerm  uint64
+}
+
+// Encode returns the persistent form.
+func (s ApplyState) Encode() []byte {
+	b := make([]byte, 24)
+	binary.BigEndian.PutUint64(b[0:], s.AppliedIndex)
+	binary.BigEndian.PutUint64(b[8:], s.TruncatedIndex)
+	binary.BigEndian.PutUint64(b[16:], s.TruncatedTerm)
+	return b
+}
+
+// DecodeApplyState parses Encode's output.
+func DecodeApplyState(b []byte) (ApplyState, error) {
+	if len(b) != 24 {
+		return ApplyState{}, fmt.Errorf("engine: corrupt apply state (%d bytes)", len(b))
+	}
+	return ApplyState{
+		AppliedIndex:   binary.BigEndian.Uint64(b[0:]),
+		TruncatedIndex: binary.BigEndian.Uint64(b[8:]),
+		TruncatedTerm:  binary.BigEndian.Uint64(b[16:]),
+	}, nil
+}
+
+// GetCopy reads key from r and returns a copy of its value, or nil and
+// false when absent.
+func GetCopy(r pebble.Reader, key []byte) ([]byte, bool, error) {
+	v, closer, err := r.Get(key)
+	if err == pebble.ErrNotFound {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	out := append([]byte(nil), v...)
+	closer.Close()
+	return out, true, nil
+}
+
+// RaftLogEnd is the exclusive upper bound of a region's raft log keys.
+func RaftLogEnd(regionID uint64) []byte { return raftPrefix(regionID, raftLogSuffix+1) }

@@ -1,0 +1,648 @@
+package raftstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/strata-db/strata/internal/engine"
+	"github.com/strata-db/strata/kvpb"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+const (
+	// raftInitIndex is the index a freshly bootstrapped region starts at, as
+	// if a snapshot at (index 5, term 5) had been applied.
+	raftInitIndex = 5
+	raftInitTerm  = 5
+
+	tickInterval       = 100 * time.Millisecond
+	electionTicks      = 10
+	heartbeatTicks     = 2
+	raftLogGCThreshold = 2048
+
+	cmdWriteBatch byte = 1
+)
+
+// ErrStopped is returned for proposals when the store is shutting down.
+var ErrStopped = errors.New("raftstore: store stopped")
+
+var (
+	metricFsyncSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "fsync_seconds",
+		Help:    "Latency of the group-commit fsync of Raft entries.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+	})
+	metricEntriesPerSync = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "entries_per_fsync",
+		Help:    "Raft entries persisted by one group-commit fsync.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+	})
+	metricProposals = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "proposals_total",
+		Help: "Write proposals applied.",
+	})
+)
+
+func init() {
+	prometheus.MustRegister(metricFsyncSeconds, metricEntriesPerSync, metricProposals)
+}
+
+// Transport sends Raft messages to peers on other stores.
+type Transport interface {
+	Send(msgs []*pb.Message)
+}
+
+// Peer is a replica of one region on this store.
+type Peer struct {
+	id      uint64
+	storage *peerStorage
+
+	region atomic.Pointer[kvpb.Region]
+
+	mu        sync.Mutex
+	rn        *raft.RawNode
+	proposals map[uint64]*proposal
+
+	// leaderReady is true while this replica is leader and has applied an
+	// entry of its own term: only then does the applied state reflect every
+	// committed write, so reads may be served from the engine.
+	leaderReady atomic.Bool
+	isLeader    bool
+	term        uint64
+	leaderID    atomic.Uint64
+}
+
+type proposal struct {
+	done chan error
+}
+
+// Region returns the replica's current region descriptor (do not mutate).
+func (p *Peer) Region() *kvpb.Region { return p.region.Load() }
+
+// ID is the replica's raft peer id.
+func (p *Peer) ID() uint64 { return p.id }
+
+// Store owns the engine and all local replicas and runs the store loop.
+type Store struct {
+	db      *pebble.DB
+	storeID uint64
+	log     *slog.Logger
+
+	mu    sync.RWMutex
+	peers map[uint64]*Peer
+
+	transport Transport
+	notify    chan struct{}
+	stop      chan struct{}
+	stopped   chan struct{}
+	nextProp  atomic.Uint64
+	closed    atomic.Bool
+}
+
+// Config configures a Store.
+type Config struct {
+	StoreID   uint64
+	Transport Transport // nil when every region has only local replicas
+	Logger    *slog.Logger
+}
+
+// BootstrapRegion writes the initial state of a region with a single
+// local voter, as part of first-time store initialization. It must run
+// before Open.
+func BootstrapRegion(db *pebble.DB, region *kvpb.Region) error {
+	b := db.NewBatch()
+	defer b.Close()
+	data, err := proto.Marshal(region)
+	if err != nil {
+		return err
+	}
+	if err := b.Set(engine.RegionStateKey(region.Id), data, nil); err != nil {
+		return err
+	}
+	as := engine.ApplyState{AppliedIndex: raftInitIndex, TruncatedIndex: raftInitIndex, TruncatedTerm: raftInitTerm}
+	if err := b.Set(engine.ApplyStateKey(region.Id), as.Encode(), nil); err != nil {
+		return err
+	}
+	hs := &pb.HardState{Term: proto.Uint64(raftInitTerm), Commit: proto.Uint64(raftInitIndex)}
+	hsData, err := proto.Marshal(hs)
+	if err != nil {
+		return err
+	}
+	if err := b.Set(engine.HardStateKey(region.Id), hsData, nil); err != nil {
+		return err
+	}
+	return b.Commit(pebble.Sync)
+}
+
+// Open loads every replica persisted in db and starts the store loop.
+func Open(db *pebble.DB, cfg Config) (*Store, error) {
+	s := &Store{
+		db:        db,
+		storeID:   cfg.StoreID,
+		log:       cfg.Logger,
+		peers:     make(map[uint64]*Peer),
+		transport: cfg.Transport,
+		notify:    make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		stopped:   make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	// Proposal ids only need to be unique among proposals that can be in
+	// flight at once, including entries replayed after a restart; starting
+	// from the clock keeps a replayed entry from waking a new proposal.
+	s.nextProp.Store(uint64(time.Now().UnixNano()))
+	iter, err := db.NewIter(&pebble.IterOptions{
+		LowerBound: engine.RegionStatePrefix(),
+		UpperBound: []byte{engine.RegionStatePrefix()[0], engine.RegionStatePrefix()[1] + 1},
+	})
+	if err != nil {
+		return nil, err
+	}
+	var regions []*kvpb.Region
+	for iter.First(); iter.Valid(); iter.Next() {
+		r := &kvpb.Region{}
+		if err := proto.Unmarshal(iter.Value(), r); err != nil {
+			iter.Close()
+			return nil, fmt.Errorf("raftstore: corrupt region state: %w", err)
+		}
+		regions = append(regions, r)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, err
+	}
+	for _, r := range regions {
+		p, err := s.newPeer(r)
+		if err != nil {
+			return nil, err
+		}
+		s.peers[r.Id] = p
+	}
+	// A region with this store as its only voter elects itself at once.
+	for _, p := range s.peers {
+		if len(p.Region().Peers) == 1 {
+			p.mu.Lock()
+			err := p.rn.Campaign()
+			p.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	go s.run()
+	s.wake()
+	return s, nil
+}
+
+func (s *Store) newPeer(r *kvpb.Region) (*Peer, error) {
+	var local *kvpb.Peer
+	conf := &pb.ConfState{}
+	for _, rp := range r.Peers {
+		conf.Voters = append(conf.Voters, rp.Id)
+		if rp.StoreId == s.storeID {
+			local = rp
+		}
+	}
+	if local == nil {
+		return nil, fmt.Errorf("raftstore: region %d has no replica on store %d", r.Id, s.storeID)
+	}
+	ps, err := loadPeerStorage(s.db, r.Id, conf)
+	if err != nil {
+		return nil, err
+	}
+	rn, err := raft.NewRawNode(&raft.Config{
+		ID:                        local.Id,
+		ElectionTick:              electionTicks,
+		HeartbeatTick:             heartbeatTicks,
+		Storage:                   ps,
+		Applied:                   ps.apply.AppliedIndex,
+		MaxSizePerMsg:             1 << 20,
+		MaxInflightMsgs:           256,
+		MaxUncommittedEntriesSize: 256 << 20,
+		MaxCommittedSizePerReady:  64 << 20,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		Logger:                    raftLogger{s.log.With("region", r.Id)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := &Peer{id: local.Id, storage: ps, rn: rn, proposals: make(map[uint64]*proposal)}
+	p.region.Store(r)
+	return p, nil
+}
+
+// Peer returns the local replica of a region.
+func (s *Store) Peer(regionID uint64) (*Peer, bool) {
+	s.mu.RLock()
+	p, ok := s.peers[regionID]
+	s.mu.RUnlock()
+	return p, ok
+}
+
+// Regions returns the descriptors of all local replicas, ordered by start key.
+func (s *Store) Regions() []*kvpb.Region {
+	s.mu.RLock()
+	out := make([]*kvpb.Region, 0, len(s.peers))
+	for _, p := range s.peers {
+		out = append(out, p.Region())
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].StartKey, out[j].StartKey) < 0 })
+	return out
+}
+
+// LeaderOf returns the raft peer id this replica believes leads its region
+// (0 when unknown).
+func (p *Peer) LeaderOf() uint64 { return p.leaderID.Load() }
+
+// CheckRequest validates a request context against this replica: it must
+// be the region's leader, ready to serve, and the client's epoch must be
+// current. Keys are checked with CheckKey.
+func (p *Peer) CheckRequest(ctx *kvpb.Context) *kvpb.RegionError {
+	r := p.Region()
+	if ctx != nil && ctx.RegionEpoch != nil {
+		e := r.Epoch
+		if ctx.RegionEpoch.Version != e.GetVersion() || ctx.RegionEpoch.ConfVer != e.GetConfVer() {
+			return &kvpb.RegionError{
+				Message:       fmt.Sprintf("epoch not match for region %d", r.Id),
+				EpochNotMatch: &kvpb.EpochNotMatch{CurrentRegions: []*kvpb.Region{r}},
+			}
+		}
+	}
+	if !p.leaderReady.Load() {
+		nl := &kvpb.NotLeader{RegionId: r.Id}
+		if lid := p.leaderID.Load(); lid != 0 && lid != p.id {
+			for _, rp := range r.Peers {
+				if rp.Id == lid {
+					nl.Leader = rp
+				}
+			}
+		}
+		return &kvpb.RegionError{Message: fmt.Sprintf("peer %d is not the ready leader of region %d", p.id, r.Id), NotLeader: nl}
+	}
+	return nil
+}
+
+// CheckKey reports KeyNotInRegion when key is outside the region.
+func (p *Peer) CheckKey(key []byte) *kvpb.RegionError {
+	r := p.Region()
+	if bytes.Compare(key, r.StartKey) < 0 || (len(r.EndKey) > 0 && bytes.Compare(key, r.EndKey) >= 0) {
+		return &kvpb.RegionError{
+			Message:        fmt.Sprintf("key %q is not in region %d", key, r.Id),
+			KeyNotInRegion: &kvpb.KeyNotInRegion{Key: key, RegionId: r.Id, StartKey: r.StartKey, EndKey: r.EndKey},
+		}
+	}
+	return nil
+}
+
+// NotLeaderError builds the region error for a proposal that raft dropped.
+func (p *Peer) notLeaderError() *RegionErr {
+	return &RegionErr{E: &kvpb.RegionError{
+		Message:   fmt.Sprintf("peer %d is not leader of region %d", p.id, p.Region().Id),
+		NotLeader: &kvpb.NotLeader{RegionId: p.Region().Id},
+	}}
+}
+
+// RegionErr wraps a region error returned from Propose.
+type RegionErr struct{ E *kvpb.RegionError }
+
+func (e *RegionErr) Error() string { return e.E.Message }
+
+// Engine returns the store's Pebble DB (reads of applied state).
+func (s *Store) Engine() *pebble.DB { return s.db }
+
+// Propose replicates the writes in batch through the region's Raft group
+// and returns once they are committed (fsynced on a quorum) and applied on
+// this replica. The batch is not used after Propose returns.
+func (s *Store) Propose(ctx context.Context, p *Peer, batch *pebble.Batch) error {
+	if s.closed.Load() {
+		return ErrStopped
+	}
+	repr := batch.Repr()
+	id := s.nextProp.Add(1)
+	data := make([]byte, 9+len(repr))
+	data[0] = cmdWriteBatch
+	binary.BigEndian.PutUint64(data[1:9], id)
+	copy(data[9:], repr)
+
+	prop := &proposal{done: make(chan error, 1)}
+	p.mu.Lock()
+	if !p.isLeader {
+		p.mu.Unlock()
+		return p.notLeaderError()
+	}
+	p.proposals[id] = prop
+	err := p.rn.Propose(data)
+	if err != nil {
+		delete(p.proposals, id)
+	}
+	p.mu.Unlock()
+	if errors.Is(err, raft.ErrProposalDropped) {
+		return p.notLeaderError()
+	} else if err != nil {
+		return err
+	}
+	s.wake()
+	select {
+	case err := <-prop.done:
+		return err
+	case <-s.stopped:
+		return ErrStopped
+	case <-ctx.Done():
+		// The entry may still be applied; the caller reports an
+		// indeterminate outcome.
+		return ctx.Err()
+	}
+}
+
+func (s *Store) wake() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the store loop. In-flight proposals fail with ErrStopped.
+func (s *Store) Close() {
+	if s.closed.Swap(true) {
+		return
+	}
+	close(s.stop)
+	<-s.stopped
+}
+
+type readyPeer struct {
+	p  *Peer
+	rd raft.Ready
+}
+
+func (s *Store) run() {
+	defer close(s.stopped)
+	ticker := time.NewTicker(tickInterval)
+	defer ticker.Stop()
+	var readies []readyPeer
+	peers := make([]*Peer, 0, 8)
+	for {
+		select {
+		case <-s.stop:
+			s.failAll(ErrStopped)
+			return
+		case <-ticker.C:
+			s.mu.RLock()
+			for _, p := range s.peers {
+				p.mu.Lock()
+				p.rn.Tick()
+				p.mu.Unlock()
+			}
+			s.mu.RUnlock()
+		case <-s.notify:
+		}
+		for {
+			peers = peers[:0]
+			s.mu.RLock()
+			for _, p := range s.peers {
+				peers = append(peers, p)
+			}
+			s.mu.RUnlock()
+			readies = readies[:0]
+			for _, p := range peers {
+				p.mu.Lock()
+				if p.rn.HasReady() {
+					readies = append(readies, readyPeer{p: p, rd: p.rn.Ready()})
+				}
+				p.mu.Unlock()
+			}
+			if len(readies) == 0 {
+				break
+			}
+			if err := s.handleReadies(readies); err != nil {
+				// A failed write or apply leaves this store's state unknown;
+				// continuing could diverge replicas. Stop hard.
+				s.log.Error("raftstore: fatal error in store loop", "err", err)
+				panic(err)
+			}
+		}
+	}
+}
+
+func (s *Store) handleReadies(readies []readyPeer) error {
+	// 1. Persist entries and hard states of every replica: one batch, one fsync.
+	wb := s.db.NewBatch()
+	nEntries := 0
+	mustSync := false
+	for _, r := range readies {
+		if !raft.IsEmptySnap(r.rd.Snapshot) {
+			wb.Close()
+			return fmt.Errorf("raftstore: region %d: receiving snapshots is not supported", r.p.Region().Id)
+		}
+		if err := r.p.storage.stageAppend(wb, r.rd.Entries, r.rd.HardState); err != nil {
+			wb.Close()
+			return err
+		}
+		nEntries += len(r.rd.Entries)
+		mustSync = mustSync || r.rd.MustSync
+	}
+	if !wb.Empty() {
+		start := time.Now()
+		opt := pebble.NoSync
+		if mustSync {
+			opt = pebble.Sync
+		}
+		if err := wb.Commit(opt); err != nil {
+			wb.Close()
+			return err
+		}
+		if mustSync {
+			metricFsyncSeconds.Observe(time.Since(start).Seconds())
+			metricEntriesPerSync.Observe(float64(nEntries))
+		}
+	}
+	wb.Close()
+
+	// 2. Only now may messages leave the node.
+	for _, r := range readies {
+		if len(r.rd.Messages) > 0 {
+			if s.transport != nil {
+				s.transport.Send(r.rd.Messages)
+			}
+		}
+		if r.rd.SoftState != nil {
+			r.p.mu.Lock()
+			wasLeader := r.p.isLeader
+			r.p.isLeader = r.rd.SoftState.RaftState == raft.StateLeader
+			r.p.leaderID.Store(r.rd.SoftState.Lead)
+			if !r.p.isLeader {
+				r.p.leaderReady.Store(false)
+				if wasLeader {
+					r.p.failProposalsLocked(r.p.notLeaderError())
+				}
+			}
+			r.p.mu.Unlock()
+		}
+		if r.rd.HardState != nil && !raft.IsEmptyHardState(r.rd.HardState) {
+			r.p.mu.Lock()
+			r.p.term = r.rd.HardState.GetTerm()
+			r.p.mu.Unlock()
+		}
+	}
+
+	// 3. Apply committed entries of every replica in one batch, together
+	// with each replica's new applied index.
+	ab := s.db.NewBatch()
+	defer ab.Close()
+	type applied struct {
+		p     *Peer
+		ids   []uint64
+		state engine.ApplyState
+		ready bool
+	}
+	var done []applied
+	for _, r := range readies {
+		if len(r.rd.CommittedEntries) == 0 {
+			continue
+		}
+		a := applied{p: r.p, state: r.p.storage.applyState()}
+		r.p.mu.Lock()
+		term, isLeader := r.p.term, r.p.isLeader
+		r.p.mu.Unlock()
+		for _, e := range r.rd.CommittedEntries {
+			switch e.GetType() {
+			case pb.EntryNormal:
+				if len(e.Data) > 0 {
+					id, err := s.applyCommand(ab, e.Data)
+					if err != nil {
+						return fmt.Errorf("region %d entry %d: %w", r.p.Region().Id, e.GetIndex(), err)
+					}
+					a.ids = append(a.ids, id)
+				}
+			case pb.EntryConfChange, pb.EntryConfChangeV2:
+				return fmt.Errorf("raftstore: region %d: membership changes are not supported yet", r.p.Region().Id)
+			}
+			a.state.AppliedIndex = e.GetIndex()
+			if isLeader && e.GetTerm() == term {
+				a.ready = true
+			}
+		}
+		s.maybeTruncate(ab, r.p, &a.state)
+		if err := ab.Set(engine.ApplyStateKey(r.p.Region().Id), a.state.Encode(), nil); err != nil {
+			return err
+		}
+		done = append(done, a)
+	}
+	if !ab.Empty() {
+		if err := ab.Commit(pebble.NoSync); err != nil {
+			return err
+		}
+	}
+	// 4. Wake proposers and advance.
+	for _, a := range done {
+		a.p.storage.setApplyState(a.state)
+		a.p.mu.Lock()
+		for _, id := range a.ids {
+			if prop, ok := a.p.proposals[id]; ok {
+				delete(a.p.proposals, id)
+				prop.done <- nil
+			}
+		}
+		if a.ready && a.p.isLeader {
+			a.p.leaderReady.Store(true)
+		}
+		a.p.mu.Unlock()
+		metricProposals.Add(float64(len(a.ids)))
+	}
+	for _, r := range readies {
+		r.p.mu.Lock()
+		r.p.rn.Advance(r.rd)
+		r.p.mu.Unlock()
+	}
+	return nil
+}
+
+// applyCommand merges a proposal's writes into the apply batch and returns
+// the proposal id.
+func (s *Store) applyCommand(ab *pebble.Batch, data []byte) (uint64, error) {
+	if len(data) < 9 || data[0] != cmdWriteBatch {
+		return 0, fmt.Errorf("raftstore: unknown command type %d", data[0])
+	}
+	id := binary.BigEndian.Uint64(data[1:9])
+	cmd := s.db.NewBatch()
+	defer cmd.Close()
+	if err := cmd.SetRepr(data[9:]); err != nil {
+		return 0, err
+	}
+	if err := ab.Apply(cmd, nil); err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// maybeTruncate deletes the log below the applied index once it has grown
+// past raftLogGCThreshold entries. Only single-voter regions truncate to the
+// applied index; with followers, truncation must wait for the slowest one.
+func (s *Store) maybeTruncate(ab *pebble.Batch, p *Peer, st *engine.ApplyState) {
+	if len(p.Region().Peers) != 1 || st.AppliedIndex-st.TruncatedIndex < raftLogGCThreshold {
+		return
+	}
+	to := st.AppliedIndex
+	term := p.storage.termAt(to)
+	if term == 0 {
+		return
+	}
+	id := p.Region().Id
+	_ = ab.DeleteRange(engine.RaftLogKey(id, st.TruncatedIndex+1), engine.RaftLogKey(id, to+1), nil)
+	st.TruncatedIndex, st.TruncatedTerm = to, term
+}
+
+func (p *Peer) failProposalsLocked(err error) {
+	for id, prop := range p.proposals {
+		delete(p.proposals, id)
+		prop.done <- err
+	}
+}
+
+func (s *Store) failAll(err error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, p := range s.peers {
+		p.mu.Lock()
+		p.failProposalsLocked(err)
+		p.mu.Unlock()
+	}
+}
+
+// raftLogger adapts slog to raft.Logger.
+type raftLogger struct{ l *slog.Logger }
+
+func (r raftLogger) Debug(v ...any)                 {}
+func (r raftLogger) Debugf(format string, v ...any) {}
+func (r raftLogger) Error(v ...any)                 { r.l.Error(fmt.Sprint(v...)) }
+func (r raftLogger) Errorf(format string, v ...any) { r.l.Error(fmt.Sprintf(format, v...)) }
+func (r raftLogger) Info(v ...any)                  {}
+func (r raftLogger) Infof(format string, v ...any)  {}
+func (r raftLogger) Warning(v ...any)               { r.l.Warn(fmt.Sprint(v...)) }
+func (r raftLogger) Warningf(format string, v ...any) {
+	r.l.Warn(fmt.Sprintf(format, v...))
+}
+func (r raftLogger) Fatal(v ...any) { r.l.Error(fmt.Sprint(v...)); panic(fmt.Sprint(v...)) }
+func (r raftLogger) Fatalf(format string, v ...any) {
+	r.l.Error(fmt.Sprintf(format, v...))
+	panic(fmt.Sprintf(format, v...))
+}
+func (r raftLogger) Panic(v ...any) { panic(fmt.Sprint(v...)) }
+func (r raftLogger) Panicf(format string, v ...any) {
+	panic(fmt.Sprintf(format, v...))
+}
