@@ -1,0 +1,147 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/dolthub/vitess/go/mysql"
+
+	strsql "github.com/strata-db/strata/internal/sql"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+// ServerVersion is the version string sent in the handshake and reported
+// by clients. The "8.0.11" prefix makes drivers enable MySQL 8 behaviour.
+const ServerVersion = "8.0.11-strata"
+
+// Config configures a Server.
+type Config struct {
+	// Addr is the TCP address to listen on, e.g. "127.0.0.1:4000". Port 0
+	// picks a free port (see Server.Addr).
+	Addr string
+	// AllowEmptyRootPassword lets root log in with an empty password from
+	// a loopback address when RootPassword is empty. Node assembly sets it
+	// for the default single-node setup; without it and without a
+	// RootPassword nobody can log in.
+	AllowEmptyRootPassword bool
+	// RootPassword, when set, is required of root from any address.
+	RootPassword string
+	// MaxConnections bounds concurrently served connections; further
+	// clients wait up to ConnWaitTimeout, then are refused. 0 is unlimited.
+	MaxConnections int
+	// ConnWaitTimeout is how long a client beyond MaxConnections waits
+	// (default 10s).
+	ConnWaitTimeout time.Duration
+	// Logger receives connection-level events (panics, aborted
+	// handshakes). Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// session is what the server needs from a SQL session. *sql.Session
+// implements it; tests substitute their own.
+type session interface {
+	Execute(ctx context.Context, query string) ([]*strsql.Result, error)
+	Prepare(ctx context.Context, query string) (*strsql.PreparedStmt, error)
+	ExecutePrepared(ctx context.Context, id uint32, params []types.Datum) (*strsql.Result, error)
+	ClosePrepared(id uint32)
+	CurrentDB() string
+	UseDB(name string) error
+	InTxn() bool
+	AutoCommit() bool
+	WarningCount() uint16
+	Close()
+}
+
+// sessionFactory opens a session for an authenticated user.
+type sessionFactory func(user, host string) session
+
+// Server serves the MySQL protocol on one listener.
+type Server struct {
+	listener *mysql.Listener
+	handler  *handler
+	log      *slog.Logger
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// New listens on cfg.Addr and returns a server whose connections run on
+// sessions of engine. Call Serve to accept connections.
+func New(cfg Config, engine *strsql.Engine) (*Server, error) {
+	if engine == nil {
+		return nil, errors.New("server: nil engine")
+	}
+	return newServer(cfg, func(user, host string) session {
+		return engine.NewSession(user, host)
+	})
+}
+
+func newServer(cfg Config, open sessionFactory) (*Server, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger = logger.With("component", "mysql")
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Addr, err)
+	}
+	h := newHandler(open, logger)
+	waitTimeout := cfg.ConnWaitTimeout
+	if waitTimeout <= 0 {
+		waitTimeout = 10 * time.Second
+	}
+	var maxConns uint64
+	var maxWait uint32
+	if cfg.MaxConnections > 0 {
+		maxConns = uint64(cfg.MaxConnections)
+		maxWait = uint32(cfg.MaxConnections)
+	}
+	l, err := mysql.NewListenerWithConfig(mysql.ListenerConfig{
+		Listener:            ln,
+		AuthServer:          newAccounts(cfg),
+		Handler:             h,
+		ConnReadBufferSize:  mysql.DefaultConnBufferSize,
+		MaxConns:            maxConns,
+		MaxWaitConns:        maxWait,
+		MaxWaitConnsTimeout: waitTimeout,
+	})
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	l.ServerVersion = ServerVersion
+	return &Server{listener: l, handler: h, log: logger, closed: make(chan struct{})}, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.listener.Addr() }
+
+// Serve accepts and serves connections until Close is called, then
+// returns nil.
+func (s *Server) Serve() error {
+	s.log.Info("serving MySQL protocol", "addr", s.Addr().String())
+	s.listener.Accept()
+	select {
+	case <-s.closed:
+		return nil
+	default:
+		return errors.New("server: listener stopped unexpectedly")
+	}
+}
+
+// Close stops accepting connections and closes the open ones; their
+// sessions are closed, which rolls back open transactions.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.listener.Close()
+		s.handler.closeAll()
+	})
+	return nil
+}
