@@ -633,3 +633,35 @@ func setBinary(ft *ptypes.FieldType) {
 	ft.SetCollate(charset.CollationBin)
 	ft.AddFlag(mysql.BinaryFlag)
 }
+
+// KindForFieldType returns the kind Convert produces for a column of type ft.
+// Codecs and planners use it to tell whether a stored or constant value
+// already has the column's representation.
+func KindForFieldType(ft *ptypes.FieldType) Kind {
+	switch ft.GetType() {
+	case mysql.TypeTiny, mysql.TypeShort, mysql.TypeInt24, mysql.TypeLong, mysql.TypeLonglong:
+		if mysql.HasUnsignedFlag(ft.GetFlag()) {
+			return KindUint64
+		}
+		return KindInt64
+	case mysql.TypeYear:
+		return KindInt64
+	case mysql.TypeBit:
+		return KindUint64
+	case mysql.TypeFloat, mysql.TypeDouble:
+		return KindFloat64
+	case mysql.TypeNewDecimal:
+		return KindDecimal
+	case mysql.TypeVarchar, mysql.TypeVarString, mysql.TypeString,
+		mysql.TypeTinyBlob, mysql.TypeBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
+		if binaryString(ft) {
+			return KindBytes
+		}
+		return KindString
+	case mysql.TypeDate, mysql.TypeNewDate, mysql.TypeDatetime, mysql.TypeTimestamp:
+		return KindTime
+	case mysql.TypeEnum, mysql.TypeSet, mysql.TypeJSON:
+		return KindString
+	}
+	return KindNull
+}

@@ -403,8 +403,11 @@ func (d *Decimal) IsInteger() bool {
 
 // Normalize returns d with trailing fractional zeros removed.
 func (d *Decimal) Normalize() *Decimal {
-	if d.scale == 0 || d.IsZero() {
+	if d.IsZero() {
 		return &Decimal{}
+	}
+	if d.scale == 0 {
+		return d
 	}
 	r := &Decimal{scale: d.scale}
 	r.unscaled.Set(&d.unscaled)

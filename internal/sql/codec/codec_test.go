@@ -1,0 +1,347 @@
+package codec
+
+import (
+	"bytes"
+	"math"
+	"math/rand"
+	"sort"
+	"testing"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	ptypes "github.com/pingcap/tidb/pkg/parser/types"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+func mustDec(t testing.TB, s string) types.Datum {
+	t.Helper()
+	d, err := types.ParseDecimal(s)
+	if err != nil {
+		t.Fatalf("ParseDecimal(%q): %v", s, err)
+	}
+	return types.NewDecimal(d)
+}
+
+// randomDatum returns a random non-NULL value of kind k, biased toward
+// boundaries and values sharing prefixes, where ordering bugs hide.
+func randomDatum(t testing.TB, rng *rand.Rand, k types.Kind) types.Datum {
+	switch k {
+	case types.KindInt64:
+		switch rng.Intn(4) {
+		case 0:
+			return types.NewInt([]int64{math.MinInt64, -1, 0, 1, math.MaxInt64}[rng.Intn(5)])
+		case 1:
+			return types.NewInt(rng.Int63n(200) - 100)
+		}
+		return types.NewInt(int64(rng.Uint64()))
+	case types.KindUint64:
+		if rng.Intn(3) == 0 {
+			return types.NewUint([]uint64{0, 1, math.MaxInt64, math.MaxInt64 + 1, math.MaxUint64}[rng.Intn(5)])
+		}
+		return types.NewUint(rng.Uint64())
+	case types.KindFloat64:
+		switch rng.Intn(4) {
+		case 0:
+			return types.NewFloat([]float64{0, math.Copysign(0, -1), 1, -1, math.MaxFloat64, -math.MaxFloat64, math.SmallestNonzeroFloat64, 0.1, -0.1}[rng.Intn(9)])
+		case 1:
+			return types.NewFloat(float64(rng.Intn(100)-50) / 8)
+		}
+		return types.NewFloat(rng.NormFloat64() * math.Pow10(rng.Intn(40)-20))
+	case types.KindDecimal:
+		digits := []byte("-")
+		if rng.Intn(2) == 0 {
+			digits = digits[:0]
+		}
+		for i, n := 0, 1+rng.Intn(25); i < n; i++ {
+			digits = append(digits, byte('0'+rng.Intn(10)))
+		}
+		if rng.Intn(2) == 0 {
+			digits = append(digits, '.')
+			for i, n := 0, 1+rng.Intn(12); i < n; i++ {
+				digits = append(digits, byte('0'+rng.Intn(10)))
+			}
+		}
+		return mustDec(t, string(digits))
+	case types.KindString, types.KindBytes:
+		alphabet := []byte{0, 1, 'a', 'b', 0xfe, 0xff}
+		b := make([]byte, rng.Intn(20))
+		for i := range b {
+			b[i] = alphabet[rng.Intn(len(alphabet))]
+		}
+		if k == types.KindString {
+			return types.NewStringBytes(b)
+		}
+		return types.NewBytes(b)
+	case types.KindTime:
+		tm, err := types.NewTimeFromParts(1000+rng.Intn(9000), 1+rng.Intn(12), 1+rng.Intn(28), rng.Intn(24), rng.Intn(60), rng.Intn(60), rng.Intn(1000000), mysql.TypeDatetime, 6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return types.NewTime(tm)
+	}
+	return types.Datum{}
+}
+
+var allKinds = []types.Kind{types.KindInt64, types.KindUint64, types.KindFloat64, types.KindDecimal, types.KindString, types.KindBytes, types.KindTime}
+
+// TestKeyOrderMatchesCompare is the memcomparable property: for values of
+// one kind (and NULL), bytes.Compare of the encodings equals types.Compare.
+func TestKeyOrderMatchesCompare(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for _, k := range allKinds {
+		for i := 0; i < 3000; i++ {
+			var a, b types.Datum
+			if rng.Intn(20) != 0 {
+				a = randomDatum(t, rng, k)
+			}
+			if rng.Intn(20) != 0 {
+				b = randomDatum(t, rng, k)
+			}
+			ka, err := EncodeKey(nil, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kb, err := EncodeKey(nil, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := types.Compare(a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := bytes.Compare(ka, kb)
+			// Equal decimals of different scale (1.5, 1.50) keep their scale
+			// in the key, so only strict order is required of them.
+			if want == 0 && k == types.KindDecimal && a.Decimal() != nil && b.Decimal() != nil && a.Decimal().Scale() != b.Decimal().Scale() {
+				continue
+			}
+			if got != want {
+				t.Fatalf("%v: Compare(%v, %v) = %d but key order %d (%x vs %x)", k, a, b, want, got, ka, kb)
+			}
+		}
+	}
+}
+
+// TestKeyTupleOrder checks that concatenated keys order like tuples, which
+// requires each encoding to be prefix-free.
+func TestKeyTupleOrder(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	type tuple struct {
+		ds  []types.Datum
+		key []byte
+	}
+	for _, k := range []types.Kind{types.KindString, types.KindDecimal, types.KindInt64} {
+		var ts []tuple
+		for i := 0; i < 500; i++ {
+			ds := []types.Datum{randomDatum(t, rng, k), randomDatum(t, rng, types.KindInt64)}
+			if k == types.KindDecimal {
+				// A DECIMAL column holds one scale; make ties possible too.
+				ds[0] = types.NewDecimal(ds[0].Decimal().Round(-20))
+			}
+			key, err := EncodeKey(nil, ds...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts = append(ts, tuple{ds, key})
+		}
+		sort.Slice(ts, func(i, j int) bool { return bytes.Compare(ts[i].key, ts[j].key) < 0 })
+		for i := 1; i < len(ts); i++ {
+			c, _ := types.Compare(ts[i-1].ds[0], ts[i].ds[0])
+			if c > 0 {
+				t.Fatalf("first column out of order: %v before %v", ts[i-1].ds, ts[i].ds)
+			}
+			if c == 0 {
+				if c2, _ := types.Compare(ts[i-1].ds[1], ts[i].ds[1]); c2 > 0 {
+					t.Fatalf("second column out of order: %v before %v", ts[i-1].ds, ts[i].ds)
+				}
+			}
+		}
+	}
+}
+
+func sameDatum(a, b types.Datum) bool {
+	if a.Kind() != b.Kind() {
+		return false
+	}
+	switch a.Kind() {
+	case types.KindNull:
+		return true
+	case types.KindDecimal:
+		return a.Decimal().String() == b.Decimal().String()
+	case types.KindFloat64:
+		return a.Float() == b.Float()
+	}
+	return a.String() == b.String()
+}
+
+func TestKeyRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for i := 0; i < 2000; i++ {
+		var ds []types.Datum
+		for j, n := 0, 1+rng.Intn(4); j < n; j++ {
+			if rng.Intn(10) == 0 {
+				ds = append(ds, types.Datum{})
+				continue
+			}
+			ds = append(ds, randomDatum(t, rng, allKinds[rng.Intn(len(allKinds))]))
+		}
+		key, err := EncodeKey([]byte("prefix"), ds...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key = append(key, "tail"...)
+		got, rest, err := DecodeKey(key[len("prefix"):], len(ds))
+		if err != nil {
+			t.Fatalf("DecodeKey(%v): %v", ds, err)
+		}
+		if string(rest) != "tail" {
+			t.Fatalf("rest = %q", rest)
+		}
+		for j := range ds {
+			if !sameDatum(ds[j], got[j]) {
+				t.Fatalf("round trip %d: %v (%v) became %v (%v)", j, ds[j], ds[j].Kind(), got[j], got[j].Kind())
+			}
+		}
+	}
+}
+
+func TestDecimalKeyKeepsScale(t *testing.T) {
+	for _, s := range []string{"0", "0.00", "1.50", "-1.50", "100", "0.00012300", "-0.001"} {
+		key, err := EncodeKey(nil, mustDec(t, s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := DecodeKey(key, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0].Decimal().String() != s {
+			t.Errorf("decimal %s decoded as %s", s, got[0].Decimal())
+		}
+	}
+}
+
+func TestIntHandleOrder(t *testing.T) {
+	vals := []int64{math.MinInt64, -2, -1, 0, 1, 2, math.MaxInt64}
+	for i := 1; i < len(vals); i++ {
+		a, b := EncodeInt(nil, vals[i-1]), EncodeInt(nil, vals[i])
+		if bytes.Compare(a, b) >= 0 {
+			t.Fatalf("EncodeInt(%d) >= EncodeInt(%d)", vals[i-1], vals[i])
+		}
+		v, rest, err := DecodeInt(b)
+		if err != nil || v != vals[i] || len(rest) != 0 {
+			t.Fatalf("DecodeInt: %d %v %v", v, rest, err)
+		}
+	}
+	if _, _, err := DecodeInt([]byte{1, 2}); err == nil {
+		t.Fatal("short handle decoded")
+	}
+}
+
+func TestDecodeKeyRejectsCorrupt(t *testing.T) {
+	for _, b := range [][]byte{{}, {0x09}, {flagInt, 1, 2}, {flagString, 'a', 'b'}, {flagDecimal, decPos, 0, 0}, {flagString, 0, 0, 0, 0, 0, 0, 0, 0, 0x10}} {
+		if _, _, err := DecodeKey(b, 1); err == nil {
+			t.Errorf("DecodeKey(%x) succeeded", b)
+		}
+	}
+}
+
+func TestRowRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	for i := 0; i < 1000; i++ {
+		n := rng.Intn(40)
+		ids := make([]int64, n)
+		ds := make([]types.Datum, n)
+		for j := range ids {
+			ids[j] = int64(j*3 + 1)
+			if rng.Intn(8) != 0 {
+				ds[j] = randomDatum(t, rng, allKinds[rng.Intn(len(allKinds))])
+			}
+		}
+		row, err := EncodeRow(nil, ids, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Decode every column in reverse order.
+		want := make([]int64, n)
+		for j := range want {
+			want[j] = ids[n-1-j]
+		}
+		out := make([]types.Datum, n)
+		if err := DecodeRow(row, want, nil, out); err != nil {
+			t.Fatal(err)
+		}
+		for j := range want {
+			if !sameDatum(out[j], ds[n-1-j]) {
+				t.Fatalf("column %d: %v became %v", want[j], ds[n-1-j], out[j])
+			}
+		}
+	}
+}
+
+func TestRowSingleColumnAndMissing(t *testing.T) {
+	ids := []int64{1, 2, 3, 4}
+	ds := []types.Datum{types.NewInt(42), types.NewInt(7), types.NewString("c-value"), types.Datum{}}
+	row, err := EncodeRow(nil, ids, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []types.Datum{types.NewString("default"), types.NewString("default"), types.NewString("default")}
+	if err := DecodeRow(row, []int64{3, 99, 4}, nil, out); err != nil {
+		t.Fatal(err)
+	}
+	if out[0].String() != "c-value" {
+		t.Errorf("column 3 = %v", out[0])
+	}
+	if out[1].String() != "default" {
+		t.Errorf("absent column 99 overwritten with %v", out[1])
+	}
+	if !out[2].IsNull() {
+		t.Errorf("stored NULL decoded as %v", out[2])
+	}
+}
+
+func TestRowConvertsAfterTypeChange(t *testing.T) {
+	row, err := EncodeRow(nil, []int64{1}, []types.Datum{types.NewInt(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := ptypes.NewFieldType(mysql.TypeLonglong)
+	ft.AddFlag(mysql.UnsignedFlag)
+	out := make([]types.Datum, 1)
+	if err := DecodeRow(row, []int64{1}, []*ptypes.FieldType{ft}, out); err != nil {
+		t.Fatal(err)
+	}
+	if out[0].Kind() != types.KindUint64 || out[0].Uint() != 5 {
+		t.Fatalf("got %v of kind %v", out[0], out[0].Kind())
+	}
+}
+
+func TestRowRejectsCorrupt(t *testing.T) {
+	row, err := EncodeRow(nil, []int64{1, 2}, []types.Datum{types.NewInt(1), types.NewString("abc")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]types.Datum, 2)
+	for _, b := range [][]byte{nil, {0x01}, row[:len(row)-1], append(append([]byte{}, row...), 'x')} {
+		if err := DecodeRow(b, []int64{1, 2}, nil, out); err == nil {
+			t.Errorf("DecodeRow(%x) succeeded", b)
+		}
+	}
+}
+
+func TestDecodeOneColumnDoesNotAllocate(t *testing.T) {
+	row, err := EncodeRow(nil, []int64{1, 2, 3, 4}, []types.Datum{types.NewInt(1), types.NewInt(2), types.NewString("ccccccccccccccccc"), types.NewString("pad")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]types.Datum, 1)
+	ids := []int64{3}
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := DecodeRow(row, ids, nil, out); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("DecodeRow of one column allocated %v times", allocs)
+	}
+}

@@ -1,0 +1,240 @@
+package codec
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/big"
+
+	ptypes "github.com/pingcap/tidb/pkg/parser/types"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+// Row values have the layout
+//
+//	rowVersion | uvarint n | n x uvarint column id | n x uvarint end offset | data
+//
+// where column i's value is data[end[i-1]:end[i]]: a kind byte followed by the
+// payload (zigzag varint for INT, uvarint for UINT, 8 bytes for DOUBLE and
+// TIME, raw bytes for strings, uvarint scale + sign byte + magnitude for
+// DECIMAL, nothing for NULL). Decoding one column parses only the small
+// header and that column's bytes.
+const rowVersion byte = 0x80
+
+// maxStackCols is the number of columns whose header fits in DecodeRow's
+// stack arrays; wider rows allocate.
+const maxStackCols = 32
+
+// EncodeRow appends the row value for the columns colIDs with values ds.
+// NULLs are stored explicitly so that a NULL is distinguishable from a column
+// the row was written without (see DecodeRow).
+func EncodeRow(buf []byte, colIDs []int64, ds []types.Datum) ([]byte, error) {
+	if len(colIDs) != len(ds) {
+		return nil, fmt.Errorf("codec: %d column ids for %d values", len(colIDs), len(ds))
+	}
+	buf = append(buf, rowVersion)
+	buf = binary.AppendUvarint(buf, uint64(len(colIDs)))
+	for _, id := range colIDs {
+		if id < 0 {
+			return nil, fmt.Errorf("codec: negative column id %d", id)
+		}
+		buf = binary.AppendUvarint(buf, uint64(id))
+	}
+	// Offsets depend on the encoded sizes: size each value first.
+	end := 0
+	for _, d := range ds {
+		n, err := valueSize(d)
+		if err != nil {
+			return nil, err
+		}
+		end += n
+		buf = binary.AppendUvarint(buf, uint64(end))
+	}
+	for _, d := range ds {
+		buf = appendValue(buf, d)
+	}
+	return buf, nil
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+func zigzag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
+
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+func valueSize(d types.Datum) (int, error) {
+	switch d.Kind() {
+	case types.KindNull:
+		return 1, nil
+	case types.KindInt64:
+		return 1 + uvarintLen(zigzag(d.Int())), nil
+	case types.KindUint64:
+		return 1 + uvarintLen(d.Uint()), nil
+	case types.KindFloat64, types.KindTime:
+		return 9, nil
+	case types.KindString, types.KindBytes:
+		return 1 + len(d.Bytes()), nil
+	case types.KindDecimal:
+		dec := d.Decimal()
+		mag := new(big.Int).Abs(dec.Unscaled())
+		return 1 + uvarintLen(uint64(dec.Scale())) + 1 + len(mag.Bytes()), nil
+	}
+	return 0, fmt.Errorf("codec: cannot encode datum of kind %v", d.Kind())
+}
+
+func appendValue(buf []byte, d types.Datum) []byte {
+	buf = append(buf, byte(d.Kind()))
+	switch d.Kind() {
+	case types.KindInt64:
+		buf = binary.AppendUvarint(buf, zigzag(d.Int()))
+	case types.KindUint64:
+		buf = binary.AppendUvarint(buf, d.Uint())
+	case types.KindFloat64:
+		buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(d.Float()))
+	case types.KindTime:
+		buf = binary.BigEndian.AppendUint64(buf, uint64(d.Time()))
+	case types.KindString, types.KindBytes:
+		buf = append(buf, d.Bytes()...)
+	case types.KindDecimal:
+		dec := d.Decimal()
+		u := dec.Unscaled()
+		buf = binary.AppendUvarint(buf, uint64(dec.Scale()))
+		if u.Sign() < 0 {
+			buf = append(buf, 1)
+		} else {
+			buf = append(buf, 0)
+		}
+		buf = append(buf, u.Abs(u).Bytes()...)
+	}
+	return buf
+}
+
+func decodeValue(b []byte) (types.Datum, error) {
+	if len(b) == 0 {
+		return types.Datum{}, ErrCorrupt
+	}
+	kind := types.Kind(b[0])
+	p := b[1:]
+	switch kind {
+	case types.KindNull:
+		return types.Datum{}, nil
+	case types.KindInt64:
+		u, n := binary.Uvarint(p)
+		if n <= 0 {
+			return types.Datum{}, ErrCorrupt
+		}
+		return types.NewInt(unzigzag(u)), nil
+	case types.KindUint64:
+		u, n := binary.Uvarint(p)
+		if n <= 0 {
+			return types.Datum{}, ErrCorrupt
+		}
+		return types.NewUint(u), nil
+	case types.KindFloat64:
+		if len(p) != 8 {
+			return types.Datum{}, ErrCorrupt
+		}
+		return types.NewFloat(math.Float64frombits(binary.BigEndian.Uint64(p))), nil
+	case types.KindTime:
+		if len(p) != 8 {
+			return types.Datum{}, ErrCorrupt
+		}
+		return types.NewTime(types.Time(binary.BigEndian.Uint64(p))), nil
+	case types.KindString:
+		return types.NewStringBytes(p), nil
+	case types.KindBytes:
+		return types.NewBytes(p), nil
+	case types.KindDecimal:
+		scale, n := binary.Uvarint(p)
+		if n <= 0 || len(p) < n+1 || scale > types.MaxDecimalScale {
+			return types.Datum{}, ErrCorrupt
+		}
+		neg := p[n] == 1
+		mag := new(big.Int).SetBytes(p[n+1:])
+		if neg {
+			mag.Neg(mag)
+		}
+		return types.NewDecimal(types.NewDecimalUnscaled(mag, int(scale))), nil
+	}
+	return types.Datum{}, ErrCorrupt
+}
+
+// DecodeRow decodes the columns colIDs of the row value b into out
+// (len(out) >= len(colIDs)). A column the row does not contain (added after
+// the row was written) keeps the value the caller put in out, so callers
+// pre-fill out with column defaults (or NULL). When fts is non-nil and a
+// stored value's kind differs from the kind of fts[i] (the column's type was
+// altered), the value is converted with types.Convert. Decoded strings alias b.
+func DecodeRow(b []byte, colIDs []int64, fts []*ptypes.FieldType, out []types.Datum) error {
+	if len(out) < len(colIDs) {
+		return fmt.Errorf("codec: %d outputs for %d columns", len(out), len(colIDs))
+	}
+	if len(b) == 0 || b[0] != rowVersion {
+		return ErrCorrupt
+	}
+	p := b[1:]
+	n64, k := binary.Uvarint(p)
+	if k <= 0 || n64 > uint64(len(p)) {
+		return ErrCorrupt
+	}
+	p = p[k:]
+	n := int(n64)
+	var idsArr, endsArr [maxStackCols]uint64
+	ids, ends := idsArr[:0], endsArr[:0]
+	if n > maxStackCols {
+		ids, ends = make([]uint64, 0, n), make([]uint64, 0, n)
+	}
+	for i := 0; i < n; i++ {
+		v, k := binary.Uvarint(p)
+		if k <= 0 {
+			return ErrCorrupt
+		}
+		ids = append(ids, v)
+		p = p[k:]
+	}
+	for i := 0; i < n; i++ {
+		v, k := binary.Uvarint(p)
+		if k <= 0 {
+			return ErrCorrupt
+		}
+		ends = append(ends, v)
+		p = p[k:]
+	}
+	data := p
+	if n > 0 && ends[n-1] != uint64(len(data)) {
+		return ErrCorrupt
+	}
+	for i, want := range colIDs {
+		for j := 0; j < n; j++ {
+			if ids[j] != uint64(want) {
+				continue
+			}
+			var start uint64
+			if j > 0 {
+				start = ends[j-1]
+			}
+			if start > ends[j] || ends[j] > uint64(len(data)) {
+				return ErrCorrupt
+			}
+			d, err := decodeValue(data[start:ends[j]:ends[j]])
+			if err != nil {
+				return err
+			}
+			if fts != nil && fts[i] != nil && !d.IsNull() && d.Kind() != types.KindForFieldType(fts[i]) {
+				if d, err = types.Convert(d, fts[i]); err != nil {
+					return err
+				}
+			}
+			out[i] = d
+			break
+		}
+	}
+	return nil
+}
