@@ -1,0 +1,495 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/strata-db/strata/kvpb"
+)
+
+// maxMutationsPerRequest splits a region's share of a large transaction
+// into several prewrite/commit requests.
+const maxMutationsPerRequest = 2048
+
+// cleanupTimeout bounds work done after the outcome is decided (committing
+// secondaries, rolling back a failed prewrite), which must not depend on
+// the caller's context.
+const cleanupTimeout = 30 * time.Second
+
+// errOnePCDeclined means a one-phase commit attempt cannot proceed in one
+// request (the region changed); the committer falls back to 2PC.
+var errOnePCDeclined = errors.New("client: one-phase commit declined")
+
+// Commit makes the buffered writes durable and visible atomically.
+//
+// A transaction whose keys are all in one region commits in one request
+// (one-phase commit). Otherwise it runs Percolator two-phase commit: lock
+// every key (prewrite), take a commit timestamp, commit the primary key (the
+// commit point) and then the secondaries. A write conflict rolls back what
+// was prewritten and returns a *kv.RetryableError; the transaction is never
+// retried here.
+func (t *Txn) Commit(ctx context.Context) error {
+	if t.finished {
+		return ErrTxnFinished
+	}
+	t.finished = true
+	defer t.stopHeartbeat()
+	if t.buf.len() == 0 {
+		// Nothing to write; release the pessimistic locks, if any.
+		return t.pessimisticRollback(ctx)
+	}
+	cm := newCommitter(t)
+	return cm.execute(ctx)
+}
+
+// committer runs the commit protocol of one transaction.
+type committer struct {
+	c *Client
+	t *Txn
+
+	// keys, muts and pessimistic are parallel and sorted by key.
+	keys        [][]byte
+	muts        []*kvpb.Mutation
+	pessimistic []bool // nil when no key is pessimistically locked
+
+	primary  []byte
+	lockTTL  uint64
+	commitTS uint64
+}
+
+func newCommitter(t *Txn) *committer {
+	cm := &committer{c: t.c, t: t}
+	n := t.buf.len() + len(t.locked)
+	cm.muts = make([]*kvpb.Mutation, 0, n)
+	t.buf.each(func(e bufEntry) bool {
+		m := &kvpb.Mutation{Op: kvpb.Op_Put, Key: e.key, Value: e.value}
+		if e.deleted {
+			m = &kvpb.Mutation{Op: kvpb.Op_Del, Key: e.key}
+		}
+		cm.muts = append(cm.muts, m)
+		return true
+	})
+	if len(t.locked) > 0 {
+		// Keys locked but not written are prewritten as Lock so their
+		// pessimistic locks are released at commit.
+		added := false
+		for k := range t.locked {
+			if _, ok := t.buf.get([]byte(k)); !ok {
+				cm.muts = append(cm.muts, &kvpb.Mutation{Op: kvpb.Op_Lock, Key: []byte(k)})
+				added = true
+			}
+		}
+		if added {
+			sort.Slice(cm.muts, func(i, j int) bool { return bytes.Compare(cm.muts[i].Key, cm.muts[j].Key) < 0 })
+		}
+		cm.pessimistic = make([]bool, len(cm.muts))
+		for i, m := range cm.muts {
+			_, cm.pessimistic[i] = t.locked[string(m.Key)]
+		}
+	}
+	cm.keys = make([][]byte, len(cm.muts))
+	for i, m := range cm.muts {
+		cm.keys[i] = m.Key
+	}
+	cm.primary = t.primary
+	if cm.primary == nil {
+		cm.primary = cm.keys[0]
+	}
+	cm.lockTTL = uint64((time.Since(t.began) + t.c.opts.LockTTL).Milliseconds())
+	return cm
+}
+
+// batch is a run of the committer's keys in one region: keys[lo:hi].
+type batch struct {
+	entry  *regionEntry
+	lo, hi int
+}
+
+// group splits keys[lo:hi] into per-region batches of bounded size.
+func (cm *committer) group(bo *backoffer, lo, hi int) ([]batch, error) {
+	groups, err := cm.c.regions.groupSortedKeys(bo.ctx, cm.keys[lo:hi])
+	if err != nil {
+		return nil, err
+	}
+	var out []batch
+	for _, g := range groups {
+		for s := lo + g.lo; s < lo+g.hi; s += maxMutationsPerRequest {
+			out = append(out, batch{entry: g.entry, lo: s, hi: min(s+maxMutationsPerRequest, lo+g.hi)})
+		}
+	}
+	return out, nil
+}
+
+func (cm *committer) execute(ctx context.Context) error {
+	bo := newBackoffer(ctx, cm.c.opts.BackoffBudget)
+	batches, err := cm.group(&bo, 0, len(cm.keys))
+	if err != nil {
+		return err
+	}
+	if len(batches) == 1 && !cm.c.opts.DisableOnePC {
+		committed, err := cm.onePC(&bo, batches[0])
+		switch {
+		case err == nil && committed:
+			return nil
+		case err == nil:
+			// The store prewrote without committing: finish with 2PC.
+			return cm.commitPhase(&bo)
+		case !errors.Is(err, errOnePCDeclined):
+			return err
+		}
+		if batches, err = cm.group(&bo, 0, len(cm.keys)); err != nil {
+			cm.rollback(ctx)
+			return err
+		}
+	}
+
+	if cm.t.heartbeat == nil {
+		cm.t.heartbeat = cm.c.startHeartbeat(cm.primary, cm.t.startTS, cm.t.began)
+	}
+	if err := forEachParallel(len(batches), func(i int) error {
+		sub := bo.fork()
+		return cm.prewrite(&sub, batches[i])
+	}); err != nil {
+		cm.rollback(ctx)
+		return err
+	}
+	return cm.commitPhase(&bo)
+}
+
+// onePC sends the whole transaction in one prewrite with try_one_pc. It
+// reports whether the store committed it; errOnePCDeclined asks for 2PC.
+func (cm *committer) onePC(bo *backoffer, b batch) (bool, error) {
+	for {
+		kvc, err := cm.c.kvClient(b.entry)
+		if err != nil {
+			// Nothing was sent: re-route through 2PC's retry logic.
+			if err := cm.c.onSendFailure(bo, b.entry, err); err != nil {
+				return false, err
+			}
+			return false, errOnePCDeclined
+		}
+		resp, err := kvc.KvPrewrite(bo.ctx, cm.prewriteRequest(b, true))
+		if err != nil {
+			// The store may have committed before the reply was lost.
+			return false, fmt.Errorf("%w: one-phase commit of txn %d: %v", ErrResultUndetermined, cm.t.startTS, err)
+		}
+		if resp.RegionError != nil {
+			if err := cm.c.onRegionError(bo, b.entry, resp.RegionError); err != nil {
+				return false, err
+			}
+			return false, errOnePCDeclined
+		}
+		retry, err := cm.handlePrewriteErrors(bo, resp.Errors)
+		if err != nil {
+			cm.rollback(bo.ctx)
+			return false, err
+		}
+		if retry {
+			continue
+		}
+		if resp.OnePcCommitTs != 0 {
+			cm.commitTS = resp.OnePcCommitTs
+			return true, nil
+		}
+		return false, nil
+	}
+}
+
+func (cm *committer) prewriteRequest(b batch, onePC bool) *kvpb.PrewriteRequest {
+	req := &kvpb.PrewriteRequest{
+		Context:      b.entry.rpcCtx,
+		Mutations:    cm.muts[b.lo:b.hi],
+		PrimaryLock:  cm.primary,
+		StartVersion: cm.t.startTS,
+		LockTtl:      cm.lockTTL,
+		TxnSize:      uint64(len(cm.muts)),
+		TryOnePc:     onePC,
+	}
+	if cm.pessimistic != nil {
+		req.IsPessimisticLock = cm.pessimistic[b.lo:b.hi]
+		req.ForUpdateTs = cm.t.forUpdateTS
+	}
+	return req
+}
+
+// handlePrewriteErrors resolves locks met by a prewrite (retry reports that
+// the request should be sent again) and turns other key errors into the
+// transaction's failure.
+func (cm *committer) handlePrewriteErrors(bo *backoffer, errs []*kvpb.KeyError) (retry bool, err error) {
+	var locks []*kvpb.LockInfo
+	for _, ke := range errs {
+		if ke == nil {
+			continue
+		}
+		if ke.Locked == nil {
+			return false, keyErrorAsError(ke)
+		}
+		locks = append(locks, ke.Locked)
+	}
+	if len(locks) == 0 {
+		return false, nil
+	}
+	if err := cm.c.resolver.waitForLocks(bo, cm.t.startTS, locks); err != nil {
+		if exhaustedWaitingForLock(err) {
+			return false, retryable(err.Error(), true)
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// prewrite locks the keys of b, re-routing if the region changed.
+func (cm *committer) prewrite(bo *backoffer, b batch) error {
+	for {
+		kvc, err := cm.c.kvClient(b.entry)
+		var resp *kvpb.PrewriteResponse
+		if err == nil {
+			resp, err = kvc.KvPrewrite(bo.ctx, cm.prewriteRequest(b, false))
+		}
+		if err != nil {
+			// Prewrite is idempotent for a given start ts: resend.
+			if err := cm.c.onSendFailure(bo, b.entry, err); err != nil {
+				return err
+			}
+			return cm.regroup(bo, b, cm.prewrite)
+		}
+		if resp.RegionError != nil {
+			if err := cm.c.onRegionError(bo, b.entry, resp.RegionError); err != nil {
+				return err
+			}
+			return cm.regroup(bo, b, cm.prewrite)
+		}
+		retry, err := cm.handlePrewriteErrors(bo, resp.Errors)
+		if err != nil {
+			return err
+		}
+		if !retry {
+			return nil
+		}
+	}
+}
+
+// regroup re-splits b's keys with the (refreshed) region cache and runs
+// step on each part in order.
+func (cm *committer) regroup(bo *backoffer, b batch, step func(*backoffer, batch) error) error {
+	parts, err := cm.group(bo, b.lo, b.hi)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if err := step(bo, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commitPhase takes the commit timestamp, commits the primary's batch (the
+// commit point) and then the secondaries.
+func (cm *committer) commitPhase(bo *backoffer) error {
+	ts, err := cm.c.getTS(bo.ctx)
+	if err != nil {
+		cm.rollback(bo.ctx)
+		return err
+	}
+	cm.commitTS = ts
+	batches, err := cm.group(bo, 0, len(cm.keys))
+	if err != nil {
+		cm.rollback(bo.ctx)
+		return err
+	}
+	primaryIdx := -1
+	for i, b := range batches {
+		if b.entry.contains(cm.primary) && cm.inBatch(b, cm.primary) {
+			primaryIdx = i
+			break
+		}
+	}
+	if primaryIdx < 0 {
+		return fmt.Errorf("client: primary key %q is not among the transaction's mutations", cm.primary)
+	}
+	uncertain := false
+	if err := cm.commitPrimary(bo, batches[primaryIdx], &uncertain); err != nil {
+		if uncertain {
+			return fmt.Errorf("%w: commit of primary %q: %v", ErrResultUndetermined, cm.primary, err)
+		}
+		cm.rollback(bo.ctx)
+		return err
+	}
+	cm.t.stopHeartbeat()
+
+	// The transaction is committed. Secondaries are committed now so that
+	// readers do not have to resolve their locks; a failure here is
+	// repaired by lock resolution and does not fail the transaction.
+	secondaries := make([]batch, 0, len(batches)-1)
+	secondaries = append(secondaries, batches[:primaryIdx]...)
+	secondaries = append(secondaries, batches[primaryIdx+1:]...)
+	if len(secondaries) > 0 {
+		ctx, cancel := cleanupContext(bo.ctx, cleanupTimeout)
+		defer cancel()
+		sbo := newBackoffer(ctx, cm.c.opts.BackoffBudget)
+		_ = forEachParallel(len(secondaries), func(i int) error {
+			sub := sbo.fork()
+			return cm.commitSecondary(&sub, secondaries[i])
+		})
+	}
+	return nil
+}
+
+func (cm *committer) inBatch(b batch, key []byte) bool {
+	i := sort.Search(b.hi-b.lo, func(i int) bool { return bytes.Compare(cm.keys[b.lo+i], key) >= 0 })
+	return i < b.hi-b.lo && bytes.Equal(cm.keys[b.lo+i], key)
+}
+
+// commitPrimary commits b, which holds the primary key. If the region
+// changed, the part holding the primary is committed first. uncertain is set
+// when a request may have reached the store without its reply reaching us.
+func (cm *committer) commitPrimary(bo *backoffer, b batch, uncertain *bool) error {
+	for {
+		kvc, err := cm.c.kvClient(b.entry)
+		var resp *kvpb.CommitResponse
+		if err == nil {
+			resp, err = kvc.KvCommit(bo.ctx, cm.commitRequest(b))
+			if err != nil {
+				*uncertain = true
+			}
+		}
+		if err != nil {
+			// Commit is idempotent: resending is safe.
+			if err := cm.c.onSendFailure(bo, b.entry, err); err != nil {
+				return err
+			}
+			b.entry = cm.relocate(bo, b)
+			if b.entry == nil {
+				return cm.regroupPrimary(bo, b, uncertain)
+			}
+			continue
+		}
+		if resp.RegionError != nil {
+			if err := cm.c.onRegionError(bo, b.entry, resp.RegionError); err != nil {
+				return err
+			}
+			return cm.regroupPrimary(bo, b, uncertain)
+		}
+		if ke := resp.Error; ke != nil {
+			// The store refused: the primary lock is gone (rolled
+			// back by a reader after it expired), so the transaction
+			// did not commit and may be run again.
+			*uncertain = false
+			return retryable(fmt.Sprintf("transaction %d could not commit: %v", cm.t.startTS, keyErrorAsError(ke)), false)
+		}
+		return nil
+	}
+}
+
+// relocate returns the current region of b when all of b's keys are still
+// in one region, or nil.
+func (cm *committer) relocate(bo *backoffer, b batch) *regionEntry {
+	e, err := cm.c.regions.locate(bo.ctx, cm.keys[b.lo])
+	if err != nil || !e.contains(cm.keys[b.hi-1]) {
+		return nil
+	}
+	return e
+}
+
+func (cm *committer) regroupPrimary(bo *backoffer, b batch, uncertain *bool) error {
+	parts, err := cm.group(bo, b.lo, b.hi)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if cm.inBatch(p, cm.primary) {
+			if err := cm.commitPrimary(bo, p, uncertain); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range parts {
+		if !cm.inBatch(p, cm.primary) {
+			_ = cm.commitSecondary(bo, p)
+		}
+	}
+	return nil
+}
+
+func (cm *committer) commitRequest(b batch) *kvpb.CommitRequest {
+	return &kvpb.CommitRequest{
+		Context:       b.entry.rpcCtx,
+		StartVersion:  cm.t.startTS,
+		Keys:          cm.keys[b.lo:b.hi],
+		CommitVersion: cm.commitTS,
+	}
+}
+
+func (cm *committer) commitSecondary(bo *backoffer, b batch) error {
+	kvc, err := cm.c.kvClient(b.entry)
+	var resp *kvpb.CommitResponse
+	if err == nil {
+		resp, err = kvc.KvCommit(bo.ctx, cm.commitRequest(b))
+	}
+	if err != nil {
+		if err := cm.c.onSendFailure(bo, b.entry, err); err != nil {
+			return err
+		}
+		return cm.regroup(bo, b, cm.commitSecondary)
+	}
+	if resp.RegionError != nil {
+		if err := cm.c.onRegionError(bo, b.entry, resp.RegionError); err != nil {
+			return err
+		}
+		return cm.regroup(bo, b, cm.commitSecondary)
+	}
+	if resp.Error != nil {
+		return keyErrorAsError(resp.Error)
+	}
+	return nil
+}
+
+// rollback removes the locks a failed commit may have left, best effort:
+// whatever it misses expires and is rolled back by lock resolution.
+func (cm *committer) rollback(ctx context.Context) {
+	cm.t.stopHeartbeat()
+	rctx, cancel := cleanupContext(ctx, cleanupTimeout)
+	defer cancel()
+	bo := newBackoffer(rctx, cm.c.opts.BackoffBudget)
+	batches, err := cm.group(&bo, 0, len(cm.keys))
+	if err != nil {
+		return
+	}
+	_ = forEachParallel(len(batches), func(i int) error {
+		sub := bo.fork()
+		return cm.rollbackBatch(&sub, batches[i])
+	})
+}
+
+func (cm *committer) rollbackBatch(bo *backoffer, b batch) error {
+	kvc, err := cm.c.kvClient(b.entry)
+	var resp *kvpb.BatchRollbackResponse
+	if err == nil {
+		resp, err = kvc.KvBatchRollback(bo.ctx, &kvpb.BatchRollbackRequest{
+			Context:      b.entry.rpcCtx,
+			StartVersion: cm.t.startTS,
+			Keys:         cm.keys[b.lo:b.hi],
+		})
+	}
+	if err != nil {
+		if err := cm.c.onSendFailure(bo, b.entry, err); err != nil {
+			return err
+		}
+		return cm.regroup(bo, b, cm.rollbackBatch)
+	}
+	if resp.RegionError != nil {
+		if err := cm.c.onRegionError(bo, b.entry, resp.RegionError); err != nil {
+			return err
+		}
+		return cm.regroup(bo, b, cm.rollbackBatch)
+	}
+	if resp.Error != nil {
+		return keyErrorAsError(resp.Error)
+	}
+	return nil
+}

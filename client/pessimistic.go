@@ -1,0 +1,346 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/strata-db/strata/kvpb"
+)
+
+// LockKeys takes pessimistic locks on keys (SELECT ... FOR UPDATE). The
+// first key this transaction ever locks becomes its primary. In a
+// snapshot-isolated transaction the locks are taken at the start timestamp,
+// so a key committed by another transaction after our snapshot fails with a
+// *kv.RetryableError (first committer wins), exactly as it would at commit;
+// a read-committed transaction locks at a fresh timestamp instead.
+//
+// A key locked by a live transaction is waited for up to
+// Options.LockWaitTimeout when the transaction is Pessimistic, and fails at
+// once otherwise; either way the failure is a *kv.RetryableError with
+// LockWaitTimeout set. Locks are released by Commit (they are committed as
+// part of the transaction) or Rollback.
+func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
+	if t.finished {
+		return ErrTxnFinished
+	}
+	todo := make([][]byte, 0, len(keys))
+	for _, k := range keys {
+		if len(k) == 0 {
+			return fmt.Errorf("client: empty key")
+		}
+		if _, ok := t.locked[string(k)]; !ok {
+			todo = append(todo, k)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	sortKeys(todo)
+	todo = dedupSorted(todo)
+
+	forUpdateTS := t.startTS
+	if t.opts.ReadCommitted {
+		ts, err := t.c.getTS(ctx)
+		if err != nil {
+			return err
+		}
+		forUpdateTS = ts
+	}
+	if forUpdateTS > t.forUpdateTS {
+		t.forUpdateTS = forUpdateTS
+	}
+	if t.locked == nil {
+		t.locked = make(map[string]struct{}, len(todo))
+	}
+
+	pl := &pessimisticLocker{t: t, forUpdateTS: forUpdateTS, waitStart: time.Now()}
+	bo := newBackoffer(ctx, t.c.opts.BackoffBudget)
+	if t.primary == nil {
+		// Lock the primary alone first: every other lock points at it,
+		// and a reader meeting a secondary must find the primary.
+		primary := bytes.Clone(todo[0])
+		t.primary = primary
+		if err := pl.lock(&bo, [][]byte{primary}); err != nil {
+			t.primary = nil
+			return err
+		}
+		t.heartbeat = t.c.startHeartbeat(primary, t.startTS, t.began)
+		todo = todo[1:]
+		if len(todo) == 0 {
+			return nil
+		}
+	}
+	return pl.lock(&bo, todo)
+}
+
+// pessimisticLocker runs one LockKeys call.
+type pessimisticLocker struct {
+	t           *Txn
+	forUpdateTS uint64
+	waitStart   time.Time
+	mu          sync.Mutex // guards t.locked while regions lock in parallel
+}
+
+// lock locks sorted keys, one request per region, regions in parallel.
+func (pl *pessimisticLocker) lock(bo *backoffer, keys [][]byte) error {
+	groups, err := pl.t.c.regions.groupSortedKeys(bo.ctx, keys)
+	if err != nil {
+		return err
+	}
+	return forEachParallel(len(groups), func(i int) error {
+		g := groups[i]
+		sub := bo
+		if len(groups) > 1 {
+			f := bo.fork()
+			sub = &f
+		}
+		return pl.lockRegion(sub, g.entry, keys[g.lo:g.hi])
+	})
+}
+
+func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]byte) error {
+	t, c := pl.t, pl.t.c
+	muts := make([]*kvpb.Mutation, len(keys))
+	for i, k := range keys {
+		muts[i] = &kvpb.Mutation{Op: kvpb.Op_PessimisticLock, Key: k}
+	}
+	waitBo := newBackoffer(bo.ctx, c.opts.LockWaitTimeout)
+	for {
+		kvc, err := c.kvClient(e)
+		var resp *kvpb.PessimisticLockResponse
+		if err == nil {
+			resp, err = kvc.KvPessimisticLock(bo.ctx, &kvpb.PessimisticLockRequest{
+				Context:      e.rpcCtx,
+				Mutations:    muts,
+				PrimaryLock:  t.primary,
+				StartVersion: t.startTS,
+				LockTtl:      uint64((time.Since(t.began) + c.opts.LockTTL).Milliseconds()),
+				ForUpdateTs:  pl.forUpdateTS,
+			})
+		}
+		if err != nil {
+			if err := c.onSendFailure(bo, e, err); err != nil {
+				return err
+			}
+			return pl.lock(bo, keys)
+		}
+		if resp.RegionError != nil {
+			if err := c.onRegionError(bo, e, resp.RegionError); err != nil {
+				return err
+			}
+			return pl.lock(bo, keys)
+		}
+		var locks []*kvpb.LockInfo
+		for _, ke := range resp.Errors {
+			if ke == nil {
+				continue
+			}
+			if ke.Locked == nil {
+				return keyErrorAsError(ke)
+			}
+			if ke.Locked.LockVersion == t.startTS {
+				continue // already ours
+			}
+			locks = append(locks, ke.Locked)
+		}
+		if len(locks) == 0 {
+			pl.mu.Lock()
+			for _, k := range keys {
+				t.locked[string(k)] = struct{}{}
+			}
+			pl.mu.Unlock()
+			return nil
+		}
+		wait, err := c.resolver.resolve(bo, t.startTS, locks)
+		if err != nil {
+			return err
+		}
+		if wait == 0 {
+			continue // the locks were stale and are gone: try again
+		}
+		l := locks[0]
+		if !t.opts.Pessimistic {
+			return retryable(fmt.Sprintf("key %q is locked by transaction %d", l.Key, l.LockVersion), true)
+		}
+		if remaining := c.opts.LockWaitTimeout - time.Since(pl.waitStart); remaining < wait {
+			wait = remaining
+		}
+		if wait <= 0 {
+			return pl.timedOut(l)
+		}
+		if err := waitBo.backoffAtMost(boTxnLock, wait, fmt.Errorf("key %q locked", l.Key)); err != nil {
+			if bo.ctx.Err() != nil {
+				return bo.ctx.Err()
+			}
+			return pl.timedOut(l)
+		}
+	}
+}
+
+func (pl *pessimisticLocker) timedOut(l *kvpb.LockInfo) error {
+	return retryable(fmt.Sprintf("lock wait timeout exceeded on key %q (held by transaction %d)", l.Key, l.LockVersion), true)
+}
+
+// Rollback discards the buffered writes and releases pessimistic locks.
+// Releasing is best effort: a lock it misses expires with its TTL.
+func (t *Txn) Rollback(ctx context.Context) error {
+	if t.finished {
+		return nil
+	}
+	t.finished = true
+	t.stopHeartbeat()
+	return t.pessimisticRollback(ctx)
+}
+
+// pessimisticRollback releases the locks taken by LockKeys.
+func (t *Txn) pessimisticRollback(ctx context.Context) error {
+	if len(t.locked) == 0 {
+		return nil
+	}
+	t.stopHeartbeat()
+	keys := make([][]byte, 0, len(t.locked))
+	for k := range t.locked {
+		keys = append(keys, []byte(k))
+	}
+	sortKeys(keys)
+	rctx, cancel := cleanupContext(ctx, cleanupTimeout)
+	defer cancel()
+	bo := newBackoffer(rctx, t.c.opts.BackoffBudget)
+	return t.pessimisticRollbackKeys(&bo, keys)
+}
+
+func (t *Txn) pessimisticRollbackKeys(bo *backoffer, keys [][]byte) error {
+	c := t.c
+	groups, err := c.regions.groupSortedKeys(bo.ctx, keys)
+	if err != nil {
+		return err
+	}
+	return forEachParallel(len(groups), func(i int) error {
+		g := groups[i]
+		sub := bo.fork()
+		e, part := g.entry, keys[g.lo:g.hi]
+		kvc, err := c.kvClient(e)
+		var resp *kvpb.PessimisticRollbackResponse
+		if err == nil {
+			resp, err = kvc.KvPessimisticRollback(sub.ctx, &kvpb.PessimisticRollbackRequest{
+				Context:      e.rpcCtx,
+				StartVersion: t.startTS,
+				ForUpdateTs:  t.forUpdateTS,
+				Keys:         part,
+			})
+		}
+		if err != nil {
+			if err := c.onSendFailure(&sub, e, err); err != nil {
+				return err
+			}
+			return t.pessimisticRollbackKeys(&sub, part)
+		}
+		if resp.RegionError != nil {
+			if err := c.onRegionError(&sub, e, resp.RegionError); err != nil {
+				return err
+			}
+			return t.pessimisticRollbackKeys(&sub, part)
+		}
+		for _, ke := range resp.Errors {
+			if ke != nil {
+				return keyErrorAsError(ke)
+			}
+		}
+		return nil
+	})
+}
+
+func (t *Txn) stopHeartbeat() {
+	if t.heartbeat != nil {
+		t.heartbeat.stop()
+		t.heartbeat = nil
+	}
+}
+
+// heartbeat keeps a transaction's primary lock alive while its coordinator
+// is: every third of the lock TTL it extends the TTL to (time since the
+// transaction began + LockTTL). If the coordinator dies, heartbeats stop and
+// the locks expire LockTTL later.
+type heartbeat struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (c *Client) startHeartbeat(primary []byte, startTS uint64, began time.Time) *heartbeat {
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &heartbeat{cancel: cancel, done: make(chan struct{})}
+	go c.runHeartbeat(ctx, h.done, primary, startTS, began)
+	return h
+}
+
+func (h *heartbeat) stop() {
+	h.cancel()
+	<-h.done
+}
+
+func (c *Client) runHeartbeat(ctx context.Context, done chan struct{}, primary []byte, startTS uint64, began time.Time) {
+	defer close(done)
+	ticker := time.NewTicker(c.opts.LockTTL / 3)
+	defer ticker.Stop()
+	// Until a heartbeat has succeeded, "no such lock" only means the
+	// primary's prewrite has not landed yet.
+	established := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if time.Since(began) > c.opts.MaxTxnLifetime {
+			return
+		}
+		ttl := uint64((time.Since(began) + c.opts.LockTTL).Milliseconds())
+		switch c.sendHeartbeat(ctx, primary, startTS, ttl) {
+		case heartbeatOK:
+			established = true
+		case heartbeatLockGone:
+			if established {
+				return // committed or rolled back: nothing to keep alive
+			}
+		}
+	}
+}
+
+type heartbeatResult uint8
+
+const (
+	heartbeatOK heartbeatResult = iota
+	heartbeatFailed
+	heartbeatLockGone
+)
+
+// sendHeartbeat extends the primary lock's TTL once.
+func (c *Client) sendHeartbeat(ctx context.Context, primary []byte, startTS, ttl uint64) heartbeatResult {
+	e, err := c.regions.locate(ctx, primary)
+	if err != nil {
+		return heartbeatFailed
+	}
+	kvc, err := c.kvClient(e)
+	if err != nil {
+		return heartbeatFailed
+	}
+	resp, err := kvc.KvTxnHeartBeat(ctx, &kvpb.TxnHeartBeatRequest{
+		Context:       e.rpcCtx,
+		PrimaryLock:   primary,
+		StartVersion:  startTS,
+		AdviseLockTtl: ttl,
+	})
+	switch {
+	case err != nil:
+		return heartbeatFailed
+	case resp.RegionError != nil:
+		c.regions.onRegionError(e, resp.RegionError)
+		return heartbeatFailed
+	case resp.Error != nil:
+		return heartbeatLockGone
+	}
+	return heartbeatOK
+}

@@ -1,0 +1,275 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kvpb"
+)
+
+// snapshotScanner reads committed data in [start, end) at ts, region by
+// region, batchSize entries per request, ascending or descending. Locks
+// met on the way are resolved (waiting for live transactions) and the
+// batch is fetched again.
+type snapshotScanner struct {
+	c          *Client
+	ts         uint64
+	start, end []byte // end nil: +infinity
+	reverse    bool
+	batchSize  int
+
+	// cursor is where the next request starts: going forward, the first
+	// key to read (inclusive); going backward, the upper bound (exclusive,
+	// nil = +infinity).
+	cursor    []byte
+	exhausted bool
+
+	pairs []*kvpb.KvPair
+	pos   int
+}
+
+func newSnapshotScanner(c *Client, ts uint64, start, end []byte, reverse bool, batchSize int) *snapshotScanner {
+	s := &snapshotScanner{c: c, ts: ts, start: start, end: end, reverse: reverse, batchSize: batchSize}
+	if reverse {
+		s.cursor = end
+	} else {
+		s.cursor = start
+	}
+	return s
+}
+
+// current returns the entry under the scanner; ok is false at the end.
+func (s *snapshotScanner) current() (*kvpb.KvPair, bool) {
+	if s.pos < len(s.pairs) {
+		return s.pairs[s.pos], true
+	}
+	return nil, false
+}
+
+func (s *snapshotScanner) next(ctx context.Context) error {
+	s.pos++
+	if s.pos < len(s.pairs) {
+		return nil
+	}
+	return s.fill(ctx)
+}
+
+// fill fetches batches until one is non-empty or the range is exhausted.
+func (s *snapshotScanner) fill(ctx context.Context) error {
+	s.pairs, s.pos = nil, 0
+	bo := newBackoffer(ctx, s.c.opts.BackoffBudget)
+	for !s.exhausted && len(s.pairs) == 0 {
+		if err := s.fetch(&bo); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fetch sends one scan request to the region at the cursor and advances the
+// cursor past what it returned.
+func (s *snapshotScanner) fetch(bo *backoffer) error {
+	var (
+		e   *regionEntry
+		err error
+	)
+	req := &kvpb.ScanRequest{Limit: uint32(s.batchSize), Version: s.ts, Reverse: s.reverse}
+	if s.reverse {
+		e, err = s.c.regions.locateEndKey(bo.ctx, s.start, s.cursor)
+		if err != nil {
+			return err
+		}
+		req.StartKey, req.EndKey = s.start, s.cursor
+		if bytes.Compare(e.startKey(), s.start) > 0 {
+			req.StartKey = e.startKey()
+		}
+	} else {
+		e, err = s.c.regions.locate(bo.ctx, s.cursor)
+		if err != nil {
+			return err
+		}
+		req.StartKey, req.EndKey = s.cursor, s.end
+		if regionEnd := e.endKey(); len(regionEnd) > 0 && (s.end == nil || bytes.Compare(regionEnd, s.end) < 0) {
+			req.EndKey = regionEnd
+		}
+	}
+	req.Context = e.rpcCtx
+	kvc, err := s.c.kvClient(e)
+	if err != nil {
+		return s.c.onSendFailure(bo, e, err)
+	}
+	resp, err := kvc.KvScan(bo.ctx, req)
+	if err != nil {
+		return s.c.onSendFailure(bo, e, err)
+	}
+	if resp.RegionError != nil {
+		return s.c.onRegionError(bo, e, resp.RegionError)
+	}
+	if ke := resp.Error; ke != nil {
+		if ke.Locked != nil {
+			return s.c.resolver.waitForLocks(bo, s.ts, []*kvpb.LockInfo{ke.Locked})
+		}
+		return keyErrorAsError(ke)
+	}
+	var locks []*kvpb.LockInfo
+	for _, p := range resp.Pairs {
+		if p.Error != nil {
+			if p.Error.Locked == nil {
+				return keyErrorAsError(p.Error)
+			}
+			locks = append(locks, p.Error.Locked)
+		}
+	}
+	if len(locks) > 0 {
+		// Resolve and fetch the same batch again: the cursor stays.
+		return s.c.resolver.waitForLocks(bo, s.ts, locks)
+	}
+	pairs := resp.Pairs
+	if len(pairs) > s.batchSize {
+		return fmt.Errorf("client: scan of region %d returned %d entries, limit was %d", e.region.Id, len(pairs), s.batchSize)
+	}
+	for i, p := range pairs {
+		if !s.inRequest(req, p.Key) || (i > 0 && !s.ordered(pairs[i-1].Key, p.Key)) {
+			return fmt.Errorf("client: scan of region %d returned key %q out of order or range", e.region.Id, p.Key)
+		}
+	}
+	if len(pairs) < s.batchSize {
+		// This region has nothing more in range: move to the next one.
+		if s.reverse {
+			if bytes.Compare(req.StartKey, s.start) <= 0 {
+				s.exhausted = true
+			}
+			s.cursor = req.StartKey
+		} else {
+			if bytes.Equal(req.EndKey, s.end) || len(req.EndKey) == 0 {
+				s.exhausted = true
+			}
+			s.cursor = req.EndKey
+		}
+	} else {
+		last := pairs[len(pairs)-1].Key
+		if s.reverse {
+			s.cursor = last
+		} else {
+			s.cursor = append(bytes.Clone(last), 0)
+		}
+	}
+	s.pairs = pairs
+	return nil
+}
+
+func (s *snapshotScanner) inRequest(req *kvpb.ScanRequest, key []byte) bool {
+	return bytes.Compare(key, req.StartKey) >= 0 && (len(req.EndKey) == 0 || bytes.Compare(key, req.EndKey) < 0)
+}
+
+func (s *snapshotScanner) ordered(prev, key []byte) bool {
+	if s.reverse {
+		return bytes.Compare(prev, key) > 0
+	}
+	return bytes.Compare(prev, key) < 0
+}
+
+// txnIterator merges a transaction's buffered writes over its snapshot:
+// a buffered value shadows the committed one, a buffered delete hides it.
+// It implements kv.Iterator.
+type txnIterator struct {
+	snap    *snapshotScanner
+	buf     *bufferCursor
+	reverse bool
+
+	key, value []byte
+	valid      bool
+	closed     bool
+	// advanceSnap and advanceBuf record which sources the current entry
+	// came from; they move on at the next settle.
+	advanceSnap, advanceBuf bool
+}
+
+var _ kv.Iterator = (*txnIterator)(nil)
+
+func newTxnIterator(ctx context.Context, t *Txn, start, end []byte, reverse bool, batchSize int) (*txnIterator, error) {
+	if end != nil && bytes.Compare(start, end) >= 0 {
+		return &txnIterator{closed: true}, nil
+	}
+	it := &txnIterator{
+		snap:    newSnapshotScanner(t.c, t.readTS, start, end, reverse, batchSize),
+		buf:     newBufferCursor(t.buf.snapshot(), start, end, reverse),
+		reverse: reverse,
+	}
+	if err := it.snap.fill(ctx); err != nil {
+		return nil, err
+	}
+	if err := it.settle(ctx); err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+// before reports whether a comes before b in iteration order.
+func (it *txnIterator) before(a, b []byte) bool {
+	c := bytes.Compare(a, b)
+	if it.reverse {
+		return c > 0
+	}
+	return c < 0
+}
+
+// settle positions the iterator on the next visible entry. Sources are
+// advanced lazily, at the start of the following settle, so that reading
+// the last entry a caller wants never triggers a fetch it does not need.
+func (it *txnIterator) settle(ctx context.Context) error {
+	for {
+		if it.advanceSnap {
+			it.advanceSnap = false
+			if err := it.snap.next(ctx); err != nil {
+				it.valid = false
+				return err
+			}
+		}
+		if it.advanceBuf {
+			it.advanceBuf = false
+			it.buf.next()
+		}
+		p, snapOK := it.snap.current()
+		b, bufOK := it.buf.current()
+		switch {
+		case !snapOK && !bufOK:
+			it.valid, it.key, it.value = false, nil, nil
+			return nil
+		case bufOK && (!snapOK || !it.before(p.Key, b.key)):
+			// The buffer is at or before the snapshot: it wins, and a
+			// snapshot entry with the same key is shadowed.
+			it.advanceBuf = true
+			it.advanceSnap = snapOK && bytes.Equal(p.Key, b.key)
+			if b.deleted {
+				continue
+			}
+			it.valid, it.key, it.value = true, b.key, b.value
+			return nil
+		default:
+			it.advanceSnap = true
+			it.valid, it.key, it.value = true, p.Key, p.Value
+			return nil
+		}
+	}
+}
+
+func (it *txnIterator) Valid() bool   { return it.valid && !it.closed }
+func (it *txnIterator) Key() []byte   { return it.key }
+func (it *txnIterator) Value() []byte { return it.value }
+
+// Next advances to the next entry.
+func (it *txnIterator) Next(ctx context.Context) error {
+	if it.closed || !it.valid {
+		return nil
+	}
+	return it.settle(ctx)
+}
+
+func (it *txnIterator) Close() {
+	it.closed = true
+	it.valid = false
+	it.snap, it.buf = nil, nil
+}

@@ -1,0 +1,242 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/strata-db/strata/kvpb"
+)
+
+// PD is the part of the placement driver API the client uses. A
+// kvpb.PDClient (gRPC) satisfies it, and so does LocalPD for a PD in the
+// same process.
+type PD interface {
+	Tso(ctx context.Context, in *kvpb.TsoRequest, opts ...grpc.CallOption) (*kvpb.TsoResponse, error)
+	GetRegion(ctx context.Context, in *kvpb.GetRegionRequest, opts ...grpc.CallOption) (*kvpb.GetRegionResponse, error)
+	ScanRegions(ctx context.Context, in *kvpb.ScanRegionsRequest, opts ...grpc.CallOption) (*kvpb.ScanRegionsResponse, error)
+	GetStore(ctx context.Context, in *kvpb.GetStoreRequest, opts ...grpc.CallOption) (*kvpb.GetStoreResponse, error)
+}
+
+// Router finds the KV service of a store. The client asks it for every
+// request, so it must be cheap and safe for concurrent use.
+type Router interface {
+	KvClient(storeID uint64) (kvpb.KvClient, error)
+}
+
+// storeInvalidator is implemented by routers that cache store addresses;
+// the client calls it when an RPC to the store fails, so that a store that
+// moved is looked up again.
+type storeInvalidator interface {
+	InvalidateStore(storeID uint64)
+}
+
+// LocalKv adapts a KV server in the same process to kvpb.KvClient. Calls
+// are plain function calls: no serialization, no copies. Request messages
+// are therefore shared with the server, which must treat them as read-only
+// (the client reuses parts of them, such as the routing Context, across
+// requests); responses are owned by the client once returned.
+func LocalKv(srv kvpb.KvServer) kvpb.KvClient { return localKv{srv: srv} }
+
+type localKv struct{ srv kvpb.KvServer }
+
+func (l localKv) KvGet(ctx context.Context, in *kvpb.GetRequest, _ ...grpc.CallOption) (*kvpb.GetResponse, error) {
+	return l.srv.KvGet(ctx, in)
+}
+
+func (l localKv) KvBatchGet(ctx context.Context, in *kvpb.BatchGetRequest, _ ...grpc.CallOption) (*kvpb.BatchGetResponse, error) {
+	return l.srv.KvBatchGet(ctx, in)
+}
+
+func (l localKv) KvScan(ctx context.Context, in *kvpb.ScanRequest, _ ...grpc.CallOption) (*kvpb.ScanResponse, error) {
+	return l.srv.KvScan(ctx, in)
+}
+
+func (l localKv) KvPrewrite(ctx context.Context, in *kvpb.PrewriteRequest, _ ...grpc.CallOption) (*kvpb.PrewriteResponse, error) {
+	return l.srv.KvPrewrite(ctx, in)
+}
+
+func (l localKv) KvCommit(ctx context.Context, in *kvpb.CommitRequest, _ ...grpc.CallOption) (*kvpb.CommitResponse, error) {
+	return l.srv.KvCommit(ctx, in)
+}
+
+func (l localKv) KvBatchRollback(ctx context.Context, in *kvpb.BatchRollbackRequest, _ ...grpc.CallOption) (*kvpb.BatchRollbackResponse, error) {
+	return l.srv.KvBatchRollback(ctx, in)
+}
+
+func (l localKv) KvCheckTxnStatus(ctx context.Context, in *kvpb.CheckTxnStatusRequest, _ ...grpc.CallOption) (*kvpb.CheckTxnStatusResponse, error) {
+	return l.srv.KvCheckTxnStatus(ctx, in)
+}
+
+func (l localKv) KvResolveLock(ctx context.Context, in *kvpb.ResolveLockRequest, _ ...grpc.CallOption) (*kvpb.ResolveLockResponse, error) {
+	return l.srv.KvResolveLock(ctx, in)
+}
+
+func (l localKv) KvPessimisticLock(ctx context.Context, in *kvpb.PessimisticLockRequest, _ ...grpc.CallOption) (*kvpb.PessimisticLockResponse, error) {
+	return l.srv.KvPessimisticLock(ctx, in)
+}
+
+func (l localKv) KvPessimisticRollback(ctx context.Context, in *kvpb.PessimisticRollbackRequest, _ ...grpc.CallOption) (*kvpb.PessimisticRollbackResponse, error) {
+	return l.srv.KvPessimisticRollback(ctx, in)
+}
+
+func (l localKv) KvTxnHeartBeat(ctx context.Context, in *kvpb.TxnHeartBeatRequest, _ ...grpc.CallOption) (*kvpb.TxnHeartBeatResponse, error) {
+	return l.srv.KvTxnHeartBeat(ctx, in)
+}
+
+// LocalPD adapts a placement driver in the same process to kvpb.PDClient,
+// with the same sharing rules as LocalKv.
+func LocalPD(srv kvpb.PDServer) kvpb.PDClient { return localPD{srv: srv} }
+
+type localPD struct{ srv kvpb.PDServer }
+
+func (l localPD) Tso(ctx context.Context, in *kvpb.TsoRequest, _ ...grpc.CallOption) (*kvpb.TsoResponse, error) {
+	return l.srv.Tso(ctx, in)
+}
+
+func (l localPD) GetRegion(ctx context.Context, in *kvpb.GetRegionRequest, _ ...grpc.CallOption) (*kvpb.GetRegionResponse, error) {
+	return l.srv.GetRegion(ctx, in)
+}
+
+func (l localPD) GetRegionByID(ctx context.Context, in *kvpb.GetRegionByIDRequest, _ ...grpc.CallOption) (*kvpb.GetRegionResponse, error) {
+	return l.srv.GetRegionByID(ctx, in)
+}
+
+func (l localPD) ScanRegions(ctx context.Context, in *kvpb.ScanRegionsRequest, _ ...grpc.CallOption) (*kvpb.ScanRegionsResponse, error) {
+	return l.srv.ScanRegions(ctx, in)
+}
+
+func (l localPD) GetStore(ctx context.Context, in *kvpb.GetStoreRequest, _ ...grpc.CallOption) (*kvpb.GetStoreResponse, error) {
+	return l.srv.GetStore(ctx, in)
+}
+
+func (l localPD) AllocID(ctx context.Context, in *kvpb.AllocIDRequest, _ ...grpc.CallOption) (*kvpb.AllocIDResponse, error) {
+	return l.srv.AllocID(ctx, in)
+}
+
+// GRPCRouter routes to stores over gRPC, resolving store addresses through
+// PD and keeping one connection per address. Stores registered with
+// SetLocal are served in-process instead (see LocalKv). It is safe for
+// concurrent use.
+type GRPCRouter struct {
+	pd       PD
+	dialOpts []grpc.DialOption
+
+	mu      sync.RWMutex
+	local   map[uint64]kvpb.KvClient
+	clients map[uint64]kvpb.KvClient // by store id
+	addrs   map[uint64]string        // store id -> address
+	conns   map[string]*grpc.ClientConn
+	closed  bool
+}
+
+// NewGRPCRouter returns a router that dials stores with insecure transport
+// credentials plus dialOpts.
+func NewGRPCRouter(pd PD, dialOpts ...grpc.DialOption) *GRPCRouter {
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dialOpts...)
+	return &GRPCRouter{
+		pd:       pd,
+		dialOpts: opts,
+		local:    make(map[uint64]kvpb.KvClient),
+		clients:  make(map[uint64]kvpb.KvClient),
+		addrs:    make(map[uint64]string),
+		conns:    make(map[string]*grpc.ClientConn),
+	}
+}
+
+// SetLocal serves storeID with kv (typically LocalKv of this process's
+// store) instead of dialing it.
+func (r *GRPCRouter) SetLocal(storeID uint64, kv kvpb.KvClient) {
+	r.mu.Lock()
+	r.local[storeID] = kv
+	r.mu.Unlock()
+}
+
+// KvClient implements Router.
+func (r *GRPCRouter) KvClient(storeID uint64) (kvpb.KvClient, error) {
+	r.mu.RLock()
+	if c, ok := r.local[storeID]; ok {
+		r.mu.RUnlock()
+		return c, nil
+	}
+	c, ok := r.clients[storeID]
+	closed := r.closed
+	r.mu.RUnlock()
+	if ok {
+		return c, nil
+	}
+	if closed {
+		return nil, errClientClosed
+	}
+	return r.connect(storeID)
+}
+
+func (r *GRPCRouter) connect(storeID uint64) (kvpb.KvClient, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), pdRPCTimeout)
+	defer cancel()
+	resp, err := r.pd.GetStore(ctx, &kvpb.GetStoreRequest{StoreId: storeID})
+	if err != nil {
+		return nil, fmt.Errorf("client: pd GetStore %d: %w", storeID, err)
+	}
+	if resp.Error != nil {
+		return nil, fmt.Errorf("client: pd GetStore %d: %s", storeID, resp.Error.Message)
+	}
+	if resp.Store == nil || resp.Store.Address == "" {
+		return nil, fmt.Errorf("client: pd has no address for store %d", storeID)
+	}
+	addr := resp.Store.Address
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, errClientClosed
+	}
+	if c, ok := r.clients[storeID]; ok {
+		return c, nil // another goroutine connected first
+	}
+	conn, ok := r.conns[addr]
+	if !ok {
+		// grpc.NewClient does not dial; the connection is established on
+		// the first RPC and re-established by gRPC after failures.
+		conn, err = grpc.NewClient(addr, r.dialOpts...)
+		if err != nil {
+			return nil, fmt.Errorf("client: connect to store %d at %s: %w", storeID, addr, err)
+		}
+		r.conns[addr] = conn
+	}
+	c := kvpb.NewKvClient(conn)
+	r.clients[storeID] = c
+	r.addrs[storeID] = addr
+	return c, nil
+}
+
+// InvalidateStore forgets storeID's address so that the next request looks
+// it up in PD again. The connection stays open for other stores sharing the
+// address and is closed by Close.
+func (r *GRPCRouter) InvalidateStore(storeID uint64) {
+	r.mu.Lock()
+	delete(r.clients, storeID)
+	delete(r.addrs, storeID)
+	r.mu.Unlock()
+}
+
+// Close closes every connection. KvClient fails afterwards for remote
+// stores.
+func (r *GRPCRouter) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	var first error
+	for addr, conn := range r.conns {
+		if err := conn.Close(); err != nil && first == nil {
+			first = err
+		}
+		delete(r.conns, addr)
+	}
+	clear(r.clients)
+	clear(r.addrs)
+	return first
+}

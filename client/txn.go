@@ -1,0 +1,353 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kvpb"
+)
+
+// ErrTxnFinished is returned by operations on a transaction after Commit or
+// Rollback.
+var ErrTxnFinished = errors.New("client: transaction already committed or rolled back")
+
+// Txn is a snapshot-isolated transaction (see kv.Txn). Reads see the
+// snapshot at StartTS (or at the latest RefreshSnapshot under read
+// committed) plus the transaction's own buffered writes. Writes stay in
+// memory until Commit. A Txn is used by one goroutine at a time.
+type Txn struct {
+	c       *Client
+	opts    kv.TxnOptions
+	startTS uint64
+	// readTS is the snapshot reads use: startTS, or a later timestamp
+	// after RefreshSnapshot in read-committed transactions.
+	readTS uint64
+	began  time.Time
+	buf    *memBuffer
+
+	// Pessimistic locks taken by LockKeys: the key set, the primary (the
+	// first key ever locked) and the largest for_update_ts used.
+	locked      map[string]struct{}
+	primary     []byte
+	forUpdateTS uint64
+	heartbeat   *heartbeat
+
+	finished bool
+}
+
+var _ kv.Txn = (*Txn)(nil)
+
+func newTxn(c *Client, ts uint64, opts kv.TxnOptions) *Txn {
+	return &Txn{c: c, opts: opts, startTS: ts, readTS: ts, began: time.Now(), buf: newMemBuffer()}
+}
+
+// StartTS is the transaction's start timestamp.
+func (t *Txn) StartTS() uint64 { return t.startTS }
+
+// Len is the number of buffered writes.
+func (t *Txn) Len() int { return t.buf.len() }
+
+// RefreshSnapshot moves the read snapshot of a read-committed transaction to
+// a fresh timestamp; the SQL layer calls it before each statement. It is a
+// no-op for snapshot-isolated transactions.
+func (t *Txn) RefreshSnapshot(ctx context.Context) error {
+	if t.finished {
+		return ErrTxnFinished
+	}
+	if !t.opts.ReadCommitted {
+		return nil
+	}
+	ts, err := t.c.getTS(ctx)
+	if err != nil {
+		return err
+	}
+	t.readTS = ts
+	return nil
+}
+
+// Set buffers key = value until Commit.
+func (t *Txn) Set(key, value []byte) error {
+	if t.finished {
+		return ErrTxnFinished
+	}
+	if len(key) == 0 {
+		return errors.New("client: empty key")
+	}
+	t.buf.set(key, value)
+	return nil
+}
+
+// Delete buffers the deletion of key until Commit.
+func (t *Txn) Delete(key []byte) error {
+	if t.finished {
+		return ErrTxnFinished
+	}
+	if len(key) == 0 {
+		return errors.New("client: empty key")
+	}
+	t.buf.delete(key)
+	return nil
+}
+
+// Get returns the value of key visible to the transaction, or
+// kv.ErrNotFound.
+func (t *Txn) Get(ctx context.Context, key []byte) ([]byte, error) {
+	if t.finished {
+		return nil, ErrTxnFinished
+	}
+	if e, ok := t.buf.get(key); ok {
+		if e.deleted {
+			return nil, kv.ErrNotFound
+		}
+		return e.value, nil
+	}
+	return t.c.snapshotGet(ctx, t.readTS, key)
+}
+
+// snapshotGet reads the committed value of key at ts.
+func (c *Client) snapshotGet(ctx context.Context, ts uint64, key []byte) ([]byte, error) {
+	bo := newBackoffer(ctx, c.opts.BackoffBudget)
+	req := &kvpb.GetRequest{Key: key, Version: ts}
+	for {
+		e, err := c.regions.locate(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		kvc, err := c.kvClient(e)
+		if err != nil {
+			if err := c.onSendFailure(&bo, e, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		req.Context = e.rpcCtx
+		resp, err := kvc.KvGet(ctx, req)
+		if err != nil {
+			if err := c.onSendFailure(&bo, e, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if resp.RegionError != nil {
+			if err := c.onRegionError(&bo, e, resp.RegionError); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if ke := resp.Error; ke != nil {
+			if ke.Locked == nil {
+				return nil, keyErrorAsError(ke)
+			}
+			if err := c.resolver.waitForLocks(&bo, ts, []*kvpb.LockInfo{ke.Locked}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if resp.NotFound {
+			return nil, kv.ErrNotFound
+		}
+		return resp.Value, nil
+	}
+}
+
+// BatchGet returns the visible values of the keys that exist, keyed by
+// string(key).
+func (t *Txn) BatchGet(ctx context.Context, keys [][]byte) (map[string][]byte, error) {
+	if t.finished {
+		return nil, ErrTxnFinished
+	}
+	out := make(map[string][]byte, len(keys))
+	remote := make([][]byte, 0, len(keys))
+	for _, k := range keys {
+		if e, ok := t.buf.get(k); ok {
+			if !e.deleted {
+				out[string(k)] = e.value
+			}
+			continue
+		}
+		remote = append(remote, k)
+	}
+	if len(remote) == 0 {
+		return out, nil
+	}
+	sortKeys(remote)
+	remote = dedupSorted(remote)
+	var mu sync.Mutex
+	bo := newBackoffer(ctx, t.c.opts.BackoffBudget)
+	err := t.c.batchGet(&bo, t.readTS, remote, func(k, v []byte) {
+		mu.Lock()
+		out[string(k)] = v
+		mu.Unlock()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// batchGet reads sorted keys at ts, one request per region, regions in
+// parallel, calling found for every key that exists.
+func (c *Client) batchGet(bo *backoffer, ts uint64, keys [][]byte, found func(k, v []byte)) error {
+	batches, err := c.regions.groupSortedKeys(bo.ctx, keys)
+	if err != nil {
+		return err
+	}
+	return forEachParallel(len(batches), func(i int) error {
+		b := batches[i]
+		sub := bo
+		if len(batches) > 1 {
+			f := bo.fork()
+			sub = &f
+		}
+		return c.batchGetRegion(sub, ts, b.entry, keys[b.lo:b.hi], found)
+	})
+}
+
+func (c *Client) batchGetRegion(bo *backoffer, ts uint64, e *regionEntry, keys [][]byte, found func(k, v []byte)) error {
+	kvc, err := c.kvClient(e)
+	var resp *kvpb.BatchGetResponse
+	if err == nil {
+		resp, err = kvc.KvBatchGet(bo.ctx, &kvpb.BatchGetRequest{Context: e.rpcCtx, Keys: keys, Version: ts})
+	}
+	if err != nil {
+		if err := c.onSendFailure(bo, e, err); err != nil {
+			return err
+		}
+		return c.batchGet(bo, ts, keys, found)
+	}
+	if resp.RegionError != nil {
+		if err := c.onRegionError(bo, e, resp.RegionError); err != nil {
+			return err
+		}
+		// The region may have changed shape: regroup and retry.
+		return c.batchGet(bo, ts, keys, found)
+	}
+	var locks []*kvpb.LockInfo
+	if ke := resp.Error; ke != nil {
+		if ke.Locked == nil {
+			return keyErrorAsError(ke)
+		}
+		locks = append(locks, ke.Locked)
+	}
+	for _, p := range resp.Pairs {
+		if p.Error != nil {
+			if p.Error.Locked == nil {
+				return keyErrorAsError(p.Error)
+			}
+			locks = append(locks, p.Error.Locked)
+			continue
+		}
+		found(p.Key, p.Value)
+	}
+	if len(locks) == 0 {
+		return nil
+	}
+	if err := c.resolver.waitForLocks(bo, ts, locks); err != nil {
+		return err
+	}
+	// Read the locked keys again; the others are done.
+	retry := make([][]byte, len(locks))
+	for i, l := range locks {
+		retry[i] = l.Key
+	}
+	sortKeys(retry)
+	return c.batchGet(bo, ts, dedupSorted(retry), found)
+}
+
+// Scan returns up to limit visible entries of [start, end) in key order
+// (descending when reverse); limit <= 0 means no limit.
+func (t *Txn) Scan(ctx context.Context, start, end []byte, limit int, reverse bool) ([]kv.KeyValue, error) {
+	if t.finished {
+		return nil, ErrTxnFinished
+	}
+	batch := t.c.opts.ScanBatchSize
+	if limit > 0 && limit < batch {
+		batch = limit
+	}
+	it, err := newTxnIterator(ctx, t, start, end, reverse, batch)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []kv.KeyValue
+	for it.Valid() {
+		out = append(out, kv.KeyValue{Key: it.Key(), Value: it.Value()})
+		if limit > 0 && len(out) == limit {
+			break
+		}
+		if err := it.Next(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Iter returns an iterator over the visible entries of [start, end). It
+// sees the buffered writes as of this call.
+func (t *Txn) Iter(ctx context.Context, start, end []byte, reverse bool) (kv.Iterator, error) {
+	if t.finished {
+		return nil, ErrTxnFinished
+	}
+	return newTxnIterator(ctx, t, start, end, reverse, t.c.opts.ScanBatchSize)
+}
+
+// forEachParallel runs fn(0..n-1), concurrently when n > 1, and returns the
+// first error.
+func forEachParallel(n int, fn func(i int) error) error {
+	if n == 1 {
+		return fn(0)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	return firstError(errs)
+}
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sortKeys(keys [][]byte) {
+	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
+}
+
+func dedupSorted(keys [][]byte) [][]byte {
+	if len(keys) < 2 {
+		return keys
+	}
+	out := keys[:1]
+	for _, k := range keys[1:] {
+		if !bytes.Equal(k, out[len(out)-1]) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// retryable builds the error the SQL layer maps to a MySQL retry hint.
+func retryable(reason string, lockWaitTimeout bool) error {
+	return &kv.RetryableError{Reason: reason, LockWaitTimeout: lockWaitTimeout}
+}
+
+func writeConflictError(wc *kvpb.WriteConflict) error {
+	return retryable(fmt.Sprintf("write conflict on key %q: txn %d conflicts with txn %d (committed at %d)",
+		wc.Key, wc.StartTs, wc.ConflictTs, wc.ConflictCommitTs), false)
+}
