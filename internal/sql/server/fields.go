@@ -185,6 +185,15 @@ func columnLength(ft *ptypes.FieldType, t querypb.Type, coll uint32) uint32 {
 		return 0
 	}
 	n := uint64(flen)
+	if t == sqltypes.Decimal {
+		// DECIMAL(p,s) is displayed with a decimal point and a sign.
+		if ft.GetDecimal() > 0 {
+			n++
+		}
+		if !mysql.HasUnsignedFlag(ft.GetFlag()) && flen > 0 {
+			n++
+		}
+	}
 	if isStringWire(t) && coll != collationBinary {
 		width := uint64(4) // utf8mb4
 		if cs, err := charset.GetCharsetInfo(ft.GetCharset()); err == nil && cs.Maxlen > 0 {
