@@ -1,0 +1,70 @@
+// Package mvcc owns Strata's transactional storage logic: the Percolator
+// protocol (TiKV's flavour) over one Pebble engine, and the in-memory
+// concurrency control the KV service runs on a region leader.
+//
+// # Key layout
+//
+// All transactional data lives under the engine prefix 'z' (Prefix); the raft
+// store owns the other prefixes. Three "column families" follow as a second
+// byte:
+//
+//	lock:  'z' 'l' + userKey                      -> lock record
+//	write: 'z' 'w' + escaped(userKey) + ^commitTS -> write record
+//	data:  'z' 'd' + escaped(userKey) + ^startTS  -> value
+//
+// Timestamps are stored big-endian and bit-inverted, so a key's newest
+// version sorts first and "the newest version at or below ts" is one SeekGE
+// to escaped(key)+^ts. escaped() turns 0x00 into 0x00 0xFF and appends the
+// terminator 0x00 0x01: it preserves order and no escaped key is a prefix of
+// another, so such a seek never lands among another key's versions (user key
+// "a" and "a\x00b" do not interleave). A key has at most one lock, so the
+// lock family needs neither escaping nor timestamps. EngineSpans gives the
+// engine spans of a user key range for the raft store (splits, snapshots).
+//
+// A lock record holds the lock type (Put, Del, Lock, PessimisticLock), the
+// primary key, start ts, TTL, for-update ts, min commit ts, transaction size
+// and, for values of at most 255 bytes, the value itself. A write record
+// holds its type (Put, Delete, Lock, Rollback), the start ts of the
+// transaction that committed it, and the value when it is at most 255 bytes.
+// Larger values are written to the data family once, at prewrite, and stay
+// there; commit moves only the small lock record.
+//
+// # Protocol
+//
+// Percolator two-phase commit: Prewrite locks every key (the lock on the
+// primary key is the transaction's single point of truth); Commit turns the
+// primary's lock into a write record at the commit ts, which commits the
+// transaction, then the secondaries' locks. A reader at ts that meets a lock
+// of a transaction that started at or below ts cannot know the key's value
+// and fails with *LockedError; the client asks the primary's region
+// (CheckTxnStatus), which rolls the transaction back once its lock's TTL has
+// expired, and then resolves the lock (ResolveLock) to the primary's fate.
+// Rollback records at ts == start ts keep a prewrite that arrives late from
+// locking again. Pessimistic locks (PessimisticLock) are taken during the
+// transaction at a for-update ts, do not block readers, and are replaced by
+// ordinary locks at prewrite. One-phase commit (OnePC) writes commit records
+// directly when one request holds all of a transaction's keys; Concurrency
+// documents how its commit ts is chosen without asking the TSO.
+//
+// Timestamps come from the TSO: physical milliseconds << 18 | logical
+// (PhysicalMs, ComposeTS). A lock's TTL counts milliseconds from the physical
+// part of its start ts.
+//
+// # Contract with the KV service
+//
+// The functions are pure over a pebble.Reader (a snapshot or the DB): they
+// read state and append their writes to the caller's *pebble.Batch, which the
+// caller proposes through Raft and applies. They never write to the engine,
+// never sync, never start goroutines. A command that fails writes nothing to
+// the batch. The caller must hold the Concurrency latches of every key a
+// write command touches from before it takes the snapshot until the batch is
+// applied; otherwise two commands may compute conflicting batches from the
+// same state. Readers call Concurrency.UpdateMaxTS and then CheckReadKey or
+// CheckReadRange before they take their snapshot.
+//
+// Errors of the protocol (locked, write conflict, already exists, rolled
+// back, ...) are typed and deterministic; KeyErrorOf converts them into
+// kvpb.KeyError for the response. Any other error is an engine failure.
+//
+// An empty end key means "no upper bound" everywhere in this package.
+package mvcc

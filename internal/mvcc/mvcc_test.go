@@ -1,0 +1,430 @@
+package mvcc
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/strata-db/strata/kvpb"
+)
+
+// TestProtocol runs the scripts in testdata/ against a real in-memory Pebble.
+// Each command reads a snapshot, builds a batch with the function under test
+// and applies it, as the KV service does through Raft. A failed command
+// applies its batch too, so the scripts show that failures write nothing.
+//
+// Commands (timestamps are integers, or "Nms" for N milliseconds physical):
+//
+//	prewrite primary=K start=TS [ttl=MS] [for_update=TS] [min_commit=TS] [pessimistic=(K,...)] [K=V ...]
+//	  input lines: put K V | del K | lock K | insert K V | check_not_exists K
+//	one_pc  (as prewrite) commit=TS
+//	commit K... start=TS commit=TS
+//	rollback K... start=TS
+//	get K ts=TS [bypass=(TS,...)]
+//	scan [start=K] [end=K] ts=TS [limit=N] [reverse]
+//	check_txn_status primary=K lock=TS [caller=TS] current=TS [rollback_if_not_exist]
+//	resolve_lock K... start=TS [commit=TS]
+//	scan_locks [start=K] [end=K] max_ts=TS [limit=N]
+//	pessimistic_lock K... primary=K start=TS for_update=TS [ttl=MS] [return_values]
+//	pessimistic_rollback K... start=TS for_update=TS
+//	heartbeat primary=K start=TS ttl=MS
+//	dump
+//
+// Keys and values accept Go escapes (a\x00b); a value "x*300" is 300 x's.
+func TestProtocol(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			snap := db.NewSnapshot()
+			defer snap.Close()
+			b := db.NewBatch()
+			out := runCommand(t, snap, b, d)
+			if err := db.Apply(b, pebble.NoSync); err != nil {
+				t.Fatal(err)
+			}
+			if d.Cmd == "dump" {
+				return dump(t, db)
+			}
+			return out
+		})
+	})
+}
+
+var reservedArgs = map[string]bool{
+	"primary": true, "start": true, "ttl": true, "for_update": true, "min_commit": true,
+	"pessimistic": true, "commit": true, "ts": true, "bypass": true, "end": true, "limit": true,
+	"reverse": true, "lock": true, "caller": true, "current": true, "rollback_if_not_exist": true,
+	"max_ts": true, "return_values": true,
+}
+
+func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.TestData) string {
+	args := parseArgs(t, d)
+	switch d.Cmd {
+	case "prewrite", "one_pc":
+		req := &kvpb.PrewriteRequest{
+			PrimaryLock:  args.key("primary"),
+			StartVersion: args.ts("start"),
+			LockTtl:      args.uint("ttl"),
+			ForUpdateTs:  args.ts("for_update"),
+			MinCommitTs:  args.ts("min_commit"),
+		}
+		pessimistic := map[string]bool{}
+		for _, k := range args.list("pessimistic") {
+			pessimistic[k] = true
+		}
+		for _, kv := range args.puts {
+			req.Mutations = append(req.Mutations, &kvpb.Mutation{Op: kvpb.Op_Put, Key: kv[0], Value: kv[1]})
+		}
+		for _, line := range strings.Split(d.Input, "\n") {
+			f := strings.Fields(line)
+			if len(f) == 0 {
+				continue
+			}
+			m := &kvpb.Mutation{Key: unquote(t, f[1])}
+			switch f[0] {
+			case "put":
+				m.Op, m.Value = kvpb.Op_Put, value(t, f[2])
+			case "insert":
+				m.Op, m.Value = kvpb.Op_Insert, value(t, f[2])
+			case "del":
+				m.Op = kvpb.Op_Del
+			case "lock":
+				m.Op = kvpb.Op_Lock
+			case "check_not_exists":
+				m.Op = kvpb.Op_CheckNotExists
+			case "pessimistic_lock":
+				m.Op = kvpb.Op_PessimisticLock
+			default:
+				t.Fatalf("unknown mutation %q", line)
+			}
+			req.Mutations = append(req.Mutations, m)
+		}
+		for _, m := range req.Mutations {
+			req.IsPessimisticLock = append(req.IsPessimisticLock, pessimistic[string(m.Key)])
+		}
+		var errs []error
+		var err error
+		commitTS := args.ts("commit")
+		if d.Cmd == "one_pc" {
+			errs, err = OnePC(r, b, req, commitTS)
+		} else {
+			errs, err = Prewrite(r, b, req)
+		}
+		if err != nil {
+			return result(t, err)
+		}
+		var sb strings.Builder
+		for i, e := range errs {
+			if e != nil {
+				fmt.Fprintf(&sb, "%s: %s\n", fmtKey(req.Mutations[i].Key), result(t, e))
+			}
+		}
+		if sb.Len() > 0 {
+			return sb.String()
+		}
+		if d.Cmd == "one_pc" {
+			return fmt.Sprintf("ok (committed at %d)", commitTS)
+		}
+		return "ok"
+
+	case "commit":
+		return result(t, Commit(r, b, args.keys, args.ts("start"), args.ts("commit")))
+
+	case "rollback":
+		return result(t, Rollback(r, b, args.keys, args.ts("start")))
+
+	case "get":
+		var bypass []uint64
+		for _, s := range args.list("bypass") {
+			bypass = append(bypass, parseTS(t, s))
+		}
+		v, found, err := Get(r, args.keys[0], args.ts("ts"), bypass)
+		switch {
+		case err != nil:
+			return result(t, err)
+		case !found:
+			return "not found"
+		}
+		return fmtValue(v)
+
+	case "scan":
+		pairs, err := Scan(r, args.key("start"), args.key("end"), int(args.uint("limit")), args.ts("ts"), args.has("reverse"))
+		if err != nil {
+			return result(t, err)
+		}
+		if len(pairs) == 0 {
+			return "(empty)"
+		}
+		var sb strings.Builder
+		for _, p := range pairs {
+			fmt.Fprintf(&sb, "%s: %s\n", fmtKey(p.Key), fmtValue(p.Value))
+		}
+		return sb.String()
+
+	case "check_txn_status":
+		st, err := CheckTxnStatus(r, b, args.key("primary"), args.ts("lock"), args.ts("caller"), args.ts("current"), args.has("rollback_if_not_exist"))
+		if err != nil {
+			return result(t, err)
+		}
+		s := fmt.Sprintf("ttl=%d commit=%d action=%s", st.TTL, st.CommitTS, st.Action)
+		if st.Lock != nil {
+			s += "\nlock: " + fmtLockInfo(st.Lock)
+		}
+		return s
+
+	case "resolve_lock":
+		return result(t, ResolveLock(r, b, args.ts("start"), args.ts("commit"), args.keys))
+
+	case "scan_locks":
+		locks, err := ScanLocks(r, args.key("start"), args.key("end"), args.ts("max_ts"), int(args.uint("limit")))
+		if err != nil {
+			return result(t, err)
+		}
+		if len(locks) == 0 {
+			return "(none)"
+		}
+		var sb strings.Builder
+		for _, l := range locks {
+			sb.WriteString(fmtLockInfo(l) + "\n")
+		}
+		return sb.String()
+
+	case "pessimistic_lock":
+		req := &kvpb.PessimisticLockRequest{
+			PrimaryLock:  args.key("primary"),
+			StartVersion: args.ts("start"),
+			LockTtl:      args.uint("ttl"),
+			ForUpdateTs:  args.ts("for_update"),
+			ReturnValues: args.has("return_values"),
+		}
+		for _, k := range args.keys {
+			req.Mutations = append(req.Mutations, &kvpb.Mutation{Op: kvpb.Op_PessimisticLock, Key: k})
+		}
+		errs, values, err := PessimisticLock(r, b, req)
+		if err != nil {
+			return result(t, err)
+		}
+		var sb strings.Builder
+		for i, e := range errs {
+			if e != nil {
+				fmt.Fprintf(&sb, "%s: %s\n", fmtKey(args.keys[i]), result(t, e))
+			}
+		}
+		if sb.Len() > 0 {
+			return sb.String()
+		}
+		if !req.ReturnValues {
+			return "ok"
+		}
+		for i, v := range values {
+			if v == nil {
+				fmt.Fprintf(&sb, "%s: (none)\n", fmtKey(args.keys[i]))
+			} else {
+				fmt.Fprintf(&sb, "%s: %s\n", fmtKey(args.keys[i]), fmtValue(v))
+			}
+		}
+		return sb.String()
+
+	case "pessimistic_rollback":
+		return result(t, PessimisticRollback(r, b, args.keys, args.ts("start"), args.ts("for_update")))
+
+	case "heartbeat":
+		ttl, err := TxnHeartBeat(r, b, args.key("primary"), args.ts("start"), args.uint("ttl"))
+		if err != nil {
+			return result(t, err)
+		}
+		return fmt.Sprintf("ttl=%d", ttl)
+
+	case "dump":
+		return ""
+	}
+	t.Fatalf("unknown command %q", d.Cmd)
+	return ""
+}
+
+// result prints a command outcome. Every error the package hands the KV
+// service must be a protocol error with a wire form.
+func result(t *testing.T, err error) string {
+	if err == nil {
+		return "ok"
+	}
+	if KeyErrorOf(err) == nil {
+		t.Fatalf("engine error: %v", err)
+	}
+	return "error: " + err.Error()
+}
+
+type cmdArgs struct {
+	t     *testing.T
+	named map[string][]string
+	keys  [][]byte    // positional arguments
+	puts  [][2][]byte // K=V arguments
+}
+
+func parseArgs(t *testing.T, d *datadriven.TestData) *cmdArgs {
+	a := &cmdArgs{t: t, named: map[string][]string{}}
+	for _, arg := range d.CmdArgs {
+		switch {
+		case reservedArgs[arg.Key]:
+			a.named[arg.Key] = arg.Vals
+		case len(arg.Vals) == 0:
+			a.keys = append(a.keys, unquote(t, arg.Key))
+		default:
+			a.puts = append(a.puts, [2][]byte{unquote(t, arg.Key), value(t, arg.Vals[0])})
+		}
+	}
+	return a
+}
+
+func (a *cmdArgs) has(name string) bool { _, ok := a.named[name]; return ok }
+
+func (a *cmdArgs) list(name string) []string { return a.named[name] }
+
+func (a *cmdArgs) key(name string) []byte {
+	v, ok := a.named[name]
+	if !ok {
+		return nil
+	}
+	return unquote(a.t, v[0])
+}
+
+func (a *cmdArgs) ts(name string) uint64 {
+	v, ok := a.named[name]
+	if !ok {
+		return 0
+	}
+	return parseTS(a.t, v[0])
+}
+
+func (a *cmdArgs) uint(name string) uint64 {
+	v, ok := a.named[name]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseUint(v[0], 10, 64)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return n
+}
+
+func parseTS(t *testing.T, s string) uint64 {
+	if s == "max" {
+		return math.MaxUint64
+	}
+	if ms, ok := strings.CutSuffix(s, "ms"); ok {
+		n, err := strconv.ParseUint(ms, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ComposeTS(n, 0)
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func unquote(t *testing.T, s string) []byte {
+	u, err := strconv.Unquote(`"` + s + `"`)
+	if err != nil {
+		t.Fatalf("bad key %q: %v", s, err)
+	}
+	return []byte(u)
+}
+
+func value(t *testing.T, s string) []byte {
+	if unit, count, ok := strings.Cut(s, "*"); ok {
+		n, err := strconv.Atoi(count)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []byte(strings.Repeat(unit, n))
+	}
+	return unquote(t, s)
+}
+
+func fmtValue(v []byte) string {
+	if len(v) > 16 {
+		return fmt.Sprintf("%s... (%d bytes)", fmtKey(v[:8]), len(v))
+	}
+	return fmtKey(v)
+}
+
+func fmtLockInfo(l *kvpb.LockInfo) string {
+	s := fmt.Sprintf("%s %s primary=%s start=%d ttl=%d", fmtKey(l.Key), l.LockType, fmtKey(l.PrimaryLock), l.LockVersion, l.LockTtl)
+	if l.LockForUpdateTs != 0 {
+		s += fmt.Sprintf(" for_update=%d", l.LockForUpdateTs)
+	}
+	if l.MinCommitTs != 0 {
+		s += fmt.Sprintf(" min_commit=%d", l.MinCommitTs)
+	}
+	return s
+}
+
+// dump prints the whole MVCC keyspace decoded, in engine order.
+func dump(t *testing.T, db *pebble.DB) string {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{Prefix}, UpperBound: []byte{Prefix + 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var sb strings.Builder
+	for valid := it.First(); valid; valid = it.Next() {
+		k, v := it.Key(), it.Value()
+		switch k[1] {
+		case lockCF:
+			l, err := decodeLock(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&sb, "lock  %s", fmtLockInfo(l.info(k[2:])))
+			if l.hasValue {
+				fmt.Fprintf(&sb, " value=%s", fmtValue(l.value))
+			} else if l.typ == kvpb.Op_Put {
+				sb.WriteString(" value in data cf")
+			}
+			sb.WriteString("\n")
+		case writeCF, dataCF:
+			userKey, rest, err := decodeEscaped(k[2:])
+			if err != nil || len(rest) != 8 {
+				t.Fatalf("bad engine key %q", k)
+			}
+			ts := ^bigEndianTS(rest)
+			if k[1] == dataCF {
+				fmt.Fprintf(&sb, "data  %s @start=%d: %s\n", fmtKey(userKey), ts, fmtValue(v))
+				continue
+			}
+			w, err := decodeWrite(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&sb, "write %s @commit=%d: %s start=%d", fmtKey(userKey), ts, w.kind, w.startTS)
+			if w.hasValue {
+				fmt.Fprintf(&sb, " value=%s", fmtValue(w.value))
+			} else if w.kind == writePut {
+				sb.WriteString(" value in data cf")
+			}
+			if w.overlappedRollback {
+				sb.WriteString(" overlapped_rollback")
+			}
+			sb.WriteString("\n")
+		default:
+			t.Fatalf("unexpected engine key %q", k)
+		}
+	}
+	if sb.Len() == 0 {
+		return "(empty)"
+	}
+	return sb.String()
+}

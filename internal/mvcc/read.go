@@ -1,0 +1,313 @@
+package mvcc
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/strata-db/strata/kvpb"
+)
+
+// getLock returns the lock on key, or nil.
+func getLock(r pebble.Reader, key []byte) (*lock, error) {
+	v, closer, err := r.Get(lockKey(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return decodeLock(v)
+}
+
+// getWriteAt returns the write record of key at exactly commitTS, if any.
+func getWriteAt(r pebble.Reader, key []byte, commitTS uint64) (*write, error) {
+	v, closer, err := r.Get(writeKey(key, commitTS))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	w, err := decodeWrite(v)
+	if err != nil {
+		return nil, err
+	}
+	w.value = slices.Clone(w.value)
+	return &w, nil
+}
+
+// forEachVersion calls fn with key's write records whose commitTS <= maxTS,
+// newest first, until fn returns false. w.value is valid only during fn.
+func forEachVersion(r pebble.Reader, key []byte, maxTS uint64, fn func(commitTS uint64, w *write) (more bool, err error)) error {
+	prefix := versionPrefix(writeCF, key)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: versionPrefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	for valid := it.SeekGE(appendInvertedTS(prefix, maxTS)); valid; valid = it.Next() {
+		k := it.Key()
+		commitTS := ^bigEndianTS(k[len(prefix):])
+		w, err := decodeWrite(it.Value())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		more, err := fn(commitTS, &w)
+		if err != nil || !more {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
+	return it.Close()
+}
+
+func bigEndianTS(b []byte) uint64 {
+	_ = b[7]
+	return uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
+		uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+}
+
+// putValue returns a copy of the value a put record stands for.
+func putValue(r pebble.Reader, key []byte, w *write) ([]byte, error) {
+	if w.hasValue {
+		return append([]byte{}, w.value...), nil
+	}
+	v, closer, err := r.Get(dataKey(key, w.startTS))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, errors.New("mvcc: committed value missing from the data column family")
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	return append([]byte{}, v...), nil
+}
+
+// latestValue returns the value of key visible at readTS, ignoring locks.
+func latestValue(r pebble.Reader, key []byte, readTS uint64) (value []byte, found bool, err error) {
+	err = forEachVersion(r, key, readTS, func(_ uint64, w *write) (bool, error) {
+		switch w.kind {
+		case writePut:
+			v, err := putValue(r, key, w)
+			value, found = v, err == nil
+			return false, err
+		case writeDelete:
+			return false, nil
+		}
+		return true, nil // Lock and Rollback records do not change the value
+	})
+	return value, found, err
+}
+
+// commitState is what the write CF says about one transaction on one key.
+type commitState int
+
+const (
+	stateUnknown    commitState = iota // no record: never committed nor rolled back here
+	stateCommitted                     // a commit record of the txn exists
+	stateRolledBack                    // a rollback record (or overlapped-rollback flag) exists
+)
+
+// txnRecord looks for startTS's commit or rollback record on key. Commit
+// records have commitTS > startTS and a rollback sits at exactly startTS, so
+// only versions at or above startTS are examined.
+func txnRecord(r pebble.Reader, key []byte, startTS uint64) (state commitState, commitTS uint64, err error) {
+	err = forEachVersion(r, key, math.MaxUint64, func(ts uint64, w *write) (bool, error) {
+		if ts < startTS {
+			return false, nil
+		}
+		if w.startTS == startTS {
+			if w.kind == writeRollback {
+				state = stateRolledBack
+			} else {
+				state, commitTS = stateCommitted, ts
+			}
+			return false, nil
+		}
+		if ts == startTS && w.overlappedRollback {
+			state = stateRolledBack
+			return false, nil
+		}
+		return true, nil
+	})
+	return state, commitTS, err
+}
+
+// lockBlocksRead reports whether lock l on a key hides from a reader at
+// readTS whether the key's value changes at or below readTS.
+func lockBlocksRead(l *lock, readTS uint64, bypassLocks []uint64) bool {
+	switch {
+	case l.startTS > readTS:
+		return false // commits above its start ts: invisible at readTS anyway
+	case l.typ == kvpb.Op_PessimisticLock, l.typ == kvpb.Op_Lock:
+		return false // commits no value change
+	case l.minCommitTS > readTS:
+		return false // Commit refuses commit ts below minCommitTS
+	case slices.Contains(bypassLocks, l.startTS):
+		return false // the reader knows this txn committed above readTS or rolled back
+	}
+	return true
+}
+
+// Get returns the value of key visible at readTS.
+//
+// A Put or Del lock of a transaction that started at or below readTS (and may
+// therefore commit at or below it) makes the read fail with *LockedError,
+// unless its start ts is in bypassLocks (transactions the reader already
+// found committed above readTS or rolled back). Pessimistic and Lock-type
+// locks never block reads: committing them changes no value. The returned
+// value is a copy.
+func Get(r pebble.Reader, key []byte, readTS uint64, bypassLocks []uint64) (value []byte, found bool, err error) {
+	l, err := getLock(r, key)
+	if err != nil {
+		return nil, false, err
+	}
+	if l != nil && lockBlocksRead(l, readTS, bypassLocks) {
+		return nil, false, &LockedError{Lock: l.info(slices.Clone(key))}
+	}
+	return latestValue(r, key, readTS)
+}
+
+// Scan returns up to limit (all when limit <= 0) key-value pairs visible at
+// readTS in [start, end), in ascending key order, or descending when reverse.
+// An empty end means no upper bound. A lock that blocks the read (see Get) on
+// a key the scan reaches fails the whole scan with *LockedError.
+//
+// The scan walks one iterator over the write CF, jumping between keys with
+// seeks, merged with one iterator over the lock CF of the same range.
+func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse bool) ([]*kvpb.KvPair, error) {
+	if len(end) > 0 && bytes.Compare(start, end) >= 0 {
+		return nil, nil
+	}
+	wLo, wHi := cfBounds(writeCF, start, end)
+	wIt, err := r.NewIter(&pebble.IterOptions{LowerBound: wLo, UpperBound: wHi})
+	if err != nil {
+		return nil, err
+	}
+	defer wIt.Close()
+	lLo, lHi := cfBounds(lockCF, start, end)
+	lIt, err := r.NewIter(&pebble.IterOptions{LowerBound: lLo, UpperBound: lHi})
+	if err != nil {
+		return nil, err
+	}
+	defer lIt.Close()
+
+	var wValid, lValid bool
+	if reverse {
+		wValid, lValid = wIt.Last(), lIt.Last()
+	} else {
+		wValid, lValid = wIt.First(), lIt.First()
+	}
+	// before reports whether user key a comes before b in scan order.
+	before := func(a, b []byte) bool {
+		if reverse {
+			return bytes.Compare(a, b) > 0
+		}
+		return bytes.Compare(a, b) < 0
+	}
+
+	var pairs []*kvpb.KvPair
+	for (limit <= 0 || len(pairs) < limit) && (wValid || lValid) {
+		var wKey []byte
+		if wValid {
+			if wKey, _, err = decodeWriteKey(wIt.Key()); err != nil {
+				return nil, err
+			}
+		}
+		var lKey []byte
+		if lValid {
+			lKey = lIt.Key()[2:]
+		}
+		cur := wKey
+		if !wValid || (lValid && before(lKey, wKey)) {
+			cur = slices.Clone(lKey)
+		}
+
+		if lValid && bytes.Equal(lKey, cur) {
+			l, err := decodeLock(lIt.Value())
+			if err != nil {
+				return nil, err
+			}
+			if lockBlocksRead(l, readTS, nil) {
+				return nil, &LockedError{Lock: l.info(cur)}
+			}
+			if reverse {
+				lValid = lIt.Prev()
+			} else {
+				lValid = lIt.Next()
+			}
+		}
+		if !wValid || !bytes.Equal(wKey, cur) {
+			continue // a lock on a key without committed versions
+		}
+
+		// Find cur's newest version at or below readTS.
+		prefix := versionPrefix(writeCF, cur)
+		var value []byte
+		found := false
+		for valid := wIt.SeekGE(appendInvertedTS(prefix, readTS)); valid && bytes.HasPrefix(wIt.Key(), prefix); valid = wIt.Next() {
+			w, err := decodeWrite(wIt.Value())
+			if err != nil {
+				return nil, err
+			}
+			if w.kind == writePut {
+				if value, err = putValue(r, cur, &w); err != nil {
+					return nil, err
+				}
+				found = true
+				break
+			}
+			if w.kind == writeDelete {
+				break
+			}
+		}
+		if found {
+			pairs = append(pairs, &kvpb.KvPair{Key: cur, Value: value})
+		}
+		if reverse {
+			wValid = wIt.SeekLT(prefix)
+		} else {
+			wValid = wIt.SeekGE(versionPrefixEnd(prefix))
+		}
+	}
+	if err := wIt.Error(); err != nil {
+		return nil, err
+	}
+	if err := lIt.Error(); err != nil {
+		return nil, err
+	}
+	return pairs, nil
+}
+
+// ScanLocks returns up to limit (all when limit <= 0) locks in [start, end)
+// whose start ts is at or below maxTS, in key order. An empty end means no
+// upper bound. Lock resolution uses it to find a transaction's locks when
+// their keys are not known.
+func ScanLocks(r pebble.Reader, start, end []byte, maxTS uint64, limit int) ([]*kvpb.LockInfo, error) {
+	lo, hi := cfBounds(lockCF, start, end)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var locks []*kvpb.LockInfo
+	for valid := it.First(); valid && (limit <= 0 || len(locks) < limit); valid = it.Next() {
+		l, err := decodeLock(it.Value())
+		if err != nil {
+			return nil, err
+		}
+		if l.startTS <= maxTS {
+			locks = append(locks, l.info(slices.Clone(it.Key()[2:])))
+		}
+	}
+	return locks, it.Error()
+}

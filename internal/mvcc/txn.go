@@ -1,0 +1,610 @@
+package mvcc
+
+import (
+	"errors"
+	"math"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/strata-db/strata/kvpb"
+)
+
+// staged collects one command's engine writes. They reach the caller's batch
+// only when the whole command succeeds, so a failed command changes nothing.
+type staged struct {
+	ops []stagedOp
+}
+
+type stagedOp struct {
+	key, value []byte
+	del        bool
+}
+
+func (s *staged) set(key, value []byte) { s.ops = append(s.ops, stagedOp{key: key, value: value}) }
+func (s *staged) del(key []byte)        { s.ops = append(s.ops, stagedOp{key: key, del: true}) }
+
+func (s *staged) applyTo(b *pebble.Batch) error {
+	for _, op := range s.ops {
+		var err error
+		if op.del {
+			err = b.Delete(op.key, nil)
+		} else {
+			err = b.Set(op.key, op.value, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putWrite stages write record w of key at commitTS, taking care of an
+// existing record at the same engine key: a rollback record there (of the
+// transaction whose start ts equals commitTS) survives as the
+// overlappedRollback flag; another transaction's commit there would mean two
+// commits of one key at one ts, which the protocol rules out.
+func (s *staged) putWrite(r pebble.Reader, key []byte, commitTS uint64, w *write) error {
+	existing, err := getWriteAt(r, key, commitTS)
+	if err != nil {
+		return err
+	}
+	if existing != nil {
+		switch {
+		case existing.startTS == w.startTS && existing.kind == w.kind:
+			return nil // already written
+		case existing.kind == writeRollback:
+			w.overlappedRollback = true
+		default:
+			return &InvalidRequestError{Key: key, Reason: "another transaction committed this key at the same commit ts"}
+		}
+	}
+	s.set(writeKey(key, commitTS), w.encode())
+	return nil
+}
+
+// commitLock stages the commit of lock l (of a prewrite) on key at commitTS.
+func (s *staged) commitLock(r pebble.Reader, key []byte, l *lock, commitTS uint64) error {
+	w := &write{kind: writeKindOf(l.typ), startTS: l.startTS, hasValue: l.hasValue, value: l.value}
+	if err := s.putWrite(r, key, commitTS, w); err != nil {
+		return err
+	}
+	s.del(lockKey(key))
+	return nil
+}
+
+// rollbackKey stages the rollback of transaction startTS on key: removes its
+// lock l (nil if none) and any value it stored, and leaves a rollback record
+// at startTS so that a prewrite arriving late cannot lock the key again.
+func (s *staged) rollbackKey(r pebble.Reader, key []byte, startTS uint64, l *lock) error {
+	if l != nil {
+		s.del(lockKey(key))
+		if l.typ == kvpb.Op_Put && !l.hasValue {
+			s.del(dataKey(key, startTS))
+		}
+	}
+	existing, err := getWriteAt(r, key, startTS)
+	if err != nil {
+		return err
+	}
+	switch {
+	case existing == nil:
+		s.set(writeKey(key, startTS), (&write{kind: writeRollback, startTS: startTS}).encode())
+	case existing.kind == writeRollback || existing.overlappedRollback:
+		// already rolled back
+	default:
+		// Another transaction committed this key at commit ts == startTS;
+		// keep its record and mark our rollback on it.
+		existing.overlappedRollback = true
+		s.set(writeKey(key, startTS), existing.encode())
+	}
+	return nil
+}
+
+// errAlreadyCommitted is checkNewerWrites' signal that the mutation's own
+// transaction has already committed the key (a duplicate request).
+var errAlreadyCommitted = errors.New("mvcc: already committed")
+
+// checkNewerWrites enforces first-committer-wins for transaction startTS on
+// key: any Put, Delete or Lock record committed after snapshotTS (start ts,
+// or for-update ts for pessimistic locks) by another transaction is a write
+// conflict. Rollback records of other transactions do not conflict. It also
+// detects the transaction's own rollback (*AlreadyRolledBackError) and its own
+// commit (errAlreadyCommitted).
+func checkNewerWrites(r pebble.Reader, key, primary []byte, startTS, snapshotTS uint64) error {
+	var result error
+	err := forEachVersion(r, key, math.MaxUint64, func(commitTS uint64, w *write) (bool, error) {
+		if commitTS <= snapshotTS {
+			return false, nil
+		}
+		if w.startTS == startTS {
+			if w.kind == writeRollback {
+				result = &AlreadyRolledBackError{Key: key, StartTS: startTS}
+			} else {
+				result = errAlreadyCommitted
+			}
+			return false, nil
+		}
+		if w.kind == writeRollback {
+			return true, nil
+		}
+		result = &WriteConflictError{Conflict: &kvpb.WriteConflict{
+			StartTs:          startTS,
+			ConflictTs:       w.startTS,
+			Key:              key,
+			Primary:          primary,
+			ConflictCommitTs: commitTS,
+		}}
+		return false, nil
+	})
+	if err != nil {
+		return err
+	}
+	if result != nil {
+		return result
+	}
+	// Our own rollback record sits at commit ts == startTS <= snapshotTS.
+	w, err := getWriteAt(r, key, startTS)
+	if err != nil {
+		return err
+	}
+	if w != nil && ((w.kind == writeRollback && w.startTS == startTS) || w.overlappedRollback) {
+		return &AlreadyRolledBackError{Key: key, StartTS: startTS}
+	}
+	return nil
+}
+
+// prewriteCheck runs the prewrite checks of one mutation. It returns the lock
+// to write, or nil when the key needs no new state: an idempotent retry, a
+// CheckNotExists, a key already committed by this transaction.
+func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation, pessimistic, onePC bool) (newLock *lock, err error) {
+	key, startTS := m.Key, req.StartVersion
+	var typ kvpb.Op
+	switch m.Op {
+	case kvpb.Op_Put, kvpb.Op_Insert:
+		typ = kvpb.Op_Put
+	case kvpb.Op_Del:
+		typ = kvpb.Op_Del
+	case kvpb.Op_Lock, kvpb.Op_CheckNotExists:
+		typ = kvpb.Op_Lock
+	default:
+		return nil, &InvalidRequestError{Key: key, Reason: "op " + m.Op.String() + " cannot be prewritten"}
+	}
+
+	l, err := getLock(r, key)
+	if err != nil {
+		return nil, err
+	}
+	holdsPessimisticLock := false
+	switch {
+	case l != nil && l.startTS != startTS:
+		return nil, &LockedError{Lock: l.info(key)}
+	case l != nil && l.typ != kvpb.Op_PessimisticLock && onePC:
+		return nil, &InvalidRequestError{Key: key, Reason: "already prewritten by this transaction: commit it with Commit"}
+	case l != nil && l.typ != kvpb.Op_PessimisticLock:
+		return nil, nil // prewritten already: idempotent
+	case l != nil:
+		holdsPessimisticLock = true // which checked conflicts up to its for-update ts
+	case pessimistic:
+		// The pessimistic lock is gone: resolved by someone else, unless
+		// this is a duplicate of a prewrite that was already committed.
+		state, _, err := txnRecord(r, key, startTS)
+		if err != nil {
+			return nil, err
+		}
+		if state == stateCommitted {
+			return nil, nil
+		}
+		return nil, &PessimisticLockNotFoundError{Key: key, StartTS: startTS}
+	default:
+		if err := checkNewerWrites(r, key, req.PrimaryLock, startTS, startTS); err != nil {
+			if err == errAlreadyCommitted {
+				return nil, nil
+			}
+			return nil, err
+		}
+	}
+
+	if m.Op == kvpb.Op_Insert || m.Op == kvpb.Op_CheckNotExists {
+		_, exists, err := latestValue(r, key, math.MaxUint64)
+		if err != nil {
+			return nil, err
+		}
+		if exists {
+			return nil, &AlreadyExistError{Key: key}
+		}
+		if m.Op == kvpb.Op_CheckNotExists && !holdsPessimisticLock {
+			return nil, nil // a pure check: nothing to lock
+		}
+	}
+	newLock = &lock{
+		typ:         typ,
+		primary:     req.PrimaryLock,
+		startTS:     startTS,
+		ttl:         req.LockTtl,
+		minCommitTS: req.MinCommitTs,
+		txnSize:     req.TxnSize,
+	}
+	if holdsPessimisticLock || pessimistic {
+		newLock.forUpdateTS = req.ForUpdateTs
+	}
+	if typ == kvpb.Op_Put && len(m.Value) <= maxShortValue {
+		newLock.hasValue, newLock.value = true, m.Value
+	}
+	return newLock, nil
+}
+
+// Prewrite runs the first phase of two-phase commit: it checks every mutation
+// and locks its key. It returns one error per mutation (nil where the
+// mutation succeeded) and, separately, an engine error. Only when every
+// mutation succeeds are the locks (and values too large to inline, in the
+// data CF) added to b; otherwise b is left untouched.
+//
+// Per mutation: another transaction's lock -> *LockedError; a Put/Del/Lock
+// committed by another transaction after the start ts -> *WriteConflictError
+// (not checked for keys holding this transaction's pessimistic lock, which
+// checked up to its for-update ts); this transaction's rollback record ->
+// *AlreadyRolledBackError; Insert/CheckNotExists over a visible value ->
+// *AlreadyExistError; a key flagged in IsPessimisticLock whose pessimistic
+// lock is gone -> *PessimisticLockNotFoundError. A key this transaction has
+// already prewritten or committed is left as it is (retries are idempotent).
+// CheckNotExists only checks.
+func Prewrite(r pebble.Reader, b *pebble.Batch, req *kvpb.PrewriteRequest) ([]error, error) {
+	return prewrite(r, b, req, 0)
+}
+
+// OnePC commits a transaction whose every key is in req in a single step at
+// commitTS: Prewrite's checks, then commit records instead of locks (and
+// this transaction's pessimistic locks removed). Errors are as for Prewrite.
+//
+// commitTS must exceed the start ts, the for-update ts and every read ts this
+// region has served (the concurrency manager's MaxTS), and be at least the
+// requested min commit ts; see Concurrency.LockMemory. A retry of a one-phase
+// commit that already succeeded writes nothing and succeeds; the keys then
+// keep their original commit ts, not commitTS.
+func OnePC(r pebble.Reader, b *pebble.Batch, req *kvpb.PrewriteRequest, commitTS uint64) ([]error, error) {
+	if commitTS <= req.StartVersion || commitTS <= req.ForUpdateTs || commitTS < req.MinCommitTs {
+		return nil, &InvalidRequestError{Reason: "one-phase commit ts must exceed start and for-update ts and reach min commit ts"}
+	}
+	return prewrite(r, b, req, commitTS)
+}
+
+func prewrite(r pebble.Reader, b *pebble.Batch, req *kvpb.PrewriteRequest, onePCCommitTS uint64) ([]error, error) {
+	errs := make([]error, len(req.Mutations))
+	failed := false
+	var s staged
+	seen := make(map[string]struct{}, len(req.Mutations))
+	for i, m := range req.Mutations {
+		if _, dup := seen[string(m.Key)]; dup {
+			errs[i], failed = &InvalidRequestError{Key: m.Key, Reason: "key appears twice in one request"}, true
+			continue
+		}
+		seen[string(m.Key)] = struct{}{}
+		pessimistic := i < len(req.IsPessimisticLock) && req.IsPessimisticLock[i]
+		newLock, err := prewriteCheck(r, req, m, pessimistic, onePCCommitTS != 0)
+		if err != nil {
+			if !isKeyError(err) {
+				return nil, err
+			}
+			errs[i], failed = err, true
+			continue
+		}
+		if failed {
+			continue // keep checking to report every error, but stage nothing
+		}
+		if newLock == nil {
+			continue
+		}
+		if !newLock.hasValue && newLock.typ == kvpb.Op_Put {
+			s.set(dataKey(m.Key, req.StartVersion), m.Value)
+		}
+		if onePCCommitTS == 0 {
+			s.set(lockKey(m.Key), newLock.encode())
+			continue
+		}
+		if err := s.commitLock(r, m.Key, newLock, onePCCommitTS); err != nil {
+			if !isKeyError(err) {
+				return nil, err
+			}
+			errs[i], failed = err, true
+		}
+	}
+	if failed {
+		return errs, nil
+	}
+	return errs, s.applyTo(b)
+}
+
+// Commit runs the second phase of two-phase commit for the keys: each of
+// transaction startTS's prewrite locks becomes a commit record at commitTS.
+// A key already committed by the transaction is left as it is (idempotent).
+// A key with neither the lock nor a commit record -> *TxnLockNotFoundError
+// (the transaction was rolled back: abort). A commit ts below the lock's min
+// commit ts -> *CommitTSExpiredError. A pessimistic lock that was never
+// prewritten -> *InvalidRequestError. Writes reach b only if every key
+// succeeds.
+func Commit(r pebble.Reader, b *pebble.Batch, keys [][]byte, startTS, commitTS uint64) error {
+	if commitTS <= startTS {
+		return &InvalidRequestError{Reason: "commit ts must exceed start ts"}
+	}
+	var s staged
+	for _, key := range keys {
+		if err := commitKey(r, &s, key, startTS, commitTS); err != nil {
+			return err
+		}
+	}
+	return s.applyTo(b)
+}
+
+func commitKey(r pebble.Reader, s *staged, key []byte, startTS, commitTS uint64) error {
+	l, err := getLock(r, key)
+	if err != nil {
+		return err
+	}
+	if l == nil || l.startTS != startTS {
+		state, _, err := txnRecord(r, key, startTS)
+		if err != nil {
+			return err
+		}
+		if state == stateCommitted {
+			return nil
+		}
+		return &TxnLockNotFoundError{Key: key, StartTS: startTS}
+	}
+	if l.typ == kvpb.Op_PessimisticLock {
+		return &InvalidRequestError{Key: key, Reason: "the key holds only a pessimistic lock: prewrite it before commit"}
+	}
+	if commitTS < l.minCommitTS {
+		return &CommitTSExpiredError{Key: key, StartTS: startTS, CommitTS: commitTS, MinCommitTS: l.minCommitTS}
+	}
+	return s.commitLock(r, key, l, commitTS)
+}
+
+// Rollback aborts transaction startTS on the keys: removes its locks (of any
+// type) and stored values, and writes rollback records, also on keys it never
+// locked, so that a prewrite arriving late fails. A key already committed by
+// the transaction -> *AlreadyCommittedError, and nothing is written.
+func Rollback(r pebble.Reader, b *pebble.Batch, keys [][]byte, startTS uint64) error {
+	var s staged
+	for _, key := range keys {
+		l, err := getLock(r, key)
+		if err != nil {
+			return err
+		}
+		if l == nil || l.startTS != startTS {
+			state, commitTS, err := txnRecord(r, key, startTS)
+			if err != nil {
+				return err
+			}
+			switch state {
+			case stateCommitted:
+				return &AlreadyCommittedError{Key: key, StartTS: startTS, CommitTS: commitTS}
+			case stateRolledBack:
+				continue
+			}
+			l = nil
+		}
+		if err := s.rollbackKey(r, key, startTS, l); err != nil {
+			return err
+		}
+	}
+	return s.applyTo(b)
+}
+
+// TxnStatus is the outcome of CheckTxnStatus. Exactly one holds: TTL > 0
+// (the transaction is alive, Lock describes its primary lock), CommitTS > 0
+// (committed), or both zero (rolled back; Action says whether this call did
+// it).
+type TxnStatus struct {
+	TTL      uint64
+	CommitTS uint64
+	Action   kvpb.Action
+	Lock     *kvpb.LockInfo
+}
+
+// CheckTxnStatus decides the fate of transaction lockTS from its primary key,
+// on behalf of a transaction (callerStartTS) that met one of its locks:
+//   - primary lock present and expired at currentTS: roll it back
+//     (Action TTLExpireRollback);
+//   - present and alive: report its TTL; if the lock has a min commit ts
+//     (the owner accepts pushes) at or below callerStartTS, push it to
+//     callerStartTS+1 so the caller can read past the lock
+//     (Action MinCommitTSPushed);
+//   - committed: report the commit ts; rolled back: report zeros;
+//   - no trace at all: write a rollback record when rollbackIfNotExist
+//     (Action LockNotExistRollback), else *TxnNotFoundError.
+func CheckTxnStatus(r pebble.Reader, b *pebble.Batch, primary []byte, lockTS, callerStartTS, currentTS uint64, rollbackIfNotExist bool) (TxnStatus, error) {
+	var s staged
+	l, err := getLock(r, primary)
+	if err != nil {
+		return TxnStatus{}, err
+	}
+	if l != nil && l.startTS == lockTS {
+		if l.expired(currentTS) {
+			if err := s.rollbackKey(r, primary, lockTS, l); err != nil {
+				return TxnStatus{}, err
+			}
+			return TxnStatus{Action: kvpb.Action_TTLExpireRollback}, s.applyTo(b)
+		}
+		status := TxnStatus{TTL: l.ttl, Action: kvpb.Action_NoAction}
+		if l.minCommitTS > 0 && l.typ != kvpb.Op_PessimisticLock &&
+			callerStartTS != math.MaxUint64 && l.minCommitTS <= callerStartTS {
+			l.minCommitTS = callerStartTS + 1
+			s.set(lockKey(primary), l.encode())
+			status.Action = kvpb.Action_MinCommitTSPushed
+		}
+		status.Lock = l.info(primary)
+		return status, s.applyTo(b)
+	}
+	state, commitTS, err := txnRecord(r, primary, lockTS)
+	if err != nil {
+		return TxnStatus{}, err
+	}
+	switch state {
+	case stateCommitted:
+		return TxnStatus{CommitTS: commitTS}, nil
+	case stateRolledBack:
+		return TxnStatus{}, nil
+	}
+	if !rollbackIfNotExist {
+		return TxnStatus{}, &TxnNotFoundError{StartTS: lockTS, Primary: primary}
+	}
+	if err := s.rollbackKey(r, primary, lockTS, nil); err != nil {
+		return TxnStatus{}, err
+	}
+	return TxnStatus{Action: kvpb.Action_LockNotExistRollback}, s.applyTo(b)
+}
+
+// ResolveLock settles transaction startTS's locks on the keys once its fate
+// is known from its primary: commits them at commitTS, or rolls them back
+// when commitTS is 0. Pessimistic locks are only removed (their keys were
+// never prewritten, so they hold nothing to commit). Keys without a lock of
+// the transaction are skipped. Use ScanLocks to find the keys.
+func ResolveLock(r pebble.Reader, b *pebble.Batch, startTS, commitTS uint64, keys [][]byte) error {
+	if commitTS != 0 && commitTS <= startTS {
+		return &InvalidRequestError{Reason: "commit ts must exceed start ts"}
+	}
+	var s staged
+	for _, key := range keys {
+		l, err := getLock(r, key)
+		if err != nil {
+			return err
+		}
+		if l == nil || l.startTS != startTS {
+			continue
+		}
+		switch {
+		case commitTS == 0:
+			err = s.rollbackKey(r, key, startTS, l)
+		case l.typ == kvpb.Op_PessimisticLock:
+			s.del(lockKey(key))
+		case commitTS < l.minCommitTS:
+			err = &CommitTSExpiredError{Key: key, StartTS: startTS, CommitTS: commitTS, MinCommitTS: l.minCommitTS}
+		default:
+			err = s.commitLock(r, key, l, commitTS)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return s.applyTo(b)
+}
+
+// PessimisticLock takes pessimistic locks (SELECT ... FOR UPDATE) on the
+// mutations' keys for transaction req.StartVersion. Per key: another
+// transaction's lock -> *LockedError; a Put/Del/Lock committed by another
+// transaction after req.ForUpdateTs -> *WriteConflictError; the transaction
+// already rolled back or committed on the key -> *AlreadyRolledBackError /
+// *AlreadyCommittedError. A lock the transaction already holds is kept (its
+// for-update ts raised). The locks do not block readers. When
+// req.ReturnValues is set, values holds each key's latest committed value
+// (nil if none). Locks reach b only if every key succeeds.
+func PessimisticLock(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLockRequest) (errs []error, values [][]byte, err error) {
+	errs = make([]error, len(req.Mutations))
+	if req.ReturnValues {
+		values = make([][]byte, len(req.Mutations))
+	}
+	failed := false
+	var s staged
+	for i, m := range req.Mutations {
+		kerr, err := pessimisticLockKey(r, &s, req, m.Key)
+		if err != nil {
+			return nil, nil, err
+		}
+		if kerr != nil {
+			errs[i], failed = kerr, true
+			continue
+		}
+		if req.ReturnValues {
+			v, _, err := latestValue(r, m.Key, math.MaxUint64)
+			if err != nil {
+				return nil, nil, err
+			}
+			values[i] = v
+		}
+	}
+	if failed {
+		return errs, nil, nil
+	}
+	return errs, values, s.applyTo(b)
+}
+
+func pessimisticLockKey(r pebble.Reader, s *staged, req *kvpb.PessimisticLockRequest, key []byte) (keyErr, err error) {
+	startTS := req.StartVersion
+	l, err := getLock(r, key)
+	if err != nil {
+		return nil, err
+	}
+	if l != nil {
+		if l.startTS != startTS {
+			return &LockedError{Lock: l.info(key)}, nil
+		}
+		if l.typ == kvpb.Op_PessimisticLock && l.forUpdateTS < req.ForUpdateTs {
+			l.forUpdateTS = req.ForUpdateTs
+			s.set(lockKey(key), l.encode())
+		}
+		return nil, nil
+	}
+	if err := checkNewerWrites(r, key, req.PrimaryLock, startTS, req.ForUpdateTs); err != nil {
+		if err == errAlreadyCommitted {
+			state, commitTS, err := txnRecord(r, key, startTS)
+			if err != nil {
+				return nil, err
+			}
+			if state == stateCommitted {
+				return &AlreadyCommittedError{Key: key, StartTS: startTS, CommitTS: commitTS}, nil
+			}
+			return &AlreadyRolledBackError{Key: key, StartTS: startTS}, nil
+		}
+		if isKeyError(err) {
+			return err, nil
+		}
+		return nil, err
+	}
+	nl := &lock{
+		typ:         kvpb.Op_PessimisticLock,
+		primary:     req.PrimaryLock,
+		startTS:     startTS,
+		ttl:         req.LockTtl,
+		forUpdateTS: req.ForUpdateTs,
+	}
+	s.set(lockKey(key), nl.encode())
+	return nil, nil
+}
+
+// PessimisticRollback removes transaction startTS's pessimistic locks taken
+// at or below forUpdateTS on the keys (a statement of a pessimistic
+// transaction failed). Prewrite locks and other transactions' locks are left
+// alone; no rollback record is written, the transaction goes on.
+func PessimisticRollback(r pebble.Reader, b *pebble.Batch, keys [][]byte, startTS, forUpdateTS uint64) error {
+	var s staged
+	for _, key := range keys {
+		l, err := getLock(r, key)
+		if err != nil {
+			return err
+		}
+		if l != nil && l.startTS == startTS && l.typ == kvpb.Op_PessimisticLock && l.forUpdateTS <= forUpdateTS {
+			s.del(lockKey(key))
+		}
+	}
+	return s.applyTo(b)
+}
+
+// TxnHeartBeat extends the TTL of transaction startTS's primary lock to
+// adviseTTL (it never shortens it) and returns the lock's TTL. No lock of the
+// transaction on primary -> *TxnNotFoundError.
+func TxnHeartBeat(r pebble.Reader, b *pebble.Batch, primary []byte, startTS, adviseTTL uint64) (uint64, error) {
+	l, err := getLock(r, primary)
+	if err != nil {
+		return 0, err
+	}
+	if l == nil || l.startTS != startTS {
+		return 0, &TxnNotFoundError{StartTS: startTS, Primary: slices.Clone(primary)}
+	}
+	if adviseTTL > l.ttl {
+		l.ttl = adviseTTL
+		if err := b.Set(lockKey(primary), l.encode(), nil); err != nil {
+			return 0, err
+		}
+	}
+	return l.ttl, nil
+}
