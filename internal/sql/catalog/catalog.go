@@ -1,0 +1,338 @@
+// Package catalog owns the SQL schema: databases, tables, columns and
+// indexes, stored as JSON under the "m" prefix of the transactional key space.
+//
+// Keys:
+//
+//	mVersion            schema version, bumped by every DDL transaction
+//	mNextID             last allocated database/table/index id
+//	mDB{dbID}           DBInfo
+//	mTable{dbID}{tblID} TableInfo
+//	mAutoID{tblID}      high-water mark of the table's AUTO_INCREMENT / row-id allocator
+//
+// Contract: every change goes through a kv.Txn the caller commits, so a DDL
+// statement is atomic. Readers load an immutable *Schema snapshot (Load) and
+// reuse it while the version key is unchanged (Version is one Get); the
+// Schema and everything reachable from it must not be modified.
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	ptypes "github.com/pingcap/tidb/pkg/parser/types"
+
+	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/internal/sql/tablecodec"
+)
+
+var (
+	keyVersion   = []byte("mVersion")
+	keyNextID    = []byte("mNextID")
+	prefixDB     = []byte("mDB")
+	prefixTable  = []byte("mTable")
+	prefixAutoID = []byte("mAutoID")
+)
+
+// DBInfo describes a database.
+type DBInfo struct {
+	ID   int64  `json:"id"`
+	Name string `json:"name"`
+}
+
+// ColumnInfo describes a column. Offset is its position in the table's rows.
+type ColumnInfo struct {
+	ID            int64             `json:"id"`
+	Name          string            `json:"name"`
+	Offset        int               `json:"offset"`
+	Type          *ptypes.FieldType `json:"type"`
+	NotNull       bool              `json:"not_null"`
+	AutoIncrement bool              `json:"auto_increment,omitempty"`
+	// HasDefault is set when the column has an explicit DEFAULT clause.
+	// DefaultNull means DEFAULT NULL; otherwise Default holds the literal
+	// text, or DefaultNow marks DEFAULT CURRENT_TIMESTAMP.
+	HasDefault  bool   `json:"has_default,omitempty"`
+	DefaultNull bool   `json:"default_null,omitempty"`
+	Default     string `json:"default,omitempty"`
+	DefaultNow  bool   `json:"default_now,omitempty"`
+	OnUpdateNow bool   `json:"on_update_now,omitempty"`
+}
+
+// IndexInfo describes an index. Columns are column offsets. The primary key
+// of a table whose handle is its integer primary key is not stored as an
+// index (Primary with PKIsHandle).
+type IndexInfo struct {
+	ID      int64  `json:"id"`
+	Name    string `json:"name"`
+	Columns []int  `json:"columns"`
+	Unique  bool   `json:"unique"`
+	Primary bool   `json:"primary"`
+}
+
+// TableInfo describes a table.
+type TableInfo struct {
+	ID      int64         `json:"id"`
+	DBID    int64         `json:"db_id"`
+	Name    string        `json:"name"`
+	Columns []*ColumnInfo `json:"columns"`
+	Indexes []*IndexInfo  `json:"indexes"`
+	// PKIsHandle: the table has a single-column integer primary key whose
+	// value is the row handle (clustered). Otherwise rows get a hidden
+	// handle from the table's id allocator.
+	PKIsHandle bool `json:"pk_is_handle"`
+	// HandleOffset is the offset of the handle column when PKIsHandle.
+	HandleOffset int    `json:"handle_offset"`
+	NextColumnID int64  `json:"next_column_id"`
+	NextIndexID  int64  `json:"next_index_id"`
+	Comment      string `json:"comment,omitempty"`
+}
+
+// AutoIncrementOffset returns the offset of the AUTO_INCREMENT column or -1.
+func (t *TableInfo) AutoIncrementOffset() int {
+	for _, c := range t.Columns {
+		if c.AutoIncrement {
+			return c.Offset
+		}
+	}
+	return -1
+}
+
+// Column finds a column by case-insensitive name.
+func (t *TableInfo) Column(name string) *ColumnInfo {
+	for _, c := range t.Columns {
+		if strings.EqualFold(c.Name, name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// Index finds an index by case-insensitive name.
+func (t *TableInfo) Index(name string) *IndexInfo {
+	for _, ix := range t.Indexes {
+		if strings.EqualFold(ix.Name, name) {
+			return ix
+		}
+	}
+	return nil
+}
+
+// PrimaryIndex returns the primary key index, or nil when the table has no
+// primary key or its primary key is the handle.
+func (t *TableInfo) PrimaryIndex() *IndexInfo {
+	for _, ix := range t.Indexes {
+		if ix.Primary {
+			return ix
+		}
+	}
+	return nil
+}
+
+// Clone returns a deep copy suitable for modification by DDL.
+func (t *TableInfo) Clone() *TableInfo {
+	b, err := json.Marshal(t)
+	if err != nil {
+		panic(err)
+	}
+	var out TableInfo
+	if err := json.Unmarshal(b, &out); err != nil {
+		panic(err)
+	}
+	return &out
+}
+
+// Schema is an immutable snapshot of the catalog at one version.
+type Schema struct {
+	Version int64
+	dbs     map[string]*DBInfo              // lower-case name
+	tables  map[int64]map[string]*TableInfo // dbID -> lower-case name
+}
+
+// DB returns a database by case-insensitive name.
+func (s *Schema) DB(name string) *DBInfo { return s.dbs[strings.ToLower(name)] }
+
+// Table returns a table by database and table name (case-insensitive).
+func (s *Schema) Table(db, table string) *TableInfo {
+	d := s.DB(db)
+	if d == nil {
+		return nil
+	}
+	return s.tables[d.ID][strings.ToLower(table)]
+}
+
+// DBNames returns the database names sorted.
+func (s *Schema) DBNames() []string {
+	out := make([]string, 0, len(s.dbs))
+	for _, d := range s.dbs {
+		out = append(out, d.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Tables returns the tables of a database sorted by name.
+func (s *Schema) Tables(db string) []*TableInfo {
+	d := s.DB(db)
+	if d == nil {
+		return nil
+	}
+	out := make([]*TableInfo, 0, len(s.tables[d.ID]))
+	for _, t := range s.tables[d.ID] {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Version reads the schema version visible to txn (0 before any DDL).
+func Version(ctx context.Context, txn kv.Txn) (int64, error) {
+	v, err := txn.Get(ctx, keyVersion)
+	if errors.Is(err, kv.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(string(v), 10, 64)
+}
+
+// Load reads the whole catalog visible to txn.
+func Load(ctx context.Context, txn kv.Txn) (*Schema, error) {
+	ver, err := Version(ctx, txn)
+	if err != nil {
+		return nil, err
+	}
+	s := &Schema{Version: ver, dbs: map[string]*DBInfo{}, tables: map[int64]map[string]*TableInfo{}}
+	dbs, err := txn.Scan(ctx, prefixDB, tablecodec.PrefixEnd(prefixDB), 0, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range dbs {
+		var d DBInfo
+		if err := json.Unmarshal(e.Value, &d); err != nil {
+			return nil, fmt.Errorf("catalog: corrupt database entry %q: %w", e.Key, err)
+		}
+		s.dbs[strings.ToLower(d.Name)] = &d
+		s.tables[d.ID] = map[string]*TableInfo{}
+	}
+	tbls, err := txn.Scan(ctx, prefixTable, tablecodec.PrefixEnd(prefixTable), 0, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range tbls {
+		var t TableInfo
+		if err := json.Unmarshal(e.Value, &t); err != nil {
+			return nil, fmt.Errorf("catalog: corrupt table entry %q: %w", e.Key, err)
+		}
+		if m := s.tables[t.DBID]; m != nil {
+			m[strings.ToLower(t.Name)] = &t
+		}
+	}
+	return s, nil
+}
+
+// BumpVersion increments the schema version inside a DDL transaction.
+func BumpVersion(ctx context.Context, txn kv.Txn) error {
+	v, err := Version(ctx, txn)
+	if err != nil {
+		return err
+	}
+	return txn.Set(keyVersion, []byte(strconv.FormatInt(v+1, 10)))
+}
+
+// AllocID returns a fresh database/table/index id.
+func AllocID(ctx context.Context, txn kv.Txn) (int64, error) {
+	return incr(ctx, txn, keyNextID, 1)
+}
+
+func incr(ctx context.Context, txn kv.Txn, key []byte, n int64) (int64, error) {
+	var cur int64
+	v, err := txn.Get(ctx, key)
+	switch {
+	case errors.Is(err, kv.ErrNotFound):
+	case err != nil:
+		return 0, err
+	default:
+		if cur, err = strconv.ParseInt(string(v), 10, 64); err != nil {
+			return 0, fmt.Errorf("catalog: corrupt counter %q: %w", key, err)
+		}
+	}
+	cur += n
+	return cur, txn.Set(key, []byte(strconv.FormatInt(cur, 10)))
+}
+
+func dbKey(id int64) []byte { return tablecodec.AppendInt(append([]byte(nil), prefixDB...), id) }
+
+func tableKey(dbID, tableID int64) []byte {
+	k := tablecodec.AppendInt(append([]byte(nil), prefixTable...), dbID)
+	return tablecodec.AppendInt(k, tableID)
+}
+
+func autoIDKey(tableID int64) []byte {
+	return tablecodec.AppendInt(append([]byte(nil), prefixAutoID...), tableID)
+}
+
+// PutDB stores a database entry.
+func PutDB(txn kv.Txn, d *DBInfo) error {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return txn.Set(dbKey(d.ID), b)
+}
+
+// DeleteDB removes a database entry (its tables must be dropped by the caller).
+func DeleteDB(txn kv.Txn, d *DBInfo) error { return txn.Delete(dbKey(d.ID)) }
+
+// PutTable stores a table entry.
+func PutTable(txn kv.Txn, t *TableInfo) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return txn.Set(tableKey(t.DBID, t.ID), b)
+}
+
+// DeleteTable removes a table entry and its id allocator.
+func DeleteTable(txn kv.Txn, t *TableInfo) error {
+	if err := txn.Delete(tableKey(t.DBID, t.ID)); err != nil {
+		return err
+	}
+	return txn.Delete(autoIDKey(t.ID))
+}
+
+// AllocAutoIDs reserves n ids of a table's allocator and returns the last
+// one reserved: the caller owns (last-n, last]. It is meant to run in a short
+// transaction of its own, so ids are never reused even if the user
+// transaction rolls back.
+func AllocAutoIDs(ctx context.Context, txn kv.Txn, tableID, n int64) (int64, error) {
+	return incr(ctx, txn, autoIDKey(tableID), n)
+}
+
+// RebaseAutoID raises the allocator's high-water mark to at least v.
+func RebaseAutoID(ctx context.Context, txn kv.Txn, tableID, v int64) error {
+	k := autoIDKey(tableID)
+	cur, err := incr(ctx, txn, k, 0)
+	if err != nil {
+		return err
+	}
+	if v > cur {
+		return txn.Set(k, []byte(strconv.FormatInt(v, 10)))
+	}
+	return nil
+}
+
+// IsIntegerType reports whether ft is an integer column type (candidate for
+// a clustered integer primary key).
+func IsIntegerType(ft *ptypes.FieldType) bool {
+	switch ft.GetType() {
+	case mysql.TypeTiny, mysql.TypeShort, mysql.TypeInt24, mysql.TypeLong, mysql.TypeLonglong:
+		return true
+	}
+	return false
+}

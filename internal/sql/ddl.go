@@ -1,0 +1,471 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/charset"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	ptypes "github.com/pingcap/tidb/pkg/parser/types"
+
+	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/exec"
+	"github.com/strata-db/strata/internal/sql/expr"
+	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+// runDDL commits any open transaction (MySQL's implicit commit) and runs
+// the statement in a transaction of its own, retrying conflicts with
+// concurrent DDL a few times. Dropped tables and indexes leave their data
+// keys behind (ids are never reused); reclaiming them needs a delete-range
+// primitive the kv contract does not have yet.
+func (s *Session) runDDL(ctx context.Context, st ast.StmtNode) (*Result, error) {
+	if s.txn != nil {
+		if err := s.finish(ctx, true); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		var txn kv.Txn
+		if txn, err = s.e.store.Begin(ctx, kv.TxnOptions{}); err != nil {
+			return nil, err
+		}
+		var schema *catalog.Schema
+		if schema, err = catalog.Load(ctx, txn); err != nil {
+			txn.Rollback(ctx)
+			return nil, err
+		}
+		var changed bool
+		if changed, err = s.applyDDL(ctx, txn, schema, st); err != nil {
+			txn.Rollback(ctx)
+			return nil, err
+		}
+		if !changed {
+			txn.Rollback(ctx)
+			return &Result{}, nil
+		}
+		if err = catalog.BumpVersion(ctx, txn); err != nil {
+			txn.Rollback(ctx)
+			return nil, err
+		}
+		if err = txn.Commit(ctx); err == nil {
+			return &Result{}, nil
+		}
+		if !kv.IsRetryable(err) {
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+func (s *Session) dbName(name string) (string, error) {
+	if name != "" {
+		return name, nil
+	}
+	if s.db == "" {
+		return "", sqlerr.New(sqlerr.ErNoDB, "3D000", "No database selected")
+	}
+	return s.db, nil
+}
+
+func (s *Session) warn(code uint16, state, format string, args ...any) {
+	s.warnings = append(s.warnings, sqlerr.New(code, state, format, args...))
+}
+
+// applyDDL performs the catalog change; changed=false means nothing to do
+// (IF [NOT] EXISTS).
+func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Schema, st ast.StmtNode) (bool, error) {
+	switch n := st.(type) {
+	case *ast.CreateDatabaseStmt:
+		if schema.DB(n.Name.O) != nil {
+			if n.IfNotExists {
+				s.warn(sqlerr.ErDBCreateExists, "HY000", "Can't create database '%s'; database exists", n.Name.O)
+				return false, nil
+			}
+			return false, sqlerr.New(sqlerr.ErDBCreateExists, "HY000", "Can't create database '%s'; database exists", n.Name.O)
+		}
+		id, err := catalog.AllocID(ctx, txn)
+		if err != nil {
+			return false, err
+		}
+		return true, catalog.PutDB(txn, &catalog.DBInfo{ID: id, Name: n.Name.O})
+	case *ast.DropDatabaseStmt:
+		d := schema.DB(n.Name.O)
+		if d == nil {
+			if n.IfExists {
+				s.warn(sqlerr.ErDBDropExists, "HY000", "Can't drop database '%s'; database doesn't exist", n.Name.O)
+				return false, nil
+			}
+			return false, sqlerr.New(sqlerr.ErDBDropExists, "HY000", "Can't drop database '%s'; database doesn't exist", n.Name.O)
+		}
+		for _, t := range schema.Tables(d.Name) {
+			if err := catalog.DeleteTable(txn, t); err != nil {
+				return false, err
+			}
+			s.e.ids.forget(t.ID)
+		}
+		if strings.EqualFold(s.db, d.Name) {
+			s.db = ""
+		}
+		return true, catalog.DeleteDB(txn, d)
+	case *ast.CreateTableStmt:
+		return s.createTable(ctx, txn, schema, n)
+	case *ast.DropTableStmt:
+		if n.IsView {
+			return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support views")
+		}
+		var missing []string
+		changed := false
+		for _, tn := range n.Tables {
+			db, err := s.dbName(tn.Schema.O)
+			if err != nil {
+				return false, err
+			}
+			t := schema.Table(db, tn.Name.O)
+			if t == nil {
+				missing = append(missing, db+"."+tn.Name.O)
+				continue
+			}
+			if err := catalog.DeleteTable(txn, t); err != nil {
+				return false, err
+			}
+			s.e.ids.forget(t.ID)
+			changed = true
+		}
+		if len(missing) > 0 {
+			if !n.IfExists {
+				return false, sqlerr.New(sqlerr.ErUnknownTable, "42S02", "Unknown table '%s'", strings.Join(missing, ","))
+			}
+			for _, m := range missing {
+				s.warn(sqlerr.ErUnknownTable, "42S02", "Unknown table '%s'", m)
+			}
+		}
+		return changed, nil
+	case *ast.TruncateTableStmt:
+		db, err := s.dbName(n.Table.Schema.O)
+		if err != nil {
+			return false, err
+		}
+		t := schema.Table(db, n.Table.Name.O)
+		if t == nil {
+			return false, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", db, n.Table.Name.O)
+		}
+		if err := catalog.DeleteTable(txn, t); err != nil {
+			return false, err
+		}
+		s.e.ids.forget(t.ID)
+		nt := t.Clone()
+		if nt.ID, err = catalog.AllocID(ctx, txn); err != nil {
+			return false, err
+		}
+		return true, catalog.PutTable(txn, nt)
+	case *ast.CreateIndexStmt:
+		db, err := s.dbName(n.Table.Schema.O)
+		if err != nil {
+			return false, err
+		}
+		t := schema.Table(db, n.Table.Name.O)
+		if t == nil {
+			return false, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", db, n.Table.Name.O)
+		}
+		if t.Index(n.IndexName) != nil || strings.EqualFold(n.IndexName, "PRIMARY") {
+			if n.IfNotExists {
+				return false, nil
+			}
+			return false, sqlerr.New(sqlerr.ErDupKeyName, "42000", "Duplicate key name '%s'", n.IndexName)
+		}
+		if n.KeyType != ast.IndexKeyTypeNone && n.KeyType != ast.IndexKeyTypeUnique {
+			return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this index type")
+		}
+		nt := t.Clone()
+		ix, err := addIndex(nt, n.IndexName, n.IndexPartSpecifications, n.KeyType == ast.IndexKeyTypeUnique, false)
+		if err != nil {
+			return false, err
+		}
+		ec := &exec.Context{Ctx: ctx, Txn: txn, Writes: exec.NewStmtBuffer(txn), Eval: s.evalContext(nil), IDs: s.e.ids, Mem: exec.NewMemTracker(0)}
+		if err := exec.Backfill(ec, nt, ix); err != nil {
+			return false, err
+		}
+		if err := ec.Writes.Flush(); err != nil {
+			return false, err
+		}
+		return true, catalog.PutTable(txn, nt)
+	case *ast.DropIndexStmt:
+		db, err := s.dbName(n.Table.Schema.O)
+		if err != nil {
+			return false, err
+		}
+		t := schema.Table(db, n.Table.Name.O)
+		if t == nil {
+			return false, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", db, n.Table.Name.O)
+		}
+		nt := t.Clone()
+		found := false
+		for i, ix := range nt.Indexes {
+			if strings.EqualFold(ix.Name, n.IndexName) {
+				nt.Indexes = append(nt.Indexes[:i], nt.Indexes[i+1:]...)
+				found = true
+				break
+			}
+		}
+		if !found {
+			if n.IfExists {
+				return false, nil
+			}
+			return false, sqlerr.New(sqlerr.ErCantDropFieldOrKey, "42000", "Can't DROP '%s'; check that column/key exists", n.IndexName)
+		}
+		return true, catalog.PutTable(txn, nt)
+	}
+	return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this statement")
+}
+
+// normalizeType fills the lengths, charset and collation MySQL implies.
+func normalizeType(ft *ptypes.FieldType) error {
+	switch ft.GetType() {
+	case mysql.TypeEnum, mysql.TypeSet, mysql.TypeJSON, mysql.TypeGeometry, mysql.TypeBit, mysql.TypeDuration:
+		return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support column type %s", ft.CompactStr())
+	}
+	flen, dec := mysql.GetDefaultFieldLengthAndDecimal(ft.GetType())
+	if ft.GetFlen() == ptypes.UnspecifiedLength {
+		ft.SetFlen(flen)
+	}
+	if ft.GetDecimal() == ptypes.UnspecifiedLength {
+		ft.SetDecimal(dec)
+	}
+	switch ft.GetType() {
+	case mysql.TypeString, mysql.TypeVarchar, mysql.TypeVarString, mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
+		if ft.GetCharset() == "" {
+			ft.SetCharset(mysql.DefaultCharset)
+			ft.SetCollate(mysql.DefaultCollationName)
+		} else if ft.GetCollate() == "" {
+			if cs, err := charset.GetCharsetInfo(ft.GetCharset()); err == nil {
+				ft.SetCollate(cs.DefaultCollation)
+			}
+		}
+	default:
+		if ft.GetCharset() == "" {
+			ft.SetCharset(charset.CharsetBin)
+			ft.SetCollate(charset.CollationBin)
+		}
+	}
+	return nil
+}
+
+func (s *Session) createTable(ctx context.Context, txn kv.Txn, schema *catalog.Schema, n *ast.CreateTableStmt) (bool, error) {
+	if n.ReferTable != nil || n.Select != nil {
+		return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support CREATE TABLE ... LIKE / AS SELECT")
+	}
+	db, err := s.dbName(n.Table.Schema.O)
+	if err != nil {
+		return false, err
+	}
+	d := schema.DB(db)
+	if d == nil {
+		return false, sqlerr.New(sqlerr.ErBadDB, "42000", "Unknown database '%s'", db)
+	}
+	if schema.Table(db, n.Table.Name.O) != nil {
+		if n.IfNotExists {
+			s.warn(sqlerr.ErTableExists, "42S01", "Table '%s' already exists", n.Table.Name.O)
+			return false, nil
+		}
+		return false, sqlerr.New(sqlerr.ErTableExists, "42S01", "Table '%s' already exists", n.Table.Name.O)
+	}
+	t := &catalog.TableInfo{DBID: d.ID, Name: n.Table.Name.O}
+	if t.ID, err = catalog.AllocID(ctx, txn); err != nil {
+		return false, err
+	}
+	var pk []*ast.IndexPartSpecification
+	type pending struct {
+		name   string
+		parts  []*ast.IndexPartSpecification
+		unique bool
+	}
+	var indexes []pending
+	for _, cd := range n.Cols {
+		if t.Column(cd.Name.Name.O) != nil {
+			return false, sqlerr.New(1060, "42S21", "Duplicate column name '%s'", cd.Name.Name.O)
+		}
+		ft := cd.Tp.Clone()
+		if err := normalizeType(ft); err != nil {
+			return false, err
+		}
+		t.NextColumnID++
+		col := &catalog.ColumnInfo{ID: t.NextColumnID, Name: cd.Name.Name.O, Offset: len(t.Columns), Type: ft}
+		part := []*ast.IndexPartSpecification{{Column: cd.Name}}
+		for _, opt := range cd.Options {
+			switch opt.Tp {
+			case ast.ColumnOptionNotNull:
+				col.NotNull = true
+			case ast.ColumnOptionNull:
+				col.NotNull = false
+			case ast.ColumnOptionPrimaryKey:
+				if pk != nil {
+					return false, sqlerr.New(sqlerr.ErMultiplePriKey, "42000", "Multiple primary key defined")
+				}
+				pk = part
+			case ast.ColumnOptionUniqKey:
+				indexes = append(indexes, pending{name: col.Name, parts: part, unique: true})
+			case ast.ColumnOptionAutoIncrement:
+				col.AutoIncrement = true
+			case ast.ColumnOptionDefaultValue:
+				if err := s.setDefault(col, opt.Expr); err != nil {
+					return false, err
+				}
+			case ast.ColumnOptionOnUpdate:
+				col.OnUpdateNow = true
+			case ast.ColumnOptionComment, ast.ColumnOptionCollate, ast.ColumnOptionColumnFormat, ast.ColumnOptionStorage:
+			default:
+				return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this column option")
+			}
+		}
+		t.Columns = append(t.Columns, col)
+	}
+	for _, c := range n.Constraints {
+		switch c.Tp {
+		case ast.ConstraintPrimaryKey:
+			if pk != nil {
+				return false, sqlerr.New(sqlerr.ErMultiplePriKey, "42000", "Multiple primary key defined")
+			}
+			pk = c.Keys
+		case ast.ConstraintKey, ast.ConstraintIndex:
+			indexes = append(indexes, pending{name: c.Name, parts: c.Keys})
+		case ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
+			indexes = append(indexes, pending{name: c.Name, parts: c.Keys, unique: true})
+		case ast.ConstraintForeignKey, ast.ConstraintCheck:
+			// Accepted and not enforced, like MySQL before 8.0.16 for CHECK.
+		default:
+			return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this constraint")
+		}
+	}
+	if pk != nil {
+		for _, p := range pk {
+			if p.Column == nil {
+				return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support expression indexes")
+			}
+			c := t.Column(p.Column.Name.O)
+			if c == nil {
+				return false, sqlerr.New(sqlerr.ErKeyDoesNotExist, "42000", "Key column '%s' doesn't exist in table", p.Column.Name.O)
+			}
+			c.NotNull = true
+		}
+		if c := t.Column(pk[0].Column.Name.O); len(pk) == 1 && catalog.IsIntegerType(c.Type) {
+			t.PKIsHandle, t.HandleOffset = true, c.Offset
+		} else if _, err := addIndex(t, "PRIMARY", pk, true, true); err != nil {
+			return false, err
+		}
+	}
+	for _, ix := range indexes {
+		if _, err := addIndex(t, ix.name, ix.parts, ix.unique, false); err != nil {
+			return false, err
+		}
+	}
+	nAuto := 0
+	for _, c := range t.Columns {
+		flag := c.Type.GetFlag()
+		if c.NotNull {
+			flag |= mysql.NotNullFlag
+		}
+		if c.AutoIncrement {
+			nAuto++
+			flag |= mysql.AutoIncrementFlag
+		}
+		if !c.HasDefault && !c.AutoIncrement {
+			flag |= mysql.NoDefaultValueFlag
+		}
+		if t.PKIsHandle && c.Offset == t.HandleOffset {
+			flag |= mysql.PriKeyFlag
+		}
+		c.Type.SetFlag(flag)
+	}
+	for _, ix := range t.Indexes {
+		for i, off := range ix.Columns {
+			ft := t.Columns[off].Type
+			switch {
+			case ix.Primary:
+				ft.AddFlag(mysql.PriKeyFlag)
+			case ix.Unique && len(ix.Columns) == 1:
+				ft.AddFlag(mysql.UniqueKeyFlag)
+			case i == 0:
+				ft.AddFlag(mysql.MultipleKeyFlag)
+			}
+		}
+	}
+	if nAuto > 1 {
+		return false, sqlerr.New(1075, "42000", "Incorrect table definition; there can be only one auto column and it must be defined as a key")
+	}
+	return true, catalog.PutTable(txn, t)
+}
+
+// addIndex appends an index definition to t, naming it like MySQL when
+// unnamed (first column, then _2, _3 ...).
+func addIndex(t *catalog.TableInfo, name string, parts []*ast.IndexPartSpecification, unique, primary bool) (*catalog.IndexInfo, error) {
+	ix := &catalog.IndexInfo{Name: name, Unique: unique, Primary: primary}
+	for _, p := range parts {
+		if p.Column == nil {
+			return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support expression indexes")
+		}
+		c := t.Column(p.Column.Name.O)
+		if c == nil {
+			return nil, sqlerr.New(sqlerr.ErKeyDoesNotExist, "42000", "Key column '%s' doesn't exist in table", p.Column.Name.O)
+		}
+		if p.Length > 0 {
+			return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support prefix indexes")
+		}
+		ix.Columns = append(ix.Columns, c.Offset)
+	}
+	if ix.Name == "" {
+		base := t.Columns[ix.Columns[0]].Name
+		ix.Name = base
+		for i := 2; t.Index(ix.Name) != nil; i++ {
+			ix.Name = fmt.Sprintf("%s_%d", base, i)
+		}
+	} else if t.Index(ix.Name) != nil {
+		return nil, sqlerr.New(sqlerr.ErDupKeyName, "42000", "Duplicate key name '%s'", ix.Name)
+	}
+	t.NextIndexID++
+	ix.ID = t.NextIndexID
+	t.Indexes = append(t.Indexes, ix)
+	return ix, nil
+}
+
+// setDefault validates a DEFAULT clause against the column type.
+func (s *Session) setDefault(col *catalog.ColumnInfo, e ast.ExprNode) error {
+	col.HasDefault = true
+	if fc, ok := e.(*ast.FuncCallExpr); ok {
+		switch fc.FnName.L {
+		case "current_timestamp", "now", "localtime", "localtimestamp":
+			switch col.Type.GetType() {
+			case mysql.TypeDatetime, mysql.TypeTimestamp:
+				col.DefaultNow = true
+				return nil
+			}
+		}
+		return sqlerr.New(1067, "42000", "Invalid default value for '%s'", col.Name)
+	}
+	ce, err := expr.Compile(e, nil)
+	if err != nil {
+		return err
+	}
+	v, err := ce.Eval(s.evalContext(nil), nil)
+	if err != nil {
+		return err
+	}
+	if v.IsNull() {
+		if col.NotNull {
+			return sqlerr.New(1067, "42000", "Invalid default value for '%s'", col.Name)
+		}
+		col.DefaultNull = true
+		return nil
+	}
+	cv, err := types.Convert(v, col.Type)
+	if err != nil {
+		return sqlerr.New(1067, "42000", "Invalid default value for '%s'", col.Name)
+	}
+	col.Default = string(cv.AppendText(nil))
+	return nil
+}

@@ -1,0 +1,173 @@
+// Package sql is the front of the SQL layer: an Engine per node and a
+// Session per client connection. The MySQL wire server (internal/sql/server)
+// calls Session.Execute / Prepare / ExecutePrepared and renders Results.
+//
+// A Session owns at most one kv.Txn. Outside BEGIN each statement runs in
+// its own transaction (autocommit); such a statement that fails with a
+// retryable conflict is re-run from scratch, reads included, a few times —
+// never inside an explicit transaction, whose conflicts go back to the
+// client as 1213 / 1205. Every statement is atomic: its writes are staged
+// (exec.StmtBuffer) and reach the transaction only when it succeeds.
+//
+// The schema is read from KV (package catalog): each transaction reads the
+// version key once and reloads the catalog only when it changed. DDL runs in
+// a transaction of its own (an open transaction is committed first, as in
+// MySQL). Prepared statements are planned once and re-planned only when the
+// schema version changes; a primary-key point select goes from parameters to
+// one txn.Get.
+package sql
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+// autoIDBatch is how many AUTO_INCREMENT / row ids a node reserves at once.
+const autoIDBatch = 1000
+
+// Engine is the SQL layer of one node: it caches the schema and allocates
+// ids; it is shared by all sessions.
+type Engine struct {
+	store  kv.Storage
+	schema atomic.Pointer[catalog.Schema]
+	ids    *idAllocator
+
+	mu         sync.Mutex
+	globalVars map[string]types.Datum
+	nextConnID atomic.Uint32
+}
+
+// NewEngine opens the SQL layer over store and loads the catalog.
+func NewEngine(ctx context.Context, store kv.Storage) (*Engine, error) {
+	e := &Engine{store: store, globalVars: map[string]types.Datum{}}
+	e.ids = &idAllocator{store: store, tables: map[int64]*idRange{}}
+	txn, err := store.Begin(ctx, kv.TxnOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer txn.Rollback(ctx)
+	s, err := catalog.Load(ctx, txn)
+	if err != nil {
+		return nil, err
+	}
+	e.schema.Store(s)
+	return e, nil
+}
+
+// schemaFor returns the schema at version ver, loading it through txn when
+// the cached one is different.
+func (e *Engine) schemaFor(ctx context.Context, txn kv.Txn, ver int64) (*catalog.Schema, error) {
+	if s := e.schema.Load(); s != nil && s.Version == ver {
+		return s, nil
+	}
+	s, err := catalog.Load(ctx, txn)
+	if err != nil {
+		return nil, err
+	}
+	if cur := e.schema.Load(); cur == nil || cur.Version < s.Version {
+		e.schema.Store(s)
+	}
+	return s, nil
+}
+
+// idAllocator hands out AUTO_INCREMENT values and hidden row handles from
+// per-node batches reserved in short transactions of their own, so ids are
+// never reused and user transactions never conflict on the counter.
+type idAllocator struct {
+	store  kv.Storage
+	mu     sync.Mutex
+	tables map[int64]*idRange
+}
+
+type idRange struct{ next, end int64 } // next <= end means ids available
+
+func (a *idAllocator) reserve(ctx context.Context, f func(txn kv.Txn) error) error {
+	var err error
+	for attempt := 0; attempt < 10; attempt++ {
+		var txn kv.Txn
+		if txn, err = a.store.Begin(ctx, kv.TxnOptions{}); err != nil {
+			return err
+		}
+		if err = f(txn); err != nil {
+			txn.Rollback(ctx)
+			return err
+		}
+		if err = txn.Commit(ctx); err == nil || !kv.IsRetryable(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// Alloc implements exec.IDAllocator.
+func (a *idAllocator) Alloc(ctx context.Context, t *catalog.TableInfo) (int64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.tables[t.ID]
+	if r == nil {
+		r = &idRange{next: 1, end: 0}
+		a.tables[t.ID] = r
+	}
+	if r.next > r.end {
+		var last int64
+		err := a.reserve(ctx, func(txn kv.Txn) error {
+			var err error
+			last, err = catalog.AllocAutoIDs(ctx, txn, t.ID, autoIDBatch)
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+		r.next, r.end = last-autoIDBatch+1, last
+	}
+	id := r.next
+	r.next++
+	return id, nil
+}
+
+// Rebase implements exec.IDAllocator: an explicit value v moves later ids
+// above it.
+func (a *idAllocator) Rebase(ctx context.Context, t *catalog.TableInfo, v int64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.tables[t.ID]
+	if r == nil {
+		r = &idRange{next: 1, end: 0}
+		a.tables[t.ID] = r
+	}
+	if v < r.next {
+		return nil
+	}
+	if v < r.end {
+		r.next = v + 1
+		return nil
+	}
+	// Reserve a fresh batch above v so that a run of explicit ids (bulk
+	// loads) costs one reservation per batch, not one per row.
+	var last int64
+	err := a.reserve(ctx, func(txn kv.Txn) error {
+		if err := catalog.RebaseAutoID(ctx, txn, t.ID, v); err != nil {
+			return err
+		}
+		var err error
+		last, err = catalog.AllocAutoIDs(ctx, txn, t.ID, autoIDBatch)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	r.next, r.end = last-autoIDBatch+1, last
+	return nil
+}
+
+// forget drops cached ranges of a dropped or truncated table.
+func (a *idAllocator) forget(tableID int64) {
+	a.mu.Lock()
+	delete(a.tables, tableID)
+	a.mu.Unlock()
+}

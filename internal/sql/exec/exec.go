@@ -1,0 +1,230 @@
+// Package exec runs plans built by package plan against a kv.Txn.
+//
+// Executors form a pull-based tree; Next returns a batch (a vector of rows,
+// up to BatchSize) and nil at the end. Rows of one batch are freshly
+// allocated and may be retained by the consumer.
+//
+// Contract with package sql (the session): the caller owns the transaction.
+// Reads go to Context.Txn. Writes of a statement are staged in
+// Context.Writes (a StmtBuffer) and reach the transaction only when the
+// caller calls Flush after the statement succeeded, which makes every
+// statement atomic inside a transaction; reads of the statement itself do
+// not see its own staged writes (no Halloween problem), uniqueness checks do.
+// Every statement has a memory quota (Context.Mem); exceeding it fails the
+// statement with sqlerr.ErMemoryExceeded.
+package exec
+
+import (
+	"context"
+
+	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/expr"
+	"github.com/strata-db/strata/internal/sql/plan"
+	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+// BatchSize is the number of rows executors try to return per Next.
+const BatchSize = 1024
+
+// DefaultMemQuota is the per-statement memory quota (1 GiB).
+const DefaultMemQuota = 1 << 30
+
+// IDAllocator hands out AUTO_INCREMENT values and hidden row handles.
+type IDAllocator interface {
+	// Alloc returns a fresh id for the table.
+	Alloc(ctx context.Context, t *catalog.TableInfo) (int64, error)
+	// Rebase makes later Alloc calls return values above v.
+	Rebase(ctx context.Context, t *catalog.TableInfo, v int64) error
+}
+
+// Context is the state of one statement execution.
+type Context struct {
+	Ctx    context.Context
+	Txn    kv.Txn
+	Writes *StmtBuffer
+	Eval   *expr.EvalContext
+	IDs    IDAllocator
+	Mem    *MemTracker
+
+	// Results of a DML statement.
+	AffectedRows uint64
+	LastInsertID uint64
+}
+
+// Executor produces rows in batches.
+type Executor interface {
+	// Next returns the next batch, or nil at the end.
+	Next(c *Context) ([][]types.Datum, error)
+}
+
+// MemTracker accounts the memory a statement holds in rows.
+type MemTracker struct {
+	Limit int64
+	Used  int64
+}
+
+// NewMemTracker returns a tracker with the given quota (<= 0: default).
+func NewMemTracker(limit int64) *MemTracker {
+	if limit <= 0 {
+		limit = DefaultMemQuota
+	}
+	return &MemTracker{Limit: limit}
+}
+
+// Consume charges n bytes and fails once the quota is exceeded.
+func (m *MemTracker) Consume(n int64) error {
+	if m == nil {
+		return nil
+	}
+	m.Used += n
+	if m.Used > m.Limit {
+		return sqlerr.New(sqlerr.ErMemoryExceeded, "HY000", "Out Of Memory Quota! quota %d bytes exceeded by the statement", m.Limit)
+	}
+	return nil
+}
+
+// Release returns n bytes to the quota.
+func (m *MemTracker) Release(n int64) {
+	if m != nil {
+		m.Used -= n
+	}
+}
+
+// RowSize estimates the bytes a row holds.
+func RowSize(row []types.Datum) int64 {
+	n := int64(24 + 40*len(row))
+	for _, d := range row {
+		n += int64(len(d.Bytes()))
+	}
+	return n
+}
+
+// BindSubqueries prepares the subqueries of a plan for one execution.
+func BindSubqueries(c *Context, subs []*plan.Subquery) {
+	for _, sq := range subs {
+		sq := sq
+		sq.Reset()
+		sq.Run = func() ([][]types.Datum, error) {
+			e, err := Build(sq.Plan)
+			if err != nil {
+				return nil, err
+			}
+			return Drain(c, e, sq.Kind == plan.ExistsSubquery)
+		}
+	}
+}
+
+// Drain runs an executor to the end and returns all rows (the first row
+// only when firstOnly).
+func Drain(c *Context, e Executor, firstOnly bool) ([][]types.Datum, error) {
+	var out [][]types.Datum
+	for {
+		batch, err := e.Next(c)
+		if err != nil {
+			return nil, err
+		}
+		if batch == nil {
+			return out, nil
+		}
+		for _, r := range batch {
+			if err := c.Mem.Consume(RowSize(r)); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, batch...)
+		if firstOnly && len(out) > 0 {
+			return out[:1], nil
+		}
+	}
+}
+
+// Query builds and runs a read plan and returns its rows.
+func Query(c *Context, p plan.Plan) ([][]types.Datum, error) {
+	e, err := Build(p)
+	if err != nil {
+		return nil, err
+	}
+	return Drain(c, e, false)
+}
+
+// Build turns a plan tree into executors.
+func Build(p plan.Plan) (Executor, error) {
+	switch n := p.(type) {
+	case *plan.Scan:
+		return newScanExec(n), nil
+	case *plan.Dual:
+		return &dualExec{}, nil
+	case *plan.Filter:
+		child, err := Build(n.Child)
+		if err != nil {
+			return nil, err
+		}
+		return &filterExec{child: child, cond: n.Cond}, nil
+	case *plan.Projection:
+		child, err := Build(n.Child)
+		if err != nil {
+			return nil, err
+		}
+		return &projectionExec{child: child, exprs: n.Exprs}, nil
+	case *plan.Aggregate:
+		child, err := Build(n.Child)
+		if err != nil {
+			return nil, err
+		}
+		return &aggExec{child: child, p: n}, nil
+	case *plan.Sort:
+		child, err := Build(n.Child)
+		if err != nil {
+			return nil, err
+		}
+		return &sortExec{child: child, keys: n.Keys}, nil
+	case *plan.Limit:
+		child, err := Build(n.Child)
+		if err != nil {
+			return nil, err
+		}
+		if s, ok := child.(*sortExec); ok {
+			s.limit = n // top-N: keep only offset+count rows while sorting
+		}
+		return &limitExec{child: child, p: n}, nil
+	case *plan.Distinct:
+		child, err := Build(n.Child)
+		if err != nil {
+			return nil, err
+		}
+		return &distinctExec{child: child, n: n.N}, nil
+	case *plan.Join:
+		l, err := Build(n.Left)
+		if err != nil {
+			return nil, err
+		}
+		r, err := Build(n.Right)
+		if err != nil {
+			return nil, err
+		}
+		return &joinExec{left: l, right: r, p: n, rightWidth: len(n.Right.Columns())}, nil
+	case *plan.SetOp:
+		l, err := Build(n.Left)
+		if err != nil {
+			return nil, err
+		}
+		r, err := Build(n.Right)
+		if err != nil {
+			return nil, err
+		}
+		return &setOpExec{left: l, right: r, p: n}, nil
+	}
+	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support executing %T", p)
+}
+
+type dualExec struct{ done bool }
+
+func (d *dualExec) Next(*Context) ([][]types.Datum, error) {
+	if d.done {
+		return nil, nil
+	}
+	d.done = true
+	return [][]types.Datum{{}}, nil
+}

@@ -1,0 +1,586 @@
+package exec
+
+import (
+	"sort"
+
+	"github.com/strata-db/strata/internal/sql/expr"
+	"github.com/strata-db/strata/internal/sql/plan"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+type filterExec struct {
+	child Executor
+	cond  expr.Expr
+}
+
+func (f *filterExec) Next(c *Context) ([][]types.Datum, error) {
+	for {
+		batch, err := f.child.Next(c)
+		if err != nil || batch == nil {
+			return nil, err
+		}
+		out := batch[:0]
+		for _, r := range batch {
+			ok, err := truth(c, f.cond, r)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, r)
+			}
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+	}
+}
+
+// truth evaluates a condition with WHERE semantics (NULL is false).
+func truth(c *Context, e expr.Expr, row []types.Datum) (bool, error) {
+	d, err := e.Eval(c.Eval, row)
+	if err != nil {
+		return false, err
+	}
+	t, null, err := d.ToBool()
+	if err != nil {
+		return false, err
+	}
+	return t && !null, nil
+}
+
+type projectionExec struct {
+	child Executor
+	exprs []expr.Expr
+}
+
+func (p *projectionExec) Next(c *Context) ([][]types.Datum, error) {
+	batch, err := p.child.Next(c)
+	if err != nil || batch == nil {
+		return nil, err
+	}
+	out := make([][]types.Datum, len(batch))
+	vals := make([]types.Datum, len(batch)*len(p.exprs))
+	for i, r := range batch {
+		row := vals[i*len(p.exprs) : (i+1)*len(p.exprs) : (i+1)*len(p.exprs)]
+		for j, e := range p.exprs {
+			if row[j], err = e.Eval(c.Eval, r); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = row
+	}
+	return out, nil
+}
+
+type aggGroup struct {
+	accs  []expr.Accumulator
+	first []types.Datum
+}
+
+type aggExec struct {
+	child Executor
+	p     *plan.Aggregate
+	done  bool
+}
+
+func (a *aggExec) Next(c *Context) ([][]types.Datum, error) {
+	if a.done {
+		return nil, nil
+	}
+	a.done = true
+	groups := map[string]*aggGroup{}
+	var order []*aggGroup
+	var key []byte
+	for {
+		batch, err := a.child.Next(c)
+		if err != nil {
+			return nil, err
+		}
+		if batch == nil {
+			break
+		}
+		for _, r := range batch {
+			key = key[:0]
+			for _, g := range a.p.GroupBy {
+				d, err := g.Eval(c.Eval, r)
+				if err != nil {
+					return nil, err
+				}
+				key = d.AppendHashKey(key)
+			}
+			grp := groups[string(key)]
+			if grp == nil {
+				grp = &aggGroup{first: r, accs: make([]expr.Accumulator, len(a.p.Aggs))}
+				for i, f := range a.p.Aggs {
+					grp.accs[i] = f.NewAccumulator()
+				}
+				if err := c.Mem.Consume(RowSize(r) + int64(len(key)) + 64*int64(len(a.p.Aggs))); err != nil {
+					return nil, err
+				}
+				groups[string(key)] = grp
+				order = append(order, grp)
+			}
+			for _, acc := range grp.accs {
+				if err := acc.Add(c.Eval, r); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if len(order) == 0 && len(a.p.GroupBy) == 0 {
+		grp := &aggGroup{first: make([]types.Datum, len(a.p.Child.Columns())), accs: make([]expr.Accumulator, len(a.p.Aggs))}
+		for i, f := range a.p.Aggs {
+			grp.accs[i] = f.NewAccumulator()
+		}
+		order = append(order, grp)
+	}
+	out := make([][]types.Datum, len(order))
+	for i, g := range order {
+		row := make([]types.Datum, 0, len(g.accs)+len(g.first))
+		for _, acc := range g.accs {
+			row = append(row, acc.Result())
+		}
+		out[i] = append(row, g.first...)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// compareNullsFirst orders NULL before every value.
+func compareNullsFirst(a, b types.Datum) (int, error) {
+	switch {
+	case a.IsNull() && b.IsNull():
+		return 0, nil
+	case a.IsNull():
+		return -1, nil
+	case b.IsNull():
+		return 1, nil
+	}
+	return types.Compare(a, b)
+}
+
+type sortRow struct {
+	keys []types.Datum
+	row  []types.Datum
+}
+
+type sortExec struct {
+	child Executor
+	keys  []plan.SortKey
+	limit *plan.Limit
+	rows  []sortRow
+	err   error
+	done  bool
+	pos   int
+}
+
+func (s *sortExec) less(a, b sortRow) bool {
+	for i, k := range s.keys {
+		c, err := compareNullsFirst(a.keys[i], b.keys[i])
+		if err != nil && s.err == nil {
+			s.err = err
+		}
+		if c == 0 {
+			continue
+		}
+		if k.Desc {
+			return c > 0
+		}
+		return c < 0
+	}
+	return false
+}
+
+func (s *sortExec) sort() {
+	sort.SliceStable(s.rows, func(i, j int) bool { return s.less(s.rows[i], s.rows[j]) })
+}
+
+func (s *sortExec) Next(c *Context) ([][]types.Datum, error) {
+	if !s.done {
+		s.done = true
+		keep := int64(-1)
+		if s.limit != nil {
+			n, off, err := limitValues(c, s.limit)
+			if err != nil {
+				return nil, err
+			}
+			keep = n + off
+		}
+		for {
+			batch, err := s.child.Next(c)
+			if err != nil {
+				return nil, err
+			}
+			if batch == nil {
+				break
+			}
+			for _, r := range batch {
+				kv := make([]types.Datum, len(s.keys))
+				for i, k := range s.keys {
+					if kv[i], err = k.Expr.Eval(c.Eval, r); err != nil {
+						return nil, err
+					}
+				}
+				s.rows = append(s.rows, sortRow{keys: kv, row: r})
+				if keep < 0 || int64(len(s.rows)) <= keep {
+					if err := c.Mem.Consume(RowSize(r) + RowSize(kv)); err != nil {
+						return nil, err
+					}
+				}
+			}
+			if keep >= 0 && int64(len(s.rows)) > 2*keep+BatchSize {
+				s.sort()
+				s.rows = s.rows[:keep]
+			}
+		}
+		s.sort()
+		if s.err != nil {
+			return nil, s.err
+		}
+		if keep >= 0 && int64(len(s.rows)) > keep {
+			s.rows = s.rows[:keep]
+		}
+	}
+	if s.pos >= len(s.rows) {
+		return nil, nil
+	}
+	end := min(s.pos+BatchSize, len(s.rows))
+	out := make([][]types.Datum, 0, end-s.pos)
+	for _, r := range s.rows[s.pos:end] {
+		out = append(out, r.row)
+	}
+	s.pos = end
+	return out, nil
+}
+
+func limitValues(c *Context, l *plan.Limit) (count, offset int64, err error) {
+	d, err := l.Count.Eval(c.Eval, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	if count, err = d.ToInt64(); err != nil {
+		return 0, 0, err
+	}
+	if l.Offset != nil {
+		if d, err = l.Offset.Eval(c.Eval, nil); err != nil {
+			return 0, 0, err
+		}
+		if offset, err = d.ToInt64(); err != nil {
+			return 0, 0, err
+		}
+	}
+	return max(count, 0), max(offset, 0), nil
+}
+
+type limitExec struct {
+	child   Executor
+	p       *plan.Limit
+	started bool
+	skip    int64
+	left    int64
+}
+
+func (l *limitExec) Next(c *Context) ([][]types.Datum, error) {
+	if !l.started {
+		l.started = true
+		var err error
+		if l.left, l.skip, err = limitValues(c, l.p); err != nil {
+			return nil, err
+		}
+	}
+	for l.left > 0 {
+		batch, err := l.child.Next(c)
+		if err != nil || batch == nil {
+			return nil, err
+		}
+		if l.skip > 0 {
+			if int64(len(batch)) <= l.skip {
+				l.skip -= int64(len(batch))
+				continue
+			}
+			batch = batch[l.skip:]
+			l.skip = 0
+		}
+		if int64(len(batch)) > l.left {
+			batch = batch[:l.left]
+		}
+		l.left -= int64(len(batch))
+		return batch, nil
+	}
+	return nil, nil
+}
+
+type distinctExec struct {
+	child Executor
+	n     int
+	seen  map[string]struct{}
+}
+
+func hashRow(buf []byte, row []types.Datum) []byte {
+	for _, d := range row {
+		buf = d.AppendHashKey(buf)
+	}
+	return buf
+}
+
+func (d *distinctExec) Next(c *Context) ([][]types.Datum, error) {
+	if d.seen == nil {
+		d.seen = map[string]struct{}{}
+	}
+	var key []byte
+	for {
+		batch, err := d.child.Next(c)
+		if err != nil || batch == nil {
+			return nil, err
+		}
+		out := batch[:0]
+		for _, r := range batch {
+			key = hashRow(key[:0], r[:d.n])
+			if _, dup := d.seen[string(key)]; dup {
+				continue
+			}
+			if err := c.Mem.Consume(int64(len(key)) + 16); err != nil {
+				return nil, err
+			}
+			d.seen[string(key)] = struct{}{}
+			out = append(out, r)
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+	}
+}
+
+type joinExec struct {
+	left, right Executor
+	p           *plan.Join
+	rightWidth  int
+	built       bool
+	all         [][]types.Datum            // nested loop: every right row
+	table       map[string][][]types.Datum // hash join: right rows by key
+}
+
+func (j *joinExec) build(c *Context) error {
+	j.built = true
+	if len(j.p.LeftKeys) > 0 {
+		j.table = map[string][][]types.Datum{}
+	}
+	var key []byte
+	for {
+		batch, err := j.right.Next(c)
+		if err != nil {
+			return err
+		}
+		if batch == nil {
+			return nil
+		}
+		for _, r := range batch {
+			if err := c.Mem.Consume(RowSize(r)); err != nil {
+				return err
+			}
+			if j.table == nil {
+				j.all = append(j.all, r)
+				continue
+			}
+			var ok bool
+			if key, ok, err = joinKey(c, key[:0], j.p.RightKey, r); err != nil {
+				return err
+			}
+			if ok {
+				j.table[string(key)] = append(j.table[string(key)], r)
+			}
+		}
+	}
+}
+
+// joinKey hashes the key values of a row; ok=false when one is NULL (such
+// rows never match).
+func joinKey(c *Context, buf []byte, keys []expr.Expr, row []types.Datum) ([]byte, bool, error) {
+	for _, k := range keys {
+		d, err := k.Eval(c.Eval, row)
+		if err != nil {
+			return nil, false, err
+		}
+		if d.IsNull() {
+			return buf, false, nil
+		}
+		buf = d.AppendHashKey(buf)
+	}
+	return buf, true, nil
+}
+
+func (j *joinExec) Next(c *Context) ([][]types.Datum, error) {
+	if !j.built {
+		if err := j.build(c); err != nil {
+			return nil, err
+		}
+	}
+	var key []byte
+	for {
+		batch, err := j.left.Next(c)
+		if err != nil || batch == nil {
+			return nil, err
+		}
+		var out [][]types.Datum
+		for _, l := range batch {
+			candidates := j.all
+			if j.table != nil {
+				var ok bool
+				if key, ok, err = joinKey(c, key[:0], j.p.LeftKeys, l); err != nil {
+					return nil, err
+				}
+				candidates = nil
+				if ok {
+					candidates = j.table[string(key)]
+				}
+			}
+			matched := false
+			for _, r := range candidates {
+				row := make([]types.Datum, 0, len(l)+len(r))
+				row = append(append(row, l...), r...)
+				if j.p.Cond != nil {
+					ok, err := truth(c, j.p.Cond, row)
+					if err != nil {
+						return nil, err
+					}
+					if !ok {
+						continue
+					}
+				}
+				matched = true
+				out = append(out, row)
+			}
+			if !matched && j.p.Type == plan.LeftJoin {
+				row := make([]types.Datum, len(l)+j.rightWidth)
+				copy(row, l)
+				out = append(out, row)
+			}
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+	}
+}
+
+type setOpExec struct {
+	left, right Executor
+	p           *plan.SetOp
+	started     bool
+	leftDone    bool
+	seen        map[string]int // UNION: emitted; EXCEPT/INTERSECT: right multiset
+	emitted     map[string]bool
+}
+
+func (s *setOpExec) Next(c *Context) ([][]types.Datum, error) {
+	if s.p.Kind == plan.Union {
+		return s.union(c)
+	}
+	if !s.started {
+		s.started = true
+		s.seen = map[string]int{}
+		var key []byte
+		for {
+			batch, err := s.right.Next(c)
+			if err != nil {
+				return nil, err
+			}
+			if batch == nil {
+				break
+			}
+			for _, r := range batch {
+				key = hashRow(key[:0], r)
+				if s.seen[string(key)] == 0 {
+					if err := c.Mem.Consume(int64(len(key)) + 16); err != nil {
+						return nil, err
+					}
+				}
+				s.seen[string(key)]++
+			}
+		}
+	}
+	if s.emitted == nil {
+		s.emitted = map[string]bool{}
+	}
+	emitted := s.emitted
+	var key []byte
+	for {
+		batch, err := s.left.Next(c)
+		if err != nil || batch == nil {
+			return nil, err
+		}
+		var out [][]types.Datum
+		for _, r := range batch {
+			key = hashRow(key[:0], r)
+			n := s.seen[string(key)]
+			keep := false
+			switch {
+			case s.p.Kind == plan.Except && s.p.All:
+				if n > 0 {
+					s.seen[string(key)] = n - 1
+				} else {
+					keep = true
+				}
+			case s.p.Kind == plan.Except:
+				keep = n == 0 && !emitted[string(key)]
+			case s.p.All: // INTERSECT ALL
+				if n > 0 {
+					s.seen[string(key)] = n - 1
+					keep = true
+				}
+			default: // INTERSECT
+				keep = n > 0 && !emitted[string(key)]
+			}
+			if keep {
+				emitted[string(key)] = true
+				out = append(out, r)
+			}
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+	}
+}
+
+func (s *setOpExec) union(c *Context) ([][]types.Datum, error) {
+	if !s.p.All && s.seen == nil {
+		s.seen = map[string]int{}
+	}
+	var key []byte
+	for {
+		src := s.left
+		if s.leftDone {
+			src = s.right
+		}
+		batch, err := src.Next(c)
+		if err != nil {
+			return nil, err
+		}
+		if batch == nil {
+			if s.leftDone {
+				return nil, nil
+			}
+			s.leftDone = true
+			continue
+		}
+		if s.p.All {
+			return batch, nil
+		}
+		out := batch[:0]
+		for _, r := range batch {
+			key = hashRow(key[:0], r)
+			if _, dup := s.seen[string(key)]; dup {
+				continue
+			}
+			if err := c.Mem.Consume(int64(len(key)) + 16); err != nil {
+				return nil, err
+			}
+			s.seen[string(key)] = 1
+			out = append(out, r)
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+	}
+}

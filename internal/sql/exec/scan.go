@@ -1,0 +1,547 @@
+package exec
+
+import (
+	"sync"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	ptypes "github.com/pingcap/tidb/pkg/parser/types"
+
+	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/codec"
+	"github.com/strata-db/strata/internal/sql/plan"
+	"github.com/strata-db/strata/internal/sql/tablecodec"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+// rowLayout is how a table's rows are stored: the handle column (when the
+// integer primary key is the handle) is not in the row value.
+type rowLayout struct {
+	ids      []int64
+	fts      []*ptypes.FieldType
+	offsets  []int
+	width    int
+	handle   int // offset of the handle column or -1
+	unsigned bool
+}
+
+var layouts sync.Map // *catalog.TableInfo -> *rowLayout (TableInfo is immutable)
+
+func layoutOf(t *catalog.TableInfo) *rowLayout {
+	if l, ok := layouts.Load(t); ok {
+		return l.(*rowLayout)
+	}
+	l := &rowLayout{width: len(t.Columns), handle: -1}
+	if t.PKIsHandle {
+		l.handle = t.HandleOffset
+		l.unsigned = mysql.HasUnsignedFlag(t.Columns[t.HandleOffset].Type.GetFlag())
+	}
+	for _, c := range t.Columns {
+		if c.Offset == l.handle {
+			continue
+		}
+		l.ids = append(l.ids, c.ID)
+		l.fts = append(l.fts, c.Type)
+		l.offsets = append(l.offsets, c.Offset)
+	}
+	layouts.Store(t, l)
+	return l
+}
+
+// encode builds the row value of a full table row.
+func (l *rowLayout) encode(buf []byte, row []types.Datum) ([]byte, error) {
+	vals := make([]types.Datum, len(l.offsets))
+	for i, off := range l.offsets {
+		vals[i] = row[off]
+	}
+	return codec.EncodeRow(buf, l.ids, vals)
+}
+
+// decode fills a full row (width+extra datums) from a row value.
+func (l *rowLayout) decode(handle int64, value []byte, extra int) ([]types.Datum, error) {
+	row := make([]types.Datum, l.width+extra)
+	if len(l.offsets) == l.width {
+		if err := codec.DecodeRow(value, l.ids, l.fts, row); err != nil {
+			return nil, err
+		}
+	} else {
+		vals := make([]types.Datum, len(l.offsets))
+		if err := codec.DecodeRow(value, l.ids, l.fts, vals); err != nil {
+			return nil, err
+		}
+		for i, off := range l.offsets {
+			row[off] = vals[i]
+		}
+	}
+	if l.handle >= 0 {
+		if l.unsigned {
+			row[l.handle] = types.NewUint(uint64(handle))
+		} else {
+			row[l.handle] = types.NewInt(handle)
+		}
+	}
+	if extra > 0 {
+		row[l.width] = types.NewInt(handle)
+	}
+	return row, nil
+}
+
+// scanExec reads the rows of one table along its access path.
+type scanExec struct {
+	p      *plan.Scan
+	layout *rowLayout
+	extra  int
+
+	started bool
+	done    bool
+	// range scans
+	ranges [][2][]byte
+	iter   kv.Iterator
+	// index lookups
+	index bool
+}
+
+func newScanExec(p *plan.Scan) *scanExec {
+	s := &scanExec{p: p, layout: layoutOf(p.Table), index: p.Access == plan.IndexLookup}
+	if p.WithHandle {
+		s.extra = 1
+	}
+	return s
+}
+
+func (s *scanExec) handleType() *ptypes.FieldType {
+	if s.p.Table.PKIsHandle {
+		return s.p.Table.Columns[s.p.Table.HandleOffset].Type
+	}
+	return ptypes.NewFieldType(mysql.TypeLonglong)
+}
+
+func (s *scanExec) Next(c *Context) ([][]types.Datum, error) {
+	if s.done {
+		return nil, nil
+	}
+	switch s.p.Access {
+	case plan.PointGet, plan.BatchPointGet:
+		s.done = true
+		return s.pointGets(c)
+	}
+	if !s.started {
+		s.started = true
+		if err := s.computeRanges(c); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		if s.iter == nil {
+			if len(s.ranges) == 0 {
+				s.done = true
+				return nil, nil
+			}
+			r := s.ranges[0]
+			s.ranges = s.ranges[1:]
+			it, err := c.Txn.Iter(c.Ctx, r[0], r[1], s.p.Desc)
+			if err != nil {
+				return nil, err
+			}
+			s.iter = it
+		}
+		batch, err := s.readBatch(c)
+		if err != nil {
+			return nil, err
+		}
+		if len(batch) > 0 {
+			return batch, nil
+		}
+	}
+}
+
+// readBatch reads up to BatchSize rows from the current iterator, closing
+// it when exhausted.
+func (s *scanExec) readBatch(c *Context) ([][]types.Datum, error) {
+	var rows [][]types.Datum
+	var handles []int64
+	for s.iter.Valid() && len(rows)+len(handles) < BatchSize {
+		if s.index {
+			h, err := tablecodec.IndexEntryHandle(s.iter.Key(), s.iter.Value())
+			if err != nil {
+				return nil, err
+			}
+			handles = append(handles, h)
+		} else {
+			_, h, err := tablecodec.DecodeRecordKey(s.iter.Key())
+			if err != nil {
+				return nil, err
+			}
+			row, err := s.layout.decode(h, s.iter.Value(), s.extra)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, row)
+		}
+		if err := s.iter.Next(c.Ctx); err != nil {
+			return nil, err
+		}
+	}
+	if !s.iter.Valid() {
+		s.iter.Close()
+		s.iter = nil
+	}
+	if s.index {
+		return s.fetch(c, handles)
+	}
+	if err := s.lock(c, rows); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+func (s *scanExec) lock(c *Context, rows [][]types.Datum) error {
+	if !s.p.Lock || len(rows) == 0 {
+		return nil
+	}
+	keys := make([][]byte, len(rows))
+	for i, r := range rows {
+		h, err := s.rowHandle(r)
+		if err != nil {
+			return err
+		}
+		keys[i] = tablecodec.RecordKey(s.p.Table.ID, h)
+	}
+	return c.Txn.LockKeys(c.Ctx, keys...)
+}
+
+func (s *scanExec) rowHandle(r []types.Datum) (int64, error) {
+	if s.p.Table.PKIsHandle {
+		d := r[s.p.Table.HandleOffset]
+		if d.Kind() == types.KindUint64 {
+			return int64(d.Uint()), nil
+		}
+		return d.Int(), nil
+	}
+	if s.extra > 0 {
+		return r[len(r)-1].Int(), nil
+	}
+	return 0, errNoHandle
+}
+
+// fetch reads rows by handle, preserving the order of handles.
+func (s *scanExec) fetch(c *Context, handles []int64) ([][]types.Datum, error) {
+	if len(handles) == 0 {
+		return nil, nil
+	}
+	keys := make([][]byte, len(handles))
+	for i, h := range handles {
+		keys[i] = tablecodec.RecordKey(s.p.Table.ID, h)
+	}
+	var vals map[string][]byte
+	if len(keys) == 1 {
+		v, err := c.Txn.Get(c.Ctx, keys[0])
+		if err != nil && err != kv.ErrNotFound {
+			return nil, err
+		}
+		if err == nil {
+			vals = map[string][]byte{string(keys[0]): v}
+		}
+	} else {
+		var err error
+		if vals, err = c.Txn.BatchGet(c.Ctx, keys); err != nil {
+			return nil, err
+		}
+	}
+	rows := make([][]types.Datum, 0, len(handles))
+	var locked [][]byte
+	for i, h := range handles {
+		v, ok := vals[string(keys[i])]
+		if !ok {
+			continue
+		}
+		row, err := s.layout.decode(h, v, s.extra)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+		locked = append(locked, keys[i])
+	}
+	if s.p.Lock && len(locked) > 0 {
+		if err := c.Txn.LockKeys(c.Ctx, locked...); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
+// pointGets serves PointGet and BatchPointGet: parameters straight to
+// Get / BatchGet.
+func (s *scanExec) pointGets(c *Context) ([][]types.Datum, error) {
+	ft := s.handleType()
+	if len(s.p.Handles) == 1 {
+		d, err := s.p.Handles[0].Eval(c.Eval, nil)
+		if err != nil {
+			return nil, err
+		}
+		h, ok := exactHandle(d, ft)
+		if !ok {
+			return nil, nil
+		}
+		return s.fetch(c, []int64{h})
+	}
+	handles := make([]int64, 0, len(s.p.Handles))
+	seen := make(map[int64]bool, len(s.p.Handles))
+	for _, e := range s.p.Handles {
+		d, err := e.Eval(c.Eval, nil)
+		if err != nil {
+			return nil, err
+		}
+		h, ok := exactHandle(d, ft)
+		if !ok || seen[h] {
+			continue
+		}
+		seen[h] = true
+		handles = append(handles, h)
+	}
+	return s.fetch(c, handles)
+}
+
+// exactHandle converts a value to the handle it equals, if any.
+func exactHandle(d types.Datum, ft *ptypes.FieldType) (int64, bool) {
+	switch d.Kind() {
+	case types.KindInt64:
+		if mysql.HasUnsignedFlag(ft.GetFlag()) && d.Int() < 0 {
+			return 0, false
+		}
+		return d.Int(), true
+	case types.KindUint64:
+		return int64(d.Uint()), mysql.HasUnsignedFlag(ft.GetFlag()) || d.Uint() <= 1<<63-1
+	case types.KindNull:
+		return 0, false
+	}
+	v, err := types.Convert(d, ft)
+	if err != nil {
+		return 0, false
+	}
+	if c, err := types.Compare(v, d); err != nil || c != 0 {
+		return 0, false
+	}
+	if v.Kind() == types.KindUint64 {
+		return int64(v.Uint()), true
+	}
+	return v.Int(), true
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+const errNoHandle = errString("exec: row has no handle")
+
+// computeRanges turns the plan's ranges into key ranges for this execution.
+func (s *scanExec) computeRanges(c *Context) error {
+	t := s.p.Table
+	switch s.p.Access {
+	case plan.TableFullScan:
+		p := tablecodec.RecordPrefix(t.ID)
+		s.ranges = [][2][]byte{{p, tablecodec.PrefixEnd(p)}}
+		return nil
+	case plan.TableRangeScan:
+		ft := s.handleType()
+		for _, r := range s.p.Ranges {
+			lo, hi := int64(-1<<63), int64(1<<63-1)
+			loIncl, hiIncl := true, true
+			empty := false
+			if r.Low.Value != nil {
+				d, err := r.Low.Value.Eval(c.Eval, nil)
+				if err != nil {
+					return err
+				}
+				v, incl, ok, null := handleBound(d, ft, r.Low.Inclusive)
+				if null {
+					empty = true
+				} else if ok {
+					lo, loIncl = v, incl
+				}
+			}
+			if r.High.Value != nil {
+				d, err := r.High.Value.Eval(c.Eval, nil)
+				if err != nil {
+					return err
+				}
+				v, incl, ok, null := handleBound(d, ft, r.High.Inclusive)
+				if null {
+					empty = true
+				} else if ok {
+					hi, hiIncl = v, incl
+				}
+			}
+			if !loIncl {
+				if lo == 1<<63-1 {
+					empty = true
+				}
+				lo++
+			}
+			if empty || lo > hi || (lo == hi && !hiIncl) {
+				continue
+			}
+			start := tablecodec.RecordKey(t.ID, lo)
+			var end []byte
+			if hiIncl {
+				if hi == 1<<63-1 {
+					end = tablecodec.PrefixEnd(tablecodec.RecordPrefix(t.ID))
+				} else {
+					end = tablecodec.RecordKey(t.ID, hi+1)
+				}
+			} else {
+				end = tablecodec.RecordKey(t.ID, hi)
+			}
+			s.ranges = append(s.ranges, [2][]byte{start, end})
+		}
+		return nil
+	case plan.IndexLookup:
+		for _, r := range s.p.Ranges {
+			kr, ok, err := s.indexRange(c, r)
+			if err != nil {
+				return err
+			}
+			if ok {
+				s.ranges = append(s.ranges, kr)
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// handleBound converts a range bound to a handle. ok=false means the bound
+// cannot be expressed (scan unbounded on that side: the filter above
+// decides); a lossy conversion makes the bound inclusive.
+func handleBound(d types.Datum, ft *ptypes.FieldType, incl bool) (v int64, inclusive, ok, null bool) {
+	if d.IsNull() {
+		return 0, false, false, true
+	}
+	if d.IsStringLike() || d.Kind() == types.KindTime {
+		return 0, false, false, false
+	}
+	cv, err := types.Convert(d, ft)
+	if err != nil {
+		return 0, false, false, false
+	}
+	c, err := types.Compare(cv, d)
+	if err != nil {
+		return 0, false, false, false
+	}
+	if c != 0 {
+		incl = true
+	}
+	if cv.Kind() == types.KindUint64 {
+		if cv.Uint() > 1<<63-1 {
+			return 0, false, false, false
+		}
+		return int64(cv.Uint()), incl, true, false
+	}
+	return cv.Int(), incl, true, false
+}
+
+// indexValue converts a value for an index column; exact=false when the
+// key order of the converted value cannot stand for the SQL comparison.
+func indexValue(d types.Datum, ft *ptypes.FieldType) (v types.Datum, exact, usable bool) {
+	switch types.KindForFieldType(ft) {
+	case types.KindString, types.KindBytes:
+		if !d.IsStringLike() {
+			return d, false, false
+		}
+	case types.KindTime:
+		if !d.IsStringLike() && d.Kind() != types.KindTime {
+			return d, false, false
+		}
+	default:
+		if d.IsStringLike() || d.Kind() == types.KindTime {
+			return d, false, false
+		}
+	}
+	cv, err := types.Convert(d, ft)
+	if err != nil {
+		return d, false, false
+	}
+	c, err := types.Compare(cv, d)
+	if err != nil {
+		return d, false, false
+	}
+	return cv, c == 0, true
+}
+
+func (s *scanExec) indexRange(c *Context, r plan.Range) ([2][]byte, bool, error) {
+	t, ix := s.p.Table, s.p.Index
+	prefix := tablecodec.IndexPrefix(t.ID, ix.ID)
+	for i, e := range r.Eq {
+		d, err := e.Eval(c.Eval, nil)
+		if err != nil {
+			return [2][]byte{}, false, err
+		}
+		if d.IsNull() {
+			return [2][]byte{}, false, nil
+		}
+		v, exact, usable := indexValue(d, t.Columns[ix.Columns[i]].Type)
+		if !usable || !exact {
+			// Scan everything under the exact prefix so far.
+			return [2][]byte{prefix, tablecodec.PrefixEnd(prefix)}, true, nil
+		}
+		if prefix, err = codec.EncodeKey(prefix, v); err != nil {
+			return [2][]byte{}, false, err
+		}
+	}
+	start, end := prefix, tablecodec.PrefixEnd(prefix)
+	if r.Low.Value == nil && r.High.Value == nil {
+		return [2][]byte{start, end}, true, nil
+	}
+	ft := t.Columns[ix.Columns[len(r.Eq)]].Type
+	if r.Low.Value != nil {
+		d, err := r.Low.Value.Eval(c.Eval, nil)
+		if err != nil {
+			return [2][]byte{}, false, err
+		}
+		if d.IsNull() {
+			return [2][]byte{}, false, nil
+		}
+		if v, exact, usable := indexValue(d, ft); usable {
+			k, err := codec.EncodeKey(append([]byte(nil), prefix...), v)
+			if err != nil {
+				return [2][]byte{}, false, err
+			}
+			if r.Low.Inclusive || !exact {
+				start = k
+			} else {
+				start = tablecodec.PrefixEnd(k)
+			}
+		}
+	} else {
+		// col < x must not return NULLs; they sort first: skip them.
+		k, err := codec.EncodeKey(append([]byte(nil), prefix...), types.Null)
+		if err != nil {
+			return [2][]byte{}, false, err
+		}
+		start = tablecodec.PrefixEnd(k)
+	}
+	if r.High.Value != nil {
+		d, err := r.High.Value.Eval(c.Eval, nil)
+		if err != nil {
+			return [2][]byte{}, false, err
+		}
+		if d.IsNull() {
+			return [2][]byte{}, false, nil
+		}
+		if v, exact, usable := indexValue(d, ft); usable {
+			k, err := codec.EncodeKey(append([]byte(nil), prefix...), v)
+			if err != nil {
+				return [2][]byte{}, false, err
+			}
+			if r.High.Inclusive || !exact {
+				end = tablecodec.PrefixEnd(k)
+			} else {
+				end = k
+			}
+		}
+	}
+	if string(start) >= string(end) && end != nil {
+		return [2][]byte{}, false, nil
+	}
+	return [2][]byte{start, end}, true, nil
+}

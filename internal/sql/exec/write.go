@@ -1,0 +1,503 @@
+package exec
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+
+	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/plan"
+	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/tablecodec"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+// writer maintains a table's rows and index entries in the statement buffer.
+type writer struct {
+	c *Context
+	t *catalog.TableInfo
+	l *rowLayout
+}
+
+func newWriter(c *Context, t *catalog.TableInfo) *writer {
+	return &writer{c: c, t: t, l: layoutOf(t)}
+}
+
+func indexVals(ix *catalog.IndexInfo, row []types.Datum) []types.Datum {
+	vals := make([]types.Datum, len(ix.Columns))
+	for i, off := range ix.Columns {
+		vals[i] = row[off]
+	}
+	return vals
+}
+
+func (w *writer) putRow(handle int64, row []types.Datum) error {
+	v, err := w.l.encode(nil, row)
+	if err != nil {
+		return err
+	}
+	w.c.Writes.Set(tablecodec.RecordKey(w.t.ID, handle), v)
+	for _, ix := range w.t.Indexes {
+		k, val, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, indexVals(ix, row), handle)
+		if err != nil {
+			return err
+		}
+		w.c.Writes.Set(k, val)
+	}
+	return nil
+}
+
+func (w *writer) removeRow(handle int64, row []types.Datum) error {
+	w.c.Writes.Delete(tablecodec.RecordKey(w.t.ID, handle))
+	for _, ix := range w.t.Indexes {
+		k, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, indexVals(ix, row), handle)
+		if err != nil {
+			return err
+		}
+		w.c.Writes.Delete(k)
+	}
+	return nil
+}
+
+// getRow reads a row by handle through the statement buffer.
+func (w *writer) getRow(handle int64) ([]types.Datum, error) {
+	v, err := w.c.Writes.Get(w.c.Ctx, tablecodec.RecordKey(w.t.ID, handle))
+	if err != nil {
+		return nil, err
+	}
+	return w.l.decode(handle, v, 0)
+}
+
+func dupText(vals []types.Datum) string {
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		parts[i] = string(v.AppendText(nil))
+	}
+	return strings.Join(parts, "-")
+}
+
+func (w *writer) dupErr(vals []types.Datum, key string) error {
+	return sqlerr.New(sqlerr.ErDupEntry, "23000", "Duplicate entry '%s' for key '%s.%s'", dupText(vals), w.t.Name, key)
+}
+
+// conflict finds a row other than self that a new row with this handle and
+// these values would collide with (primary key or unique index).
+func (w *writer) conflict(handle int64, row []types.Datum, self int64, checkHandle bool, skipIndex func(*catalog.IndexInfo) bool) (int64, error, bool) {
+	if checkHandle && w.t.PKIsHandle && handle != self {
+		_, err := w.c.Writes.Get(w.c.Ctx, tablecodec.RecordKey(w.t.ID, handle))
+		if err == nil {
+			return handle, w.dupErr([]types.Datum{row[w.t.HandleOffset]}, "PRIMARY"), true
+		}
+		if !errors.Is(err, kv.ErrNotFound) {
+			return 0, err, false
+		}
+	}
+	for _, ix := range w.t.Indexes {
+		if skipIndex != nil && skipIndex(ix) {
+			continue
+		}
+		vals := indexVals(ix, row)
+		if !tablecodec.DistinctIndexKey(ix.Unique, vals) {
+			continue
+		}
+		k, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, true, vals, handle)
+		if err != nil {
+			return 0, err, false
+		}
+		v, err := w.c.Writes.Get(w.c.Ctx, k)
+		if errors.Is(err, kv.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err, false
+		}
+		h, err := tablecodec.IndexEntryHandle(k, v)
+		if err != nil {
+			return 0, err, false
+		}
+		if h == self {
+			continue
+		}
+		name := ix.Name
+		if ix.Primary {
+			name = "PRIMARY"
+		}
+		return h, w.dupErr(vals, name), true
+	}
+	return 0, nil, false
+}
+
+const noHandle = int64(-1 << 63)
+
+func (w *writer) handleOf(row []types.Datum) int64 {
+	d := row[w.t.HandleOffset]
+	if d.Kind() == types.KindUint64 {
+		return int64(d.Uint())
+	}
+	return d.Int()
+}
+
+// updateRow replaces old with new for the row at handle, keeping indexes
+// and uniqueness. It reports whether anything changed.
+func (w *writer) updateRow(handle int64, old, new []types.Datum) (bool, error) {
+	ov, err := w.l.encode(nil, old)
+	if err != nil {
+		return false, err
+	}
+	nv, err := w.l.encode(nil, new)
+	if err != nil {
+		return false, err
+	}
+	newHandle := handle
+	if w.t.PKIsHandle {
+		newHandle = w.handleOf(new)
+	}
+	if newHandle == handle && bytes.Equal(ov, nv) {
+		return false, nil
+	}
+	if newHandle != handle {
+		if err := w.removeRow(handle, old); err != nil {
+			return false, err
+		}
+		if _, err, found := w.conflict(newHandle, new, noHandle, true, nil); err != nil || found {
+			if err == nil {
+				err = w.dupErr([]types.Datum{new[w.t.HandleOffset]}, "PRIMARY")
+			}
+			return false, err
+		}
+		return true, w.putRow(newHandle, new)
+	}
+	for _, ix := range w.t.Indexes {
+		ok, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, indexVals(ix, old), handle)
+		if err != nil {
+			return false, err
+		}
+		nk, nval, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, indexVals(ix, new), handle)
+		if err != nil {
+			return false, err
+		}
+		if bytes.Equal(ok, nk) {
+			continue
+		}
+		w.c.Writes.Delete(ok)
+		if vals := indexVals(ix, new); tablecodec.DistinctIndexKey(ix.Unique, vals) {
+			if _, err := w.c.Writes.Get(w.c.Ctx, nk); err == nil {
+				name := ix.Name
+				if ix.Primary {
+					name = "PRIMARY"
+				}
+				return false, w.dupErr(vals, name)
+			} else if !errors.Is(err, kv.ErrNotFound) {
+				return false, err
+			}
+		}
+		w.c.Writes.Set(nk, nval)
+	}
+	w.c.Writes.Set(tablecodec.RecordKey(w.t.ID, handle), nv)
+	return true, nil
+}
+
+// DefaultValue is the value a column takes when an INSERT omits it (ok=false
+// when it has none and is NOT NULL: MySQL error 1364 in strict mode).
+func DefaultValue(c *Context, col *catalog.ColumnInfo) (types.Datum, bool, error) {
+	switch {
+	case col.DefaultNow:
+		ft := col.Type
+		t, err := types.TimeFromGo(c.Eval.Now, ft.GetType(), ft.GetDecimal())
+		if err != nil {
+			return types.Null, false, err
+		}
+		return types.NewTime(t), true, nil
+	case col.HasDefault && !col.DefaultNull:
+		v, err := types.Convert(types.NewString(col.Default), col.Type)
+		return v, true, err
+	case col.HasDefault, !col.NotNull, col.AutoIncrement:
+		return types.Null, true, nil
+	}
+	return types.Null, false, nil
+}
+
+// completeRow converts a candidate row to the column types, fills AUTO_INCREMENT
+// and checks NOT NULL. rowNum is 1-based for error messages.
+func (w *writer) completeRow(row []types.Datum, rowNum int) error {
+	for i, col := range w.t.Columns {
+		v, err := types.ConvertColumn(row[i], col.Type, col.Name, rowNum)
+		if err != nil {
+			return err
+		}
+		row[i] = v
+		if col.AutoIncrement {
+			if v.IsNull() || (v.Kind() == types.KindInt64 && v.Int() == 0) || (v.Kind() == types.KindUint64 && v.Uint() == 0) {
+				id, err := w.c.IDs.Alloc(w.c.Ctx, w.t)
+				if err != nil {
+					return err
+				}
+				if mysql.HasUnsignedFlag(col.Type.GetFlag()) {
+					row[i] = types.NewUint(uint64(id))
+				} else {
+					row[i] = types.NewInt(id)
+				}
+				if w.c.LastInsertID == 0 {
+					w.c.LastInsertID = uint64(id)
+				}
+			} else {
+				n, err := v.ToInt64()
+				if err == nil {
+					if err := w.c.IDs.Rebase(w.c.Ctx, w.t, n); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if row[i].IsNull() && col.NotNull {
+			return sqlerr.New(sqlerr.ErBadNull, "23000", "Column '%s' cannot be null", col.Name)
+		}
+	}
+	return nil
+}
+
+// RunInsert executes INSERT / REPLACE.
+func RunInsert(c *Context, p *plan.Insert) error {
+	w := newWriter(c, p.Table)
+	given := make([]bool, len(p.Table.Columns))
+	for _, off := range p.Columns {
+		given[off] = true
+	}
+	var selected [][]types.Datum
+	n := len(p.Rows)
+	if p.Select != nil {
+		var err error
+		if selected, err = Query(c, p.Select); err != nil {
+			return err
+		}
+		n = len(selected)
+	}
+	for i := 0; i < n; i++ {
+		row := make([]types.Datum, len(p.Table.Columns))
+		for j, off := range p.Columns {
+			col := p.Table.Columns[off]
+			if selected != nil {
+				row[off] = selected[i][j]
+				continue
+			}
+			e := p.Rows[i][j]
+			if e == nil {
+				v, ok, err := DefaultValue(c, col)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return sqlerr.New(sqlerr.ErNoDefaultForField, "HY000", "Field '%s' doesn't have a default value", col.Name)
+				}
+				row[off] = v
+				continue
+			}
+			v, err := e.Eval(c.Eval, nil)
+			if err != nil {
+				return err
+			}
+			row[off] = v
+		}
+		for off, col := range p.Table.Columns {
+			if given[off] {
+				continue
+			}
+			v, ok, err := DefaultValue(c, col)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return sqlerr.New(sqlerr.ErNoDefaultForField, "HY000", "Field '%s' doesn't have a default value", col.Name)
+			}
+			row[off] = v
+		}
+		if err := w.completeRow(row, i+1); err != nil {
+			return err
+		}
+		if err := w.insertOne(p, row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *writer) insertOne(p *plan.Insert, row []types.Datum) error {
+	var handle int64
+	if w.t.PKIsHandle {
+		handle = w.handleOf(row)
+	} else {
+		var err error
+		if handle, err = w.c.IDs.Alloc(w.c.Ctx, w.t); err != nil {
+			return err
+		}
+	}
+	for {
+		other, dup, found := w.conflict(handle, row, noHandle, true, nil)
+		if !found {
+			if dup != nil {
+				return dup
+			}
+			break
+		}
+		switch {
+		case p.Replace:
+			old, err := w.getRow(other)
+			if err != nil {
+				return err
+			}
+			if err := w.removeRow(other, old); err != nil {
+				return err
+			}
+			w.c.AffectedRows++
+			continue
+		case len(p.OnDup) > 0:
+			old, err := w.getRow(other)
+			if err != nil {
+				return err
+			}
+			upd := append([]types.Datum(nil), old...)
+			evalRow := append(upd[:len(upd):len(upd)], row...)
+			for _, a := range p.OnDup {
+				v, err := a.Expr.Eval(w.c.Eval, evalRow)
+				if err != nil {
+					return err
+				}
+				col := w.t.Columns[a.Offset]
+				if v, err = types.ConvertColumn(v, col.Type, col.Name, 1); err != nil {
+					return err
+				}
+				if v.IsNull() && col.NotNull {
+					return sqlerr.New(sqlerr.ErBadNull, "23000", "Column '%s' cannot be null", col.Name)
+				}
+				upd[a.Offset] = v
+				evalRow[a.Offset] = v
+			}
+			changed, err := w.updateRow(other, old, upd)
+			if err != nil {
+				return err
+			}
+			if changed {
+				w.c.AffectedRows += 2
+			}
+			return nil
+		case p.Ignore:
+			if w.c.Eval.Warnings != nil {
+				*w.c.Eval.Warnings = append(*w.c.Eval.Warnings, dup)
+			}
+			return nil
+		default:
+			return dup
+		}
+	}
+	w.c.AffectedRows++
+	return w.putRow(handle, row)
+}
+
+// RunUpdate executes a single-table UPDATE.
+func RunUpdate(c *Context, p *plan.Update) error {
+	rows, err := Query(c, p.Source)
+	if err != nil {
+		return err
+	}
+	w := newWriter(c, p.Table)
+	width := len(p.Table.Columns)
+	for _, r := range rows {
+		handle := r[width].Int()
+		old := r[:width:width]
+		upd := append([]types.Datum(nil), old...)
+		for _, a := range p.Assigns {
+			col := p.Table.Columns[a.Offset]
+			var v types.Datum
+			if a.Expr == nil {
+				var ok bool
+				if v, ok, err = DefaultValue(c, col); err != nil {
+					return err
+				} else if !ok {
+					return sqlerr.New(sqlerr.ErNoDefaultForField, "HY000", "Field '%s' doesn't have a default value", col.Name)
+				}
+			} else if v, err = a.Expr.Eval(c.Eval, upd); err != nil {
+				return err
+			}
+			if v, err = types.ConvertColumn(v, col.Type, col.Name, 1); err != nil {
+				return err
+			}
+			if v.IsNull() && col.NotNull {
+				return sqlerr.New(sqlerr.ErBadNull, "23000", "Column '%s' cannot be null", col.Name)
+			}
+			upd[a.Offset] = v
+		}
+		changed, err := w.updateRow(handle, old, upd)
+		if err != nil {
+			return err
+		}
+		if changed {
+			c.AffectedRows++
+		}
+	}
+	return nil
+}
+
+// RunDelete executes a single-table DELETE.
+func RunDelete(c *Context, p *plan.Delete) error {
+	rows, err := Query(c, p.Source)
+	if err != nil {
+		return err
+	}
+	w := newWriter(c, p.Table)
+	width := len(p.Table.Columns)
+	for _, r := range rows {
+		if err := w.removeRow(r[width].Int(), r[:width]); err != nil {
+			return err
+		}
+		c.AffectedRows++
+	}
+	return nil
+}
+
+// Backfill writes the entries of a new index for every existing row of the
+// table, BatchSize rows at a time, failing with 1062 when a unique index
+// finds duplicates.
+func Backfill(c *Context, t *catalog.TableInfo, ix *catalog.IndexInfo) error {
+	w := newWriter(c, t)
+	prefix := tablecodec.RecordPrefix(t.ID)
+	it, err := c.Txn.Iter(c.Ctx, prefix, tablecodec.PrefixEnd(prefix), false)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.Valid() {
+		_, h, err := tablecodec.DecodeRecordKey(it.Key())
+		if err != nil {
+			return err
+		}
+		row, err := w.l.decode(h, it.Value(), 0)
+		if err != nil {
+			return err
+		}
+		vals := indexVals(ix, row)
+		k, v, err := tablecodec.IndexEntry(t.ID, ix.ID, ix.Unique, vals, h)
+		if err != nil {
+			return err
+		}
+		if tablecodec.DistinctIndexKey(ix.Unique, vals) {
+			if _, err := c.Writes.Get(c.Ctx, k); err == nil {
+				return w.dupErr(vals, ix.Name)
+			} else if !errors.Is(err, kv.ErrNotFound) {
+				return err
+			}
+		}
+		c.Writes.Set(k, v)
+		if c.Writes.Len() >= BatchSize {
+			if err := c.Writes.Flush(); err != nil {
+				return err
+			}
+		}
+		if err := it.Next(c.Ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

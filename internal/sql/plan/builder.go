@@ -1,0 +1,858 @@
+package plan
+
+import (
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	ptypes "github.com/pingcap/tidb/pkg/parser/types"
+
+	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/expr"
+	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+// Builder plans the statements of one session against one schema snapshot.
+// A Builder is used for one statement; Subqueries lists every subquery
+// expression of the statement so exec can bind them before running.
+type Builder struct {
+	Schema     *catalog.Schema
+	DB         string
+	Subqueries []*Subquery
+}
+
+// NewBuilder returns a planner over schema with db as the current database.
+func NewBuilder(schema *catalog.Schema, db string) *Builder {
+	return &Builder{Schema: schema, DB: db}
+}
+
+// BuildQuery plans a SELECT, a set operation or a parenthesized query.
+func (b *Builder) BuildQuery(node ast.ResultSetNode) (Plan, error) {
+	return b.buildResultSet(node, nil, nil)
+}
+
+func (b *Builder) buildResultSet(node ast.Node, parent *scope, sub *Subquery) (Plan, error) {
+	switch n := node.(type) {
+	case *ast.SelectStmt:
+		return b.buildSelect(n, parent, sub)
+	case *ast.SetOprStmt:
+		return b.buildSetOpr(n, parent, sub)
+	case *ast.SetOprSelectList:
+		return b.buildSetOprList(n, parent, sub)
+	}
+	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this query form")
+}
+
+func (b *Builder) buildSubquery(sc *scope, n *ast.SubqueryExpr, kind SubqueryKind, left ast.ExprNode, op opcode.Op, not bool) (expr.Expr, error) {
+	sq := &Subquery{Kind: kind, Not: not, Op: op, ft: boolType()}
+	if left != nil {
+		l, err := expr.Compile(left, sc)
+		if err != nil {
+			return nil, err
+		}
+		sq.Left = l
+	}
+	p, err := b.buildResultSet(n.Query, sc, sq)
+	if err != nil {
+		return nil, err
+	}
+	if kind != ExistsSubquery && len(p.Columns()) != 1 {
+		return nil, sqlerr.New(sqlerr.ErOperandColumns, "21000", "Operand should contain 1 column(s)")
+	}
+	if kind == ScalarSubquery {
+		sq.ft = p.Columns()[0].Type
+	}
+	sq.Plan = p
+	b.Subqueries = append(b.Subqueries, sq)
+	return sq, nil
+}
+
+// fieldName is the column name MySQL reports for a select-list item.
+func fieldName(f *ast.SelectField) string {
+	if f.AsName.O != "" {
+		return f.AsName.O
+	}
+	if c, ok := f.Expr.(*ast.ColumnNameExpr); ok {
+		return c.Name.Name.O
+	}
+	if t := strings.TrimSpace(f.Text()); t != "" {
+		return t
+	}
+	return restore(f.Expr)
+}
+
+// intLiteral returns the value of an integer literal (ORDER BY 2).
+func intLiteral(n ast.ExprNode) (int64, bool) {
+	v, ok := n.(ast.ValueExpr)
+	if !ok {
+		return 0, false
+	}
+	switch x := v.GetValue().(type) {
+	case int64:
+		return x, true
+	case uint64:
+		return int64(x), true
+	}
+	return 0, false
+}
+
+func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery) (Plan, error) {
+	if sel.Kind != ast.SelectStmtKindSelect {
+		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support TABLE / VALUES statements")
+	}
+	if sel.With != nil {
+		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support WITH")
+	}
+	sc := newScope(b)
+	sc.parent, sc.sub = parent, sub
+	var p Plan
+	conds := splitAnd(sel.Where, nil)
+	lock := sel.LockInfo != nil && sel.LockInfo.LockType != ast.SelectLockNone
+	if sel.From == nil {
+		p = &Dual{}
+	} else {
+		var err error
+		if p, conds, err = b.buildFrom(sel.From.TableRefs, sc, conds, lock); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range conds {
+		e, err := expr.Compile(c, sc)
+		if err != nil {
+			return nil, err
+		}
+		p = &Filter{base: base{p.Columns()}, Child: p, Cond: e}
+	}
+
+	fields := sel.Fields.Fields
+	ac := &aggCollector{seen: map[string]bool{}}
+	for _, f := range fields {
+		if f.Expr != nil {
+			f.Expr.Accept(ac)
+		}
+	}
+	if sel.Having != nil {
+		sel.Having.Expr.Accept(ac)
+	}
+	if sel.OrderBy != nil {
+		for _, it := range sel.OrderBy.Items {
+			it.Expr.Accept(ac)
+		}
+	}
+	out := sc
+	if sel.GroupBy != nil || len(ac.list) > 0 {
+		agg := &Aggregate{Child: p}
+		if sel.GroupBy != nil {
+			for _, it := range sel.GroupBy.Items {
+				n := it.Expr
+				if pos, ok := intLiteral(n); ok {
+					if pos < 1 || int(pos) > len(fields) || fields[pos-1].Expr == nil {
+						return nil, sqlerr.New(sqlerr.ErBadField, "42S22", "Unknown column '%d' in 'group statement'", pos)
+					}
+					n = fields[pos-1].Expr
+				} else if cn, ok := n.(*ast.ColumnNameExpr); ok && cn.Name.Table.O == "" {
+					if _, found, _ := sc.find(cn.Name); !found {
+						for _, f := range fields {
+							if f.AsName.L != "" && f.AsName.L == cn.Name.Name.L {
+								n = f.Expr
+							}
+						}
+					}
+				}
+				e, err := expr.Compile(n, sc)
+				if err != nil {
+					return nil, err
+				}
+				agg.GroupBy = append(agg.GroupBy, e)
+			}
+		}
+		as := newScope(b)
+		as.parent, as.sub = parent, sub
+		as.aggs = map[string]int{}
+		for i, a := range ac.list {
+			args := make([]expr.Expr, 0, len(a.Args))
+			for _, arg := range a.Args {
+				e, err := expr.Compile(arg, sc)
+				if err != nil {
+					return nil, err
+				}
+				args = append(args, e)
+			}
+			af, err := expr.NewAggFunc(strings.ToLower(a.F), a.Distinct, args)
+			if err != nil {
+				return nil, err
+			}
+			text := restore(a)
+			agg.Aggs = append(agg.Aggs, af)
+			agg.aggText = append(agg.aggText, text)
+			as.aggs[text] = i
+			as.cols = append(as.cols, scopeCol{col: &Column{Name: text, Type: af.Type()}, idx: i, hidden: true})
+		}
+		for _, c := range sc.cols {
+			c.idx += len(ac.list)
+			as.cols = append(as.cols, c)
+		}
+		agg.cols = make([]*Column, len(as.cols))
+		for i, c := range as.cols {
+			agg.cols[i] = c.col
+		}
+		p = agg
+		out = as
+	}
+	out.aliases = map[string]ast.ExprNode{}
+	for _, f := range fields {
+		if f.AsName.L != "" && f.Expr != nil {
+			out.aliases[f.AsName.L] = f.Expr
+		}
+	}
+	if sel.Having != nil {
+		e, err := expr.Compile(sel.Having.Expr, out)
+		if err != nil {
+			return nil, err
+		}
+		p = &Filter{base: base{p.Columns()}, Child: p, Cond: e}
+	}
+
+	proj := &Projection{Child: p}
+	for _, f := range fields {
+		if f.WildCard != nil {
+			n := 0
+			for _, c := range out.cols {
+				if c.hidden {
+					continue
+				}
+				if f.WildCard.Table.O != "" && !strings.EqualFold(c.table, f.WildCard.Table.O) {
+					continue
+				}
+				if f.WildCard.Schema.O != "" && !strings.EqualFold(c.db, f.WildCard.Schema.O) {
+					continue
+				}
+				proj.Exprs = append(proj.Exprs, expr.NewColumn(c.idx, c.col.Type, c.col.Name))
+				proj.cols = append(proj.cols, c.col)
+				n++
+			}
+			if n == 0 && f.WildCard.Table.O != "" {
+				return nil, sqlerr.New(sqlerr.ErUnknownTable, "42S02", "Unknown table '%s'", f.WildCard.Table.O)
+			}
+			continue
+		}
+		e, err := expr.Compile(f.Expr, out)
+		if err != nil {
+			return nil, err
+		}
+		col := &Column{Name: fieldName(f), Type: e.Type()}
+		if cn, ok := f.Expr.(*ast.ColumnNameExpr); ok {
+			if c, found, _ := out.find(cn.Name); found {
+				col.OrgName, col.Table, col.OrgTable, col.DB = c.col.OrgName, c.col.Table, c.col.OrgTable, c.col.DB
+			}
+		}
+		proj.Exprs = append(proj.Exprs, e)
+		proj.cols = append(proj.cols, col)
+	}
+	visible := len(proj.Exprs)
+
+	var keys []SortKey
+	if sel.OrderBy != nil {
+		for _, it := range sel.OrderBy.Items {
+			idx := -1
+			if pos, ok := intLiteral(it.Expr); ok {
+				if pos < 1 || int(pos) > visible {
+					return nil, sqlerr.New(sqlerr.ErBadField, "42S22", "Unknown column '%d' in 'order clause'", pos)
+				}
+				idx = int(pos - 1)
+			} else if cn, ok := it.Expr.(*ast.ColumnNameExpr); ok && cn.Name.Table.O == "" {
+				for i, f := range fields {
+					if f.AsName.L != "" && f.AsName.L == cn.Name.Name.L {
+						idx = i
+						break
+					}
+				}
+			}
+			if idx < 0 {
+				e, err := expr.Compile(it.Expr, out)
+				if err != nil {
+					return nil, err
+				}
+				idx = len(proj.Exprs)
+				proj.Exprs = append(proj.Exprs, e)
+				proj.cols = append(proj.cols, &Column{Type: e.Type()})
+			}
+			keys = append(keys, SortKey{Expr: expr.NewColumn(idx, proj.cols[idx].Type, proj.cols[idx].Name), Desc: it.Desc})
+		}
+	}
+	p = proj
+	if sel.Distinct {
+		p = &Distinct{base: base{p.Columns()}, Child: p, N: visible}
+	}
+	if len(keys) > 0 {
+		p = &Sort{base: base{p.Columns()}, Child: p, Keys: keys}
+	}
+	var err error
+	if p, err = b.buildLimit(p, sel.Limit); err != nil {
+		return nil, err
+	}
+	if len(proj.Exprs) > visible {
+		p = trim(p, visible)
+	}
+	return p, nil
+}
+
+func trim(p Plan, n int) Plan {
+	cols := p.Columns()[:n]
+	t := &Projection{base: base{cols}, Child: p}
+	for i, c := range cols {
+		t.Exprs = append(t.Exprs, expr.NewColumn(i, c.Type, c.Name))
+	}
+	return t
+}
+
+func (b *Builder) buildLimit(p Plan, l *ast.Limit) (Plan, error) {
+	if l == nil {
+		return p, nil
+	}
+	empty := newScope(b)
+	lim := &Limit{base: base{p.Columns()}, Child: p}
+	var err error
+	if lim.Count, err = expr.Compile(l.Count, empty); err != nil {
+		return nil, err
+	}
+	if l.Offset != nil {
+		if lim.Offset, err = expr.Compile(l.Offset, empty); err != nil {
+			return nil, err
+		}
+	}
+	return lim, nil
+}
+
+func setOpOf(t *ast.SetOprType) (SetOpKind, bool) {
+	if t == nil {
+		return Union, false
+	}
+	switch *t {
+	case ast.UnionAll:
+		return Union, true
+	case ast.Except:
+		return Except, false
+	case ast.ExceptAll:
+		return Except, true
+	case ast.Intersect:
+		return Intersect, false
+	case ast.IntersectAll:
+		return Intersect, true
+	}
+	return Union, false
+}
+
+func (b *Builder) buildSetOprList(l *ast.SetOprSelectList, parent *scope, sub *Subquery) (Plan, error) {
+	var p Plan
+	for i, s := range l.Selects {
+		q, err := b.buildResultSet(s, parent, sub)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			p = q
+			continue
+		}
+		var after *ast.SetOprType
+		switch x := s.(type) {
+		case *ast.SelectStmt:
+			after = x.AfterSetOperator
+		case *ast.SetOprSelectList:
+			after = x.AfterSetOperator
+		}
+		if len(q.Columns()) != len(p.Columns()) {
+			return nil, sqlerr.New(1222, "21000", "The used SELECT statements have a different number of columns")
+		}
+		kind, all := setOpOf(after)
+		cols := make([]*Column, len(p.Columns()))
+		for j, c := range p.Columns() {
+			cc := *c
+			cc.Type = unionType(c.Type, q.Columns()[j].Type)
+			cols[j] = &cc
+		}
+		p = &SetOp{base: base{cols}, Left: p, Right: q, Kind: kind, All: all}
+	}
+	if l.OrderBy != nil || l.Limit != nil {
+		return b.orderLimitOutput(p, l.OrderBy, l.Limit)
+	}
+	return p, nil
+}
+
+// unionType widens column types of a set operation: mixed kinds become
+// strings or doubles the way MySQL reports them.
+func unionType(a, b *ptypes.FieldType) *ptypes.FieldType {
+	if a.GetType() == b.GetType() {
+		return a
+	}
+	if a.GetType() == mysql.TypeNull {
+		return b
+	}
+	if b.GetType() == mysql.TypeNull {
+		return a
+	}
+	if catalog.IsIntegerType(a) && catalog.IsIntegerType(b) {
+		return ptypes.NewFieldType(mysql.TypeLonglong)
+	}
+	return a
+}
+
+func (b *Builder) buildSetOpr(s *ast.SetOprStmt, parent *scope, sub *Subquery) (Plan, error) {
+	if s.With != nil {
+		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support WITH")
+	}
+	p, err := b.buildSetOprList(s.SelectList, parent, sub)
+	if err != nil {
+		return nil, err
+	}
+	return b.orderLimitOutput(p, s.OrderBy, s.Limit)
+}
+
+// orderLimitOutput applies ORDER BY / LIMIT that name output columns (of a
+// set operation).
+func (b *Builder) orderLimitOutput(p Plan, ob *ast.OrderByClause, l *ast.Limit) (Plan, error) {
+	if ob != nil {
+		sc := newScope(b)
+		for _, c := range p.Columns() {
+			sc.add("", "", c)
+		}
+		var keys []SortKey
+		for _, it := range ob.Items {
+			var e expr.Expr
+			if pos, ok := intLiteral(it.Expr); ok {
+				if pos < 1 || int(pos) > len(p.Columns()) {
+					return nil, sqlerr.New(sqlerr.ErBadField, "42S22", "Unknown column '%d' in 'order clause'", pos)
+				}
+				c := p.Columns()[pos-1]
+				e = expr.NewColumn(int(pos-1), c.Type, c.Name)
+			} else {
+				if cn, ok := it.Expr.(*ast.ColumnNameExpr); ok && cn.Name.Table.O != "" {
+					// ORDER BY t.a over a set operation: resolve by column name.
+					cn2 := *cn.Name
+					cn2.Table, cn2.Schema = ast.CIStr{}, ast.CIStr{}
+					var err error
+					if e, err = sc.resolveColumn(&cn2); err != nil {
+						return nil, err
+					}
+				} else {
+					var err error
+					if e, err = expr.Compile(it.Expr, sc); err != nil {
+						return nil, err
+					}
+				}
+			}
+			keys = append(keys, SortKey{Expr: e, Desc: it.Desc})
+		}
+		p = &Sort{base: base{p.Columns()}, Child: p, Keys: keys}
+	}
+	return b.buildLimit(p, l)
+}
+
+// ---- FROM clause ----
+
+// leaf is one input of a flattened inner-join tree.
+type leaf struct {
+	plan  Plan
+	scope *scope
+	scan  *Scan // set when the leaf is a base table (access path candidate)
+}
+
+// buildFrom plans the FROM clause into sc. Conjuncts of WHERE (conds) that
+// reference a single table are pushed onto it (and drive its access path);
+// equalities between tables become hash-join keys. It returns the conjuncts
+// it could not place.
+func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock bool) (Plan, []ast.ExprNode, error) {
+	var leaves []*leaf
+	var err error
+	if leaves, conds, err = b.flatten(j, sc, leaves, conds, lock); err != nil {
+		return nil, nil, err
+	}
+	scopes := make([]*scope, len(leaves))
+	for i, l := range leaves {
+		scopes[i] = l.scope
+	}
+	type cond struct {
+		node   ast.ExprNode
+		used   []bool
+		opaque bool
+		done   bool
+	}
+	cs := make([]*cond, len(conds))
+	for i, c := range conds {
+		used, opaque := refs(c, scopes)
+		cs[i] = &cond{node: c, used: used, opaque: opaque}
+	}
+	// Single-table conjuncts: filter (and access path) on the leaf.
+	for i, l := range leaves {
+		var mine []ast.ExprNode
+		for _, c := range cs {
+			if c.opaque || c.done || !onlyUses(c.used, i) {
+				continue
+			}
+			mine = append(mine, c.node)
+			c.done = true
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		if l.scan != nil {
+			b.chooseAccess(l.scan, l.scope, mine)
+		}
+		for _, m := range mine {
+			e, err := expr.Compile(m, l.scope)
+			if err != nil {
+				return nil, nil, err
+			}
+			l.plan = &Filter{base: base{l.plan.Columns()}, Child: l.plan, Cond: e}
+		}
+	}
+	p := leaves[0].plan
+	for _, c := range leaves[0].scope.cols {
+		sc.cols = append(sc.cols, c)
+	}
+	joined := []bool{true}
+	for i := 1; i < len(leaves); i++ {
+		joined = append(joined, true)
+		l := leaves[i]
+		leftScope := &scope{b: b, cols: sc.cols, values: -1}
+		jn := &Join{Left: p, Right: l.plan, Type: InnerJoin}
+		// Combined scope: left columns then this leaf's, shifted.
+		off := len(sc.cols)
+		for _, c := range l.scope.cols {
+			c.idx += off
+			sc.cols = append(sc.cols, c)
+		}
+		var filters []ast.ExprNode
+		for _, c := range cs {
+			if c.done || c.opaque || !subset(c.used, joined) || !c.used[i] {
+				continue
+			}
+			c.done = true
+			if lk, rk, ok := b.equiKeys(c.node, leftScope, l.scope, scopes[:i], scopes[i]); ok {
+				jn.LeftKeys = append(jn.LeftKeys, lk)
+				jn.RightKey = append(jn.RightKey, rk)
+				continue
+			}
+			filters = append(filters, c.node)
+		}
+		jn.cols = scopeColumns(sc)
+		p = jn
+		for _, f := range filters {
+			e, err := expr.Compile(f, sc)
+			if err != nil {
+				return nil, nil, err
+			}
+			p = &Filter{base: base{p.Columns()}, Child: p, Cond: e}
+		}
+	}
+	var rest []ast.ExprNode
+	for _, c := range cs {
+		if !c.done {
+			rest = append(rest, c.node)
+		}
+	}
+	return p, rest, nil
+}
+
+func scopeColumns(sc *scope) []*Column {
+	out := make([]*Column, len(sc.cols))
+	for i, c := range sc.cols {
+		out[i] = c.col
+	}
+	return out
+}
+
+func onlyUses(used []bool, i int) bool {
+	for j, u := range used {
+		if u && j != i {
+			return false
+		}
+	}
+	return used[i]
+}
+
+func subset(used, avail []bool) bool {
+	for j, u := range used {
+		if u && (j >= len(avail) || !avail[j]) {
+			return false
+		}
+	}
+	return true
+}
+
+// equiKeys recognizes l = r where one side uses only already-joined tables
+// and the other only the new table.
+func (b *Builder) equiKeys(n ast.ExprNode, leftScope, rightScope *scope, leftLeaves []*scope, rightLeaf *scope) (expr.Expr, expr.Expr, bool) {
+	for {
+		p, ok := n.(*ast.ParenthesesExpr)
+		if !ok {
+			break
+		}
+		n = p.Expr
+	}
+	be, ok := n.(*ast.BinaryOperationExpr)
+	if !ok || be.Op != opcode.EQ {
+		return nil, nil, false
+	}
+	lu, lo := refs(be.L, append(append([]*scope{}, leftLeaves...), rightLeaf))
+	ru, ro := refs(be.R, append(append([]*scope{}, leftLeaves...), rightLeaf))
+	if lo || ro {
+		return nil, nil, false
+	}
+	k := len(leftLeaves)
+	leftOnly := func(u []bool) bool { return !u[k] && anyTrue(u[:k]) }
+	rightOnly := func(u []bool) bool { return u[k] && !anyTrue(u[:k]) }
+	var ln, rn ast.ExprNode
+	switch {
+	case leftOnly(lu) && rightOnly(ru):
+		ln, rn = be.L, be.R
+	case leftOnly(ru) && rightOnly(lu):
+		ln, rn = be.R, be.L
+	default:
+		return nil, nil, false
+	}
+	le, err := expr.Compile(ln, leftScope)
+	if err != nil {
+		return nil, nil, false
+	}
+	re, err := expr.Compile(rn, rightScope)
+	if err != nil {
+		return nil, nil, false
+	}
+	return le, re, true
+}
+
+func anyTrue(u []bool) bool {
+	for _, x := range u {
+		if x {
+			return true
+		}
+	}
+	return false
+}
+
+// flatten collects the inputs of a tree of inner/cross joins; ON conditions
+// of inner joins join the WHERE conjuncts. Outer joins are planned as a unit.
+func (b *Builder) flatten(n ast.ResultSetNode, parent *scope, leaves []*leaf, conds []ast.ExprNode, lock bool) ([]*leaf, []ast.ExprNode, error) {
+	switch x := n.(type) {
+	case *ast.Join:
+		if x.Right == nil {
+			return b.flatten(x.Left, parent, leaves, conds, lock)
+		}
+		if x.Tp == ast.CrossJoin && !x.NaturalJoin && len(x.Using) == 0 {
+			var err error
+			if leaves, conds, err = b.flatten(x.Left, parent, leaves, conds, lock); err != nil {
+				return nil, nil, err
+			}
+			if leaves, conds, err = b.flatten(x.Right, parent, leaves, conds, lock); err != nil {
+				return nil, nil, err
+			}
+			if x.On != nil {
+				conds = splitAnd(x.On.Expr, conds)
+			}
+			return leaves, conds, nil
+		}
+		l, err := b.buildOuterJoin(x, parent, lock)
+		if err != nil {
+			return nil, nil, err
+		}
+		return append(leaves, l), conds, nil
+	case *ast.TableSource:
+		l, err := b.buildTableSource(x, parent, lock)
+		if err != nil {
+			return nil, nil, err
+		}
+		return append(leaves, l), conds, nil
+	}
+	return nil, nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this FROM clause")
+}
+
+func (b *Builder) buildOuterJoin(j *ast.Join, parent *scope, lock bool) (*leaf, error) {
+	if j.NaturalJoin || len(j.Using) > 0 {
+		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support NATURAL JOIN / USING")
+	}
+	left, right := j.Left, j.Right
+	if j.Tp == ast.RightJoin {
+		left, right = right, left
+	}
+	ls := newScope(b)
+	ls.parent, ls.sub = parent.parent, parent.sub
+	lp, rest, err := b.buildFrom(asJoin(left), ls, nil, lock)
+	if err != nil {
+		return nil, err
+	}
+	_ = rest
+	rs := newScope(b)
+	rs.parent, rs.sub = parent.parent, parent.sub
+	rp, _, err := b.buildFrom(asJoin(right), rs, nil, lock)
+	if err != nil {
+		return nil, err
+	}
+	js := newScope(b)
+	js.parent, js.sub = parent.parent, parent.sub
+	js.cols = append(js.cols, ls.cols...)
+	for _, c := range rs.cols {
+		c.idx += len(ls.cols)
+		js.cols = append(js.cols, c)
+	}
+	jn := &Join{Left: lp, Right: rp, Type: LeftJoin}
+	if j.Tp != ast.LeftJoin && j.Tp != ast.RightJoin {
+		jn.Type = InnerJoin
+	}
+	if j.On != nil {
+		var others []ast.ExprNode
+		for _, c := range splitAnd(j.On.Expr, nil) {
+			if lk, rk, ok := b.equiKeys(c, ls, rs, []*scope{ls}, rs); ok {
+				jn.LeftKeys = append(jn.LeftKeys, lk)
+				jn.RightKey = append(jn.RightKey, rk)
+				continue
+			}
+			others = append(others, c)
+		}
+		for _, c := range others {
+			e, err := expr.Compile(c, js)
+			if err != nil {
+				return nil, err
+			}
+			if jn.Cond == nil {
+				jn.Cond = e
+			} else {
+				jn.Cond = &andExpr{jn.Cond, e}
+			}
+		}
+	}
+	jn.cols = scopeColumns(js)
+	out := &leaf{plan: jn, scope: js}
+	if j.Tp == ast.RightJoin {
+		// Restore the written column order: original left (now right) first.
+		rs2 := newScope(b)
+		rs2.parent, rs2.sub = js.parent, js.sub
+		proj := &Projection{Child: jn}
+		nr := len(rs.cols)
+		for i := 0; i < nr; i++ {
+			c := js.cols[len(ls.cols)+i]
+			proj.Exprs = append(proj.Exprs, expr.NewColumn(c.idx, c.col.Type, c.col.Name))
+			c.idx = i
+			rs2.cols = append(rs2.cols, c)
+		}
+		for i := 0; i < len(ls.cols); i++ {
+			c := js.cols[i]
+			proj.Exprs = append(proj.Exprs, expr.NewColumn(c.idx, c.col.Type, c.col.Name))
+			c.idx = nr + i
+			rs2.cols = append(rs2.cols, c)
+		}
+		proj.cols = scopeColumns(rs2)
+		out = &leaf{plan: proj, scope: rs2}
+	}
+	return out, nil
+}
+
+func asJoin(n ast.ResultSetNode) *ast.Join {
+	if j, ok := n.(*ast.Join); ok {
+		return j
+	}
+	return &ast.Join{Left: n}
+}
+
+func (b *Builder) buildTableSource(ts *ast.TableSource, parent *scope, lock bool) (*leaf, error) {
+	sc := newScope(b)
+	if parent != nil {
+		sc.parent, sc.sub = parent.parent, parent.sub
+	}
+	switch src := ts.Source.(type) {
+	case *ast.TableName:
+		db := src.Schema.O
+		if db == "" {
+			db = b.DB
+		}
+		if db == "" {
+			return nil, sqlerr.New(sqlerr.ErNoDB, "3D000", "No database selected")
+		}
+		tbl := b.Schema.Table(db, src.Name.O)
+		if tbl == nil {
+			return nil, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", db, src.Name.O)
+		}
+		alias := src.Name.O
+		if ts.AsName.O != "" {
+			alias = ts.AsName.O
+		}
+		scan := &Scan{DB: db, Table: tbl, Alias: alias, Access: TableFullScan, Lock: lock}
+		for _, c := range tbl.Columns {
+			col := &Column{Name: c.Name, OrgName: c.Name, Table: alias, OrgTable: tbl.Name, DB: db, Type: c.Type}
+			scan.cols = append(scan.cols, col)
+			sc.add(db, alias, col)
+		}
+		return &leaf{plan: scan, scope: sc, scan: scan}, nil
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		if ts.AsName.O == "" {
+			return nil, sqlerr.New(1248, "42000", "Every derived table must have its own alias")
+		}
+		p, err := b.buildResultSet(src, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		cols := make([]*Column, len(p.Columns()))
+		for i, c := range p.Columns() {
+			cc := *c
+			cc.Table, cc.OrgTable, cc.DB = ts.AsName.O, ts.AsName.O, ""
+			if i < len(ts.ColumnNames) {
+				cc.Name = ts.ColumnNames[i].O
+			}
+			cols[i] = &cc
+			sc.add("", ts.AsName.O, &cc)
+		}
+		return &leaf{plan: &Projection{base: base{cols}, Child: p, Exprs: identity(p.Columns())}, scope: sc}, nil
+	case *ast.Join:
+		p, _, err := b.buildFrom(src, sc, nil, lock)
+		if err != nil {
+			return nil, err
+		}
+		return &leaf{plan: p, scope: sc}, nil
+	}
+	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this table source")
+}
+
+func identity(cols []*Column) []expr.Expr {
+	out := make([]expr.Expr, len(cols))
+	for i, c := range cols {
+		out[i] = expr.NewColumn(i, c.Type, c.Name)
+	}
+	return out
+}
+
+// andExpr is the conjunction of two join conditions (three-valued).
+type andExpr struct{ l, r expr.Expr }
+
+func (a *andExpr) Eval(ctx *expr.EvalContext, row []types.Datum) (types.Datum, error) {
+	lv, err := a.l.Eval(ctx, row)
+	if err != nil {
+		return types.Null, err
+	}
+	lt, lnull, err := lv.ToBool()
+	if err != nil {
+		return types.Null, err
+	}
+	if !lnull && !lt {
+		return boolDatum(false), nil
+	}
+	rv, err := a.r.Eval(ctx, row)
+	if err != nil {
+		return types.Null, err
+	}
+	rt, rnull, err := rv.ToBool()
+	if err != nil {
+		return types.Null, err
+	}
+	if !rnull && !rt {
+		return boolDatum(false), nil
+	}
+	if lnull || rnull {
+		return types.Null, nil
+	}
+	return boolDatum(true), nil
+}
+
+func (a *andExpr) Type() *ptypes.FieldType { return boolType() }
+func (a *andExpr) String() string          { return "and(" + a.l.String() + ", " + a.r.String() + ")" }

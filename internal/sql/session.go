@@ -1,0 +1,470 @@
+package sql
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // literal and ? expressions
+	ptypes "github.com/pingcap/tidb/pkg/parser/types"
+
+	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/exec"
+	"github.com/strata-db/strata/internal/sql/expr"
+	"github.com/strata-db/strata/internal/sql/plan"
+	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+// autocommitRetries is how many times an autocommit statement that hit a
+// write conflict is re-run from scratch.
+const autocommitRetries = 3
+
+// Column describes a result column for the wire protocol.
+type Column struct {
+	Name, OrgName, Table, OrgTable, Database string
+	Type                                     *ptypes.FieldType
+}
+
+// Result is the outcome of one statement: rows for queries, counts for DML.
+type Result struct {
+	Columns                    []*Column
+	Rows                       [][]types.Datum
+	AffectedRows, LastInsertID uint64
+	Warnings                   uint16
+}
+
+// PreparedStmt is a statement prepared with Session.Prepare.
+type PreparedStmt struct {
+	ID         uint32
+	ParamCount int
+	Columns    []*Column
+}
+
+type prepared struct {
+	info    PreparedStmt
+	stmt    ast.StmtNode
+	version int64
+	cached  *compiled
+}
+
+// compiled is a planned statement, reusable while the schema version holds.
+type compiled struct {
+	query      plan.Plan
+	insert     *plan.Insert
+	update     *plan.Update
+	delete     *plan.Delete
+	subqueries []*plan.Subquery
+	version    int64
+	forUpdate  bool
+}
+
+// Session is one client connection's SQL state. It is used by one
+// goroutine at a time.
+type Session struct {
+	e          *Engine
+	user, host string
+	connID     uint32
+	parser     *parser.Parser
+
+	db         string
+	autocommit bool
+	txn        kv.Txn
+	explicit   bool // inside BEGIN ... COMMIT
+	schema     *catalog.Schema
+	readOnly   bool
+
+	vars     map[string]types.Datum // session system variables (lower case)
+	userVars map[string]types.Datum
+
+	warnings     []error
+	lastWarnings []error
+	lastInsertID uint64
+
+	prepared map[uint32]*prepared
+	nextStmt uint32
+}
+
+// NewSession opens a session for a connected client.
+func (e *Engine) NewSession(user, host string) *Session {
+	return &Session{
+		e: e, user: user, host: host, connID: e.nextConnID.Add(1),
+		parser: parser.New(), autocommit: true,
+		vars: map[string]types.Datum{}, userVars: map[string]types.Datum{},
+		prepared: map[uint32]*prepared{},
+	}
+}
+
+// CurrentDB returns the default database ("" if none).
+func (s *Session) CurrentDB() string { return s.db }
+
+// UseDB sets the default database (COM_INIT_DB / USE).
+func (s *Session) UseDB(name string) error {
+	ctx := context.Background()
+	schema, err := s.currentSchema(ctx)
+	if err != nil {
+		return toSQLError(err)
+	}
+	d := schema.DB(name)
+	if d == nil {
+		return sqlerr.New(sqlerr.ErBadDB, "42000", "Unknown database '%s'", name)
+	}
+	s.db = d.Name
+	return nil
+}
+
+// InTxn reports whether a transaction is open.
+func (s *Session) InTxn() bool { return s.txn != nil && (s.explicit || !s.autocommit) }
+
+// AutoCommit reports the autocommit setting.
+func (s *Session) AutoCommit() bool { return s.autocommit }
+
+// WarningCount is the number of warnings of the last statement.
+func (s *Session) WarningCount() uint16 { return uint16(min(len(s.lastWarnings), 65535)) }
+
+// Close rolls back an open transaction.
+func (s *Session) Close() {
+	if s.txn != nil {
+		_ = s.txn.Rollback(context.Background())
+		s.txn = nil
+	}
+}
+
+// currentSchema returns the schema of the open transaction or the latest one.
+func (s *Session) currentSchema(ctx context.Context) (*catalog.Schema, error) {
+	if s.txn != nil && s.schema != nil {
+		return s.schema, nil
+	}
+	txn, err := s.e.store.Begin(ctx, kv.TxnOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer txn.Rollback(ctx)
+	ver, err := catalog.Version(ctx, txn)
+	if err != nil {
+		return nil, err
+	}
+	return s.e.schemaFor(ctx, txn, ver)
+}
+
+// begin opens the session's transaction if none is open and loads its schema.
+func (s *Session) begin(ctx context.Context) error {
+	if s.txn != nil {
+		return nil
+	}
+	txn, err := s.e.store.Begin(ctx, kv.TxnOptions{})
+	if err != nil {
+		return err
+	}
+	ver, err := catalog.Version(ctx, txn)
+	if err != nil {
+		txn.Rollback(ctx)
+		return err
+	}
+	schema, err := s.e.schemaFor(ctx, txn, ver)
+	if err != nil {
+		txn.Rollback(ctx)
+		return err
+	}
+	s.txn, s.schema = txn, schema
+	return nil
+}
+
+// finish ends the transaction: commit (rollback when it wrote nothing).
+func (s *Session) finish(ctx context.Context, commit bool) error {
+	txn := s.txn
+	s.txn, s.explicit, s.schema = nil, false, nil
+	if txn == nil {
+		return nil
+	}
+	if commit && txn.Len() > 0 {
+		return txn.Commit(ctx)
+	}
+	return txn.Rollback(ctx)
+}
+
+// autocommitStmt reports whether the next statement is its own transaction.
+func (s *Session) autocommitStmt() bool { return s.autocommit && !s.explicit }
+
+// Execute runs every statement of query and returns one Result per
+// statement; on the first error it stops and returns the results so far.
+func (s *Session) Execute(ctx context.Context, query string) ([]*Result, error) {
+	stmts, _, err := s.parser.ParseSQL(query)
+	if err != nil {
+		return nil, parseError(err)
+	}
+	if len(stmts) == 0 {
+		return nil, sqlerr.New(1065, "42000", "Query was empty")
+	}
+	results := make([]*Result, 0, len(stmts))
+	for _, st := range stmts {
+		r, err := s.run(ctx, st, nil, nil)
+		if err != nil {
+			return results, err
+		}
+		results = append(results, r)
+	}
+	return results, nil
+}
+
+func parseError(err error) error {
+	msg := err.Error()
+	if i := strings.Index(msg, "]"); strings.HasPrefix(msg, "[") && i > 0 {
+		msg = msg[i+1:]
+	}
+	msg = strings.Replace(msg, "TiDB version", "MySQL server version", 1)
+	return sqlerr.New(sqlerr.ErParse, "42000", "%s", msg)
+}
+
+// run executes one statement with statement-level retry for autocommit.
+func (s *Session) run(ctx context.Context, st ast.StmtNode, params []types.Datum, p *prepared) (*Result, error) {
+	s.warnings = s.warnings[:0]
+	if _, ok := st.(*ast.ShowStmt); !ok {
+		defer func() { s.lastWarnings = append(s.lastWarnings[:0], s.warnings...) }()
+	}
+	for attempt := 0; ; attempt++ {
+		r, err := s.runOnce(ctx, st, params, p)
+		if err == nil {
+			r.Warnings = uint16(min(len(s.warnings), 65535))
+			return r, nil
+		}
+		if kv.IsRetryable(err) && s.txn == nil && s.autocommitStmt() && attempt < autocommitRetries && isDML(st) {
+			continue
+		}
+		return nil, toSQLError(err)
+	}
+}
+
+func isDML(st ast.StmtNode) bool {
+	switch st.(type) {
+	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt, *ast.SelectStmt, *ast.SetOprStmt:
+		return true
+	}
+	return false
+}
+
+func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.Datum, p *prepared) (*Result, error) {
+	switch n := st.(type) {
+	case *ast.SelectStmt, *ast.SetOprStmt, *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt:
+		return s.runDML(ctx, st, params, p)
+	case *ast.BeginStmt:
+		if s.txn != nil {
+			if err := s.finish(ctx, true); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.begin(ctx); err != nil {
+			return nil, err
+		}
+		s.explicit = true
+		s.readOnly = n.ReadOnly
+		return &Result{}, nil
+	case *ast.CommitStmt:
+		return &Result{}, s.finish(ctx, true)
+	case *ast.RollbackStmt:
+		if n.SavepointName != "" {
+			return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support SAVEPOINT")
+		}
+		return &Result{}, s.finish(ctx, false)
+	case *ast.UseStmt:
+		return &Result{}, s.UseDB(n.DBName)
+	case *ast.SetStmt:
+		return s.runSet(ctx, n)
+	case *ast.ShowStmt:
+		return s.runShow(ctx, n)
+	case *ast.ExplainStmt:
+		return s.runExplain(ctx, n)
+	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt,
+		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt:
+		return s.runDDL(ctx, st)
+	}
+	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this statement")
+}
+
+func (s *Session) evalContext(params []types.Datum) *expr.EvalContext {
+	return &expr.EvalContext{Params: params, Vars: s, Warnings: &s.warnings, Now: time.Now(), Database: s.db}
+}
+
+// compile plans a statement against the transaction's schema.
+func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
+	b := plan.NewBuilder(s.schema, s.db)
+	c := &compiled{version: s.schema.Version}
+	var err error
+	switch n := st.(type) {
+	case *ast.SelectStmt:
+		c.query, err = b.BuildQuery(n)
+		c.forUpdate = n.LockInfo != nil && n.LockInfo.LockType != ast.SelectLockNone
+	case *ast.SetOprStmt:
+		c.query, err = b.BuildQuery(n)
+	case *ast.InsertStmt:
+		c.insert, err = b.BuildInsert(n)
+	case *ast.UpdateStmt:
+		c.update, err = b.BuildUpdate(n)
+	case *ast.DeleteStmt:
+		c.delete, err = b.BuildDelete(n)
+	default:
+		err = sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this statement")
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.subqueries = b.Subqueries
+	return c, nil
+}
+
+func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Datum, p *prepared) (res *Result, err error) {
+	if err := s.begin(ctx); err != nil {
+		return nil, err
+	}
+	auto := s.autocommitStmt()
+	defer func() {
+		if auto {
+			if err != nil {
+				s.finish(ctx, false)
+			} else if cerr := s.finish(ctx, true); cerr != nil {
+				res, err = nil, cerr
+			}
+		}
+	}()
+	var c *compiled
+	if p != nil && p.cached != nil && p.cached.version == s.schema.Version {
+		c = p.cached
+	} else {
+		if c, err = s.compile(st); err != nil {
+			return nil, err
+		}
+		if p != nil {
+			p.cached = c
+		}
+	}
+	ec := &exec.Context{
+		Ctx: ctx, Txn: s.txn, Eval: s.evalContext(params), IDs: s.e.ids,
+		Mem: exec.NewMemTracker(0),
+	}
+	exec.BindSubqueries(ec, c.subqueries)
+	if c.query != nil {
+		rows, err := exec.Query(ec, c.query)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Columns: resultColumns(c.query.Columns()), Rows: rows}, nil
+	}
+	if s.readOnly && s.explicit {
+		return nil, sqlerr.New(1792, "25006", "Cannot execute statement in a READ ONLY transaction.")
+	}
+	ec.Writes = exec.NewStmtBuffer(s.txn)
+	switch {
+	case c.insert != nil:
+		err = exec.RunInsert(ec, c.insert)
+	case c.update != nil:
+		err = exec.RunUpdate(ec, c.update)
+	case c.delete != nil:
+		err = exec.RunDelete(ec, c.delete)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := ec.Writes.Flush(); err != nil {
+		return nil, err
+	}
+	if ec.LastInsertID != 0 {
+		s.lastInsertID = ec.LastInsertID
+	}
+	return &Result{AffectedRows: ec.AffectedRows, LastInsertID: ec.LastInsertID}, nil
+}
+
+func resultColumns(cols []*plan.Column) []*Column {
+	out := make([]*Column, len(cols))
+	for i, c := range cols {
+		out[i] = &Column{Name: c.Name, OrgName: c.OrgName, Table: c.Table, OrgTable: c.OrgTable, Database: c.DB, Type: c.Type}
+	}
+	return out
+}
+
+// Prepare parses and plans a statement for repeated execution.
+func (s *Session) Prepare(ctx context.Context, query string) (*PreparedStmt, error) {
+	stmts, _, err := s.parser.ParseSQL(query)
+	if err != nil {
+		return nil, parseError(err)
+	}
+	if len(stmts) != 1 {
+		return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "can not prepare multiple statements")
+	}
+	st := stmts[0]
+	pc := &paramCounter{}
+	st.Accept(pc)
+	s.nextStmt++
+	p := &prepared{info: PreparedStmt{ID: s.nextStmt, ParamCount: pc.n}, stmt: st}
+	if isDML(st) {
+		hadTxn := s.txn != nil
+		if err := s.begin(ctx); err != nil {
+			return nil, toSQLError(err)
+		}
+		c, err := s.compile(st)
+		if !hadTxn {
+			s.finish(ctx, false)
+		}
+		if err != nil {
+			return nil, toSQLError(err)
+		}
+		p.cached = c
+		if c.query != nil {
+			p.info.Columns = resultColumns(c.query.Columns())
+		}
+	}
+	s.prepared[p.info.ID] = p
+	info := p.info
+	return &info, nil
+}
+
+type paramCounter struct{ n int }
+
+func (v *paramCounter) Enter(n ast.Node) (ast.Node, bool) {
+	if _, ok := n.(ast.ParamMarkerExpr); ok {
+		v.n++
+	}
+	return n, false
+}
+
+func (v *paramCounter) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// ExecutePrepared runs a prepared statement with parameter values.
+func (s *Session) ExecutePrepared(ctx context.Context, id uint32, params []types.Datum) (*Result, error) {
+	p := s.prepared[id]
+	if p == nil {
+		return nil, sqlerr.New(1243, "HY000", "Unknown prepared statement handler (%d) given to mysqld_stmt_execute", id)
+	}
+	if len(params) != p.info.ParamCount {
+		return nil, sqlerr.New(sqlerr.ErWrongArguments, "HY000", "Incorrect arguments to mysqld_stmt_execute")
+	}
+	return s.run(ctx, p.stmt, params, p)
+}
+
+// ClosePrepared forgets a prepared statement.
+func (s *Session) ClosePrepared(id uint32) { delete(s.prepared, id) }
+
+// toSQLError classifies any error for the client.
+func toSQLError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlerr.Error
+	if errors.As(err, &se) {
+		return se
+	}
+	var re *kv.RetryableError
+	if errors.As(err, &re) {
+		if re.LockWaitTimeout {
+			return sqlerr.New(sqlerr.ErLockWaitTimeout, "HY000", "Lock wait timeout exceeded; try restarting transaction")
+		}
+		return sqlerr.New(sqlerr.ErLockDeadlock, "40001", "Deadlock found when trying to get lock; try restarting transaction (%s)", re.Reason)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return sqlerr.New(sqlerr.ErQueryInterrupted, "70100", "Query execution was interrupted")
+	}
+	return sqlerr.New(sqlerr.ErUnknown, "HY000", "%s", err.Error())
+}

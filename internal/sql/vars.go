@@ -1,0 +1,242 @@
+package sql
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/strata-db/strata/internal/sql/expr"
+	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+// ServerVersion is what VERSION() and the handshake report.
+const ServerVersion = "8.0.11-strata"
+
+// systemVars are the variables with their defaults; drivers read many of
+// them on connect. Values are strings or integers as MySQL reports them.
+var systemVars = map[string]types.Datum{
+	"version":                         types.NewString(ServerVersion),
+	"version_comment":                 types.NewString("Strata distributed SQL"),
+	"version_compile_os":              types.NewString("Linux"),
+	"version_compile_machine":         types.NewString("x86_64"),
+	"max_allowed_packet":              types.NewInt(67108864),
+	"sql_mode":                        types.NewString("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"),
+	"character_set_client":            types.NewString("utf8mb4"),
+	"character_set_connection":        types.NewString("utf8mb4"),
+	"character_set_results":           types.NewString("utf8mb4"),
+	"character_set_server":            types.NewString("utf8mb4"),
+	"character_set_database":          types.NewString("utf8mb4"),
+	"character_set_system":            types.NewString("utf8mb3"),
+	"character_set_filesystem":        types.NewString("binary"),
+	"collation_connection":            types.NewString("utf8mb4_bin"),
+	"collation_server":                types.NewString("utf8mb4_bin"),
+	"collation_database":              types.NewString("utf8mb4_bin"),
+	"time_zone":                       types.NewString("SYSTEM"),
+	"system_time_zone":                types.NewString("UTC"),
+	"transaction_isolation":           types.NewString("REPEATABLE-READ"),
+	"tx_isolation":                    types.NewString("REPEATABLE-READ"),
+	"transaction_read_only":           types.NewInt(0),
+	"tx_read_only":                    types.NewInt(0),
+	"autocommit":                      types.NewInt(1),
+	"auto_increment_increment":        types.NewInt(1),
+	"auto_increment_offset":           types.NewInt(1),
+	"lower_case_table_names":          types.NewInt(2),
+	"net_write_timeout":               types.NewInt(60),
+	"net_read_timeout":                types.NewInt(30),
+	"net_buffer_length":               types.NewInt(16384),
+	"wait_timeout":                    types.NewInt(28800),
+	"interactive_timeout":             types.NewInt(28800),
+	"license":                         types.NewString("Apache-2.0"),
+	"init_connect":                    types.NewString(""),
+	"performance_schema":              types.NewInt(0),
+	"query_cache_size":                types.NewInt(0),
+	"query_cache_type":                types.NewString("OFF"),
+	"have_query_cache":                types.NewString("NO"),
+	"max_execution_time":              types.NewInt(0),
+	"sql_select_limit":                types.NewUint(18446744073709551615),
+	"sql_auto_is_null":                types.NewInt(0),
+	"sql_safe_updates":                types.NewInt(0),
+	"explicit_defaults_for_timestamp": types.NewInt(1),
+	"default_storage_engine":          types.NewString("InnoDB"),
+	"storage_engine":                  types.NewString("InnoDB"),
+	"innodb_lock_wait_timeout":        types.NewInt(50),
+	"lock_wait_timeout":               types.NewInt(31536000),
+	"group_concat_max_len":            types.NewInt(1024),
+	"div_precision_increment":         types.NewInt(4),
+	"foreign_key_checks":              types.NewInt(1),
+	"unique_checks":                   types.NewInt(1),
+	"max_connections":                 types.NewInt(4096),
+	"lc_messages":                     types.NewString("en_US"),
+	"port":                            types.NewInt(4000),
+	"hostname":                        types.NewString("strata"),
+	"event_scheduler":                 types.NewString("OFF"),
+	"default_week_format":             types.NewInt(0),
+	"session_track_gtids":             types.NewString("OFF"),
+	"transaction_prealloc_size":       types.NewInt(4096),
+	"tidb_mem_quota_query":            types.NewInt(1 << 30),
+	"last_insert_id":                  types.NewInt(0),
+	"warning_count":                   types.NewInt(0),
+	"error_count":                     types.NewInt(0),
+	"identity":                        types.NewInt(0),
+}
+
+// GetVar implements expr.VarReader.
+func (s *Session) GetVar(name string, system bool, scope string) (types.Datum, bool) {
+	name = strings.ToLower(name)
+	if !system {
+		v, ok := s.userVars[name]
+		if !ok {
+			return types.Null, true
+		}
+		return v, true
+	}
+	switch name {
+	case "autocommit":
+		if scope != "global" {
+			return boolInt(s.autocommit), true
+		}
+	case "last_insert_id", "identity":
+		return types.NewUint(s.lastInsertID), true
+	case "warning_count":
+		return types.NewInt(int64(len(s.lastWarnings))), true
+	}
+	if scope != "global" {
+		if v, ok := s.vars[name]; ok {
+			return v, true
+		}
+	}
+	s.e.mu.Lock()
+	v, ok := s.e.globalVars[name]
+	s.e.mu.Unlock()
+	if ok {
+		return v, true
+	}
+	v, ok = systemVars[name]
+	return v, ok
+}
+
+func boolInt(b bool) types.Datum {
+	if b {
+		return types.NewInt(1)
+	}
+	return types.NewInt(0)
+}
+
+// noColumns is the binder for expressions that may not name columns (SET,
+// DEFAULT clauses).
+type noColumns struct{}
+
+func (noColumns) Bind(n ast.ExprNode) (expr.Expr, error) {
+	if c, ok := n.(*ast.ColumnNameExpr); ok {
+		return nil, sqlerr.New(sqlerr.ErBadField, "42S22", "Unknown column '%s' in 'field list'", c.Name.Name.O)
+	}
+	return nil, nil
+}
+
+func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
+	for _, v := range n.Variables {
+		name := strings.ToLower(v.Name)
+		if v.Name == ast.SetNames || v.Name == ast.SetCharset {
+			cs := "utf8mb4"
+			if ve, ok := v.Value.(ast.ValueExpr); ok {
+				cs = strings.ToLower(ve.GetString())
+			}
+			for _, k := range []string{"character_set_client", "character_set_connection", "character_set_results"} {
+				s.vars[k] = types.NewString(cs)
+			}
+			continue
+		}
+		var val types.Datum
+		switch x := v.Value.(type) {
+		case *ast.ColumnNameExpr: // SET autocommit = ON, SET tx_isolation = READ-COMMITTED as identifiers
+			val = types.NewString(x.Name.Name.O)
+		case *ast.DefaultExpr:
+			val = systemVars[name]
+		case nil:
+			val = types.Null
+		default:
+			e, err := expr.Compile(v.Value, noColumns{})
+			if err != nil {
+				return nil, err
+			}
+			if val, err = e.Eval(s.evalContext(nil), nil); err != nil {
+				return nil, err
+			}
+		}
+		if !v.IsSystem {
+			s.userVars[name] = val
+			continue
+		}
+		switch name {
+		case "tx_isolation_one_shot", "transaction_isolation_one_shot":
+			continue
+		case "transaction_isolation", "tx_isolation":
+			str, _ := val.ToString()
+			str = strings.ToUpper(strings.ReplaceAll(str, " ", "-"))
+			switch str {
+			case "REPEATABLE-READ", "READ-COMMITTED", "SERIALIZABLE", "READ-UNCOMMITTED":
+			default:
+				return nil, sqlerr.New(1231, "42000", "Variable '%s' can't be set to the value of '%s'", name, str)
+			}
+			val = types.NewString(str)
+			if v.IsGlobal {
+				s.setGlobal("transaction_isolation", val)
+				s.setGlobal("tx_isolation", val)
+			} else {
+				s.vars["transaction_isolation"], s.vars["tx_isolation"] = val, val
+			}
+			continue
+		}
+		if _, known := systemVars[name]; !known {
+			return nil, sqlerr.New(sqlerr.ErUnknownSystemVariable, "HY000", "Unknown system variable '%s'", v.Name)
+		}
+		if name == "autocommit" {
+			on, err := parseOnOff(val)
+			if err != nil {
+				return nil, err
+			}
+			val = boolInt(on)
+			if !v.IsGlobal {
+				if on && !s.autocommit && s.txn != nil && !s.explicit {
+					if err := s.finish(ctx, true); err != nil {
+						return nil, err
+					}
+				}
+				s.autocommit = on
+				continue
+			}
+		}
+		if v.IsGlobal {
+			s.setGlobal(name, val)
+		} else {
+			s.vars[name] = val
+		}
+	}
+	return &Result{}, nil
+}
+
+func (s *Session) setGlobal(name string, v types.Datum) {
+	s.e.mu.Lock()
+	s.e.globalVars[name] = v
+	s.e.mu.Unlock()
+}
+
+func parseOnOff(v types.Datum) (bool, error) {
+	str, err := v.ToString()
+	if err != nil {
+		return false, err
+	}
+	switch strings.ToUpper(str) {
+	case "1", "ON", "TRUE":
+		return true, nil
+	case "0", "OFF", "FALSE":
+		return false, nil
+	}
+	if n, err := strconv.ParseFloat(str, 64); err == nil {
+		return n != 0, nil
+	}
+	return false, sqlerr.New(1231, "42000", "Variable 'autocommit' can't be set to the value of '%s'", str)
+}
