@@ -26,7 +26,7 @@ func bindParams(prepare *mysql.PrepareData, count int) ([]types.Datum, error) {
 	}
 	params := make([]types.Datum, count)
 	for i := 0; i < count; i++ {
-		bv := prepare.BindVars["v"+strconv.Itoa(i+1)]
+		bv := prepare.BindVars[bindVarName(i)]
 		if bv == nil {
 			return nil, sqlerr.New(sqlerr.ErWrongArguments, "HY000", "Incorrect arguments to mysqld_stmt_execute: parameter %d was not bound", i+1)
 		}
@@ -41,6 +41,23 @@ func bindParams(prepare *mysql.PrepareData, count int) ([]types.Datum, error) {
 		params[i] = d
 	}
 	return params, nil
+}
+
+// bindVarNames caches the names vitess gives the first parameters
+// ("v1", "v2", ...), sparing an allocation per parameter per execute.
+var bindVarNames = func() [64]string {
+	var names [64]string
+	for i := range names {
+		names[i] = "v" + strconv.Itoa(i+1)
+	}
+	return names
+}()
+
+func bindVarName(i int) string {
+	if i < len(bindVarNames) {
+		return bindVarNames[i]
+	}
+	return "v" + strconv.Itoa(i+1)
 }
 
 // bindValue converts one bound value. decoded is how vitess decoded it

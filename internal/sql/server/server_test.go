@@ -714,3 +714,38 @@ func TestBindDateTimeParameters(t *testing.T) {
 		t.Errorf("date parameter typed %v (%v)", d, err)
 	}
 }
+
+func TestResetConnectionStartsAFreshSessionOnTheSameDatabase(t *testing.T) {
+	ts := startDefaultServer(t)
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	login(t, c)
+	writePacket(t, c, 0, append([]byte{0x02}, "sbtest"...)) // COM_INIT_DB
+	if p := readPacket(t, c); p[0] != 0x00 {
+		t.Fatalf("COM_INIT_DB: %q", p)
+	}
+	writePacket(t, c, 0, append([]byte{0x03}, "BEGIN"...)) // COM_QUERY
+	if p := readPacket(t, c); p[0] != 0x00 {
+		t.Fatalf("BEGIN: %q", p)
+	}
+	writePacket(t, c, 0, []byte{0x1f}) // COM_RESET_CONNECTION
+	if p := readPacket(t, c); p[0] != 0x00 {
+		t.Fatalf("COM_RESET_CONNECTION: %q", p)
+	}
+	ts.backend.mu.Lock()
+	defer ts.backend.mu.Unlock()
+	if len(ts.backend.sessions) != 2 {
+		t.Fatalf("%d sessions opened, want the original and a fresh one", len(ts.backend.sessions))
+	}
+	old, fresh := ts.backend.sessions[0], ts.backend.sessions[1]
+	if !old.closed || old.inTxn {
+		t.Fatalf("old session closed=%v inTxn=%v", old.closed, old.inTxn)
+	}
+	if fresh.closed || fresh.db != "sbtest" || fresh.inTxn {
+		t.Fatalf("fresh session closed=%v db=%q inTxn=%v", fresh.closed, fresh.db, fresh.inTxn)
+	}
+}
