@@ -204,7 +204,7 @@ func decodeBytesKey(b []byte) ([]byte, []byte, error) {
 		if pad > groupSize {
 			return nil, nil, ErrCorrupt
 		}
-		return b[:groupSize-pad : groupSize-pad], b[groupSize+1:], nil
+		return b[: groupSize-pad : groupSize-pad], b[groupSize+1:], nil
 	}
 	var out []byte
 	for {

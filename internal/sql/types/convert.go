@@ -591,14 +591,9 @@ func DefaultFieldTypeFor(d Datum) *ptypes.FieldType {
 		setBinary(ft)
 	case KindDecimal:
 		ft = ptypes.NewFieldType(mysql.TypeNewDecimal)
-		scale := d.dec.Scale()
-		prec := d.dec.Precision()
-		flen := prec + 1 // sign
-		if scale > 0 {
-			flen++ // point
-		}
-		ft.SetFlen(flen)
-		ft.SetDecimal(scale)
+		// Like DECIMAL(M,D) column types, flen is the precision M.
+		ft.SetFlen(d.dec.Precision())
+		ft.SetDecimal(d.dec.Scale())
 		setBinary(ft)
 	case KindString:
 		ft = ptypes.NewFieldType(mysql.TypeVarString)

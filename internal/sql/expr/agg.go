@@ -1,0 +1,312 @@
+package expr
+
+import (
+	"strings"
+
+	ptypes "github.com/pingcap/tidb/pkg/parser/types"
+	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+// GroupConcatMaxLen is MySQL's default group_concat_max_len: longer
+// GROUP_CONCAT results are cut with warning 1260.
+const GroupConcatMaxLen = 1024
+
+// AggFunc is an aggregate function call: COUNT(*), COUNT, SUM, AVG, MIN,
+// MAX, GROUP_CONCAT, each optionally DISTINCT. It is immutable; per-group
+// state lives in Accumulators.
+type AggFunc struct {
+	Name     string // lower case
+	Distinct bool
+	Args     []Expr // empty for COUNT(*)
+	// Separator joins GROUP_CONCAT values (default ","); set it after
+	// NewAggFunc for GROUP_CONCAT(... SEPARATOR s).
+	Separator string
+	ft        *ptypes.FieldType
+}
+
+// Accumulator folds the rows of one group.
+type Accumulator interface {
+	Add(ctx *EvalContext, row []types.Datum) error
+	Result() types.Datum
+}
+
+// NewAggFunc builds an aggregate. COUNT(*) is "count" with no args.
+func NewAggFunc(name string, distinct bool, args []Expr) (*AggFunc, error) {
+	name = strings.ToLower(name)
+	a := &AggFunc{Name: name, Distinct: distinct, Args: args, Separator: ","}
+	switch name {
+	case "count":
+		a.ft = intType(21, false)
+		if len(args) == 0 && distinct {
+			return nil, sqlerr.New(sqlerr.ErParse, "42000", "COUNT(DISTINCT *) is not valid")
+		}
+		return a, nil
+	case "group_concat":
+		if len(args) == 0 {
+			return nil, errArgCount("GROUP_CONCAT")
+		}
+		a.ft = stringType(GroupConcatMaxLen)
+		return a, nil
+	}
+	if len(args) != 1 {
+		return nil, errArgCount(strings.ToUpper(name))
+	}
+	at := args[0].Type()
+	switch name {
+	case "sum":
+		switch numericClass(at) {
+		case classInt, classUint, classNull:
+			a.ft = decimalType(min(intDigitsOf(at)+22, types.MaxDecimalPrecision), 0)
+		case classDecimal:
+			a.ft = decimalType(intDigitsOf(at)+22+scaleOf(at), scaleOf(at))
+		default:
+			a.ft = doubleType()
+		}
+	case "avg":
+		switch numericClass(at) {
+		case classInt, classUint, classNull:
+			a.ft = decimalType(intDigitsOf(at)+types.DivPrecisionIncrement, types.DivPrecisionIncrement)
+		case classDecimal:
+			s := scaleOf(at) + types.DivPrecisionIncrement
+			a.ft = decimalType(intDigitsOf(at)+s, s)
+		default:
+			a.ft = doubleType()
+		}
+	case "min", "max":
+		a.ft = at
+	default:
+		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support aggregate %s", strings.ToUpper(name))
+	}
+	return a, nil
+}
+
+// Type is the result type of the aggregate.
+func (a *AggFunc) Type() *ptypes.FieldType { return a.ft }
+
+func (a *AggFunc) String() string {
+	if a.Name == "count" && len(a.Args) == 0 {
+		return "count(*)"
+	}
+	s := callString(a.Name, a.Args)
+	if a.Distinct {
+		s = strings.Replace(s, "(", "(distinct ", 1)
+	}
+	return s
+}
+
+// NewAccumulator returns empty state for one group.
+func (a *AggFunc) NewAccumulator() Accumulator {
+	base := aggBase{fn: a}
+	if a.Distinct {
+		base.seen = make(map[string]struct{})
+	}
+	switch a.Name {
+	case "count":
+		return &countAcc{aggBase: base}
+	case "sum":
+		return &sumAcc{aggBase: base}
+	case "avg":
+		return &sumAcc{aggBase: base, avg: true}
+	case "min":
+		return &extremeAcc{aggBase: base, dir: -1}
+	case "max":
+		return &extremeAcc{aggBase: base, dir: 1}
+	}
+	return &groupConcatAcc{aggBase: base}
+}
+
+type aggBase struct {
+	fn   *AggFunc
+	seen map[string]struct{} // DISTINCT: hash keys of the argument tuples seen
+	vals [1]types.Datum
+	buf  []byte
+}
+
+// args evaluates the arguments; skip is true when any is NULL or (for
+// DISTINCT) the tuple was already seen.
+func (b *aggBase) args(ctx *EvalContext, row []types.Datum) (vals []types.Datum, skip bool, err error) {
+	if len(b.fn.Args) == 1 {
+		vals = b.vals[:]
+	} else {
+		vals = make([]types.Datum, len(b.fn.Args))
+	}
+	for i, e := range b.fn.Args {
+		d, err := e.Eval(ctx, row)
+		if err != nil {
+			return nil, false, err
+		}
+		if d.IsNull() {
+			return nil, true, nil
+		}
+		vals[i] = d
+	}
+	if b.seen != nil {
+		b.buf = b.buf[:0]
+		for _, v := range vals {
+			b.buf = v.AppendHashKey(b.buf)
+		}
+		if _, dup := b.seen[string(b.buf)]; dup {
+			return nil, true, nil
+		}
+		b.seen[string(b.buf)] = struct{}{}
+	}
+	return vals, false, nil
+}
+
+type countAcc struct {
+	aggBase
+	n int64
+}
+
+func (c *countAcc) Add(ctx *EvalContext, row []types.Datum) error {
+	if len(c.fn.Args) == 0 {
+		c.n++
+		return nil
+	}
+	_, skip, err := c.args(ctx, row)
+	if err != nil || skip {
+		return err
+	}
+	c.n++
+	return nil
+}
+
+func (c *countAcc) Result() types.Datum { return types.NewInt(c.n) }
+
+// sumAcc computes SUM and AVG: exactly in decimal for exact arguments, in
+// double for approximate (float, string) ones.
+type sumAcc struct {
+	aggBase
+	avg   bool
+	n     int64
+	isDec bool
+	ints  int64 // running sum while every value is an int64 and no overflow
+	dec   *types.Decimal
+	f     float64
+	inInt bool
+}
+
+func (s *sumAcc) Add(ctx *EvalContext, row []types.Datum) error {
+	vals, skip, err := s.args(ctx, row)
+	if err != nil || skip {
+		return err
+	}
+	v := vals[0]
+	s.n++
+	if classOf(s.fn.ft) == classReal {
+		f, werr := v.ToFloat64()
+		ctx.Warn(werr)
+		s.f += f
+		return nil
+	}
+	if v.Kind() == types.KindInt64 && (s.n == 1 || s.inInt) {
+		x := v.Int()
+		if s.n == 1 {
+			s.ints, s.inInt = x, true
+			return nil
+		}
+		sum := s.ints + x
+		if (sum > s.ints) == (x > 0) {
+			s.ints = sum
+			return nil
+		}
+	}
+	if s.inInt {
+		s.dec, s.inInt = types.NewDecimalFromInt(s.ints), false
+	}
+	d, werr := v.ToDecimal()
+	ctx.Warn(werr)
+	if s.dec == nil {
+		s.dec = d
+	} else {
+		s.dec = s.dec.Add(d)
+	}
+	return nil
+}
+
+func (s *sumAcc) Result() types.Datum {
+	if s.n == 0 {
+		return types.Datum{}
+	}
+	if classOf(s.fn.ft) == classReal {
+		if s.avg {
+			return types.NewFloat(s.f / float64(s.n))
+		}
+		return types.NewFloat(s.f)
+	}
+	total := s.dec
+	if s.inInt {
+		total = types.NewDecimalFromInt(s.ints)
+	}
+	if s.avg {
+		q, _ := total.Div(types.NewDecimalFromInt(s.n), types.DivPrecisionIncrement)
+		total = q
+	}
+	if want := s.fn.ft.GetDecimal(); want >= 0 && total.Scale() != want {
+		total = total.Round(want)
+	}
+	return types.NewDecimal(total)
+}
+
+type extremeAcc struct {
+	aggBase
+	dir  int
+	best types.Datum
+}
+
+func (m *extremeAcc) Add(ctx *EvalContext, row []types.Datum) error {
+	vals, skip, err := m.args(ctx, row)
+	if err != nil || skip {
+		return err
+	}
+	v := vals[0]
+	if m.best.IsNull() {
+		m.best = v
+		return nil
+	}
+	c, err := compareDatums(v, m.best)
+	if err != nil {
+		return err
+	}
+	if c*m.dir > 0 {
+		m.best = v
+	}
+	return nil
+}
+
+func (m *extremeAcc) Result() types.Datum { return m.best }
+
+type groupConcatAcc struct {
+	aggBase
+	out       []byte
+	any       bool
+	truncated bool
+}
+
+func (g *groupConcatAcc) Add(ctx *EvalContext, row []types.Datum) error {
+	vals, skip, err := g.args(ctx, row)
+	if err != nil || skip || g.truncated {
+		return err
+	}
+	if g.any {
+		g.out = append(g.out, g.fn.Separator...)
+	}
+	g.any = true
+	for _, v := range vals {
+		g.out = v.AppendText(g.out)
+	}
+	if len(g.out) > GroupConcatMaxLen {
+		g.out = g.out[:GroupConcatMaxLen]
+		g.truncated = true
+		ctx.Warn(sqlerr.New(1260, "HY000", "Row %d was cut by GROUP_CONCAT()", 1))
+	}
+	return nil
+}
+
+func (g *groupConcatAcc) Result() types.Datum {
+	if !g.any {
+		return types.Datum{}
+	}
+	return types.NewStringBytes(g.out)
+}
