@@ -87,6 +87,7 @@ func newServer(cfg Config, open sessionFactory) (*Server, error) {
 		logger = slog.Default()
 	}
 	logger = logger.With("component", "mysql")
+	routeVitessLog(logger)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Addr, err)
