@@ -127,15 +127,17 @@ start_mariadb() {
 	wait_for_sql 127.0.0.1 "$port" "$MARIADB_PID" 30
 }
 
-# start_strata <binary> <dir> <sql_port> <http_port>: starts a single-node Strata
-# with its data under dir/data and waits until its SQL port answers. Sets
-# STRATA_PID.
+# start_strata <binary> <dir> <sql_port> <http_port> [grpc_port]: starts a
+# single-node Strata with its data under dir/data and waits until its SQL port
+# answers. Sets STRATA_PID.
 start_strata() {
-	local bin=$1 dir=$2 port=$3 http_port=$4
+	local bin=$1 dir=$2 port=$3 http_port=$4 grpc_port=${5:-}
+	local extra=()
+	[[ -z $grpc_port ]] || extra=(--grpc-addr "127.0.0.1:$grpc_port")
 	mkdir -p "$dir"
 	log "starting Strata on 127.0.0.1:$port (data $dir/data, log $dir/strata.log)"
 	"$bin" start --data-dir "$dir/data" --sql-addr "127.0.0.1:$port" \
-		--http-addr "127.0.0.1:$http_port" >"$dir/strata.log" 2>&1 &
+		--http-addr "127.0.0.1:$http_port" "${extra[@]}" >"$dir/strata.log" 2>&1 &
 	STRATA_PID=$!
 	if ! wait_for_sql 127.0.0.1 "$port" "$STRATA_PID" 60; then
 		log "Strata did not start; last lines of $dir/strata.log:"

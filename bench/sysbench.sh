@@ -11,7 +11,7 @@
 #   WORKLOADS="oltp_point_select oltp_read_only oltp_read_write oltp_update_index
 #              oltp_update_non_index oltp_delete oltp_insert"
 #   TARGETS="mariadb strata"   (either alone is allowed, e.g. TARGETS=mariadb)
-#   MARIADB_PORT=3307  STRATA_PORT=4000  STRATA_HTTP_PORT=8080
+#   MARIADB_PORT=3307  STRATA_PORT=4000  STRATA_HTTP_PORT=8080  STRATA_GRPC_PORT=20160
 #   MARIADB_BUFFER_POOL=1G  WORK_DIR=<mktemp -d>  KEEP_WORK=0  RESULTS_DIR=bench/results
 #   STRATA_BIN=bin/strata (built from ./cmd/strata unless SKIP_BUILD=1)
 #
@@ -65,7 +65,7 @@ while (($#)); do
 	name=${name//-/_}
 	case $name in
 	TABLES | TABLE_SIZE | TIME | REPEATS | THREADS | WORKLOADS | TARGETS | MARIADB_PORT | \
-		STRATA_PORT | STRATA_HTTP_PORT | MARIADB_BUFFER_POOL | WORK_DIR | KEEP_WORK | \
+		STRATA_PORT | STRATA_HTTP_PORT | STRATA_GRPC_PORT | MARIADB_BUFFER_POOL | WORK_DIR | KEEP_WORK | \
 		RESULTS_DIR | STRATA_BIN | SKIP_BUILD)
 		printf -v "$name" '%s' "$value"
 		;;
@@ -86,6 +86,7 @@ TARGETS=${TARGETS:-mariadb strata}
 MARIADB_PORT=${MARIADB_PORT:-3307}
 STRATA_PORT=${STRATA_PORT:-4000}
 STRATA_HTTP_PORT=${STRATA_HTTP_PORT:-8080}
+STRATA_GRPC_PORT=${STRATA_GRPC_PORT:-20160}
 MARIADB_BUFFER_POOL=${MARIADB_BUFFER_POOL:-1G}
 KEEP_WORK=${KEEP_WORK:-0}
 RESULTS_DIR=${RESULTS_DIR:-$REPO_ROOT/bench/results}
@@ -159,7 +160,7 @@ if has_target strata; then
 		log "building $STRATA_BIN"
 		(cd "$REPO_ROOT" && go build -o "$STRATA_BIN" ./cmd/strata)
 	fi
-	start_strata "$STRATA_BIN" "$WORK_DIR/strata" "$STRATA_PORT" "$STRATA_HTTP_PORT"
+	start_strata "$STRATA_BIN" "$WORK_DIR/strata" "$STRATA_PORT" "$STRATA_HTTP_PORT" "$STRATA_GRPC_PORT"
 fi
 if has_target mariadb; then
 	start_mariadb "$WORK_DIR/mariadb" "$MARIADB_PORT" "$MARIADB_BUFFER_POOL"

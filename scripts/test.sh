@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# scripts/test.sh: the repository's whole test suite, as CI runs it (.ci/run execs
+# this file). It passes on a fresh Debian 12 machine run as root, and on a
+# developer machine where the tools are already installed.
+#
+# Steps, in order (each one's go test summary lines are printed as they come):
+#   1. tools: Debian packages the tests need (compiler for -race, git, the mariadb
+#      client, sysbench, redis-tools), and the Go toolchain named by go.mod when no
+#      usable go is installed (fetched as the golang.org/toolchain module from the
+#      Go module proxy, exactly what GOTOOLCHAIN=auto downloads)
+#   2. go mod download, go vet ./..., go build ./...
+#   3. go test -race on the core packages that exist (CORE_PACKAGES)
+#   4. go test on every other package
+#   5. sqllogictest select1-4 against a freshly started bin/strata (stopped by PID)
+#
+# A failing step does not stop the later ones (except a missing toolchain); the
+# script ends with a table of the steps and exits 1 if any failed.
+#
+# Settings: PACKAGES=./... (what vet, build and test cover), CORE_PACKAGES,
+# RACE_TIMEOUT=10m, TEST_TIMEOUT=10m, SLT_FILES (default select1-4 of
+# ../shared/sqllogictest), SLT_SQL_PORT=14000, SLT_HTTP_PORT=18080,
+# SLT_GRPC_PORT=20260, SLT_ADDR (run step 5 against this running server instead of
+# starting bin/strata), SKIP_APT=1 to skip package installs, SKIP_SLT=1 to skip
+# step 5, GO_INSTALL_DIR=/usr/local/go (where a fetched toolchain goes).
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO_ROOT"
+# shellcheck source=bench/lib.sh
+source "$REPO_ROOT/bench/lib.sh"
+
+PACKAGES=${PACKAGES:-./...}
+CORE_PACKAGES=${CORE_PACKAGES:-internal/mvcc internal/raftstore internal/tso client}
+GO_INSTALL_DIR=${GO_INSTALL_DIR:-/usr/local/go}
+RACE_TIMEOUT=${RACE_TIMEOUT:-10m}
+TEST_TIMEOUT=${TEST_TIMEOUT:-10m}
+SLT_SQL_PORT=${SLT_SQL_PORT:-14000}
+SLT_HTTP_PORT=${SLT_HTTP_PORT:-18080}
+SLT_GRPC_PORT=${SLT_GRPC_PORT:-20260}
+SKIP_APT=${SKIP_APT:-0}
+SKIP_SLT=${SKIP_SLT:-0}
+
+WORK_DIR=$(mktemp -d "${TMPDIR:-/tmp}/strata-test.XXXXXX")
+STRATA_PID=
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	stop_pid "$STRATA_PID" 30
+	rm -rf "$WORK_DIR"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+STEP_NAMES=()
+STEP_RESULTS=()
+FAILED=0
+
+# step <name> <command...>: runs the command, records PASS/FAIL and its duration.
+step() {
+	local name=$1 started=$SECONDS rc=0
+	shift
+	echo
+	echo "=== $name"
+	"$@" || rc=$?
+	STEP_NAMES+=("$name")
+	if ((rc == 0)); then
+		STEP_RESULTS+=("PASS  $((SECONDS - started))s")
+	else
+		STEP_RESULTS+=("FAIL  $((SECONDS - started))s (exit $rc)")
+		FAILED=1
+	fi
+	return 0
+}
+
+# skip_step <name> <reason>: records a step that could not apply to this tree.
+skip_step() {
+	echo
+	echo "=== $1"
+	echo "skipped: $2"
+	STEP_NAMES+=("$1")
+	STEP_RESULTS+=("SKIP  ($2)")
+}
+
+install_packages() {
+	local want=(ca-certificates curl unzip git gcc libc6-dev sysbench mariadb-client redis-tools)
+	local missing=() p
+	for p in "${want[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+	done
+	if ((${#missing[@]} == 0)); then
+		echo "all of ${want[*]} already installed"
+		return 0
+	fi
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "missing ${missing[*]}; run as root or install them" >&2
+		return 1
+	fi
+	echo "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# go_version_at_least <have> <want>: compares dotted Go versions (1.26.8).
+go_version_at_least() {
+	[[ $(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1) == "$2" ]]
+}
+
+# ensure_go makes a go command of at least go.mod's version available on PATH.
+# A go of 1.21 or newer fetches a newer toolchain by itself (GOTOOLCHAIN=auto);
+# with no go, or an older one, the toolchain module is fetched from the proxy.
+ensure_go() {
+	local want have
+	want=$(awk '$1 == "go" { print $2; exit }' go.mod)
+	export PATH="$GO_INSTALL_DIR/bin:$HOME/go/bin:$PATH"
+	if command -v go >/dev/null 2>&1; then
+		have=$(go env GOVERSION 2>/dev/null | sed 's/^go//')
+		if go_version_at_least "${have:-0}" 1.21; then
+			echo "using $(command -v go) (go$have; go.mod wants go$want)"
+			return 0
+		fi
+	fi
+	local arch
+	case $(uname -m) in
+	x86_64) arch=amd64 ;;
+	aarch64) arch=arm64 ;;
+	*)
+		echo "no Go toolchain for $(uname -m)" >&2
+		return 1
+		;;
+	esac
+	local proxy=${GOPROXY:-https://proxy.golang.org}
+	proxy=${proxy%%,*}
+	local mod="v0.0.1-go$want.linux-$arch"
+	echo "fetching Go $want from $proxy/golang.org/toolchain/@v/$mod.zip"
+	curl -fsSL -o "$WORK_DIR/go.zip" "$proxy/golang.org/toolchain/@v/$mod.zip"
+	rm -rf "$WORK_DIR/go-unzip" "$GO_INSTALL_DIR"
+	unzip -q "$WORK_DIR/go.zip" -d "$WORK_DIR/go-unzip"
+	mkdir -p "$(dirname "$GO_INSTALL_DIR")"
+	mv "$WORK_DIR/go-unzip/golang.org/toolchain@$mod" "$GO_INSTALL_DIR"
+	chmod +x "$GO_INSTALL_DIR"/bin/* "$GO_INSTALL_DIR"/pkg/tool/*/*
+	rm -rf "$WORK_DIR/go.zip" "$WORK_DIR/go-unzip"
+	go version
+}
+
+# existing_core_packages prints the import patterns of CORE_PACKAGES that hold Go code.
+existing_core_packages() {
+	local p
+	for p in $CORE_PACKAGES; do
+		if compgen -G "$p/*.go" >/dev/null; then
+			echo "./$p/..."
+		fi
+	done
+}
+
+race_tests() {
+	local pkgs
+	mapfile -t pkgs < <(existing_core_packages)
+	if ((${#pkgs[@]} == 0)); then
+		echo "none of $CORE_PACKAGES exist yet"
+		return 0
+	fi
+	go test -race -count=1 -timeout "$RACE_TIMEOUT" "${pkgs[@]}"
+}
+
+other_tests() {
+	local core all rest=() p
+	core=$(go list $(existing_core_packages) 2>/dev/null || true)
+	mapfile -t all < <(go list $PACKAGES)
+	for p in "${all[@]}"; do
+		grep -qxF "$p" <<<"$core" || rest+=("$p")
+	done
+	if ((${#rest[@]} == 0)); then
+		echo "no other packages"
+		return 0
+	fi
+	go test -count=1 -timeout "$TEST_TIMEOUT" "${rest[@]}"
+}
+
+sqllogictest() {
+	local files=()
+	if [[ -n ${SLT_FILES:-} ]]; then
+		read -r -a files <<<"$SLT_FILES"
+	else
+		local n
+		for n in 1 2 3 4; do
+			files+=("$REPO_ROOT/../shared/sqllogictest/select$n.test")
+		done
+	fi
+	go build -o "$WORK_DIR/slt" ./test/slt
+	local rc=0
+	if [[ -n ${SLT_ADDR:-} ]]; then
+		"$WORK_DIR/slt" -addr "$SLT_ADDR" -user root -timeout 60s "${files[@]}" || rc=$?
+		return "$rc"
+	fi
+	go build -o bin/strata ./cmd/strata
+	start_strata "$REPO_ROOT/bin/strata" "$WORK_DIR/strata" "$SLT_SQL_PORT" "$SLT_HTTP_PORT" "$SLT_GRPC_PORT"
+	"$WORK_DIR/slt" -addr "127.0.0.1:$SLT_SQL_PORT" -user root -timeout 60s "${files[@]}" || rc=$?
+	if ! kill -0 "$STRATA_PID" 2>/dev/null; then
+		echo "strata exited during the run; last lines of its log:"
+		tail -n 30 "$WORK_DIR/strata/strata.log"
+		rc=1
+	fi
+	stop_pid "$STRATA_PID" 30
+	STRATA_PID=
+	return "$rc"
+}
+
+started=$SECONDS
+if [[ $SKIP_APT == 1 ]]; then
+	skip_step "debian packages" "SKIP_APT=1"
+else
+	step "debian packages" install_packages
+fi
+step "go toolchain" ensure_go
+if [[ ${STEP_RESULTS[-1]} == FAIL* ]]; then
+	echo "no usable Go toolchain; stopping" >&2
+	exit 1
+fi
+step "go mod download" go mod download
+step "go vet $PACKAGES" go vet $PACKAGES
+step "go build $PACKAGES" go build $PACKAGES
+step "go test -race (core: $CORE_PACKAGES)" race_tests
+step "go test (all other packages)" other_tests
+if [[ $SKIP_SLT == 1 ]]; then
+	skip_step "sqllogictest select1-4 on bin/strata" "SKIP_SLT=1"
+elif [[ -n ${SLT_ADDR:-} ]]; then
+	step "sqllogictest on $SLT_ADDR" sqllogictest
+elif compgen -G "cmd/strata/*.go" >/dev/null; then
+	step "sqllogictest select1-4 on bin/strata" sqllogictest
+else
+	skip_step "sqllogictest select1-4 on bin/strata" "no ./cmd/strata in this tree"
+fi
+
+echo
+echo "=== summary ($((SECONDS - started))s)"
+for i in "${!STEP_NAMES[@]}"; do
+	printf '%-45s %s\n' "${STEP_NAMES[i]}" "${STEP_RESULTS[i]}"
+done
+if ((FAILED)); then
+	echo "FAIL"
+	exit 1
+fi
+echo "PASS"
