@@ -1,0 +1,222 @@
+package server
+
+import (
+	"context"
+	gosql "database/sql"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	strsql "github.com/strata-db/strata/internal/sql"
+)
+
+// startEngineServer serves the real SQL engine over an in-memory store.
+func startEngineServer(t *testing.T) string {
+	t.Helper()
+	engine, err := strsql.NewEngine(context.Background(), newMemStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Addr: "127.0.0.1:0", AllowEmptyRootPassword: true}, engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve() }()
+	t.Cleanup(func() {
+		srv.Close()
+		<-served
+	})
+	return srv.Addr().String()
+}
+
+func openEngineDB(t *testing.T, addr, db, params string) *gosql.DB {
+	t.Helper()
+	pool, err := gosql.Open("mysql", fmt.Sprintf("root@tcp(%s)/%s?timeout=5s&parseTime=true&%s", addr, db, params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	return pool
+}
+
+func execAll(t *testing.T, db interface {
+	Exec(string, ...any) (gosql.Result, error)
+}, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+func TestEngineRoundTripThroughBothProtocols(t *testing.T) {
+	addr := startEngineServer(t)
+	execAll(t, openEngineDB(t, addr, "", ""), "CREATE DATABASE shop")
+	db := openEngineDB(t, addr, "shop", "")
+	execAll(t, db,
+		"CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL, price DECIMAL(10,2), qty BIGINT UNSIGNED, ratio DOUBLE, added DATETIME)",
+		"INSERT INTO items VALUES (1, 'apple', 0.50, 10, 0.25, '2024-01-02 03:04:05'), (2, 'pear', 1.75, 18446744073709551615, NULL, NULL)",
+	)
+	type row struct {
+		id    int
+		name  string
+		price string
+		qty   uint64
+		ratio gosql.NullFloat64
+		added gosql.NullTime
+	}
+	read := func(query string, args ...any) []row {
+		t.Helper()
+		rows, err := db.Query(query, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		defer rows.Close()
+		var out []row
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.id, &r.name, &r.price, &r.qty, &r.ratio, &r.added); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	text := read("SELECT id, name, price, qty, ratio, added FROM items ORDER BY id")
+	binary := read("SELECT id, name, price, qty, ratio, added FROM items WHERE id >= ? ORDER BY id", 0)
+	for name, got := range map[string][]row{"text": text, "binary": binary} {
+		if len(got) != 2 {
+			t.Fatalf("%s protocol: %d rows", name, len(got))
+		}
+		a, p := got[0], got[1]
+		if a.id != 1 || a.name != "apple" || a.price != "0.50" || a.qty != 10 || a.ratio.Float64 != 0.25 ||
+			a.added.Time.Format("2006-01-02 15:04:05") != "2024-01-02 03:04:05" {
+			t.Errorf("%s protocol, row 1: %+v", name, a)
+		}
+		if p.qty != 18446744073709551615 || p.ratio.Valid || p.added.Valid || p.price != "1.75" {
+			t.Errorf("%s protocol, row 2: %+v", name, p)
+		}
+	}
+
+	// Prepared INSERT with every parameter kind the driver sends.
+	res, err := db.Exec("INSERT INTO items VALUES (?, ?, ?, ?, ?, ?)", 3, "plum", "2.50", uint64(7), 1.5, time.Date(2025, 5, 6, 7, 8, 9, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("prepared insert affected %d", n)
+	}
+	if got := read("SELECT id, name, price, qty, ratio, added FROM items WHERE id = ?", 3); len(got) != 1 || got[0].price != "2.50" ||
+		got[0].added.Time.Format(time.DateTime) != "2025-05-06 07:08:09" {
+		t.Fatalf("row inserted with parameters: %+v", got)
+	}
+}
+
+func TestEngineErrorCodes(t *testing.T) {
+	addr := startEngineServer(t)
+	execAll(t, openEngineDB(t, addr, "", ""), "CREATE DATABASE e")
+	db := openEngineDB(t, addr, "e", "")
+	execAll(t, db, "CREATE TABLE t (id INT PRIMARY KEY, small TINYINT, name VARCHAR(10) NOT NULL)", "INSERT INTO t VALUES (1, 1, 'one')")
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := context.Background()
+	cases := []struct {
+		query string
+		args  []any
+		code  uint16
+		state string
+	}{
+		{"SELEC 1", nil, 1064, "42000"},
+		{"SELECT * FROM missing", nil, 1146, "42S02"},
+		{"SELECT nope FROM t", nil, 1054, "42S22"},
+		{"INSERT INTO t VALUES (1, 2, 'again')", nil, 1062, "23000"},
+		{"INSERT INTO t VALUES (2, 300, 'big')", nil, 1264, "22003"},
+		{"INSERT INTO t VALUES (3, 1, NULL)", nil, 1048, "23000"},
+		{"INSERT INTO t VALUES (?, ?, ?)", []any{1, 2, "again"}, 1062, "23000"},
+		{"INSERT INTO t VALUES (?, ?, ?)", []any{2, 300, "big"}, 1264, "22003"},
+		{"INSERT INTO t VALUES (?, ?, ?)", []any{3, 1, nil}, 1048, "23000"},
+	}
+	for _, c := range cases {
+		_, err := conn.ExecContext(ctx, c.query, c.args...)
+		expectCode(t, err, c.code, c.state)
+		var name string
+		if err := conn.QueryRowContext(ctx, "SELECT name FROM t WHERE id = 1").Scan(&name); err != nil || name != "one" {
+			t.Fatalf("session unusable after %q: %v", c.query, err)
+		}
+	}
+}
+
+func TestEngineTransactionsAndConflicts(t *testing.T) {
+	addr := startEngineServer(t)
+	execAll(t, openEngineDB(t, addr, "", ""), "CREATE DATABASE bank")
+	db := openEngineDB(t, addr, "bank", "")
+	execAll(t, db, "CREATE TABLE acct (id INT PRIMARY KEY, balance BIGINT NOT NULL)", "INSERT INTO acct VALUES (1, 100)")
+
+	tx1, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx2, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b int
+	tx1.QueryRow("SELECT balance FROM acct WHERE id = 1").Scan(&b)
+	tx2.QueryRow("SELECT balance FROM acct WHERE id = 1").Scan(&b)
+	execAll(t, tx1, "UPDATE acct SET balance = balance + 1 WHERE id = 1")
+	if err := tx1.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx2.Exec("UPDATE acct SET balance = balance + 1 WHERE id = 1")
+	if err == nil {
+		err = tx2.Commit()
+	} else {
+		tx2.Rollback()
+	}
+	expectCode(t, err, 1213, "40001")
+	if err := db.QueryRow("SELECT balance FROM acct WHERE id = 1").Scan(&b); err != nil || b != 101 {
+		t.Fatalf("balance %d, %v", b, err)
+	}
+}
+
+func TestEngineStatusFlagsAndMultiStatements(t *testing.T) {
+	addr := startEngineServer(t)
+	db := openEngineDB(t, addr, "", "multiStatements=true")
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := context.Background()
+	if _, err := conn.ExecContext(ctx, "CREATE DATABASE m; USE m; CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1), (2)"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.QueryContext(ctx, "SELECT COUNT(*) FROM t; SELECT id FROM t ORDER BY id DESC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		for rows.Next() {
+			var v int
+			rows.Scan(&v)
+			got = append(got, fmt.Sprint(v))
+		}
+		if !rows.NextResultSet() {
+			break
+		}
+	}
+	rows.Close()
+	if strings.Join(got, ",") != "2,2,1" {
+		t.Fatalf("multi-statement results %v", got)
+	}
+}
