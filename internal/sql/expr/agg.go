@@ -3,6 +3,8 @@ package expr
 import (
 	"strings"
 
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
@@ -37,7 +39,8 @@ func NewAggFunc(name string, distinct bool, args []Expr) (*AggFunc, error) {
 	a := &AggFunc{Name: name, Distinct: distinct, Args: args, Separator: ","}
 	switch name {
 	case "count":
-		a.ft = intType(21, false)
+		a.ft = intType(mysql.MaxIntWidth, false)
+		a.ft.SetFlen(21) // MySQL reports COUNT as BIGINT(21)
 		if len(args) == 0 && distinct {
 			return nil, sqlerr.New(sqlerr.ErParse, "42000", "COUNT(DISTINCT *) is not valid")
 		}

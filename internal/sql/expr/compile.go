@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -57,7 +58,10 @@ func (c *compiler) compile(node ast.ExprNode) (Expr, error) {
 func (c *compiler) compileNode(node ast.ExprNode) (Expr, error) {
 	switch n := node.(type) {
 	case *test_driver.ParamMarkerExpr:
-		return NewParam(n.Offset), nil
+		if n.Order <= 0 {
+			return nil, errInternal("parameter marker at offset %d is not numbered: call expr.NumberParams on the statement first", n.Offset)
+		}
+		return NewParam(n.Order - 1), nil
 	case *test_driver.ValueExpr:
 		return literal(n)
 	case *ast.ParenthesesExpr:
@@ -156,6 +160,35 @@ func (c *compiler) compileNode(node ast.ExprNode) (Expr, error) {
 	}
 	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support the expression %T", node)
 }
+
+// NumberParams numbers the ? markers of a parsed statement in text order
+// and returns how many there are. Prepare must call it before compiling any
+// expression of the statement: the parser records only each marker's byte
+// offset, and EvalContext.Params is indexed by the marker's ordinal. (The
+// ordinal is stored 1-based in the marker's Order field so that Compile can
+// reject markers of a statement that was never numbered.)
+func NumberParams(stmt ast.Node) int {
+	v := &paramCollector{}
+	stmt.Accept(v)
+	sort.SliceStable(v.markers, func(i, j int) bool { return v.markers[i].Offset < v.markers[j].Offset })
+	for i, m := range v.markers {
+		m.Order = i + 1
+	}
+	return len(v.markers)
+}
+
+type paramCollector struct {
+	markers []*test_driver.ParamMarkerExpr
+}
+
+func (v *paramCollector) Enter(n ast.Node) (ast.Node, bool) {
+	if m, ok := n.(*test_driver.ParamMarkerExpr); ok {
+		v.markers = append(v.markers, m)
+	}
+	return n, false
+}
+
+func (v *paramCollector) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 func columnName(n *ast.ColumnName) string {
 	parts := make([]string, 0, 3)

@@ -259,11 +259,12 @@ func (c *Cast) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 	if err != nil || d.IsNull() {
 		return types.Datum{}, err
 	}
-	return castValue(ctx, d, c.ft), nil
+	return castValue(ctx, d, c.ft, c), nil
 }
 
-// castValue converts d to ft leniently, as CAST does.
-func castValue(ctx *EvalContext, d types.Datum, ft *ptypes.FieldType) types.Datum {
+// castValue converts d to ft leniently, as CAST does; e names the
+// expression in warnings.
+func castValue(ctx *EvalContext, d types.Datum, ft *ptypes.FieldType, e Expr) types.Datum {
 	switch classOf(ft) {
 	case classInt, classUint:
 		unsigned := classOf(ft) == classUint
@@ -318,7 +319,7 @@ func castValue(ctx *EvalContext, d types.Datum, ft *ptypes.FieldType) types.Datu
 		r := dec.Round(scale)
 		if r.IntDigits() > prec-scale {
 			// Clip to the largest value of the type, like MySQL.
-			ctx.Warn(sqlerr.New(sqlerr.ErWarnDataOutOfRange, "22003", "Out of range value for column 'cast' at row 1"))
+			ctx.Warn(sqlerr.New(sqlerr.ErWarnDataOutOfRange, "22003", "Out of range value for column '%s' at row 1", e.String()))
 			maxStr := strings.Repeat("9", prec-scale)
 			if maxStr == "" {
 				maxStr = "0"
