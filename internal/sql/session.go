@@ -3,12 +3,13 @@ package sql
 import (
 	"context"
 	"errors"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // literal and ? expressions
+	"github.com/pingcap/tidb/pkg/parser/test_driver" // literal and ? expressions
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 
 	"github.com/strata-db/strata/internal/kv"
@@ -397,6 +398,7 @@ func (s *Session) Prepare(ctx context.Context, query string) (*PreparedStmt, err
 	st := stmts[0]
 	pc := &paramCounter{}
 	st.Accept(pc)
+	pc.number()
 	s.nextStmt++
 	p := &prepared{info: PreparedStmt{ID: s.nextStmt, ParamCount: pc.n}, stmt: st}
 	if isDML(st) {
@@ -421,13 +423,27 @@ func (s *Session) Prepare(ctx context.Context, query string) (*PreparedStmt, err
 	return &info, nil
 }
 
-type paramCounter struct{ n int }
+// paramCounter numbers the ? markers of a statement: the parser records
+// their byte offsets; expressions read Params by ordinal, so each marker's
+// Offset and Order are rewritten to its position in the text.
+type paramCounter struct {
+	n       int
+	markers []*test_driver.ParamMarkerExpr
+}
 
 func (v *paramCounter) Enter(n ast.Node) (ast.Node, bool) {
-	if _, ok := n.(ast.ParamMarkerExpr); ok {
+	if m, ok := n.(*test_driver.ParamMarkerExpr); ok {
 		v.n++
+		v.markers = append(v.markers, m)
 	}
 	return n, false
+}
+
+func (v *paramCounter) number() {
+	sort.Slice(v.markers, func(i, j int) bool { return v.markers[i].Offset < v.markers[j].Offset })
+	for i, m := range v.markers {
+		m.Offset, m.Order = i, i
+	}
 }
 
 func (v *paramCounter) Leave(n ast.Node) (ast.Node, bool) { return n, true }

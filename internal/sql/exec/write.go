@@ -263,7 +263,7 @@ func (w *writer) completeRow(row []types.Datum, rowNum int) error {
 func RunInsert(c *Context, p *plan.Insert) error {
 	w := newWriter(c, p.Table)
 	given := make([]bool, len(p.Table.Columns))
-	for _, off := range p.Columns {
+	for _, off := range p.Targets {
 		given[off] = true
 	}
 	var selected [][]types.Datum
@@ -277,7 +277,7 @@ func RunInsert(c *Context, p *plan.Insert) error {
 	}
 	for i := 0; i < n; i++ {
 		row := make([]types.Datum, len(p.Table.Columns))
-		for j, off := range p.Columns {
+		for j, off := range p.Targets {
 			col := p.Table.Columns[off]
 			if selected != nil {
 				row[off] = selected[i][j]

@@ -85,6 +85,9 @@ func fieldName(f *ast.SelectField) string {
 
 // intLiteral returns the value of an integer literal (ORDER BY 2).
 func intLiteral(n ast.ExprNode) (int64, bool) {
+	if p, ok := n.(*ast.PositionExpr); ok && p.P == nil {
+		return int64(p.N), true
+	}
 	v, ok := n.(ast.ValueExpr)
 	if !ok {
 		return 0, false

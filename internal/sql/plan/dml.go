@@ -24,7 +24,7 @@ type Insert struct {
 	base
 	DB      string
 	Table   *catalog.TableInfo
-	Columns []int
+	Targets []int
 	Rows    [][]expr.Expr
 	Select  Plan
 	Replace bool
@@ -122,7 +122,7 @@ func (b *Builder) BuildInsert(n *ast.InsertStmt) (*Insert, error) {
 	ins := &Insert{DB: db, Table: t, Replace: n.IsReplace, Ignore: n.IgnoreErr}
 	if len(n.Columns) == 0 {
 		for _, c := range t.Columns {
-			ins.Columns = append(ins.Columns, c.Offset)
+			ins.Targets = append(ins.Targets, c.Offset)
 		}
 	} else {
 		seen := map[int]bool{}
@@ -135,15 +135,15 @@ func (b *Builder) BuildInsert(n *ast.InsertStmt) (*Insert, error) {
 				return nil, sqlerr.New(sqlerr.ErFieldSpecifiedTwice, "42000", "Column '%s' specified twice", c.Name)
 			}
 			seen[c.Offset] = true
-			ins.Columns = append(ins.Columns, c.Offset)
+			ins.Targets = append(ins.Targets, c.Offset)
 		}
 	}
 	empty := newScope(b)
 	for i, row := range n.Lists {
-		if len(row) != len(ins.Columns) && !(len(row) == 0 && len(n.Columns) == 0) {
+		if len(row) != len(ins.Targets) && !(len(row) == 0 && len(n.Columns) == 0) {
 			return nil, sqlerr.New(sqlerr.ErWrongValueCount, "21S01", "Column count doesn't match value count at row %d", i+1)
 		}
-		exprs := make([]expr.Expr, len(ins.Columns))
+		exprs := make([]expr.Expr, len(ins.Targets))
 		if len(row) == 0 {
 			ins.Rows = append(ins.Rows, exprs) // VALUES (): all defaults
 			continue
@@ -165,7 +165,7 @@ func (b *Builder) BuildInsert(n *ast.InsertStmt) (*Insert, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(p.Columns()) != len(ins.Columns) {
+		if len(p.Columns()) != len(ins.Targets) {
 			return nil, sqlerr.New(sqlerr.ErWrongValueCount, "21S01", "Column count doesn't match value count at row 1")
 		}
 		ins.Select = p

@@ -1,0 +1,197 @@
+package sql
+
+import (
+	"bytes"
+	"context"
+	"sort"
+	"sync"
+
+	"github.com/strata-db/strata/internal/kv"
+)
+
+// memStorage is a test double for kv.Storage: an ordered in-memory
+// multi-version map with snapshot reads and first-committer-wins write
+// conflicts, enough to test the SQL layer without the distributed stack.
+type memStorage struct {
+	mu    sync.Mutex
+	clock uint64
+	data  map[string][]memVersion // versions in commit order
+}
+
+type memVersion struct {
+	ts    uint64
+	value []byte
+	del   bool
+}
+
+func newMemStorage() *memStorage { return &memStorage{data: map[string][]memVersion{}} }
+
+func (s *memStorage) Begin(ctx context.Context, opts kv.TxnOptions) (kv.Txn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clock++
+	return &memTxn{s: s, start: s.clock, writes: map[string]memVersion{}}, nil
+}
+
+type memTxn struct {
+	s      *memStorage
+	start  uint64
+	writes map[string]memVersion
+	locked map[string]bool
+	done   bool
+}
+
+func (t *memTxn) StartTS() uint64 { return t.start }
+
+func (t *memTxn) visible(k string) ([]byte, bool) {
+	if w, ok := t.writes[k]; ok {
+		return w.value, !w.del
+	}
+	vs := t.s.data[k]
+	for i := len(vs) - 1; i >= 0; i-- {
+		if vs[i].ts <= t.start {
+			return vs[i].value, !vs[i].del
+		}
+	}
+	return nil, false
+}
+
+func (t *memTxn) Get(ctx context.Context, key []byte) ([]byte, error) {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	v, ok := t.visible(string(key))
+	if !ok {
+		return nil, kv.ErrNotFound
+	}
+	return v, nil
+}
+
+func (t *memTxn) BatchGet(ctx context.Context, keys [][]byte) (map[string][]byte, error) {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	out := map[string][]byte{}
+	for _, k := range keys {
+		if v, ok := t.visible(string(k)); ok {
+			out[string(k)] = v
+		}
+	}
+	return out, nil
+}
+
+func (t *memTxn) Scan(ctx context.Context, start, end []byte, limit int, reverse bool) ([]kv.KeyValue, error) {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	keys := map[string]bool{}
+	in := func(k string) bool {
+		return bytes.Compare([]byte(k), start) >= 0 && (end == nil || bytes.Compare([]byte(k), end) < 0)
+	}
+	for k := range t.s.data {
+		if in(k) {
+			keys[k] = true
+		}
+	}
+	for k := range t.writes {
+		if in(k) {
+			keys[k] = true
+		}
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	if reverse {
+		for i, j := 0, len(sorted)-1; i < j; i, j = i+1, j-1 {
+			sorted[i], sorted[j] = sorted[j], sorted[i]
+		}
+	}
+	var out []kv.KeyValue
+	for _, k := range sorted {
+		if v, ok := t.visible(k); ok {
+			out = append(out, kv.KeyValue{Key: []byte(k), Value: v})
+			if limit > 0 && len(out) == limit {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func (t *memTxn) Iter(ctx context.Context, start, end []byte, reverse bool) (kv.Iterator, error) {
+	kvs, err := t.Scan(ctx, start, end, 0, reverse)
+	if err != nil {
+		return nil, err
+	}
+	return &memIter{kvs: kvs}, nil
+}
+
+func (t *memTxn) Set(key, value []byte) error {
+	t.writes[string(key)] = memVersion{value: append([]byte(nil), value...)}
+	return nil
+}
+
+func (t *memTxn) Delete(key []byte) error {
+	t.writes[string(key)] = memVersion{del: true}
+	return nil
+}
+
+// conflict reports whether key was committed by someone else after start.
+func (t *memTxn) conflict(k string) bool {
+	vs := t.s.data[k]
+	return len(vs) > 0 && vs[len(vs)-1].ts > t.start
+}
+
+func (t *memTxn) LockKeys(ctx context.Context, keys ...[]byte) error {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	for _, k := range keys {
+		if t.conflict(string(k)) {
+			return &kv.RetryableError{Reason: "write conflict on locked key"}
+		}
+		if t.locked == nil {
+			t.locked = map[string]bool{}
+		}
+		t.locked[string(k)] = true
+	}
+	return nil
+}
+
+func (t *memTxn) Commit(ctx context.Context) error {
+	t.s.mu.Lock()
+	defer t.s.mu.Unlock()
+	if t.done {
+		return nil
+	}
+	t.done = true
+	for k := range t.writes {
+		if t.conflict(k) {
+			return &kv.RetryableError{Reason: "write conflict"}
+		}
+	}
+	for k := range t.locked {
+		if t.conflict(k) {
+			return &kv.RetryableError{Reason: "write conflict on locked key"}
+		}
+	}
+	t.s.clock++
+	for k, w := range t.writes {
+		w.ts = t.s.clock
+		t.s.data[k] = append(t.s.data[k], w)
+	}
+	return nil
+}
+
+func (t *memTxn) Rollback(ctx context.Context) error { t.done = true; return nil }
+
+func (t *memTxn) Len() int { return len(t.writes) }
+
+type memIter struct {
+	kvs []kv.KeyValue
+	pos int
+}
+
+func (it *memIter) Valid() bool                    { return it.pos < len(it.kvs) }
+func (it *memIter) Key() []byte                    { return it.kvs[it.pos].Key }
+func (it *memIter) Value() []byte                  { return it.kvs[it.pos].Value }
+func (it *memIter) Next(ctx context.Context) error { it.pos++; return nil }
+func (it *memIter) Close()                         {}

@@ -1,0 +1,302 @@
+package sql
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+func newTestEngine(t *testing.T) *Engine {
+	t.Helper()
+	e, err := NewEngine(context.Background(), newMemStorage())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func newTestSession(t *testing.T) *Session {
+	return newTestEngine(t).NewSession("root", "localhost")
+}
+
+func mustExec(t *testing.T, s *Session, q string) []*Result {
+	t.Helper()
+	rs, err := s.Execute(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return rs
+}
+
+// rowsText renders a result like the mysql client: one line per row,
+// columns separated by spaces, NULL as NULL.
+func rowsText(rows [][]types.Datum) string {
+	var lines []string
+	for _, r := range rows {
+		parts := make([]string, len(r))
+		for i, d := range r {
+			if d.IsNull() {
+				parts[i] = "NULL"
+			} else {
+				parts[i] = string(d.AppendText(nil))
+			}
+		}
+		lines = append(lines, strings.Join(parts, " "))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func query(t *testing.T, s *Session, q string) string {
+	t.Helper()
+	rs := mustExec(t, s, q)
+	return rowsText(rs[len(rs)-1].Rows)
+}
+
+func expectRows(t *testing.T, s *Session, q, want string) {
+	t.Helper()
+	if got := query(t, s, q); got != want {
+		t.Errorf("%s:\ngot:\n%s\nwant:\n%s", q, got, want)
+	}
+}
+
+func expectCode(t *testing.T, s *Session, q string, code uint16) *sqlerr.Error {
+	t.Helper()
+	_, err := s.Execute(context.Background(), q)
+	var se *sqlerr.Error
+	if !errors.As(err, &se) {
+		t.Fatalf("%s: want error %d, got %v", q, code, err)
+	}
+	if se.Code != code {
+		t.Fatalf("%s: want error %d, got %v", q, code, se)
+	}
+	return se
+}
+
+func setupSbtest(t *testing.T, s *Session) {
+	mustExec(t, s, "CREATE DATABASE sbtest")
+	mustExec(t, s, "USE sbtest")
+	mustExec(t, s, `CREATE TABLE sbtest1 (
+		id INTEGER NOT NULL AUTO_INCREMENT,
+		k INTEGER DEFAULT '0' NOT NULL,
+		c CHAR(120) DEFAULT '' NOT NULL,
+		pad CHAR(60) DEFAULT '' NOT NULL,
+		PRIMARY KEY (id))`)
+	mustExec(t, s, "INSERT INTO sbtest1 (k, c, pad) VALUES (5, 'c1', 'p1'), (3, 'c2', 'p2'), (5, 'c3', 'p3'), (7, 'c4', 'p4')")
+	mustExec(t, s, "CREATE INDEX k_1 ON sbtest1(k)")
+}
+
+func TestSysbenchStatements(t *testing.T) {
+	s := newTestSession(t)
+	setupSbtest(t, s)
+	expectRows(t, s, "SELECT c FROM sbtest1 WHERE id=2", "c2")
+	expectRows(t, s, "SELECT c FROM sbtest1 WHERE id BETWEEN 2 AND 3", "c2\nc3")
+	expectRows(t, s, "SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN 1 AND 4", "20")
+	expectRows(t, s, "SELECT c FROM sbtest1 WHERE id BETWEEN 1 AND 4 ORDER BY c DESC", "c4\nc3\nc2\nc1")
+	expectRows(t, s, "SELECT DISTINCT k FROM sbtest1 WHERE id BETWEEN 1 AND 4 ORDER BY k", "3\n5\n7")
+	mustExec(t, s, "BEGIN")
+	rs := mustExec(t, s, "UPDATE sbtest1 SET k=k+1 WHERE id=1")
+	if rs[0].AffectedRows != 1 {
+		t.Fatalf("affected %d", rs[0].AffectedRows)
+	}
+	mustExec(t, s, "UPDATE sbtest1 SET c='changed' WHERE id=2")
+	mustExec(t, s, "DELETE FROM sbtest1 WHERE id=3")
+	mustExec(t, s, "INSERT INTO sbtest1 (id, k, c, pad) VALUES (3, 9, 'c3b', 'p3b')")
+	mustExec(t, s, "COMMIT")
+	expectRows(t, s, "SELECT id, k, c FROM sbtest1 ORDER BY id", "1 6 c1\n2 3 changed\n3 9 c3b\n4 7 c4")
+	// The secondary index follows the updates.
+	expectRows(t, s, "SELECT id FROM sbtest1 WHERE k = 6", "1")
+	expectRows(t, s, "SELECT id FROM sbtest1 WHERE k = 5", "")
+	expectRows(t, s, "SELECT id FROM sbtest1 WHERE k >= 7 ORDER BY id", "3\n4")
+	// AUTO_INCREMENT continues above explicit ids.
+	rs = mustExec(t, s, "INSERT INTO sbtest1 (k) VALUES (1)")
+	if rs[0].LastInsertID <= 4 {
+		t.Fatalf("last insert id %d", rs[0].LastInsertID)
+	}
+}
+
+func TestPreparedPointGet(t *testing.T) {
+	s := newTestSession(t)
+	setupSbtest(t, s)
+	ctx := context.Background()
+	ps, err := s.Prepare(ctx, "SELECT c FROM sbtest1 WHERE id=?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps.ParamCount != 1 || len(ps.Columns) != 1 || ps.Columns[0].Name != "c" {
+		t.Fatalf("prepared %+v", ps)
+	}
+	for id, want := range map[int64]string{1: "c1", 4: "c4", 99: ""} {
+		r, err := s.ExecutePrepared(ctx, ps.ID, []types.Datum{types.NewInt(id)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rowsText(r.Rows); got != want {
+			t.Errorf("id %d: got %q want %q", id, got, want)
+		}
+	}
+	// A schema change re-plans the cached statement.
+	mustExec(t, s, "CREATE INDEX c_1 ON sbtest1(c)")
+	r, err := s.ExecutePrepared(ctx, ps.ID, []types.Datum{types.NewInt(2)})
+	if err != nil || rowsText(r.Rows) != "c2" {
+		t.Fatalf("after DDL: %v %v", err, r)
+	}
+	ex := query(t, s, "EXPLAIN SELECT c FROM sbtest1 WHERE id=1")
+	if !strings.Contains(ex, "PointGet") {
+		t.Fatalf("explain: %s", ex)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	s := newTestSession(t)
+	expectCode(t, s, "SELEC 1", sqlerr.ErParse)
+	expectCode(t, s, "SELECT * FROM t", sqlerr.ErNoDB)
+	setupSbtest(t, s)
+	expectCode(t, s, "SELECT * FROM nope", sqlerr.ErNoSuchTable)
+	expectCode(t, s, "SELECT nope FROM sbtest1", sqlerr.ErBadField)
+	se := expectCode(t, s, "INSERT INTO sbtest1 (id, k) VALUES (1, 1)", sqlerr.ErDupEntry)
+	if se.Msg != "Duplicate entry '1' for key 'sbtest1.PRIMARY'" {
+		t.Errorf("message %q", se.Msg)
+	}
+	expectCode(t, s, "INSERT INTO sbtest1 (k) VALUES (NULL)", sqlerr.ErBadNull)
+	mustExec(t, s, "CREATE TABLE small (a TINYINT, b VARCHAR(3), UNIQUE KEY ua (a))")
+	expectCode(t, s, "INSERT INTO small VALUES (1000, 'x')", sqlerr.ErWarnDataOutOfRange)
+	expectCode(t, s, "INSERT INTO small VALUES (1, 'toolong')", sqlerr.ErDataTooLong)
+	mustExec(t, s, "INSERT INTO small VALUES (1, 'a')")
+	se = expectCode(t, s, "INSERT INTO small VALUES (2, 'b'), (1, 'c')", sqlerr.ErDupEntry)
+	if se.Msg != "Duplicate entry '1' for key 'small.ua'" {
+		t.Errorf("message %q", se.Msg)
+	}
+	// The failed multi-row statement changed nothing.
+	expectRows(t, s, "SELECT a, b FROM small", "1 a")
+	expectCode(t, s, "CREATE TABLE small (x INT)", sqlerr.ErTableExists)
+	expectCode(t, s, "CREATE DATABASE sbtest", sqlerr.ErDBCreateExists)
+	expectCode(t, s, "DROP TABLE nope", sqlerr.ErUnknownTable)
+	expectCode(t, s, "SELECT (SELECT k FROM sbtest1)", sqlerr.ErSubqueryNo1Row)
+}
+
+func TestStatementAtomicityInTransaction(t *testing.T) {
+	s := newTestSession(t)
+	setupSbtest(t, s)
+	mustExec(t, s, "BEGIN")
+	mustExec(t, s, "INSERT INTO sbtest1 (id, k) VALUES (10, 1)")
+	expectCode(t, s, "INSERT INTO sbtest1 (id, k) VALUES (11, 1), (10, 1)", sqlerr.ErDupEntry)
+	mustExec(t, s, "COMMIT")
+	expectRows(t, s, "SELECT id FROM sbtest1 WHERE id >= 10", "10")
+	mustExec(t, s, "BEGIN")
+	mustExec(t, s, "DELETE FROM sbtest1")
+	expectRows(t, s, "SELECT COUNT(*) FROM sbtest1", "0")
+	mustExec(t, s, "ROLLBACK")
+	expectRows(t, s, "SELECT COUNT(*) FROM sbtest1", "5")
+}
+
+func TestWriteConflict(t *testing.T) {
+	e := newTestEngine(t)
+	a, b := e.NewSession("root", ""), e.NewSession("root", "")
+	setupSbtest(t, a)
+	mustExec(t, b, "USE sbtest")
+	mustExec(t, a, "BEGIN")
+	mustExec(t, b, "BEGIN")
+	mustExec(t, a, "UPDATE sbtest1 SET k = 100 WHERE id = 1")
+	mustExec(t, b, "UPDATE sbtest1 SET k = 200 WHERE id = 1")
+	mustExec(t, a, "COMMIT")
+	expectCode(t, b, "COMMIT", sqlerr.ErLockDeadlock)
+	expectRows(t, a, "SELECT k FROM sbtest1 WHERE id = 1", "100")
+	// Snapshot isolation: a transaction keeps reading its snapshot.
+	mustExec(t, b, "BEGIN")
+	expectRows(t, b, "SELECT k FROM sbtest1 WHERE id = 1", "100")
+	mustExec(t, a, "UPDATE sbtest1 SET k = 300 WHERE id = 1")
+	expectRows(t, b, "SELECT k FROM sbtest1 WHERE id = 1", "100")
+	mustExec(t, b, "COMMIT")
+	expectRows(t, b, "SELECT k FROM sbtest1 WHERE id = 1", "300")
+}
+
+func TestDMLForms(t *testing.T) {
+	s := newTestSession(t)
+	mustExec(t, s, "CREATE DATABASE d; USE d")
+	mustExec(t, s, "CREATE TABLE t (id INT PRIMARY KEY, v INT, name VARCHAR(10) DEFAULT 'none', UNIQUE KEY (name))")
+	mustExec(t, s, "INSERT INTO t (id, v) VALUES (1, 10)")
+	expectRows(t, s, "SELECT * FROM t", "1 10 none")
+	rs := mustExec(t, s, "INSERT INTO t (id, v, name) VALUES (1, 5, 'a') ON DUPLICATE KEY UPDATE v = v + VALUES(v)")
+	if rs[0].AffectedRows != 2 {
+		t.Errorf("on duplicate affected %d", rs[0].AffectedRows)
+	}
+	expectRows(t, s, "SELECT * FROM t", "1 15 none")
+	mustExec(t, s, "REPLACE INTO t VALUES (1, 7, 'r')")
+	expectRows(t, s, "SELECT * FROM t", "1 7 r")
+	mustExec(t, s, "INSERT INTO t VALUES (2, 1, 'b'), (3, 2, 'c'), (4, 3, NULL), (5, 4, NULL)")
+	mustExec(t, s, "UPDATE t SET v = v * 10 WHERE id > 2 ORDER BY id DESC LIMIT 2")
+	expectRows(t, s, "SELECT id, v FROM t ORDER BY id", "1 7\n2 1\n3 2\n4 30\n5 40")
+	mustExec(t, s, "DELETE FROM t WHERE v < 10 ORDER BY id LIMIT 1")
+	expectRows(t, s, "SELECT id FROM t ORDER BY id", "2\n3\n4\n5")
+	mustExec(t, s, "INSERT INTO t SELECT id + 10, v, NULL FROM t WHERE id < 4")
+	expectRows(t, s, "SELECT COUNT(*), SUM(v) FROM t", "6 76")
+	mustExec(t, s, "CREATE TABLE nopk (a INT, b INT)")
+	mustExec(t, s, "INSERT INTO nopk VALUES (1, 1), (1, 1), (2, NULL)")
+	mustExec(t, s, "UPDATE nopk SET b = 5 WHERE b IS NULL")
+	expectRows(t, s, "SELECT a, b FROM nopk ORDER BY a, b", "1 1\n1 1\n2 5")
+	mustExec(t, s, "TRUNCATE TABLE nopk")
+	expectRows(t, s, "SELECT COUNT(*) FROM nopk", "0")
+}
+
+func TestQueries(t *testing.T) {
+	s := newTestSession(t)
+	mustExec(t, s, "CREATE DATABASE q; USE q")
+	mustExec(t, s, "CREATE TABLE t1 (a INT, b INT, c VARCHAR(10))")
+	mustExec(t, s, "CREATE TABLE t2 (x INT PRIMARY KEY, y INT)")
+	mustExec(t, s, "INSERT INTO t1 VALUES (1, 10, 'x'), (2, 20, 'y'), (3, NULL, 'x'), (2, 5, 'z')")
+	mustExec(t, s, "INSERT INTO t2 VALUES (1, 100), (2, 200), (4, 400)")
+	expectRows(t, s, "SELECT 1 + 1, 'a'", "2 a")
+	expectRows(t, s, "SELECT a, COUNT(*), SUM(b) FROM t1 GROUP BY a ORDER BY a", "1 1 10\n2 2 25\n3 1 NULL")
+	expectRows(t, s, "SELECT a FROM t1 GROUP BY a HAVING COUNT(*) > 1", "2")
+	expectRows(t, s, "SELECT t1.a, t2.y FROM t1, t2 WHERE t1.a = t2.x ORDER BY t1.b", "2 200\n1 100\n2 200")
+	expectRows(t, s, "SELECT t1.a, t2.y FROM t1 LEFT JOIN t2 ON t1.a = t2.x ORDER BY t1.a, t1.b", "1 100\n2 200\n2 200\n3 NULL")
+	expectRows(t, s, "SELECT x FROM t2 WHERE x IN (SELECT a FROM t1) ORDER BY x", "1\n2")
+	expectRows(t, s, "SELECT x FROM t2 WHERE NOT EXISTS (SELECT 1 FROM t1 WHERE t1.a = t2.x)", "4")
+	expectRows(t, s, "SELECT x, (SELECT COUNT(*) FROM t1 WHERE t1.a <= t2.x) FROM t2 ORDER BY 2 DESC", "4 4\n2 3\n1 1")
+	expectRows(t, s, "SELECT a FROM t1 UNION SELECT x FROM t2 ORDER BY 1", "1\n2\n3\n4")
+	expectRows(t, s, "SELECT a FROM t1 UNION ALL SELECT x FROM t2 ORDER BY 1 LIMIT 3", "1\n1\n2")
+	expectRows(t, s, "SELECT a FROM t1 EXCEPT SELECT x FROM t2", "3")
+	expectRows(t, s, "SELECT a FROM t1 INTERSECT SELECT x FROM t2 ORDER BY a", "1\n2")
+	expectRows(t, s, "SELECT d.s FROM (SELECT a + b AS s FROM t1) AS d WHERE d.s > 10 ORDER BY d.s", "11\n22")
+	expectRows(t, s, "SELECT t1.*, t2.y FROM t1 JOIN t2 ON t2.x = t1.a WHERE t1.c = 'x'", "1 10 x 100")
+	expectRows(t, s, "SELECT a AS aa FROM t1 ORDER BY aa DESC, b LIMIT 1 OFFSET 1", "2")
+	expectRows(t, s, "SELECT COUNT(*) FROM t1 WHERE b IS NULL", "1")
+	expectRows(t, s, "SELECT x FROM t2 WHERE x > ALL (SELECT a FROM t1 WHERE a < 3)", "4")
+	expectRows(t, s, "SELECT y FROM t2 WHERE x IN (2, 4) ORDER BY y", "200\n400")
+	expectRows(t, s, "SELECT CASE WHEN a > 1 THEN 'big' ELSE 'small' END FROM t1 WHERE b = 10", "small")
+}
+
+func TestSessionVariables(t *testing.T) {
+	s := newTestSession(t)
+	expectRows(t, s, "SELECT @@version_comment, @@transaction_isolation, @@autocommit", "Strata distributed SQL REPEATABLE-READ 1")
+	mustExec(t, s, "SET autocommit = 0")
+	if s.AutoCommit() {
+		t.Fatal("autocommit still on")
+	}
+	mustExec(t, s, "SET @x = 5")
+	expectRows(t, s, "SELECT @x + 1", "6")
+	mustExec(t, s, "SET NAMES utf8mb4")
+	mustExec(t, s, "SET SESSION transaction_isolation = 'READ-COMMITTED'")
+	expectRows(t, s, "SELECT @@session.transaction_isolation", "READ-COMMITTED")
+	expectCode(t, s, "SET @@nope = 1", sqlerr.ErUnknownSystemVariable)
+}
+
+func TestShow(t *testing.T) {
+	s := newTestSession(t)
+	setupSbtest(t, s)
+	expectRows(t, s, "SHOW DATABASES", "information_schema\nsbtest")
+	expectRows(t, s, "SHOW TABLES", "sbtest1")
+	got := query(t, s, "SHOW CREATE TABLE sbtest1")
+	if !strings.Contains(got, "PRIMARY KEY (`id`)") || !strings.Contains(got, "KEY `k_1` (`k`)") {
+		t.Errorf("show create table: %s", got)
+	}
+	expectRows(t, s, "SHOW VARIABLES LIKE 'version_comment'", "version_comment Strata distributed SQL")
+	cols := query(t, s, "SHOW COLUMNS FROM sbtest1")
+	if !strings.HasPrefix(cols, "id int(11) NO PRI NULL auto_increment") {
+		t.Errorf("show columns: %s", cols)
+	}
+}
