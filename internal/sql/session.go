@@ -3,13 +3,12 @@ package sql
 import (
 	"context"
 	"errors"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
-	"github.com/pingcap/tidb/pkg/parser/test_driver" // literal and ? expressions
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // literal and ? expressions
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 
 	"github.com/strata-db/strata/internal/kv"
@@ -396,11 +395,9 @@ func (s *Session) Prepare(ctx context.Context, query string) (*PreparedStmt, err
 		return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "can not prepare multiple statements")
 	}
 	st := stmts[0]
-	pc := &paramCounter{}
-	st.Accept(pc)
-	pc.number()
+	n := expr.NumberParams(st)
 	s.nextStmt++
-	p := &prepared{info: PreparedStmt{ID: s.nextStmt, ParamCount: pc.n}, stmt: st}
+	p := &prepared{info: PreparedStmt{ID: s.nextStmt, ParamCount: n}, stmt: st}
 	if isDML(st) {
 		hadTxn := s.txn != nil
 		if err := s.begin(ctx); err != nil {
@@ -422,31 +419,6 @@ func (s *Session) Prepare(ctx context.Context, query string) (*PreparedStmt, err
 	info := p.info
 	return &info, nil
 }
-
-// paramCounter numbers the ? markers of a statement: the parser records
-// their byte offsets; expressions read Params by ordinal, so each marker's
-// Offset and Order are rewritten to its position in the text.
-type paramCounter struct {
-	n       int
-	markers []*test_driver.ParamMarkerExpr
-}
-
-func (v *paramCounter) Enter(n ast.Node) (ast.Node, bool) {
-	if m, ok := n.(*test_driver.ParamMarkerExpr); ok {
-		v.n++
-		v.markers = append(v.markers, m)
-	}
-	return n, false
-}
-
-func (v *paramCounter) number() {
-	sort.Slice(v.markers, func(i, j int) bool { return v.markers[i].Offset < v.markers[j].Offset })
-	for i, m := range v.markers {
-		m.Offset, m.Order = i, i
-	}
-}
-
-func (v *paramCounter) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // ExecutePrepared runs a prepared statement with parameter values.
 func (s *Session) ExecutePrepared(ctx context.Context, id uint32, params []types.Datum) (*Result, error) {
