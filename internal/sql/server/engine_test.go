@@ -4,6 +4,8 @@ import (
 	"context"
 	gosql "database/sql"
 	"fmt"
+	"net"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +220,81 @@ func TestEngineStatusFlagsAndMultiStatements(t *testing.T) {
 	rows.Close()
 	if strings.Join(got, ",") != "2,2,1" {
 		t.Fatalf("multi-statement results %v", got)
+	}
+}
+
+func TestEngineShowStatements(t *testing.T) {
+	addr := startEngineServer(t)
+	execAll(t, openEngineDB(t, addr, "", ""), "CREATE DATABASE shown")
+	db := openEngineDB(t, addr, "shown", "")
+	execAll(t, db, "CREATE TABLE alpha (id INT PRIMARY KEY, label VARCHAR(20))", "CREATE TABLE beta (id INT PRIMARY KEY)")
+	firstColumn := func(q string) []string {
+		t.Helper()
+		rows, err := db.Query(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		defer rows.Close()
+		cols, _ := rows.Columns()
+		var out []string
+		for rows.Next() {
+			vals := make([]gosql.RawBytes, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(vals[0]))
+		}
+		return out
+	}
+	if got := firstColumn("SHOW DATABASES"); !strings.Contains(strings.Join(got, ","), "shown") {
+		t.Errorf("SHOW DATABASES = %v", got)
+	}
+	if got := firstColumn("SHOW TABLES"); strings.Join(got, ",") != "alpha,beta" {
+		t.Errorf("SHOW TABLES = %v", got)
+	}
+	if got := firstColumn("SHOW COLUMNS FROM alpha"); strings.Join(got, ",") != "id,label" {
+		t.Errorf("SHOW COLUMNS = %v", got)
+	}
+	var table, ddl string
+	if err := db.QueryRow("SHOW CREATE TABLE alpha").Scan(&table, &ddl); err != nil || !strings.Contains(ddl, "CREATE TABLE") {
+		t.Errorf("SHOW CREATE TABLE = %q, %v", ddl, err)
+	}
+	var name, value string
+	if err := db.QueryRow("SHOW VARIABLES LIKE 'autocommit'").Scan(&name, &value); err != nil || (value != "ON" && value != "1") {
+		t.Errorf("SHOW VARIABLES LIKE 'autocommit' = %q %q, %v", name, value, err)
+	}
+}
+
+// TestMySQLCommandLineClient drives the server with the mysql CLI, whose
+// libmysqlclient asks for caching_sha2_password first (switched to
+// mysql_native_password) and uses multi-statements and COM_INIT_DB.
+func TestMySQLCommandLineClient(t *testing.T) {
+	cli, err := exec.LookPath("mysql")
+	if err != nil {
+		t.Skip("mysql client is not on PATH")
+	}
+	addr := startEngineServer(t)
+	host, port, _ := net.SplitHostPort(addr)
+	run := func(db, sql string) string {
+		t.Helper()
+		args := []string{"-h", host, "-P", port, "-u", "root", "--batch", "-e", sql}
+		if db != "" {
+			args = append(args, db)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mysql -e %q: %v\n%s", sql, err, out)
+		}
+		return string(out)
+	}
+	run("", "CREATE DATABASE cli; USE cli; CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO t VALUES (1, 'a'), (2, NULL)")
+	if got := run("cli", "SELECT id, v FROM t ORDER BY id"); got != "id\tv\n1\ta\n2\tNULL\n" {
+		t.Fatalf("mysql printed %q", got)
 	}
 }
