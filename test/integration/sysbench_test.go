@@ -11,11 +11,20 @@ import (
 	"time"
 )
 
-var sysbenchErrors = regexp.MustCompile(`(?m)^\s*errors:\s+(\d+)`)
+var (
+	sysbenchTransactions  = regexp.MustCompile(`(?m)^\s*transactions:\s+(\d+)`)
+	sysbenchIgnoredErrors = regexp.MustCompile(`(?m)^\s*ignored errors:\s+(\d+)`)
+	sysbenchReconnects    = regexp.MustCompile(`(?m)^\s*reconnects:\s+(\d+)`)
+)
 
 // TestSysbenchSmoke runs a short sysbench oltp_read_write (prepared
 // statements, transactions, range scans, index updates) and requires it to
-// finish without errors.
+// finish without errors: sysbench stops a thread with FATAL and exits
+// non-zero on any error other than the ones it is told to retry (1213
+// deadlock / write conflict and 1205 lock wait timeout, its default
+// --mysql-ignore-errors); those are counted as "ignored errors" and are the
+// expected cost of optimistic transactions under its skewed key choice.
+// The connection must never be lost (reconnects: 0).
 func TestSysbenchSmoke(t *testing.T) {
 	sysbench, err := exec.LookPath("sysbench")
 	if err != nil {
@@ -40,13 +49,21 @@ func TestSysbenchSmoke(t *testing.T) {
 		if phase != "run" {
 			continue
 		}
-		m := sysbenchErrors.FindStringSubmatch(text)
-		if m == nil {
-			t.Fatalf("sysbench run printed no error count:\n%s", text)
+		count := func(re *regexp.Regexp) int {
+			m := re.FindStringSubmatch(text)
+			if m == nil {
+				t.Fatalf("sysbench run output has no %s line:\n%s", re, text)
+			}
+			v, _ := strconv.Atoi(m[1])
+			return v
 		}
-		if errs, _ := strconv.Atoi(m[1]); errs != 0 {
-			t.Fatalf("sysbench run reported %d errors:\n%s", errs, text)
+		if txns := count(sysbenchTransactions); txns == 0 {
+			t.Fatalf("sysbench committed no transactions:\n%s", text)
 		}
+		if r := count(sysbenchReconnects); r != 0 {
+			t.Fatalf("sysbench lost its connection %d times:\n%s", r, text)
+		}
+		t.Logf("sysbench retried %d transactions after write conflicts", count(sysbenchIgnoredErrors))
 		t.Logf("sysbench run:\n%s", text)
 	}
 }
