@@ -38,7 +38,7 @@ import (
 // Keys and values accept Go escapes (a\x00b); a value "x*300" is 300 x's.
 func TestProtocol(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+		db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,8 +335,18 @@ func parseTS(t *testing.T, s string) uint64 {
 	return n
 }
 
+// quietLogger keeps Pebble's informational messages out of test output.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)         {}
+func (quietLogger) Errorf(f string, args ...any) { fmt.Printf(f+"\n", args...) }
+func (quietLogger) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
+
 func unquote(t *testing.T, s string) []byte {
-	u, err := strconv.Unquote(`"` + s + `"`)
+	if !strings.HasPrefix(s, `"`) {
+		s = `"` + s + `"`
+	}
+	u, err := strconv.Unquote(s)
 	if err != nil {
 		t.Fatalf("bad key %q: %v", s, err)
 	}
