@@ -121,6 +121,7 @@ has_target() { [[ " $TARGETS " == *" $1 "* ]]; }
 MARIADB_PID=
 STRATA_PID=
 SAMPLER_PID=
+SYSBENCH_PID=
 OWN_WORK_DIR=0
 if [[ -z ${WORK_DIR:-} ]]; then
 	WORK_DIR=$(mktemp -d "${TMPDIR:-/tmp}/strata-sysbench.XXXXXX")
@@ -131,10 +132,11 @@ mkdir -p "$WORK_DIR"
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	if [[ -n $SAMPLER_PID ]]; then
-		kill "$SAMPLER_PID" 2>/dev/null || true
-		wait "$SAMPLER_PID" 2>/dev/null || true
-	fi
+	local child
+	for child in $SYSBENCH_PID $SAMPLER_PID; do
+		kill "$child" 2>/dev/null || true
+		wait "$child" 2>/dev/null || true
+	done
 	stop_pid "$STRATA_PID" 30
 	stop_pid "$MARIADB_PID" 60
 	if ((OWN_WORK_DIR)) && [[ $KEEP_WORK != 1 ]]; then
@@ -173,13 +175,21 @@ pid_of() {
 	esac
 }
 
+# sysbench_cmd runs sysbench in the background and waits for it, so that a
+# signal to this script is handled at once (bash runs traps only between
+# foreground commands) and cleanup can stop sysbench too.
 sysbench_cmd() { # <server> <workload> <threads> <command> [extra args]
 	local server=$1 workload=$2 threads=$3 cmd=$4
 	shift 4
 	sysbench "$workload" --db-driver=mysql --mysql-host=127.0.0.1 \
 		--mysql-port="${PORT_OF[$server]}" --mysql-user=root --mysql-password= \
 		--mysql-db=sbtest --tables="$TABLES" --table-size="$TABLE_SIZE" \
-		--threads="$threads" "$@" "$cmd"
+		--threads="$threads" "$@" "$cmd" &
+	SYSBENCH_PID=$!
+	local rc=0
+	wait "$SYSBENCH_PID" || rc=$?
+	SYSBENCH_PID=
+	return "$rc"
 }
 
 prepare_threads=$((TABLES < 4 ? TABLES : 4))
@@ -238,10 +248,10 @@ run_one() { # <server> <workload> <threads> <repeat>
 	local p99 reported
 	p99=$(cut -f4 <<<"$line")
 	reported=$(cut -f5 <<<"$line")
-	# A parse error would show up as a gross mismatch; see bench/sysbench_run.awk
-	# for why small differences are expected.
-	if ! awk -v a="$p99" -v b="$reported" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.0051 || d <= b * 0.10) }'; then
-		log "warning: histogram p99 $p99 ms is far from sysbench's reported $reported ms"
+	# sysbench's own p99 covers a subset of the events and is never above the
+	# histogram's (see bench/sysbench_run.awk); above it means a parsing error.
+	if ! awk -v a="$p99" -v b="$reported" 'BEGIN { exit !(b <= a + 0.0051) }'; then
+		log "warning: histogram p99 $p99 ms is below sysbench's reported $reported ms: parsing error?"
 	fi
 	log "$server $workload threads=$threads repeat=$rep: $(cut -f1,2,3,4 <<<"$line" | awk -F'\t' '{printf "qps=%s tps=%s p95=%sms p99=%sms", $1, $2, $3, $4}') rss=$((${peak:-0} / 1024))MiB"
 	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$server" "$workload" "$threads" "$rep" "$line" "${peak:-0}" >>"$RAW"

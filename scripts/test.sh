@@ -12,6 +12,7 @@
 #   3. go test -race on the core packages that exist (CORE_PACKAGES)
 #   4. go test on every other package
 #   5. sqllogictest select1-4 against a freshly started bin/strata (stopped by PID)
+#   6. bench/sysbench_run.awk on a recorded sysbench output (bench/testdata)
 #
 # A failing step does not stop the later ones (except a missing toolchain); the
 # script ends with a table of the steps and exits 1 if any failed.
@@ -197,7 +198,9 @@ sqllogictest() {
 	fi
 	go build -o bin/strata ./cmd/strata
 	start_strata "$REPO_ROOT/bin/strata" "$WORK_DIR/strata" "$SLT_SQL_PORT" "$SLT_HTTP_PORT" "$SLT_GRPC_PORT"
-	"$WORK_DIR/slt" -addr "127.0.0.1:$SLT_SQL_PORT" -user root -timeout 60s "${files[@]}" || rc=$?
+	# In the background, so that a signal reaches the trap (and stops strata) at once.
+	"$WORK_DIR/slt" -addr "127.0.0.1:$SLT_SQL_PORT" -user root -timeout 60s "${files[@]}" &
+	wait $! || rc=$?
 	if ! kill -0 "$STRATA_PID" 2>/dev/null; then
 		echo "strata exited during the run; last lines of its log:"
 		tail -n 30 "$WORK_DIR/strata/strata.log"
@@ -205,6 +208,26 @@ sqllogictest() {
 	fi
 	stop_pid "$STRATA_PID" 30
 	STRATA_PID=
+	return "$rc"
+}
+
+# bench_parser_check runs the sysbench output parser on recorded runs and
+# compares with the expected summary lines.
+bench_parser_check() {
+	local out want got rc=0
+	for out in bench/testdata/*.out; do
+		want=$(cat "${out%.out}.want")
+		got=$(awk -f bench/sysbench_run.awk "$out")
+		if [[ $got == "$want" ]]; then
+			echo "ok   $out"
+		else
+			printf 'FAIL %s
+  got:  %s
+  want: %s
+' "$out" "$got" "$want"
+			rc=1
+		fi
+	done
 	return "$rc"
 }
 
@@ -233,6 +256,7 @@ elif compgen -G "cmd/strata/*.go" >/dev/null; then
 else
 	skip_step "sqllogictest select1-4 on bin/strata" "no ./cmd/strata in this tree"
 fi
+step "bench: sysbench output parser" bench_parser_check
 
 echo
 echo "=== summary ($((SECONDS - started))s)"
