@@ -50,6 +50,13 @@ func loadPeerStorage(db pebble.Reader, regionID uint64, conf *pb.ConfState) (*pe
 	if ps.apply, err = engine.DecodeApplyState(v); err != nil {
 		return nil, err
 	}
+	// Entries are applied as soon as they are durable and committed, which
+	// can be before the HardState recording that commit index is synced.
+	// Applied entries are known committed, so the commit index is at least
+	// the applied index.
+	if ps.hard.GetCommit() < ps.apply.AppliedIndex {
+		ps.hard.Commit = proto.Uint64(ps.apply.AppliedIndex)
+	}
 	iter, err := db.NewIter(&pebble.IterOptions{
 		LowerBound: engine.RaftLogKey(regionID, ps.apply.TruncatedIndex+1),
 		UpperBound: engine.RaftLogEnd(regionID),
@@ -214,6 +221,13 @@ func (ps *peerStorage) setApplyState(s engine.ApplyState) {
 		ps.ents = append([]*pb.Entry(nil), ps.ents[drop:]...)
 	}
 	ps.apply = s
+}
+
+// lastIndex is the index of the last entry in the durable log.
+func (ps *peerStorage) lastIndex() uint64 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.apply.TruncatedIndex + uint64(len(ps.ents))
 }
 
 // termAt returns the term of a live entry (for truncation bookkeeping).

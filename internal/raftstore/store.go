@@ -440,7 +440,27 @@ func (s *Store) run() {
 }
 
 func (s *Store) handleReadies(readies []readyPeer) error {
-	// 1. Persist entries and hard states of every replica: one batch, one fsync.
+	// 1. Apply the committed entries that are already durable in the local
+	// log, before the fsync of this round: their proposers need not wait
+	// for the next batch's fsync. (Without async storage writes, raft may
+	// hand out committed entries that are still in this Ready's unstable
+	// Entries; those are applied after the fsync, in step 4.)
+	pre := make([][]*pb.Entry, len(readies))
+	post := make([][]*pb.Entry, len(readies))
+	for i, r := range readies {
+		persisted := r.p.storage.lastIndex()
+		ents := r.rd.CommittedEntries
+		j := len(ents)
+		for j > 0 && ents[j-1].GetIndex() > persisted {
+			j--
+		}
+		pre[i], post[i] = ents[:j], ents[j:]
+	}
+	if err := s.applyRound(readies, pre); err != nil {
+		return err
+	}
+
+	// 2. Persist entries and hard states of every replica: one batch, one fsync.
 	wb := s.db.NewBatch()
 	nEntries := 0
 	mustSync := false
@@ -473,15 +493,34 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 	}
 	wb.Close()
 
-	// 2. Only now may messages leave the node.
+	// 3. Only now may messages leave the node.
 	for _, r := range readies {
-		if len(r.rd.Messages) > 0 {
-			if s.transport != nil {
-				s.transport.Send(r.rd.Messages)
-			}
+		if len(r.rd.Messages) > 0 && s.transport != nil {
+			s.transport.Send(r.rd.Messages)
 		}
+	}
+
+	// 4. Apply what was committed but not yet durable locally before step 2.
+	if err := s.applyRound(readies, post); err != nil {
+		return err
+	}
+	for _, r := range readies {
+		r.p.mu.Lock()
+		r.p.rn.Advance(r.rd)
+		r.p.mu.Unlock()
+	}
+	return nil
+}
+
+// applyRound applies ents[i] to readies[i].p for every replica in one
+// batch, together with each replica's new applied index, then wakes the
+// proposers of the applied entries. It also takes note of leadership
+// changes (SoftState) and the current term (HardState) first, so the
+// leader-ready bit is computed against the right term.
+func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
+	for _, r := range readies {
+		r.p.mu.Lock()
 		if r.rd.SoftState != nil {
-			r.p.mu.Lock()
 			wasLeader := r.p.isLeader
 			r.p.isLeader = r.rd.SoftState.RaftState == raft.StateLeader
 			r.p.leaderID.Store(r.rd.SoftState.Lead)
@@ -491,17 +530,12 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 					r.p.failProposalsLocked(r.p.notLeaderError())
 				}
 			}
-			r.p.mu.Unlock()
 		}
 		if r.rd.HardState != nil && !raft.IsEmptyHardState(r.rd.HardState) {
-			r.p.mu.Lock()
 			r.p.term = r.rd.HardState.GetTerm()
-			r.p.mu.Unlock()
 		}
+		r.p.mu.Unlock()
 	}
-
-	// 3. Apply committed entries of every replica in one batch, together
-	// with each replica's new applied index.
 	ab := s.db.NewBatch()
 	defer ab.Close()
 	type applied struct {
@@ -511,15 +545,15 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 		ready bool
 	}
 	var done []applied
-	for _, r := range readies {
-		if len(r.rd.CommittedEntries) == 0 {
+	for i, r := range readies {
+		if len(ents[i]) == 0 {
 			continue
 		}
 		a := applied{p: r.p, state: r.p.storage.applyState()}
 		r.p.mu.Lock()
 		term, isLeader := r.p.term, r.p.isLeader
 		r.p.mu.Unlock()
-		for _, e := range r.rd.CommittedEntries {
+		for _, e := range ents[i] {
 			switch e.GetType() {
 			case pb.EntryNormal:
 				if len(e.Data) > 0 {
@@ -543,12 +577,12 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 		}
 		done = append(done, a)
 	}
-	if !ab.Empty() {
-		if err := ab.Commit(pebble.NoSync); err != nil {
-			return err
-		}
+	if len(done) == 0 {
+		return nil
 	}
-	// 4. Wake proposers and advance.
+	if err := ab.Commit(pebble.NoSync); err != nil {
+		return err
+	}
 	for _, a := range done {
 		a.p.storage.setApplyState(a.state)
 		a.p.mu.Lock()
@@ -563,11 +597,6 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 		}
 		a.p.mu.Unlock()
 		metricProposals.Add(float64(len(a.ids)))
-	}
-	for _, r := range readies {
-		r.p.mu.Lock()
-		r.p.rn.Advance(r.rd)
-		r.p.mu.Unlock()
 	}
 	return nil
 }

@@ -1,0 +1,120 @@
+// Command strata is the Strata database: one binary for every node.
+//
+//	strata start [--data-dir DIR] [--sql-addr ADDR] [--http-addr ADDR] [--grpc-addr ADDR]
+//	strata version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/strata-db/strata/internal/node"
+)
+
+// Version is set at build time with -ldflags "-X main.Version=...".
+var Version = "0.1.0-dev"
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "start":
+		err = start(os.Args[2:])
+	case "version", "--version", "-v":
+		fmt.Println(versionString())
+	case "help", "-h", "--help":
+		usage()
+	default:
+		fmt.Fprintf(os.Stderr, "strata: unknown command %q\n\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "strata:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `Strata: a distributed SQL database speaking the MySQL protocol.
+
+Usage:
+  strata start [flags]   start a node (a single-node database with no flags)
+  strata version         print the version
+
+Run 'strata start --help' for the flags of start.
+`)
+}
+
+func versionString() string {
+	commit := "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				commit = s.Value
+			}
+		}
+	}
+	return fmt.Sprintf("strata %s (commit %s, MySQL protocol 8.0.11-strata)", Version, commit)
+}
+
+func start(args []string) error {
+	fs := flag.NewFlagSet("start", flag.ExitOnError)
+	dataDir := fs.String("data-dir", "./strata-data", "directory for all persistent data")
+	sqlAddr := fs.String("sql-addr", "127.0.0.1:4000", "MySQL protocol listen address")
+	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "HTTP address for /healthz, /metrics and /debug/pprof")
+	grpcAddr := fs.String("grpc-addr", "127.0.0.1:20160", "gRPC address of the KV and PD services")
+	rootPassword := fs.String("root-password", os.Getenv("STRATA_ROOT_PASSWORD"),
+		"password of the root user (default empty: root may log in without a password from loopback only)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.Parse(args)
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("bad --log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(logger)
+
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	begin := time.Now()
+	n, err := node.Start(ctx, node.Config{
+		DataDir:      *dataDir,
+		SQLAddr:      *sqlAddr,
+		HTTPAddr:     *httpAddr,
+		GRPCAddr:     *grpcAddr,
+		RootPassword: *rootPassword,
+		Logger:       logger,
+	})
+	if err != nil {
+		return err
+	}
+	logger.Info("strata started", "version", Version, "data-dir", *dataDir, "sql-addr", *sqlAddr,
+		"http-addr", *httpAddr, "grpc-addr", *grpcAddr, "startup", time.Since(begin).Round(time.Millisecond))
+	<-ctx.Done()
+	logger.Info("shutting down")
+	done := make(chan error, 1)
+	go func() { done <- n.Close() }()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		logger.Info("stopped cleanly")
+		return nil
+	case <-time.After(30 * time.Second):
+		return errors.New("shutdown did not finish within 30s")
+	}
+}

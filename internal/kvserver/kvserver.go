@@ -1,0 +1,468 @@
+// Package kvserver is the transactional KV service of a store: the
+// Percolator API of kvpb.KvServer, served by region leaders.
+//
+// Every request is routed to the local replica named by its context and
+// checked (region epoch, key range, leadership); a failed check returns a
+// RegionError, which the client library answers by refreshing its region
+// cache and retrying.
+//
+// Reads run on the leader against applied state: they first raise the
+// concurrency manager's max_ts and wait out in-memory locks of one-phase
+// commits in flight (see mvcc.Concurrency), then read the engine.
+// Writes take latches on their keys, compute their MVCC effects from the
+// applied state into a batch (package mvcc), propose the batch through Raft
+// and release the latches only after it is applied, so two writers never
+// decide from the same state. The same Server is called in-process (as a
+// plain method call by the client library) or over gRPC.
+package kvserver
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/strata-db/strata/internal/mvcc"
+	"github.com/strata-db/strata/internal/raftstore"
+	"github.com/strata-db/strata/kvpb"
+)
+
+// Server implements kvpb.KvServer on a store.
+type Server struct {
+	kvpb.UnimplementedKvServer
+	store *raftstore.Store
+	db    *pebble.DB
+	cm    *mvcc.Concurrency
+}
+
+// New returns the KV service of store.
+func New(store *raftstore.Store) *Server {
+	return &Server{store: store, db: store.Engine(), cm: mvcc.NewConcurrency()}
+}
+
+// route finds and checks the replica a request addresses.
+func (s *Server) route(rctx *kvpb.Context, keys ...[]byte) (*raftstore.Peer, *kvpb.RegionError) {
+	if rctx == nil {
+		return nil, &kvpb.RegionError{Message: "request has no region context"}
+	}
+	p, ok := s.store.Peer(rctx.RegionId)
+	if !ok {
+		return nil, &kvpb.RegionError{Message: "region not found", RegionNotFound: &kvpb.RegionNotFound{RegionId: rctx.RegionId}}
+	}
+	if rerr := p.CheckRequest(rctx); rerr != nil {
+		return nil, rerr
+	}
+	for _, k := range keys {
+		if rerr := p.CheckKey(k); rerr != nil {
+			return nil, rerr
+		}
+	}
+	return p, nil
+}
+
+// propose replicates b and waits for it to apply. A region error (lost
+// leadership) is returned separately so it reaches the client as such.
+func (s *Server) propose(ctx context.Context, p *raftstore.Peer, b *pebble.Batch) (*kvpb.RegionError, error) {
+	if b.Empty() {
+		return nil, nil
+	}
+	err := s.store.Propose(ctx, p, b)
+	var re *raftstore.RegionErr
+	if errors.As(err, &re) {
+		return re.E, nil
+	}
+	return nil, err
+}
+
+// KvGet implements kvpb.KvServer.
+func (s *Server) KvGet(ctx context.Context, req *kvpb.GetRequest) (*kvpb.GetResponse, error) {
+	resp := &kvpb.GetResponse{}
+	if _, rerr := s.route(req.Context, req.Key); rerr != nil {
+		resp.RegionError = rerr
+		return resp, nil
+	}
+	s.cm.UpdateMaxTS(req.Version)
+	if err := s.cm.CheckReadKey(ctx, req.Key, req.Version); err != nil {
+		return nil, err
+	}
+	val, found, err := mvcc.Get(s.db, req.Key, req.Version, nil)
+	if err != nil {
+		if ke := mvcc.KeyErrorOf(err); ke != nil {
+			resp.Error = ke
+			return resp, nil
+		}
+		return nil, err
+	}
+	resp.Value, resp.NotFound = val, !found
+	return resp, nil
+}
+
+// KvBatchGet implements kvpb.KvServer.
+func (s *Server) KvBatchGet(ctx context.Context, req *kvpb.BatchGetRequest) (*kvpb.BatchGetResponse, error) {
+	resp := &kvpb.BatchGetResponse{}
+	if _, rerr := s.route(req.Context, req.Keys...); rerr != nil {
+		resp.RegionError = rerr
+		return resp, nil
+	}
+	s.cm.UpdateMaxTS(req.Version)
+	for _, k := range req.Keys {
+		if err := s.cm.CheckReadKey(ctx, k, req.Version); err != nil {
+			return nil, err
+		}
+		val, found, err := mvcc.Get(s.db, k, req.Version, nil)
+		if err != nil {
+			if ke := mvcc.KeyErrorOf(err); ke != nil {
+				resp.Pairs = append(resp.Pairs, &kvpb.KvPair{Key: k, Error: ke})
+				continue
+			}
+			return nil, err
+		}
+		if found {
+			resp.Pairs = append(resp.Pairs, &kvpb.KvPair{Key: k, Value: val})
+		}
+	}
+	return resp, nil
+}
+
+// KvScan implements kvpb.KvServer.
+func (s *Server) KvScan(ctx context.Context, req *kvpb.ScanRequest) (*kvpb.ScanResponse, error) {
+	resp := &kvpb.ScanResponse{}
+	p, rerr := s.route(req.Context)
+	if rerr != nil {
+		resp.RegionError = rerr
+		return resp, nil
+	}
+	// Clip the scan to the region; the client walks region by region.
+	start, end := clip(p.Region(), req.StartKey, req.EndKey)
+	s.cm.UpdateMaxTS(req.Version)
+	if err := s.cm.CheckReadRange(ctx, start, end, req.Version); err != nil {
+		return nil, err
+	}
+	pairs, err := mvcc.Scan(s.db, start, end, int(req.Limit), req.Version, req.Reverse)
+	if err != nil {
+		if ke := mvcc.KeyErrorOf(err); ke != nil {
+			resp.Error = ke
+			return resp, nil
+		}
+		return nil, err
+	}
+	if req.KeyOnly {
+		for _, kv := range pairs {
+			kv.Value = nil
+		}
+	}
+	resp.Pairs = pairs
+	return resp, nil
+}
+
+func clip(r *kvpb.Region, start, end []byte) ([]byte, []byte) {
+	if string(start) < string(r.StartKey) {
+		start = r.StartKey
+	}
+	if len(r.EndKey) > 0 && (len(end) == 0 || string(end) > string(r.EndKey)) {
+		end = r.EndKey
+	}
+	return start, end
+}
+
+func mutationKeys(ms []*kvpb.Mutation) [][]byte {
+	keys := make([][]byte, len(ms))
+	for i, m := range ms {
+		keys[i] = m.Key
+	}
+	return keys
+}
+
+// KvPrewrite implements kvpb.KvServer. With try_one_pc the transaction is
+// committed in this single step: its commit timestamp is chosen above every
+// timestamp read so far on this leader (max_ts), and in-memory locks make
+// readers at or above it wait until the write is applied.
+func (s *Server) KvPrewrite(ctx context.Context, req *kvpb.PrewriteRequest) (*kvpb.PrewriteResponse, error) {
+	resp := &kvpb.PrewriteResponse{}
+	keys := mutationKeys(req.Mutations)
+	p, rerr := s.route(req.Context, keys...)
+	if rerr != nil {
+		resp.RegionError = rerr
+		return resp, nil
+	}
+	guard := s.cm.Acquire(keys)
+	defer guard.Release()
+	b := s.db.NewBatch()
+	defer b.Close()
+	var commitTS uint64
+	if req.TryOnePc {
+		ml := s.cm.LockMemory(keys, req.StartVersion)
+		defer ml.Release()
+		commitTS = max(s.cm.MaxTS()+1, req.StartVersion+1, req.MinCommitTs)
+		ml.SetCommitTS(commitTS)
+		errs, err := mvcc.OnePC(s.db, b, req, commitTS)
+		if err != nil {
+			return nil, err
+		}
+		if hasErr(errs) {
+			resp.Errors = keyErrors(errs)
+			return resp, nil
+		}
+	} else {
+		errs, err := mvcc.Prewrite(s.db, b, req)
+		if err != nil {
+			return nil, err
+		}
+		if hasErr(errs) {
+			resp.Errors = keyErrors(errs)
+			return resp, nil
+		}
+	}
+	if rerr, err := s.propose(ctx, p, b); rerr != nil || err != nil {
+		resp.RegionError = rerr
+		return resp, err
+	}
+	resp.OnePcCommitTs = commitTS
+	return resp, nil
+}
+
+func hasErr(errs []error) bool {
+	for _, e := range errs {
+		if e != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func keyErrors(errs []error) []*kvpb.KeyError {
+	var out []*kvpb.KeyError
+	for _, e := range errs {
+		if e == nil {
+			continue
+		}
+		if ke := mvcc.KeyErrorOf(e); ke != nil {
+			out = append(out, ke)
+		} else {
+			out = append(out, &kvpb.KeyError{Abort: e.Error()})
+		}
+	}
+	return out
+}
+
+func keyError(err error) (*kvpb.KeyError, error) {
+	if err == nil {
+		return nil, nil
+	}
+	if ke := mvcc.KeyErrorOf(err); ke != nil {
+		return ke, nil
+	}
+	return nil, err
+}
+
+// KvCommit implements kvpb.KvServer.
+func (s *Server) KvCommit(ctx context.Context, req *kvpb.CommitRequest) (*kvpb.CommitResponse, error) {
+	resp := &kvpb.CommitResponse{}
+	p, rerr := s.route(req.Context, req.Keys...)
+	if rerr != nil {
+		resp.RegionError = rerr
+		return resp, nil
+	}
+	guard := s.cm.Acquire(req.Keys)
+	defer guard.Release()
+	b := s.db.NewBatch()
+	defer b.Close()
+	if ke, err := keyError(mvcc.Commit(s.db, b, req.Keys, req.StartVersion, req.CommitVersion)); ke != nil || err != nil {
+		resp.Error = ke
+		return resp, err
+	}
+	if rerr, err := s.propose(ctx, p, b); rerr != nil || err != nil {
+		resp.RegionError = rerr
+		return resp, err
+	}
+	resp.CommitVersion = req.CommitVersion
+	return resp, nil
+}
+
+// KvBatchRollback implements kvpb.KvServer.
+func (s *Server) KvBatchRollback(ctx context.Context, req *kvpb.BatchRollbackRequest) (*kvpb.BatchRollbackResponse, error) {
+	resp := &kvpb.BatchRollbackResponse{}
+	p, rerr := s.route(req.Context, req.Keys...)
+	if rerr != nil {
+		resp.RegionError = rerr
+		return resp, nil
+	}
+	guard := s.cm.Acquire(req.Keys)
+	defer guard.Release()
+	b := s.db.NewBatch()
+	defer b.Close()
+	if ke, err := keyError(mvcc.Rollback(s.db, b, req.Keys, req.StartVersion)); ke != nil || err != nil {
+		resp.Error = ke
+		return resp, err
+	}
+	rerr, err := s.propose(ctx, p, b)
+	resp.RegionError = rerr
+	return resp, err
+}
+
+// KvCheckTxnStatus implements kvpb.KvServer.
+func (s *Server) KvCheckTxnStatus(ctx context.Context, req *kvpb.CheckTxnStatusRequest) (*kvpb.CheckTxnStatusResponse, error) {
+	resp := &kvpb.CheckTxnStatusResponse{}
+	p, rerr := s.route(req.Context, req.PrimaryKey)
+	if rerr != nil {
+		resp.RegionError = rerr
+		return resp, nil
+	}
+	guard := s.cm.Acquire([][]byte{req.PrimaryKey})
+	defer guard.Release()
+	b := s.db.NewBatch()
+	defer b.Close()
+	st, err := mvcc.CheckTxnStatus(s.db, b, req.PrimaryKey, req.LockTs, req.CallerStartTs, req.CurrentTs, req.RollbackIfNotExist)
+	if ke, err := keyError(err); ke != nil || err != nil {
+		resp.Error = ke
+		return resp, err
+	}
+	if rerr, err := s.propose(ctx, p, b); rerr != nil || err != nil {
+		resp.RegionError = rerr
+		return resp, err
+	}
+	resp.LockTtl, resp.CommitVersion, resp.Action, resp.LockInfo = st.TTL, st.CommitTS, st.Action, st.Lock
+	return resp, nil
+}
+
+// KvResolveLock implements kvpb.KvServer.
+func (s *Server) KvResolveLock(ctx context.Context, req *kvpb.ResolveLockRequest) (*kvpb.ResolveLockResponse, error) {
+	resp := &kvpb.ResolveLockResponse{}
+	p, rerr := s.route(req.Context, req.Keys...)
+	if rerr != nil {
+		resp.RegionError = rerr
+		return resp, nil
+	}
+	keys := req.Keys
+	if len(keys) == 0 {
+		r := p.Region()
+		locks, err := mvcc.ScanLocks(s.db, r.StartKey, r.EndKey, req.StartVersion, 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range locks {
+			if l.LockVersion == req.StartVersion {
+				keys = append(keys, l.Key)
+			}
+		}
+		if len(keys) == 0 {
+			return resp, nil
+		}
+	}
+	guard := s.cm.Acquire(keys)
+	defer guard.Release()
+	b := s.db.NewBatch()
+	defer b.Close()
+	if ke, err := keyError(mvcc.ResolveLock(s.db, b, req.StartVersion, req.CommitVersion, keys)); ke != nil || err != nil {
+		resp.Error = ke
+		return resp, err
+	}
+	rerr, err := s.propose(ctx, p, b)
+	resp.RegionError = rerr
+	return resp, err
+}
+
+// KvPessimisticLock implements kvpb.KvServer. A key locked by another live
+// transaction is retried until wait_timeout_ms passes; the caller then sees
+// the lock and reports a lock wait timeout.
+func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLockRequest) (*kvpb.PessimisticLockResponse, error) {
+	keys := mutationKeys(req.Mutations)
+	deadline := time.Now().Add(time.Duration(req.WaitTimeoutMs) * time.Millisecond)
+	backoff := time.Millisecond
+	for {
+		resp := &kvpb.PessimisticLockResponse{}
+		p, rerr := s.route(req.Context, keys...)
+		if rerr != nil {
+			resp.RegionError = rerr
+			return resp, nil
+		}
+		guard := s.cm.Acquire(keys)
+		b := s.db.NewBatch()
+		errs, values, err := mvcc.PessimisticLock(s.db, b, req)
+		if err != nil {
+			b.Close()
+			guard.Release()
+			return nil, err
+		}
+		if hasErr(errs) {
+			b.Close()
+			guard.Release()
+			resp.Errors = keyErrors(errs)
+			if onlyLocked(resp.Errors) && time.Now().Before(deadline) {
+				select {
+				case <-time.After(backoff):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				backoff = min(backoff*2, 50*time.Millisecond)
+				continue
+			}
+			return resp, nil
+		}
+		rerr, err = s.propose(ctx, p, b)
+		b.Close()
+		guard.Release()
+		resp.RegionError = rerr
+		if req.ReturnValues {
+			resp.Values = values
+		}
+		return resp, err
+	}
+}
+
+func onlyLocked(errs []*kvpb.KeyError) bool {
+	for _, e := range errs {
+		if e.Locked == nil {
+			return false
+		}
+	}
+	return len(errs) > 0
+}
+
+// KvPessimisticRollback implements kvpb.KvServer.
+func (s *Server) KvPessimisticRollback(ctx context.Context, req *kvpb.PessimisticRollbackRequest) (*kvpb.PessimisticRollbackResponse, error) {
+	resp := &kvpb.PessimisticRollbackResponse{}
+	p, rerr := s.route(req.Context, req.Keys...)
+	if rerr != nil {
+		resp.RegionError = rerr
+		return resp, nil
+	}
+	guard := s.cm.Acquire(req.Keys)
+	defer guard.Release()
+	b := s.db.NewBatch()
+	defer b.Close()
+	if ke, err := keyError(mvcc.PessimisticRollback(s.db, b, req.Keys, req.StartVersion, req.ForUpdateTs)); ke != nil || err != nil {
+		if ke != nil {
+			resp.Errors = []*kvpb.KeyError{ke}
+		}
+		return resp, err
+	}
+	rerr, err := s.propose(ctx, p, b)
+	resp.RegionError = rerr
+	return resp, err
+}
+
+// KvTxnHeartBeat implements kvpb.KvServer.
+func (s *Server) KvTxnHeartBeat(ctx context.Context, req *kvpb.TxnHeartBeatRequest) (*kvpb.TxnHeartBeatResponse, error) {
+	resp := &kvpb.TxnHeartBeatResponse{}
+	p, rerr := s.route(req.Context, req.PrimaryLock)
+	if rerr != nil {
+		resp.RegionError = rerr
+		return resp, nil
+	}
+	guard := s.cm.Acquire([][]byte{req.PrimaryLock})
+	defer guard.Release()
+	b := s.db.NewBatch()
+	defer b.Close()
+	ttl, err := mvcc.TxnHeartBeat(s.db, b, req.PrimaryLock, req.StartVersion, req.AdviseLockTtl)
+	if ke, err := keyError(err); ke != nil || err != nil {
+		resp.Error = ke
+		return resp, err
+	}
+	if rerr, err := s.propose(ctx, p, b); rerr != nil || err != nil {
+		resp.RegionError = rerr
+		return resp, err
+	}
+	resp.LockTtl = ttl
+	return resp, nil
+}
