@@ -152,8 +152,10 @@ func (h *serverHarness) ExecuteQueryContext(ctx context.Context, statement strin
 	return cols, results, nil
 }
 
-// GetTimeout is the per-record limit, in seconds, that the runner enforces.
-func (h *serverHarness) GetTimeout() int64 { return int64(h.timeout / time.Second) }
+// GetTimeout is the per-record limit, in whole seconds, that the runner
+// enforces. It is at least one second: zero would mean the runner's own
+// default of twenty minutes.
+func (h *serverHarness) GetTimeout() int64 { return max(1, int64(h.timeout/time.Second)) }
 
 // schemaLetter maps a column's MySQL type, as the go-sql-driver names it, to the
 // sqllogictest result type: I integer, R real (decimal or floating point), T
