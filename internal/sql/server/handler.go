@@ -49,6 +49,8 @@ var _ mysql.Handler = (*handler)(nil)
 func (h *handler) NewConnection(c *mysql.Conn) {
 	c.StatusFlags |= mysql.ServerStatusAutocommit
 	c.ClientData = &connState{stmts: make(map[uint32]*strsql.PreparedStmt)}
+	metricConnectionsTotal.Inc()
+	metricConnectionsOpen.Inc()
 	h.mu.Lock()
 	h.conns[c.ConnectionID] = c
 	h.mu.Unlock()
@@ -59,6 +61,7 @@ func (h *handler) ConnectionClosed(c *mysql.Conn) {
 	h.mu.Lock()
 	delete(h.conns, c.ConnectionID)
 	h.mu.Unlock()
+	metricConnectionsOpen.Dec()
 	if st, ok := c.ClientData.(*connState); ok && st.sess != nil {
 		st.sess.Close()
 		st.sess = nil
@@ -67,6 +70,7 @@ func (h *handler) ConnectionClosed(c *mysql.Conn) {
 
 // ConnectionAborted implements mysql.Handler.
 func (h *handler) ConnectionAborted(c *mysql.Conn, reason string) error {
+	metricConnectionsAborted.Inc()
 	h.log.Info("connection aborted", "conn", c.ConnectionID, "remote", remoteString(c), "reason", reason)
 	return nil
 }
@@ -104,6 +108,7 @@ func (h *handler) recoverCommand(c *mysql.Conn, errp *error) {
 	if r == nil {
 		return
 	}
+	metricPanics.Inc()
 	h.log.Error("panic while serving connection; closing it",
 		"conn", c.ConnectionID, "remote", remoteString(c), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 	if st, ok := c.ClientData.(*connState); ok && st.sess != nil {
@@ -133,6 +138,7 @@ func syncStatus(c *mysql.Conn, sess session) {
 // ComInitDB implements mysql.Handler (COM_INIT_DB and the database named
 // in the handshake).
 func (h *handler) ComInitDB(c *mysql.Conn, schemaName string) (err error) {
+	defer func() { metricsInitDB.observe(err) }()
 	defer h.recoverCommand(c, &err)
 	st := h.state(c)
 	if err := st.sess.UseDB(schemaName); err != nil {
@@ -144,6 +150,7 @@ func (h *handler) ComInitDB(c *mysql.Conn, schemaName string) (err error) {
 // ComQuery implements mysql.Handler for clients without multi-statements:
 // a query holding several statements is a syntax error, as in MySQL.
 func (h *handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (err error) {
+	defer func() { metricsQuery.observe(err) }()
 	defer h.recoverCommand(c, &err)
 	st := h.state(c)
 	if first, rest := splitFirstStatement(query); rest != "" {
@@ -157,6 +164,7 @@ func (h *handler) ComQuery(ctx context.Context, c *mysql.Conn, query string, cal
 // query and returns the rest, which vitess hands back until it is empty.
 // After an error the rest is dropped, as MySQL stops at the first failure.
 func (h *handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string, callback mysql.ResultSpoolFn) (rest string, err error) {
+	defer func() { metricsQuery.observe(err) }()
 	defer h.recoverCommand(c, &err)
 	st := h.state(c)
 	first, rest := splitFirstStatement(query)
@@ -219,6 +227,7 @@ func sendResult(res *strsql.Result, binary bool, send func(*sqltypes.Result) err
 // with its own grammar (it rejects what it cannot parse before calling
 // here); the parameter count and columns sent to the client are ours.
 func (h *handler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, prepare *mysql.PrepareData) (fields []*querypb.Field, err error) {
+	defer func() { metricsPrepare.observe(err) }()
 	defer h.recoverCommand(c, &err)
 	st := h.state(c)
 	h.releaseClosedStatements(c, st)
@@ -256,6 +265,7 @@ func (h *handler) releaseClosedStatements(c *mysql.Conn, st *connState) {
 
 // ComStmtExecute implements mysql.Handler.
 func (h *handler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *mysql.PrepareData, callback func(*sqltypes.Result) error) (err error) {
+	defer func() { metricsExecute.observe(err) }()
 	defer h.recoverCommand(c, &err)
 	st := h.state(c)
 	ps, ok := st.stmts[prepare.StatementID]

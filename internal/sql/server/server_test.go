@@ -17,6 +17,8 @@ import (
 	"github.com/dolthub/vitess/go/sqltypes"
 	gomysql "github.com/go-sql-driver/mysql"
 	pmysql "github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/strata-db/strata/internal/sql/types"
 )
@@ -748,4 +750,39 @@ func TestResetConnectionStartsAFreshSessionOnTheSameDatabase(t *testing.T) {
 	if fresh.closed || fresh.db != "sbtest" || fresh.inTxn {
 		t.Fatalf("fresh session closed=%v db=%q inTxn=%v", fresh.closed, fresh.db, fresh.inTxn)
 	}
+}
+
+func TestMetricsCountCommandsAndErrors(t *testing.T) {
+	ts := startDefaultServer(t)
+	db := ts.openDB(t, "root", "test", "")
+	before := metricValue(t, metricCommandErrors.WithLabelValues("query"))
+	servedBefore := metricValue(t, metricCommands.WithLabelValues("execute"))
+	if _, err := db.Exec("INSERT dup"); err == nil {
+		t.Fatal("INSERT dup succeeded")
+	}
+	var v string
+	if err := db.QueryRow("SELECT ?", 5).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if got := metricValue(t, metricCommandErrors.WithLabelValues("query")) - before; got != 1 {
+		t.Errorf("query errors grew by %v, want 1", got)
+	}
+	if got := metricValue(t, metricCommands.WithLabelValues("execute")) - servedBefore; got != 1 {
+		t.Errorf("executes grew by %v, want 1", got)
+	}
+	if open := metricValue(t, metricConnectionsOpen); open < 1 {
+		t.Errorf("connections_open = %v with a connection open", open)
+	}
+}
+
+func metricValue(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	if c := out.GetCounter(); c != nil {
+		return c.GetValue()
+	}
+	return out.GetGauge().GetValue()
 }

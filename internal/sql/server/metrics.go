@@ -1,0 +1,61 @@
+package server
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Process-wide metrics of the MySQL front end, registered with the default
+// Prometheus registry (served by the node's /metrics).
+var (
+	metricConnectionsOpen = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "mysql", Name: "connections_open",
+		Help: "Client connections currently open (authenticated or not).",
+	})
+	metricConnectionsTotal = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "mysql", Name: "connections_total",
+		Help: "Client connections accepted.",
+	})
+	metricConnectionsAborted = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "mysql", Name: "connections_aborted_total",
+		Help: "Connections dropped before the handshake completed (failed authentication, malformed handshake).",
+	})
+	metricPanics = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "mysql", Name: "panics_total",
+		Help: "Panics recovered while serving a command; each cost its connection.",
+	})
+	metricCommands = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "mysql", Name: "commands_total",
+		Help: "Protocol commands served, by command.",
+	}, []string{"command"})
+	metricCommandErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "mysql", Name: "command_errors_total",
+		Help: "Protocol commands answered with an error, by command.",
+	}, []string{"command"})
+)
+
+// commandMetrics are the per-command counters, resolved once.
+type commandMetrics struct {
+	served, failed prometheus.Counter
+}
+
+func newCommandMetrics(command string) commandMetrics {
+	return commandMetrics{served: metricCommands.WithLabelValues(command), failed: metricCommandErrors.WithLabelValues(command)}
+}
+
+var (
+	metricsQuery   = newCommandMetrics("query")
+	metricsPrepare = newCommandMetrics("prepare")
+	metricsExecute = newCommandMetrics("execute")
+	metricsInitDB  = newCommandMetrics("init_db")
+)
+
+// observe counts one command and whether it failed.
+func (m commandMetrics) observe(err error) {
+	m.served.Inc()
+	if err != nil {
+		m.failed.Inc()
+	}
+}
+
+func init() {
+	prometheus.MustRegister(metricConnectionsOpen, metricConnectionsTotal, metricConnectionsAborted,
+		metricPanics, metricCommands, metricCommandErrors)
+}
