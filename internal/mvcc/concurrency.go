@@ -79,7 +79,9 @@ type Guard struct {
 
 // Acquire blocks until it holds the latches of all keys and returns them as
 // a Guard. The guard may be released from another goroutine (for example the
-// one that applies the writer's Raft entry).
+// one that applies the writer's Raft entry). Latches are not reentrant: a
+// goroutine holding a guard must not Acquire again before releasing it, since
+// any two keys may share a slot.
 func (c *Concurrency) Acquire(keys [][]byte) *Guard {
 	slots := make([]int, 0, len(keys))
 	for _, k := range keys {

@@ -270,6 +270,9 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 				break
 			}
 		}
+		if err := wIt.Error(); err != nil {
+			return nil, err
+		}
 		if found {
 			pairs = append(pairs, &kvpb.KvPair{Key: cur, Value: value})
 		}

@@ -257,10 +257,15 @@ func Prewrite(r pebble.Reader, b *pebble.Batch, req *kvpb.PrewriteRequest) ([]er
 // this transaction's pessimistic locks removed). Errors are as for Prewrite.
 //
 // commitTS must exceed the start ts, the for-update ts and every read ts this
-// region has served (the concurrency manager's MaxTS), and be at least the
-// requested min commit ts; see Concurrency.LockMemory. A retry of a one-phase
-// commit that already succeeded writes nothing and succeeds; the keys then
-// keep their original commit ts, not commitTS.
+// region has served (Concurrency.MaxTS), and be at least the requested min
+// commit ts; see Concurrency. Exceeding the for-update ts matters: a
+// pessimistic transaction allows writes committed up to it, and a commit
+// below one of those would hide under it (a lost update). A commitTS that
+// breaks these rules is the caller's bug: OnePC then returns
+// *InvalidRequestError as its second result and writes nothing.
+//
+// A retry of a one-phase commit that already succeeded writes nothing and
+// succeeds; the keys then keep their original commit ts, not commitTS.
 func OnePC(r pebble.Reader, b *pebble.Batch, req *kvpb.PrewriteRequest, commitTS uint64) ([]error, error) {
 	if commitTS <= req.StartVersion || commitTS <= req.ForUpdateTs || commitTS < req.MinCommitTs {
 		return nil, &InvalidRequestError{Reason: "one-phase commit ts must exceed start and for-update ts and reach min commit ts"}
@@ -407,8 +412,9 @@ type TxnStatus struct {
 //     (Action TTLExpireRollback);
 //   - present and alive: report its TTL; if the lock has a min commit ts
 //     (the owner accepts pushes) at or below callerStartTS, push it to
-//     callerStartTS+1 so the caller can read past the lock
-//     (Action MinCommitTSPushed);
+//     callerStartTS+1 (Action MinCommitTSPushed): the transaction now
+//     commits above the caller's read ts, so the caller may read past all
+//     its locks by passing lockTS in Get's bypassLocks;
 //   - committed: report the commit ts; rolled back: report zeros;
 //   - no trace at all: write a rollback record when rollbackIfNotExist
 //     (Action LockNotExistRollback), else *TxnNotFoundError.
