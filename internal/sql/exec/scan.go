@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"bytes"
+	"sort"
 	"sync"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -405,6 +407,7 @@ func (s *scanExec) computeRanges(c *Context) error {
 				s.ranges = append(s.ranges, kr)
 			}
 		}
+		s.ranges = disjoint(s.ranges)
 		return nil
 	}
 	return nil
@@ -544,4 +547,25 @@ func (s *scanExec) indexRange(c *Context, r plan.Range) ([2][]byte, bool, error)
 		return [2][]byte{}, false, nil
 	}
 	return [2][]byte{start, end}, true, nil
+}
+
+// disjoint sorts key ranges and merges overlapping ones, so that an IN list
+// with repeated or overlapping values reads every entry once.
+func disjoint(rs [][2][]byte) [][2][]byte {
+	if len(rs) < 2 {
+		return rs
+	}
+	sort.Slice(rs, func(i, j int) bool { return bytes.Compare(rs[i][0], rs[j][0]) < 0 })
+	out := rs[:1]
+	for _, r := range rs[1:] {
+		last := &out[len(out)-1]
+		if last[1] == nil || bytes.Compare(r[0], last[1]) < 0 {
+			if last[1] != nil && (r[1] == nil || bytes.Compare(r[1], last[1]) > 0) {
+				last[1] = r[1]
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
