@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 
@@ -25,6 +26,9 @@ func (s *staged) del(key []byte)        { s.ops = append(s.ops, stagedOp{key: ke
 
 func (s *staged) applyTo(b *pebble.Batch) error {
 	for _, op := range s.ops {
+		if invariantsEnabled {
+			checkStagedOp(op)
+		}
 		var err error
 		if op.del {
 			err = b.Delete(op.key, nil)
@@ -36,6 +40,37 @@ func (s *staged) applyTo(b *pebble.Batch) error {
 		}
 	}
 	return nil
+}
+
+// checkStagedOp panics if op is not a well-formed MVCC engine write.
+func checkStagedOp(op stagedOp) {
+	k := op.key
+	if len(k) < 2 || k[0] != Prefix {
+		panic(fmt.Sprintf("mvcc: staged key %q outside the MVCC prefix", k))
+	}
+	switch k[1] {
+	case lockCF:
+		if !op.del {
+			if _, err := decodeLock(op.value); err != nil {
+				panic(fmt.Sprintf("mvcc: staged lock of %q does not decode: %v", k, err))
+			}
+		}
+	case writeCF:
+		if _, _, err := decodeWriteKey(k); err != nil {
+			panic(err)
+		}
+		if !op.del {
+			if _, err := decodeWrite(op.value); err != nil {
+				panic(fmt.Sprintf("mvcc: staged write of %q does not decode: %v", k, err))
+			}
+		}
+	case dataCF:
+		if _, rest, err := decodeEscaped(k[2:]); err != nil || len(rest) != 8 {
+			panic(fmt.Sprintf("mvcc: malformed data key %q", k))
+		}
+	default:
+		panic(fmt.Sprintf("mvcc: staged key %q in unknown column family", k))
+	}
 }
 
 // putWrite stages write record w of key at commitTS, taking care of an
@@ -606,11 +641,10 @@ func TxnHeartBeat(r pebble.Reader, b *pebble.Batch, primary []byte, startTS, adv
 	if l == nil || l.startTS != startTS {
 		return 0, &TxnNotFoundError{StartTS: startTS, Primary: slices.Clone(primary)}
 	}
+	var s staged
 	if adviseTTL > l.ttl {
 		l.ttl = adviseTTL
-		if err := b.Set(lockKey(primary), l.encode(), nil); err != nil {
-			return 0, err
-		}
+		s.set(lockKey(primary), l.encode())
 	}
-	return l.ttl, nil
+	return l.ttl, s.applyTo(b)
 }
