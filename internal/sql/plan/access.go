@@ -86,16 +86,14 @@ func analyze(conds []ast.ExprNode, sc *scope) map[int]*colPred {
 	for _, c := range conds {
 		switch x := unparen(c).(type) {
 		case *ast.BinaryOperationExpr:
-			op, ok := flip[x.Op]
+			flipped, ok := flip[x.Op]
 			if !ok {
 				continue
 			}
-			col, val := x.L, x.R
+			col, val, op := x.L, x.R, x.Op
 			if _, isCol := columnOf(col, sc); !isCol {
-				col, val = x.R, x.L
-				op = flip[op]
-			} else {
-				op = x.Op
+				// const op col  ==  col flipped(op) const
+				col, val, op = x.R, x.L, flipped
 			}
 			idx, isCol := columnOf(col, sc)
 			if !isCol || !isConst(val, sc) {
