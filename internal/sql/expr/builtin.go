@@ -114,6 +114,10 @@ func (c *compiler) funcCall(n *ast.FuncCallExpr) (Expr, error) {
 			nodes = nodes[:2]
 		}
 	}
+	switch name {
+	case "date_add", "date_sub", "adddate", "subdate":
+		return c.dateArithCall(name, nodes)
+	}
 	args, err := c.compileAll(nodes)
 	if err != nil {
 		return nil, err
@@ -254,10 +258,20 @@ func init() {
 		"hour":              {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retInt, eval: evalTimePart(types.Time.Hour)},
 		"minute":            {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retInt, eval: evalTimePart(types.Time.Minute)},
 		"second":            {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retInt, eval: evalTimePart(types.Time.Second)},
+		"datediff":          {minArgs: 2, maxArgs: 2, nullIfNullArg: true, retType: retInt, eval: evalDatediff},
+		"unix_timestamp":    {minArgs: 0, maxArgs: 1, volatile: true, retType: retUnixTimestamp, eval: evalUnixTimestamp},
+		"from_unixtime":     {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retFromUnixtime, eval: evalFromUnixtime},
+		"date_format":       {minArgs: 2, maxArgs: 2, nullIfNullArg: true, retType: retShortString, eval: evalDateFormat},
 		// Information functions.
-		"database": {minArgs: 0, maxArgs: 0, volatile: true, retType: retShortString, eval: evalDatabase},
-		"schema":   {minArgs: 0, maxArgs: 0, volatile: true, retType: retShortString, eval: evalDatabase},
-		"version":  {minArgs: 0, maxArgs: 0, retType: retShortString, eval: evalVersion},
+		"user":           {minArgs: 0, maxArgs: 0, volatile: true, retType: retShortString, eval: evalUser},
+		"current_user":   {minArgs: 0, maxArgs: 0, volatile: true, retType: retShortString, eval: evalUser},
+		"session_user":   {minArgs: 0, maxArgs: 0, volatile: true, retType: retShortString, eval: evalUser},
+		"system_user":    {minArgs: 0, maxArgs: 0, volatile: true, retType: retShortString, eval: evalUser},
+		"connection_id":  {minArgs: 0, maxArgs: 0, volatile: true, retType: retUint, eval: evalConnectionID},
+		"last_insert_id": {minArgs: 0, maxArgs: 0, volatile: true, retType: retUint, eval: evalLastInsertID},
+		"database":       {minArgs: 0, maxArgs: 0, volatile: true, retType: retShortString, eval: evalDatabase},
+		"schema":         {minArgs: 0, maxArgs: 0, volatile: true, retType: retShortString, eval: evalDatabase},
+		"version":        {minArgs: 0, maxArgs: 0, retType: retShortString, eval: evalVersion},
 	}
 }
 
@@ -265,7 +279,19 @@ func init() {
 
 func retInt([]Expr) *ptypes.FieldType    { return intType(mysql.MaxIntWidth, false) }
 func retDouble([]Expr) *ptypes.FieldType { return doubleType() }
-func retDate([]Expr) *ptypes.FieldType   { return timeType(mysql.TypeDate, 0) }
+func retUint([]Expr) *ptypes.FieldType   { return intType(mysql.MaxIntWidth, true) }
+
+func retUnixTimestamp(args []Expr) *ptypes.FieldType {
+	if len(args) == 1 && classOf(args[0].Type()) == classTime && args[0].Type().GetDecimal() > 0 {
+		return decimalType(18, args[0].Type().GetDecimal())
+	}
+	return intType(mysql.MaxIntWidth, false)
+}
+
+func retFromUnixtime(args []Expr) *ptypes.FieldType {
+	return timeType(mysql.TypeDatetime, min(max(scaleOf(args[0].Type()), 0), types.MaxFsp))
+}
+func retDate([]Expr) *ptypes.FieldType { return timeType(mysql.TypeDate, 0) }
 func retLongString([]Expr) *ptypes.FieldType {
 	return stringType(mysql.MaxBlobWidth)
 }

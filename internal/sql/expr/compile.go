@@ -383,6 +383,8 @@ func foldable(e Expr) bool {
 		kids = []Expr{n.A, n.B}
 	case *Cast:
 		kids = []Expr{n.E}
+	case *DateArith:
+		kids = []Expr{n.Date, n.Interval}
 	case *Func:
 		if n.def.volatile {
 			return false

@@ -130,10 +130,13 @@ func TestEval(t *testing.T) {
 			}
 			var warnings []error
 			ctx := &EvalContext{
-				Warnings: &warnings,
-				Now:      time.Date(2024, 2, 29, 13, 14, 15, 123456789, time.UTC),
-				Database: "test",
-				Vars:     testVars{"x": types.NewInt(42), "@@autocommit": types.NewInt(1)},
+				Warnings:     &warnings,
+				Now:          time.Date(2024, 2, 29, 13, 14, 15, 123456789, time.UTC),
+				Database:     "test",
+				Vars:         testVars{"x": types.NewInt(42), "@@autocommit": types.NewInt(1)},
+				User:         "root@localhost",
+				ConnectionID: 9,
+				LastInsertID: 17,
 			}
 			d, err := e.Eval(ctx, row)
 			switch {

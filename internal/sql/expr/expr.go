@@ -56,8 +56,13 @@ type EvalContext struct {
 	Params   []types.Datum // values of ? markers, by ParamMarkerExpr.Offset
 	Vars     VarReader     // may be nil: variables then read as NULL
 	Warnings *[]error      // may be nil: warnings are then dropped
-	Now      time.Time     // statement start, for NOW() and friends
-	Database string        // current database, for DATABASE()
+	// Now is the statement start, for NOW() and friends; its Location is
+	// the session time zone (UNIX_TIMESTAMP, FROM_UNIXTIME).
+	Now          time.Time
+	Database     string // current database, for DATABASE()
+	User         string // 'user@host', for USER() and CURRENT_USER()
+	ConnectionID uint64 // for CONNECTION_ID()
+	LastInsertID uint64 // for LAST_INSERT_ID()
 }
 
 // Warn records a warning (a *sqlerr.Error) if the context collects them.

@@ -188,6 +188,7 @@ func aggregateType(fts []*ptypes.FieldType) *ptypes.FieldType {
 		timeTp                      byte
 		fsp, scale, intDigits, clen int
 		binary                      = true
+		anySigned                   bool
 	)
 	for _, ft := range fts {
 		c := classOf(ft)
@@ -204,7 +205,7 @@ func aggregateType(fts []*ptypes.FieldType) *ptypes.FieldType {
 		}
 		switch c {
 		case classInt:
-			allUnsigned = false
+			allUnsigned, anySigned = false, true
 		case classUint:
 		case classDecimal:
 			allInt, allUnsigned = false, false
@@ -242,10 +243,22 @@ func aggregateType(fts []*ptypes.FieldType) *ptypes.FieldType {
 		return ft
 	case anyReal:
 		return doubleType()
+	case allInt && !allUnsigned && anySigned && anyUnsignedIn(fts):
+		// BIGINT and BIGINT UNSIGNED together only fit a DECIMAL.
+		return decimalType(intDigits+1, 0)
 	case allInt:
 		return intType(intDigits, allUnsigned)
 	}
 	return decimalType(intDigits+scale, scale)
+}
+
+func anyUnsignedIn(fts []*ptypes.FieldType) bool {
+	for _, ft := range fts {
+		if classOf(ft) == classUint {
+			return true
+		}
+	}
+	return false
 }
 
 // coerce converts a runtime value to the class of a statically aggregated
