@@ -34,9 +34,10 @@
 // Percolator two-phase commit: Prewrite locks every key (the lock on the
 // primary key is the transaction's single point of truth); Commit turns the
 // primary's lock into a write record at the commit ts, which commits the
-// transaction, then the secondaries' locks. A reader at ts that meets a lock
-// of a transaction that started at or below ts cannot know the key's value
-// and fails with *LockedError; the client asks the primary's region
+// transaction, then the secondaries' locks. A reader at ts that meets a Put
+// or Del lock of a transaction that started at or below ts cannot know the
+// key's value and fails with *LockedError (Lock and PessimisticLock locks
+// change no value and never block readers); the client asks the primary's region
 // (CheckTxnStatus), which rolls the transaction back once its lock's TTL has
 // expired, and then resolves the lock (ResolveLock) to the primary's fate.
 // Rollback records at ts == start ts keep a prewrite that arrives late from

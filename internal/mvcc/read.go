@@ -162,8 +162,9 @@ func lockBlocksRead(l *lock, readTS uint64, bypassLocks []uint64) bool {
 //
 // A Put or Del lock of a transaction that started at or below readTS (and may
 // therefore commit at or below it) makes the read fail with *LockedError,
-// unless its start ts is in bypassLocks (transactions the reader already
-// found committed above readTS or rolled back). Pessimistic and Lock-type
+// unless its min commit ts is above readTS or its start ts is in bypassLocks
+// (transactions the reader already found rolled back, committed above
+// readTS, or pushed above readTS by CheckTxnStatus). Pessimistic and Lock-type
 // locks never block reads: committing them changes no value. The returned
 // value is a copy.
 func Get(r pebble.Reader, key []byte, readTS uint64, bypassLocks []uint64) (value []byte, found bool, err error) {
