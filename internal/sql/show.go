@@ -336,5 +336,15 @@ func (s *Session) runExplain(ctx context.Context, n *ast.ExplainStmt) (*Result, 
 	for _, line := range plan.Explain(p) {
 		res.Rows = append(res.Rows, textRow(line))
 	}
+	for i, sq := range c.subqueries {
+		kind := "uncorrelated"
+		if sq.Correlated {
+			kind = "correlated"
+		}
+		res.Rows = append(res.Rows, textRow(fmt.Sprintf("Subquery %d (%s): %s", i+1, kind, sq.String())))
+		for _, line := range plan.Explain(sq.Plan) {
+			res.Rows = append(res.Rows, textRow("  "+line))
+		}
+	}
 	return res, nil
 }

@@ -280,7 +280,7 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 				}
 				idx = len(proj.Exprs)
 				proj.Exprs = append(proj.Exprs, e)
-				proj.cols = append(proj.cols, &Column{Type: e.Type()})
+				proj.cols = append(proj.cols, &Column{Name: e.String(), Type: e.Type()})
 			}
 			keys = append(keys, SortKey{Expr: expr.NewColumn(idx, proj.cols[idx].Type, proj.cols[idx].Name), Desc: it.Desc})
 		}

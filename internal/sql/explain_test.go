@@ -1,0 +1,49 @@
+package sql
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// TestExplain checks the planner's access-path choices: testdata/explain
+// holds a schema, queries and the EXPLAIN trees they must produce.
+//
+//	exec      statements; prints "ok" or the error
+//	explain   one statement; prints its plan tree
+//	query     one statement; prints its rows
+func TestExplain(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		s := newTestSession(t)
+		ctx := context.Background()
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			switch d.Cmd {
+			case "exec":
+				if _, err := s.Execute(ctx, d.Input); err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				return "ok\n"
+			case "explain":
+				rs, err := s.Execute(ctx, "EXPLAIN "+d.Input)
+				if err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				return rowsText(rs[0].Rows) + "\n"
+			case "query":
+				rs, err := s.Execute(ctx, d.Input)
+				if err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				out := rowsText(rs[len(rs)-1].Rows)
+				if out == "" {
+					return "(no rows)\n"
+				}
+				return strings.TrimRight(out, "\n") + "\n"
+			}
+			t.Fatalf("unknown command %s", d.Cmd)
+			return ""
+		})
+	})
+}
