@@ -44,6 +44,10 @@ func testColumns(t testing.TB) []testColumn {
 	if err != nil {
 		t.Fatal(err)
 	}
+	day, err := types.ParseTime("2020-01-02", mysql.TypeDate, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return []testColumn{
 		{"i", newFT(mysql.TypeLong, 11, 0, 0), types.NewInt(7)},
 		{"j", newFT(mysql.TypeLong, 11, 0, 0), types.NewInt(-3)},
@@ -54,6 +58,7 @@ func testColumns(t testing.TB) []testColumn {
 		{"f", newFT(mysql.TypeDouble, 22, -1, 0), types.NewFloat(2.5)},
 		{"s", newFT(mysql.TypeVarchar, 20, 0, 0), types.NewString("abc")},
 		{"t", newFT(mysql.TypeDatetime, 19, 0, 0), types.NewTime(tm)},
+		{"day", newFT(mysql.TypeDate, 10, 0, 0), types.NewTime(day)},
 	}
 }
 
@@ -109,7 +114,7 @@ func formatErr(err error) string {
 
 // TestEval runs testdata/eval: each "eval" block holds one expression per
 // line; the output is its value and kind, the static type with "type",
-// and any warnings. Columns i j n big u d f s t come from testColumns.
+// and any warnings. Columns i j n big u d f s t day come from testColumns.
 func TestEval(t *testing.T) {
 	cols := testColumns(t)
 	row := make([]types.Datum, len(cols))

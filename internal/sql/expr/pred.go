@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
@@ -49,7 +50,8 @@ func prepareTemporalConstant(c, other Expr) Expr {
 	if k.Value.Kind() != types.KindString && k.Value.Kind() != types.KindBytes {
 		return c
 	}
-	t, err := types.ParseTime(string(k.Value.Bytes()), other.Type().GetType(), types.MaxFsp)
+	// DATETIME even against a DATE: '2020-01-01 10:00' must not equal DATE '2020-01-01'.
+	t, err := types.ParseTime(string(k.Value.Bytes()), mysql.TypeDatetime, types.MaxFsp)
 	if err != nil {
 		return c
 	}

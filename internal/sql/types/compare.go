@@ -3,6 +3,8 @@ package types
 import (
 	"bytes"
 	"math"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 )
 
 // Compare orders a and b with MySQL's comparison rules and returns -1, 0 or
@@ -89,8 +91,9 @@ func Compare(a, b Datum) (int, error) {
 }
 
 func compareTimeString(t Time, s Datum) int {
-	tp := t.Type()
-	parsed, err := ParseTime(string(s.b), tp, MaxFsp)
+	// Parse as DATETIME even for a DATE operand: DATE '2020-01-01' is not
+	// equal to '2020-01-01 10:00:00'.
+	parsed, err := ParseTime(string(s.b), mysql.TypeDatetime, MaxFsp)
 	if err != nil {
 		return bytes.Compare(t.Append(nil), s.b)
 	}

@@ -200,6 +200,7 @@ func randomTime(t testing.TB, rng *rand.Rand) Time {
 
 func TestCompareAcrossKinds(t *testing.T) {
 	tm, _ := ParseTime("2020-01-02 03:04:05", mysql.TypeDatetime, 0)
+	day, _ := ParseTime("2020-01-02", mysql.TypeDate, 0)
 	for _, tc := range []struct {
 		a, b Datum
 		want int
@@ -218,6 +219,8 @@ func TestCompareAcrossKinds(t *testing.T) {
 		{NewTime(tm), NewString("2020-01-02 03:04:05"), 0},
 		{NewTime(tm), NewString("2020-01-03"), -1},
 		{NewTime(tm), NewInt(20200102030405), 0},
+		{NewTime(day), NewString("2020-01-02 10:00:00"), -1},
+		{NewTime(day), NewString("2020-01-02"), 0},
 		{Datum{}, NewInt(math.MinInt64), -1},
 		{Datum{}, Datum{}, 0},
 		{NewBytes([]byte{0xff}), NewString("a"), 1},
