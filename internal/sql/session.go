@@ -156,7 +156,9 @@ func (s *Session) begin(ctx context.Context) error {
 	if s.txn != nil {
 		return nil
 	}
-	txn, err := s.e.store.Begin(ctx, kv.TxnOptions{})
+	// Pessimistic: SELECT ... FOR UPDATE waits for conflicting row locks
+	// (up to the lock wait timeout) instead of failing at once.
+	txn, err := s.e.store.Begin(ctx, kv.TxnOptions{Pessimistic: true})
 	if err != nil {
 		return err
 	}

@@ -300,3 +300,41 @@ func TestShow(t *testing.T) {
 		t.Errorf("show columns: %s", cols)
 	}
 }
+
+func TestSelectForUpdateLocksRows(t *testing.T) {
+	e := newTestEngine(t)
+	a, b := e.NewSession("root", ""), e.NewSession("root", "")
+	setupSbtest(t, a)
+	mustExec(t, b, "USE sbtest")
+	mustExec(t, a, "BEGIN")
+	expectRows(t, a, "SELECT k FROM sbtest1 WHERE id = 2 FOR UPDATE", "3")
+	// Another transaction changes the locked row first: the locker's commit
+	// must fail rather than silently lose that update.
+	mustExec(t, b, "UPDATE sbtest1 SET k = 50 WHERE id = 2")
+	mustExec(t, a, "UPDATE sbtest1 SET k = k + 1 WHERE id = 2")
+	expectCode(t, a, "COMMIT", sqlerr.ErLockDeadlock)
+	expectRows(t, b, "SELECT k FROM sbtest1 WHERE id = 2", "50")
+	// Read-only transactions commit nothing and never conflict.
+	mustExec(t, a, "BEGIN")
+	expectRows(t, a, "SELECT COUNT(*) FROM sbtest1", "4")
+	mustExec(t, b, "DELETE FROM sbtest1 WHERE id = 4")
+	mustExec(t, a, "COMMIT")
+	if a.InTxn() {
+		t.Fatal("transaction still open after COMMIT")
+	}
+}
+
+func TestAutocommitOff(t *testing.T) {
+	s := newTestSession(t)
+	setupSbtest(t, s)
+	mustExec(t, s, "SET autocommit = 0")
+	mustExec(t, s, "DELETE FROM sbtest1 WHERE id = 1")
+	if !s.InTxn() {
+		t.Fatal("autocommit=0 did not keep the transaction open")
+	}
+	mustExec(t, s, "ROLLBACK")
+	expectRows(t, s, "SELECT COUNT(*) FROM sbtest1", "4")
+	mustExec(t, s, "DELETE FROM sbtest1 WHERE id = 1")
+	mustExec(t, s, "SET autocommit = 1") // commits the open transaction
+	expectRows(t, s, "SELECT COUNT(*) FROM sbtest1", "3")
+}
