@@ -40,6 +40,7 @@ type Arith struct {
 
 // NewArith builds L op R with MySQL's result type.
 func NewArith(op ArithOp, l, r Expr) Expr {
+	l, r = numericContext(l), numericContext(r)
 	return &Arith{Op: op, L: l, R: r, ft: arithType(op, l.Type(), r.Type())}
 }
 
@@ -412,6 +413,7 @@ type Neg struct {
 
 // NewNeg builds -e.
 func NewNeg(e Expr) Expr {
+	e = numericContext(e)
 	var ft *ptypes.FieldType
 	switch numericClass(e.Type()) {
 	case classReal:

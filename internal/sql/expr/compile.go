@@ -229,10 +229,10 @@ func literal(v *test_driver.ValueExpr) (Expr, error) {
 		ft.SetFlen(dec.Precision())
 		ft.SetDecimal(dec.Scale())
 	case test_driver.KindBinaryLiteral:
-		// x'..' and b'..' are binary strings (numbers in numeric context,
-		// which MySQL decides by context; Strata treats them as strings).
+		// x'..', 0x.. and b'..' are binary strings, and numbers where the
+		// context is numeric (see numericContext).
 		d = types.NewBytes([]byte(v.GetBinaryLiteral()))
-		ft = types.DefaultFieldTypeFor(d)
+		return &Constant{Value: d, ft: types.DefaultFieldTypeFor(d), bitLiteral: true}, nil
 	default:
 		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support literal of kind %d", v.Kind())
 	}

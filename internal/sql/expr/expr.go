@@ -84,8 +84,12 @@ type Column struct {
 	name string
 }
 
-// NewColumn returns an expression reading row[idx], of type ft, shown as name.
+// NewColumn returns an expression reading row[idx], of type ft, shown as
+// name. A nil ft means the type is only known at run time (like a ?).
 func NewColumn(idx int, ft *ptypes.FieldType, name string) Expr {
+	if ft == nil {
+		ft = unknownType
+	}
 	return &Column{Idx: idx, ft: ft, name: name}
 }
 
@@ -104,8 +108,27 @@ func (c *Column) String() string { return c.name }
 
 // Constant is a literal or a folded constant subexpression.
 type Constant struct {
-	Value types.Datum
-	ft    *ptypes.FieldType
+	Value      types.Datum
+	ft         *ptypes.FieldType
+	bitLiteral bool // a hex or bit literal: a number in numeric context
+}
+
+// numericContext returns e as an unsigned integer constant when it is a
+// hex/bit literal used where MySQL reads it as a number (0x41 + 0 is 65).
+func numericContext(e Expr) Expr {
+	k, ok := e.(*Constant)
+	if !ok || !k.bitLiteral {
+		return e
+	}
+	b := k.Value.Bytes()
+	if len(b) > 8 {
+		return e
+	}
+	var v uint64
+	for _, c := range b {
+		v = v<<8 | uint64(c)
+	}
+	return NewConstant(types.NewUint(v), nil)
 }
 
 // NewConstant returns a constant; a nil ft means types.DefaultFieldTypeFor(d).

@@ -37,6 +37,12 @@ type Comparison struct {
 // operand is parsed once here rather than on every row.
 func NewComparison(op CmpOp, l, r Expr) Expr {
 	l, r = prepareTemporalConstant(l, r), prepareTemporalConstant(r, l)
+	if isNumericClass(classOf(r.Type())) {
+		l = numericContext(l)
+	}
+	if isNumericClass(classOf(l.Type())) {
+		r = numericContext(r)
+	}
 	return &Comparison{Op: op, L: l, R: r}
 }
 
