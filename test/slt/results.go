@@ -18,8 +18,8 @@ type fileResult struct {
 	NotRun   int // records after a timeout, which the runner does not execute
 	Unparsed int // log entries whose outcome could not be recognised
 	Err      string
-	// Failures holds the log entries of failed records, up to the limit given
-	// to collectResults, in file order.
+	// Failures holds the log entries of records that failed or timed out, up
+	// to the limit given to collectResults, in file order.
 	Failures []string
 }
 
@@ -86,7 +86,9 @@ func collectResults(log io.Reader, full io.Writer, maxFailures int) fileResult {
 		case "timeout":
 			res.Timeouts++
 		case "did not run":
+			// Follows a timeout, which is already listed.
 			res.NotRun++
+			return
 		default:
 			res.Unparsed++
 		}

@@ -36,7 +36,8 @@ func TestCollectResultsCountsEveryOutcome(t *testing.T) {
 	if len(res.Failures) != 3 {
 		t.Fatalf("kept %d failures, want the limit of 3: %q", len(res.Failures), res.Failures)
 	}
-	if !strings.Contains(res.Failures[0], "select1.test:20") || !strings.Contains(res.Failures[1], "timeout") {
+	if !strings.Contains(res.Failures[0], "select1.test:20") || !strings.Contains(res.Failures[1], "timeout") ||
+		!strings.Contains(res.Failures[2], "select1.test:60") {
 		t.Errorf("failures out of order: %q", res.Failures)
 	}
 	if full.String() != log {
