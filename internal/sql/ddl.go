@@ -7,6 +7,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/charset"
+	"github.com/pingcap/tidb/pkg/parser/format"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/strata-db/strata/internal/sql/catalog"
 	"github.com/strata-db/strata/internal/sql/exec"
 	"github.com/strata-db/strata/internal/sql/expr"
+	"github.com/strata-db/strata/internal/sql/plan"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
 )
@@ -115,10 +117,9 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 		return true, catalog.DeleteDB(txn, d)
 	case *ast.CreateTableStmt:
 		return s.createTable(ctx, txn, schema, n)
+	case *ast.CreateViewStmt:
+		return s.createView(ctx, txn, schema, n)
 	case *ast.DropTableStmt:
-		if n.IsView {
-			return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support views")
-		}
 		var missing []string
 		changed := false
 		for _, tn := range n.Tables {
@@ -130,6 +131,9 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 			if t == nil {
 				missing = append(missing, db+"."+tn.Name.O)
 				continue
+			}
+			if n.IsView && !t.IsView() {
+				return false, sqlerr.New(1347, "HY000", "'%s.%s' is not VIEW", db, t.Name)
 			}
 			if err := catalog.DeleteTable(txn, t); err != nil {
 				return false, err
@@ -222,6 +226,53 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 		return true, catalog.PutTable(txn, nt)
 	}
 	return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this statement")
+}
+
+// createView validates the view's query against the current schema and
+// stores its text.
+func (s *Session) createView(ctx context.Context, txn kv.Txn, schema *catalog.Schema, n *ast.CreateViewStmt) (bool, error) {
+	db, err := s.dbName(n.ViewName.Schema.O)
+	if err != nil {
+		return false, err
+	}
+	d := schema.DB(db)
+	if d == nil {
+		return false, sqlerr.New(sqlerr.ErBadDB, "42000", "Unknown database '%s'", db)
+	}
+	old := schema.Table(db, n.ViewName.Name.O)
+	if old != nil && (!n.OrReplace || !old.IsView()) {
+		return false, sqlerr.New(sqlerr.ErTableExists, "42S01", "Table '%s' already exists", n.ViewName.Name.O)
+	}
+	var sb strings.Builder
+	if err := n.Select.Restore(format.NewRestoreCtx(format.DefaultRestoreFlags, &sb)); err != nil {
+		return false, err
+	}
+	b := plan.NewBuilder(schema, s.db)
+	b.ParseView = parseView
+	rs, ok := n.Select.(ast.ResultSetNode)
+	if !ok {
+		return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "view definition is not a query")
+	}
+	p, err := b.BuildQuery(rs)
+	if err != nil {
+		return false, err
+	}
+	if len(n.Cols) > 0 && len(n.Cols) != len(p.Columns()) {
+		return false, sqlerr.New(1353, "HY000", "In definition of view, derived table or common table expression, SELECT list and column names list have different column counts")
+	}
+	t := &catalog.TableInfo{DBID: d.ID, Name: n.ViewName.Name.O, ViewSQL: sb.String()}
+	for _, c := range n.Cols {
+		t.ViewColumns = append(t.ViewColumns, c.O)
+	}
+	if old != nil {
+		if err := catalog.DeleteTable(txn, old); err != nil {
+			return false, err
+		}
+	}
+	if t.ID, err = catalog.AllocID(ctx, txn); err != nil {
+		return false, err
+	}
+	return true, catalog.PutTable(txn, t)
 }
 
 // normalizeType fills the lengths, charset and collation MySQL implies.

@@ -213,6 +213,19 @@ func (s *Session) Execute(ctx context.Context, query string) ([]*Result, error) 
 	return results, nil
 }
 
+// parseView parses the stored SELECT of a view.
+func parseView(sql string) (ast.ResultSetNode, error) {
+	st, err := parser.New().ParseOneStmt(sql, "", "")
+	if err != nil {
+		return nil, parseError(err)
+	}
+	rs, ok := st.(ast.ResultSetNode)
+	if !ok {
+		return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "view definition is not a query")
+	}
+	return rs, nil
+}
+
 func parseError(err error) error {
 	msg := err.Error()
 	if i := strings.Index(msg, "]"); strings.HasPrefix(msg, "[") && i > 0 {
@@ -281,7 +294,7 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 	case *ast.ExplainStmt:
 		return s.runExplain(ctx, n)
 	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt,
-		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt:
+		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt, *ast.CreateViewStmt:
 		return s.runDDL(ctx, st)
 	}
 	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this statement")
@@ -294,6 +307,7 @@ func (s *Session) evalContext(params []types.Datum) *expr.EvalContext {
 // compile plans a statement against the transaction's schema.
 func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 	b := plan.NewBuilder(s.schema, s.db)
+	b.ParseView = parseView
 	c := &compiled{version: s.schema.Version}
 	var err error
 	switch n := st.(type) {

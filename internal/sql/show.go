@@ -119,7 +119,11 @@ func (s *Session) runShow(ctx context.Context, n *ast.ShowStmt) (*Result, error)
 				continue
 			}
 			if n.Full {
-				res.Rows = append(res.Rows, textRow(t.Name, "BASE TABLE"))
+				kind := "BASE TABLE"
+				if t.IsView() {
+					kind = "VIEW"
+				}
+				res.Rows = append(res.Rows, textRow(t.Name, kind))
 			} else {
 				res.Rows = append(res.Rows, textRow(t.Name))
 			}
@@ -138,6 +142,11 @@ func (s *Session) runShow(ctx context.Context, n *ast.ShowStmt) (*Result, error)
 		}
 		switch n.Tp {
 		case ast.ShowCreateTable:
+			if t.IsView() {
+				res.Columns = textColumns("View", "Create View")
+				res.Rows = append(res.Rows, textRow(t.Name, fmt.Sprintf("CREATE VIEW `%s` AS %s", t.Name, t.ViewSQL)))
+				break
+			}
 			res.Columns = textColumns("Table", "Create Table")
 			res.Rows = append(res.Rows, textRow(t.Name, ShowCreateTable(t)))
 		case ast.ShowColumns:

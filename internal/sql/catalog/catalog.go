@@ -90,7 +90,14 @@ type TableInfo struct {
 	NextColumnID int64  `json:"next_column_id"`
 	NextIndexID  int64  `json:"next_index_id"`
 	Comment      string `json:"comment,omitempty"`
+	// ViewSQL is the SELECT of a view (a table with no rows of its own);
+	// ViewColumns renames its output columns when set.
+	ViewSQL     string   `json:"view_sql,omitempty"`
+	ViewColumns []string `json:"view_columns,omitempty"`
 }
+
+// IsView reports whether t is a view.
+func (t *TableInfo) IsView() bool { return t.ViewSQL != "" }
 
 // AutoIncrementOffset returns the offset of the AUTO_INCREMENT column or -1.
 func (t *TableInfo) AutoIncrementOffset() int {

@@ -21,6 +21,9 @@ type Builder struct {
 	Schema     *catalog.Schema
 	DB         string
 	Subqueries []*Subquery
+	// ParseView parses the stored SELECT of a view.
+	ParseView func(sql string) (ast.ResultSetNode, error)
+	viewDepth int
 }
 
 // NewBuilder returns a planner over schema with db as the current database.
@@ -781,6 +784,9 @@ func (b *Builder) buildTableSource(ts *ast.TableSource, parent *scope, lock bool
 		if ts.AsName.O != "" {
 			alias = ts.AsName.O
 		}
+		if tbl.IsView() {
+			return b.buildView(sc, tbl, alias)
+		}
 		scan := &Scan{DB: db, Table: tbl, Alias: alias, Access: TableFullScan, Lock: lock}
 		for _, c := range tbl.Columns {
 			col := &Column{Name: c.Name, OrgName: c.Name, Table: alias, OrgTable: tbl.Name, DB: db, Type: c.Type}
@@ -815,6 +821,34 @@ func (b *Builder) buildTableSource(ts *ast.TableSource, parent *scope, lock bool
 		return &leaf{plan: p, scope: sc}, nil
 	}
 	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this table source")
+}
+
+// buildView plans a view as a derived table named alias.
+func (b *Builder) buildView(sc *scope, tbl *catalog.TableInfo, alias string) (*leaf, error) {
+	if b.ParseView == nil || b.viewDepth > 32 {
+		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "view %s cannot be expanded here", tbl.Name)
+	}
+	node, err := b.ParseView(tbl.ViewSQL)
+	if err != nil {
+		return nil, err
+	}
+	b.viewDepth++
+	p, err := b.buildResultSet(node, nil, nil)
+	b.viewDepth--
+	if err != nil {
+		return nil, err
+	}
+	cols := make([]*Column, len(p.Columns()))
+	for i, c := range p.Columns() {
+		cc := *c
+		cc.Table, cc.OrgTable = alias, tbl.Name
+		if i < len(tbl.ViewColumns) {
+			cc.Name = tbl.ViewColumns[i]
+		}
+		cols[i] = &cc
+		sc.add("", alias, &cc)
+	}
+	return &leaf{plan: &Projection{base: base{cols}, Child: p, Exprs: identity(p.Columns())}, scope: sc}, nil
 }
 
 func identity(cols []*Column) []expr.Expr {

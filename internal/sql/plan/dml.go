@@ -80,6 +80,9 @@ func (b *Builder) table(tn *ast.TableName) (string, *catalog.TableInfo, error) {
 	if t == nil {
 		return "", nil, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", db, tn.Name.O)
 	}
+	if t.IsView() {
+		return "", nil, sqlerr.New(1471, "HY000", "The target table %s of the DML is not updatable", t.Name)
+	}
 	return db, t, nil
 }
 
