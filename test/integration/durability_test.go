@@ -95,6 +95,11 @@ func TestAcknowledgedWritesSurviveKill9(t *testing.T) {
 		n.Start()
 		verifyPairs(t, n, attempted, acked)
 	}
+
+	// A clean shutdown (SIGTERM) and restart keeps everything too.
+	n.Stop()
+	n.Start()
+	verifyPairs(t, n, attempted, acked)
 }
 
 // writePair commits one row into each table in one transaction.

@@ -475,3 +475,53 @@ func writeRawPacket(t *testing.T, c net.Conn, seq byte, payload []byte) {
 		t.Fatalf("write: %v", err)
 	}
 }
+
+func TestLargeResultSetStreams(t *testing.T) {
+	n := StartNode(t)
+	mustExec(t, n.DB(t, ""), "CREATE DATABASE big")
+	db := n.DB(t, "big")
+	mustExec(t, db, "CREATE TABLE r (id INT PRIMARY KEY, pad VARCHAR(100))")
+	const rows = 5000
+	pad := strings.Repeat("x", 100)
+	for start := 0; start < rows; start += 500 {
+		var b strings.Builder
+		b.WriteString("INSERT INTO r VALUES ")
+		for i := start; i < start+500; i++ {
+			if i > start {
+				b.WriteByte(',')
+			}
+			b.WriteString("(" + strconv.Itoa(i) + ", '" + pad + "')")
+		}
+		mustExec(t, db, b.String())
+	}
+	for _, args := range [][]any{nil, {-1}} { // text protocol, then binary
+		q := "SELECT id, pad FROM r"
+		if args != nil {
+			q += " WHERE id > ?"
+		}
+		res, err := db.Query(q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count, sum := 0, 0
+		for res.Next() {
+			var id int
+			var p string
+			if err := res.Scan(&id, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p != pad {
+				t.Fatalf("row %d pad %q", id, p)
+			}
+			count++
+			sum += id
+		}
+		if err := res.Err(); err != nil {
+			t.Fatal(err)
+		}
+		res.Close()
+		if count != rows || sum != rows*(rows-1)/2 {
+			t.Fatalf("args %v: read %d rows (id sum %d)", args, count, sum)
+		}
+	}
+}
