@@ -193,7 +193,7 @@ func (s *Server) KvPrewrite(ctx context.Context, req *kvpb.PrewriteRequest) (*kv
 	if req.TryOnePc {
 		ml := s.cm.LockMemory(keys, req.StartVersion)
 		defer ml.Release()
-		commitTS = max(s.cm.MaxTS()+1, req.StartVersion+1, req.MinCommitTs)
+		commitTS = max(s.cm.MaxTS()+1, req.StartVersion+1, req.ForUpdateTs+1, req.MinCommitTs)
 		ml.SetCommitTS(commitTS)
 		errs, err := mvcc.OnePC(s.db, b, req, commitTS)
 		if err != nil {
@@ -367,6 +367,9 @@ func (s *Server) KvResolveLock(ctx context.Context, req *kvpb.ResolveLockRequest
 // the lock and reports a lock wait timeout.
 func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLockRequest) (*kvpb.PessimisticLockResponse, error) {
 	keys := mutationKeys(req.Mutations)
+	// A pessimistic transaction may later commit in one phase with a commit
+	// ts derived from max_ts; it must land above for_update_ts.
+	s.cm.UpdateMaxTS(req.ForUpdateTs)
 	deadline := time.Now().Add(time.Duration(req.WaitTimeoutMs) * time.Millisecond)
 	backoff := time.Millisecond
 	for {

@@ -10,6 +10,10 @@ import (
 	"github.com/strata-db/strata/kvpb"
 )
 
+// maxVersionSteps is how many versions a scan steps over with Next before
+// it seeks instead (seeks cost several times a Next).
+const maxVersionSteps = 8
+
 // getLock returns the lock on key, or nil.
 func getLock(r pebble.Reader, key []byte) (*lock, error) {
 	v, closer, err := r.Get(lockKey(key))
@@ -255,7 +259,22 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 		prefix := versionPrefix(writeCF, cur)
 		var value []byte
 		found := false
-		for valid := wIt.SeekGE(appendInvertedTS(prefix, readTS)); valid && bytes.HasPrefix(wIt.Key(), prefix); valid = wIt.Next() {
+		// Going forward the iterator already sits on cur's newest version;
+		// step over versions above readTS with Next, which is far cheaper
+		// than a seek, and seek only when there are many of them.
+		valid := true
+		if reverse {
+			valid = wIt.SeekGE(appendInvertedTS(prefix, readTS))
+		} else {
+			for steps := 0; valid && bytes.HasPrefix(wIt.Key(), prefix) && ^bigEndianTS(wIt.Key()[len(prefix):]) > readTS; steps++ {
+				if steps == maxVersionSteps {
+					valid = wIt.SeekGE(appendInvertedTS(prefix, readTS))
+					break
+				}
+				valid = wIt.Next()
+			}
+		}
+		for ; valid && bytes.HasPrefix(wIt.Key(), prefix); valid = wIt.Next() {
 			w, err := decodeWrite(wIt.Value())
 			if err != nil {
 				return nil, err
@@ -280,7 +299,16 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 		if reverse {
 			wValid = wIt.SeekLT(prefix)
 		} else {
-			wValid = wIt.SeekGE(versionPrefixEnd(prefix))
+			// Older versions of cur usually number a few: step over them
+			// before falling back to a seek past cur.
+			wValid = wIt.Valid()
+			for steps := 0; wValid && bytes.HasPrefix(wIt.Key(), prefix); steps++ {
+				if steps == maxVersionSteps {
+					wValid = wIt.SeekGE(versionPrefixEnd(prefix))
+					break
+				}
+				wValid = wIt.Next()
+			}
 		}
 	}
 	if err := wIt.Error(); err != nil {
