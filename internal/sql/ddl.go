@@ -464,10 +464,11 @@ func addIndex(t *catalog.TableInfo, name string, parts []*ast.IndexPartSpecifica
 		if c == nil {
 			return nil, sqlerr.New(sqlerr.ErKeyDoesNotExist, "42000", "Key column '%s' doesn't exist in table", p.Column.Name.O)
 		}
-		if p.Length > 0 {
-			return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support prefix indexes")
+		if p.Length > 0 && types.KindForFieldType(c.Type) != types.KindString && types.KindForFieldType(c.Type) != types.KindBytes {
+			return nil, sqlerr.New(1089, "HY000", "Incorrect prefix key; the used key part isn't a string, the used length is longer than the key part, or the storage engine doesn't support unique prefix keys")
 		}
 		ix.Columns = append(ix.Columns, c.Offset)
+		ix.Lengths = append(ix.Lengths, max(p.Length, 0))
 	}
 	if ix.Name == "" {
 		base := t.Columns[ix.Columns[0]].Name

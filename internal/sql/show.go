@@ -297,6 +297,9 @@ func ShowCreateTable(t *catalog.TableInfo) string {
 		cols := make([]string, len(ix.Columns))
 		for i, off := range ix.Columns {
 			cols[i] = "`" + t.Columns[off].Name + "`"
+			if i < len(ix.Lengths) && ix.Lengths[i] > 0 {
+				cols[i] += fmt.Sprintf("(%d)", ix.Lengths[i])
+			}
 		}
 		switch {
 		case ix.Primary:

@@ -72,6 +72,20 @@ type IndexInfo struct {
 	Columns []int  `json:"columns"`
 	Unique  bool   `json:"unique"`
 	Primary bool   `json:"primary"`
+	// Lengths holds, per column, the prefix length in characters of a
+	// prefix index part (0: the whole value). Prefix indexes enforce
+	// uniqueness but are never used as access paths.
+	Lengths []int `json:"lengths,omitempty"`
+}
+
+// IsPrefix reports whether some part of the index is a column prefix.
+func (ix *IndexInfo) IsPrefix() bool {
+	for _, l := range ix.Lengths {
+		if l > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // TableInfo describes a table.

@@ -30,8 +30,31 @@ func indexVals(ix *catalog.IndexInfo, row []types.Datum) []types.Datum {
 	vals := make([]types.Datum, len(ix.Columns))
 	for i, off := range ix.Columns {
 		vals[i] = row[off]
+		if i < len(ix.Lengths) && ix.Lengths[i] > 0 {
+			vals[i] = prefixOf(vals[i], ix.Lengths[i])
+		}
 	}
 	return vals
+}
+
+// prefixOf cuts a string to n characters (a binary string to n bytes).
+func prefixOf(d types.Datum, n int) types.Datum {
+	b := d.Bytes()
+	switch d.Kind() {
+	case types.KindBytes:
+		if len(b) > n {
+			return types.NewBytes(b[:n])
+		}
+	case types.KindString:
+		chars := 0
+		for i := range string(b) {
+			if chars == n {
+				return types.NewStringBytes(b[:i])
+			}
+			chars++
+		}
+	}
+	return d
 }
 
 func (w *writer) putRow(handle int64, row []types.Datum) error {

@@ -187,6 +187,9 @@ func (b *Builder) chooseAccess(s *Scan, sc *scope, conds []ast.ExprNode) {
 	var bestRanges []Range
 	bestScore := 0
 	for _, ix := range t.Indexes {
+		if ix.IsPrefix() {
+			continue
+		}
 		ranges, score, ok := indexRanges(ix, preds, sc)
 		if !ok || score <= bestScore {
 			continue
