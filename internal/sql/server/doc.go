@@ -12,7 +12,9 @@
 //     a query holding more than one statement is rejected with 1064 before
 //     anything runs.
 //   - COM_STMT_PREPARE runs Session.Prepare: the parameter count and result
-//     columns reported to the client are the SQL layer's, not vitess's.
+//     columns reported to the client are the SQL layer's, not vitess's, and
+//     vitess's own grammar never sees the statement (prepare_capture.go), so
+//     MySQL 8 and TiDB syntax it does not know can still be prepared.
 //     COM_STMT_EXECUTE converts the bound values (typed by the client) into
 //     types.Datum and runs Session.ExecutePrepared; result rows are encoded in
 //     the binary protocol with the column types the SQL layer reported.

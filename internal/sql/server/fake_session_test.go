@@ -21,6 +21,7 @@ type scriptedBackend struct {
 	mu       sync.Mutex
 	executed []string        // statements passed to Execute, in order
 	params   [][]types.Datum // parameters of each ExecutePrepared
+	prepares []string        // statements passed to Prepare, in order
 	sessions []*scriptedSession
 	dbs      map[string]bool
 }
@@ -226,6 +227,9 @@ func (e errString) Error() string { return string(e) }
 
 func (s *scriptedSession) Prepare(ctx context.Context, query string) (*strsql.PreparedStmt, error) {
 	q := strings.TrimSpace(query)
+	s.b.mu.Lock()
+	s.b.prepares = append(s.b.prepares, q)
+	s.b.mu.Unlock()
 	var cols []*strsql.Column
 	switch {
 	case strings.HasPrefix(strings.ToUpper(q), "SELECT * FROM TYPED"):

@@ -223,12 +223,18 @@ func sendResult(res *strsql.Result, binary bool, send func(*sqltypes.Result) err
 	return nil
 }
 
-// ComPrepare implements mysql.Handler. vitess has already parsed the query
-// with its own grammar (it rejects what it cannot parse before calling
-// here); the parameter count and columns sent to the client are ours.
+// ComPrepare implements mysql.Handler. query is the placeholder that
+// prepareCapture substituted for the client's text (see prepare_capture.go);
+// the parameter count and columns sent to the client are the SQL layer's.
 func (h *handler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, prepare *mysql.PrepareData) (fields []*querypb.Field, err error) {
 	defer func() { metricsPrepare.observe(err) }()
 	defer h.recoverCommand(c, &err)
+	if capture, ok := c.Conn.(*prepareCapture); ok {
+		if text, ok := capture.originalQuery(query); ok {
+			query = text
+			prepare.PrepareStmt = text
+		}
+	}
 	st := h.state(c)
 	h.releaseClosedStatements(c, st)
 	ps, err := st.sess.Prepare(ctx, query)

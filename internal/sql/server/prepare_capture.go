@@ -1,0 +1,142 @@
+package server
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The protocol library parses every COM_STMT_PREPARE with its own MySQL
+// grammar before it calls the handler, rejects what that grammar does not
+// know (FOR SHARE, NOWAIT, TiDB extensions such as AUTO_RANDOM) and spends
+// a full parse per prepare, which go-sql-driver issues for every query with
+// arguments. The SQL layer parses the statement anyway, so the library's
+// parse is bypassed: prepareCapture sits between the socket and the
+// library, takes the text out of each COM_STMT_PREPARE packet and hands the
+// library a placeholder ("SELECT <n>") it parses trivially. The handler's
+// ComPrepare maps the placeholder back to the original text.
+//
+// The client-to-server stream is a sequence of packets (4-byte header:
+// 3-byte little-endian length, sequence number). A packet with sequence
+// number 0 starts a command; its first payload byte is the command code.
+// This holds for the whole connection because the server never enables TLS
+// or compression; enabling either requires revisiting this type.
+
+const (
+	comStmtPrepare   = 0x16
+	maxPacketPayload = 1<<24 - 1
+	placeholderVerb  = "SELECT "
+)
+
+// capturingListener wraps accepted connections in prepareCapture.
+type capturingListener struct {
+	net.Listener
+}
+
+func (l capturingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return newPrepareCapture(c), nil
+}
+
+// prepareCapture is a net.Conn whose reads return the client's packets with
+// COM_STMT_PREPARE texts replaced by numbered placeholders.
+type prepareCapture struct {
+	net.Conn
+	in  *bufio.Reader
+	buf []byte // current packet as returned to the reader
+	out []byte // unread rest of buf
+
+	mu      sync.Mutex
+	next    uint64            // number of the next placeholder
+	pending map[uint64]string // placeholder number -> original statement text
+}
+
+func newPrepareCapture(c net.Conn) *prepareCapture {
+	return &prepareCapture{Conn: c, in: bufio.NewReaderSize(c, 16<<10), pending: map[uint64]string{}}
+}
+
+// Read returns the client's byte stream, one packet at a time, with
+// prepare packets rewritten. It blocks until a whole packet has arrived.
+func (p *prepareCapture) Read(b []byte) (int, error) {
+	if len(p.out) == 0 {
+		if err := p.readPacket(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(b, p.out)
+	p.out = p.out[n:]
+	return n, nil
+}
+
+func (p *prepareCapture) readPacket() error {
+	var hdr [4]byte
+	if _, err := io.ReadFull(p.in, hdr[:]); err != nil {
+		return err
+	}
+	n := int(hdr[0]) | int(hdr[1])<<8 | int(hdr[2])<<16
+	if cap(p.buf) < 4+n {
+		p.buf = make([]byte, 4+n)
+	}
+	p.buf = p.buf[:4+n]
+	copy(p.buf, hdr[:])
+	if _, err := io.ReadFull(p.in, p.buf[4:]); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	// A prepare that spans several packets (16 MiB or more of text) is left
+	// to the library: its continuation packets cannot be rewritten alone.
+	if seq := hdr[3]; seq == 0 && n > 0 && n < maxPacketPayload && p.buf[4] == comStmtPrepare {
+		p.rewritePrepare(string(p.buf[5:]))
+	}
+	p.out = p.buf
+	return nil
+}
+
+// rewritePrepare replaces the current packet by a COM_STMT_PREPARE of a
+// numbered placeholder and remembers the original text under that number.
+func (p *prepareCapture) rewritePrepare(query string) {
+	p.mu.Lock()
+	id := p.next
+	p.next++
+	p.pending[id] = query
+	p.mu.Unlock()
+	payload := strconv.AppendUint(append(append(p.buf[:4], comStmtPrepare), placeholderVerb...), id, 10)
+	size := len(payload) - 4
+	payload[0], payload[1], payload[2], payload[3] = byte(size), byte(size>>8), byte(size>>16), 0
+	p.buf = payload
+}
+
+// originalQuery maps a placeholder the library handed to ComPrepare back
+// to the client's text. Placeholders numbered below it belong to prepares
+// the library answered itself without calling the handler; they are
+// dropped. ok is false when query is not a placeholder of this connection.
+func (p *prepareCapture) originalQuery(query string) (string, bool) {
+	digits, isPlaceholder := strings.CutPrefix(query, placeholderVerb)
+	if !isPlaceholder {
+		return "", false
+	}
+	id, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil {
+		return "", false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	text, ok := p.pending[id]
+	if !ok {
+		return "", false
+	}
+	for pid := range p.pending {
+		if pid <= id {
+			delete(p.pending, pid)
+		}
+	}
+	return text, true
+}

@@ -1,0 +1,95 @@
+package server
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+func packet(seq byte, payload string) []byte {
+	n := len(payload)
+	return append([]byte{byte(n), byte(n >> 8), byte(n >> 16), seq}, payload...)
+}
+
+func TestPrepareCaptureRewritesOnlyPrepareCommands(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	capture := newPrepareCapture(server)
+	defer capture.Close()
+
+	prepareFirst := "SELECT * FROM t WHERE a = ? FOR SHARE"
+	prepareSecond := "SELECT ? + ? FOR UPDATE NOWAIT"
+	var stream []byte
+	stream = append(stream, packet(1, "\x16handshake response, not a command")...)
+	stream = append(stream, packet(0, "\x03SELECT 1")...)
+	stream = append(stream, packet(0, "\x16"+prepareFirst)...)
+	stream = append(stream, packet(1, "\x16continuation-like packet, not a command")...)
+	stream = append(stream, packet(0, "\x16"+prepareSecond)...)
+	stream = append(stream, packet(0, "")...)
+	go func() {
+		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		client.Write(stream)
+	}()
+
+	var want []byte
+	want = append(want, packet(1, "\x16handshake response, not a command")...)
+	want = append(want, packet(0, "\x03SELECT 1")...)
+	want = append(want, packet(0, "\x16SELECT 0")...)
+	want = append(want, packet(1, "\x16continuation-like packet, not a command")...)
+	want = append(want, packet(0, "\x16SELECT 1")...)
+	want = append(want, packet(0, "")...)
+	got := make([]byte, len(want))
+	// Small reads exercise packets returned in pieces.
+	for off := 0; off < len(got); {
+		n, err := capture.Read(got[off:min(off+7, len(got))])
+		if err != nil {
+			t.Fatal(err)
+		}
+		off += n
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("rewritten stream\n got %q\nwant %q", got, want)
+	}
+
+	// The second placeholder reached the handler first: the first one's
+	// prepare was answered by the library itself and is dropped.
+	if text, ok := capture.originalQuery("SELECT 1"); !ok || text != prepareSecond {
+		t.Fatalf("placeholder 1 -> %q, %v", text, ok)
+	}
+	if _, ok := capture.originalQuery("SELECT 0"); ok {
+		t.Fatal("placeholder 0 should have been dropped")
+	}
+	if _, ok := capture.originalQuery("SELECT c FROM t"); ok {
+		t.Fatal("a statement that is not a placeholder was mapped")
+	}
+}
+
+func TestPrepareCaptureReportsTruncatedPackets(t *testing.T) {
+	client, server := net.Pipe()
+	capture := newPrepareCapture(server)
+	defer capture.Close()
+	go func() {
+		client.Write([]byte{10, 0, 0, 0, 0x16, 'S'})
+		client.Close()
+	}()
+	_, err := io.ReadAll(capture)
+	if err == nil || !strings.Contains(err.Error(), "unexpected EOF") {
+		t.Fatalf("truncated packet read as %v", err)
+	}
+}
+
+func TestStatementsVitessCannotParseCanBePrepared(t *testing.T) {
+	ts := startDefaultServer(t)
+	db := ts.openDB(t, "root", "test", "parseTime=true")
+	query := "SELECT * FROM typed WHERE i32 = ? FOR SHARE NOWAIT"
+	checkTypedRows(t, db, query, 1)
+	ts.backend.mu.Lock()
+	prepares := append([]string(nil), ts.backend.prepares...)
+	ts.backend.mu.Unlock()
+	if len(prepares) != 1 || prepares[0] != query {
+		t.Fatalf("session was asked to prepare %q", prepares)
+	}
+}
