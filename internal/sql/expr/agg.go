@@ -21,8 +21,8 @@ type AggFunc struct {
 	Name     string // lower case
 	Distinct bool
 	Args     []Expr // empty for COUNT(*)
-	// Separator joins GROUP_CONCAT values (default ","); set it after
-	// NewAggFunc for GROUP_CONCAT(... SEPARATOR s).
+	// Separator joins GROUP_CONCAT values; NewAggFunc takes it from the
+	// last argument, where the parser puts it (',' unless SEPARATOR says).
 	Separator string
 	ft        *ptypes.FieldType
 }
@@ -33,7 +33,11 @@ type Accumulator interface {
 	Result() types.Datum
 }
 
-// NewAggFunc builds an aggregate. COUNT(*) is "count" with no args.
+// NewAggFunc builds an aggregate from its compiled arguments, in the shape
+// the parser gives them (ast.AggregateFuncExpr.Args): COUNT(*) arrives as
+// COUNT(1) and may also be passed with no arguments; GROUP_CONCAT's last
+// argument is its SEPARATOR constant. GROUP_CONCAT(... ORDER BY ...) order
+// is the caller's to apply (feed rows in that order).
 func NewAggFunc(name string, distinct bool, args []Expr) (*AggFunc, error) {
 	name = strings.ToLower(name)
 	a := &AggFunc{Name: name, Distinct: distinct, Args: args, Separator: ","}
@@ -46,9 +50,16 @@ func NewAggFunc(name string, distinct bool, args []Expr) (*AggFunc, error) {
 		}
 		return a, nil
 	case "group_concat":
-		if len(args) == 0 {
+		// As the parser builds it, the last argument is the SEPARATOR.
+		if len(args) < 2 {
 			return nil, errArgCount("GROUP_CONCAT")
 		}
+		sep, ok := args[len(args)-1].(*Constant)
+		if !ok {
+			return nil, sqlerr.New(sqlerr.ErWrongArguments, "HY000", "GROUP_CONCAT separator must be a constant string")
+		}
+		a.Separator, _ = sep.Value.ToString()
+		a.Args = args[:len(args)-1]
 		a.ft = stringType(GroupConcatMaxLen)
 		return a, nil
 	}

@@ -407,8 +407,9 @@ func toBig(d types.Datum) *big.Int {
 
 // Neg is unary minus.
 type Neg struct {
-	E  Expr
-	ft *ptypes.FieldType
+	E         Expr
+	ft        *ptypes.FieldType
+	toDecimal bool // MySQL quirk: see NewNeg
 }
 
 // NewNeg builds -e.
@@ -424,6 +425,12 @@ func NewNeg(e Expr) Expr {
 		ft = unknownType
 	default:
 		ft = intType(mysql.MaxIntWidth, false)
+		// MySQL types the negation of a negative integer constant as
+		// DECIMAL, since BIGINT may not hold it: - -27 is DECIMAL 27, and
+		// clients see a DECIMAL column (sqllogictest "R").
+		if k, ok := e.(*Constant); ok && k.Value.Kind() == types.KindInt64 && k.Value.Int() < 0 {
+			return &Neg{E: e, ft: decimalType(intDigitsOf(e.Type())+1, 0), toDecimal: true}
+		}
 	}
 	return &Neg{E: e, ft: ft}
 }
@@ -442,6 +449,9 @@ func (n *Neg) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 	d = numericOperand(ctx, d)
 	switch d.Kind() {
 	case types.KindInt64:
+		if n.toDecimal {
+			return types.NewDecimal(types.NewDecimalFromInt(d.Int()).Neg()), nil
+		}
 		if d.Int() == math.MinInt64 {
 			return types.Datum{}, types.ErrOutOfRange("BIGINT", n.String())
 		}

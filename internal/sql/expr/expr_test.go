@@ -190,6 +190,7 @@ func TestAggregates(t *testing.T) {
 	decCol := NewColumn(0, newFT(mysql.TypeNewDecimal, 10, 2, 0), "d")
 	fltCol := NewColumn(0, newFT(mysql.TypeDouble, 22, -1, 0), "f")
 	strCol := NewColumn(1, newFT(mysql.TypeVarchar, 10, 0, 0), "s")
+	comma := NewConstant(types.NewString(","), nil)
 	dec := func(s string) types.Datum {
 		d, err := types.ParseDecimal(s)
 		if err != nil {
@@ -230,9 +231,9 @@ func TestAggregates(t *testing.T) {
 		{"max", false, []Expr{intCol}, ints, "9223372036854775807", "int(11)"},
 		{"max", false, []Expr{strCol}, ints, "z", "varchar(10)"},
 		{"min", false, []Expr{intCol}, nil, "NULL", "int(11)"},
-		{"group_concat", false, []Expr{strCol}, ints, "x,y,z,x", "var_string(1024)"},
-		{"group_concat", true, []Expr{strCol}, ints, "x,y,z", "var_string(1024)"},
-		{"group_concat", false, []Expr{intCol, strCol}, ints[:2], "1x,2y", "var_string(1024)"},
+		{"group_concat", false, []Expr{strCol, comma}, ints, "x,y,z,x", "var_string(1024)"},
+		{"group_concat", true, []Expr{strCol, comma}, ints, "x,y,z", "var_string(1024)"},
+		{"group_concat", false, []Expr{intCol, strCol, NewConstant(types.NewString("; "), nil)}, ints[:2], "1x; 2y", "var_string(1024)"},
 	}
 	for _, tc := range cases {
 		got, a := runAgg(t, tc.name, tc.distinct, tc.args, tc.rows)
@@ -246,15 +247,17 @@ func TestAggregates(t *testing.T) {
 	if _, err := NewAggFunc("median", false, []Expr{intCol}); err == nil {
 		t.Error("unknown aggregate accepted")
 	}
+	if _, err := NewAggFunc("group_concat", false, []Expr{strCol, intCol}); err == nil {
+		t.Error("GROUP_CONCAT with a non-constant separator accepted")
+	}
 }
 
 func TestGroupConcatIsCut(t *testing.T) {
 	col := NewColumn(0, newFT(mysql.TypeVarchar, 100, 0, 0), "s")
-	a, err := NewAggFunc("group_concat", false, []Expr{col})
+	a, err := NewAggFunc("group_concat", false, []Expr{col, NewConstant(types.NewString("--"), nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Separator = "--"
 	acc := a.NewAccumulator()
 	var warnings []error
 	ctx := &EvalContext{Warnings: &warnings}
