@@ -337,7 +337,14 @@ summarize() {
 version_of() {
 	case $1 in
 	mariadb) mariadb --protocol=tcp -h 127.0.0.1 -P "$MARIADB_PORT" -u root -N -e 'SELECT VERSION()' 2>/dev/null || echo unknown ;;
-	strata) echo "strata $(cd "$REPO_ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)" ;;
+	strata)
+		local v
+		v=$("$STRATA_BIN" version 2>/dev/null || echo "$STRATA_BIN (version unknown)")
+		if [[ $SKIP_BUILD != 1 ]]; then
+			v="$v, built by this run from $(cd "$REPO_ROOT" && git describe --always --dirty 2>/dev/null || echo "an unknown tree")"
+		fi
+		echo "$v"
+		;;
 	esac
 }
 

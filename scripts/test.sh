@@ -21,7 +21,8 @@
 # RACE_TIMEOUT=10m, TEST_TIMEOUT=10m, SLT_FILES (default select1-4 of
 # ../shared/sqllogictest), SLT_SQL_PORT=14000, SLT_HTTP_PORT=18080,
 # SLT_GRPC_PORT=20260, SLT_ADDR (run step 5 against this running server instead of
-# starting bin/strata), SKIP_APT=1 to skip package installs, SKIP_SLT=1 to skip
+# starting bin/strata), STRATA_BIN (start this binary instead of building
+# bin/strata), SKIP_APT=1 to skip package installs, SKIP_SLT=1 to skip
 # step 5, GO_INSTALL_DIR=/usr/local/go (where a fetched toolchain goes).
 set -euo pipefail
 
@@ -43,9 +44,11 @@ SKIP_SLT=${SKIP_SLT:-0}
 
 WORK_DIR=$(mktemp -d "${TMPDIR:-/tmp}/strata-test.XXXXXX")
 STRATA_PID=
+SLT_PID=
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
+	stop_pid "$SLT_PID" 5
 	stop_pid "$STRATA_PID" 30
 	rm -rf "$WORK_DIR"
 	exit "$rc"
@@ -196,11 +199,17 @@ sqllogictest() {
 		"$WORK_DIR/slt" -addr "$SLT_ADDR" -user root -timeout 60s "${files[@]}" || rc=$?
 		return "$rc"
 	fi
-	go build -o bin/strata ./cmd/strata
-	start_strata "$REPO_ROOT/bin/strata" "$WORK_DIR/strata" "$SLT_SQL_PORT" "$SLT_HTTP_PORT" "$SLT_GRPC_PORT"
+	local bin=${STRATA_BIN:-}
+	if [[ -z $bin ]]; then
+		go build -o bin/strata ./cmd/strata
+		bin=$REPO_ROOT/bin/strata
+	fi
+	start_strata "$bin" "$WORK_DIR/strata" "$SLT_SQL_PORT" "$SLT_HTTP_PORT" "$SLT_GRPC_PORT"
 	# In the background, so that a signal reaches the trap (and stops strata) at once.
 	"$WORK_DIR/slt" -addr "127.0.0.1:$SLT_SQL_PORT" -user root -timeout 60s "${files[@]}" &
-	wait $! || rc=$?
+	SLT_PID=$!
+	wait "$SLT_PID" || rc=$?
+	SLT_PID=
 	if ! kill -0 "$STRATA_PID" 2>/dev/null; then
 		echo "strata exited during the run; last lines of its log:"
 		tail -n 30 "$WORK_DIR/strata/strata.log"
