@@ -29,6 +29,9 @@ const (
 	comStmtPrepare   = 0x16
 	maxPacketPayload = 1<<24 - 1
 	placeholderVerb  = "SELECT "
+
+	// retainedBufferLimit is the largest packet buffer kept between packets.
+	retainedBufferLimit = 1 << 20
 )
 
 // capturingListener wraps accepted connections in prepareCapture.
@@ -80,8 +83,10 @@ func (p *prepareCapture) readPacket() error {
 		return err
 	}
 	n := int(hdr[0]) | int(hdr[1])<<8 | int(hdr[2])<<16
-	if cap(p.buf) < 4+n {
-		p.buf = make([]byte, 4+n)
+	if cap(p.buf) < 4+n || (cap(p.buf) > retainedBufferLimit && 4+n <= retainedBufferLimit) {
+		// Grow for this packet; after a huge one, do not keep its buffer
+		// for the rest of the connection.
+		p.buf = make([]byte, 4+n, max(4+n, 512))
 	}
 	p.buf = p.buf[:4+n]
 	copy(p.buf, hdr[:])
