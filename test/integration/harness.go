@@ -104,6 +104,11 @@ type Node struct {
 	HTTPAddr string
 	GRPCAddr string
 	LogPath  string // stdout and stderr of every run, appended
+	// ExtraArgs are appended to "strata start" (e.g. --root-password).
+	ExtraArgs []string
+	// User and Password are the credentials DSN uses (root, no password by
+	// default).
+	User, Password string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -114,6 +119,14 @@ type Node struct {
 // fresh data directory and waits until it serves SQL.
 func StartNode(t testing.TB) *Node {
 	t.Helper()
+	return StartNodeWith(t, "", nil)
+}
+
+// StartNodeWith is StartNode with a root password (passed as
+// --root-password and used by DSN; "" for none) and extra arguments for
+// "strata start".
+func StartNodeWith(t testing.TB, rootPassword string, extraArgs []string) *Node {
+	t.Helper()
 	dir := t.TempDir()
 	n := &Node{
 		t:        t,
@@ -123,7 +136,13 @@ func StartNode(t testing.TB) *Node {
 		HTTPAddr: freeAddr(t),
 		GRPCAddr: freeAddr(t),
 		LogPath:  filepath.Join(dir, "strata.log"),
+		User:     "root",
+		Password: rootPassword,
 	}
+	if rootPassword != "" {
+		n.ExtraArgs = append(n.ExtraArgs, "--root-password", rootPassword)
+	}
+	n.ExtraArgs = append(n.ExtraArgs, extraArgs...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("last lines of the node log %s:\n%s", n.LogPath, tail(n.LogPath, 40))
@@ -149,11 +168,12 @@ func (n *Node) Start() {
 		n.t.Fatal(err)
 	}
 	fmt.Fprintf(logf, "=== harness: starting %s at %s\n", n.Bin, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(n.Bin, "start",
+	args := []string{"start",
 		"--data-dir", n.DataDir,
 		"--sql-addr", n.SQLAddr,
 		"--http-addr", n.HTTPAddr,
-		"--grpc-addr", n.GRPCAddr)
+		"--grpc-addr", n.GRPCAddr}
+	cmd := exec.Command(n.Bin, append(args, n.ExtraArgs...)...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	if err := cmd.Start(); err != nil {
@@ -261,11 +281,18 @@ func (n *Node) signalAndWait(sig syscall.Signal, timeout time.Duration) bool {
 	}
 }
 
-// DSN is a go-sql-driver DSN for root on this node. interpolateParams is
-// off, so statements with arguments are prepared on the server.
+// DSN is a go-sql-driver DSN for the node's user (root) on this node.
+// interpolateParams is off, so statements with arguments are prepared on
+// the server.
 func (n *Node) DSN(db string) string {
+	return n.DSNAs(n.User, n.Password, db)
+}
+
+// DSNAs is DSN with explicit credentials.
+func (n *Node) DSNAs(user, password, db string) string {
 	cfg := mysql.NewConfig()
-	cfg.User = "root"
+	cfg.User = user
+	cfg.Passwd = password
 	cfg.Net = "tcp"
 	cfg.Addr = n.SQLAddr
 	cfg.DBName = db

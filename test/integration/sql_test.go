@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -523,5 +524,61 @@ func TestLargeResultSetStreams(t *testing.T) {
 		if count != rows || sum != rows*(rows-1)/2 {
 			t.Fatalf("args %v: read %d rows (id sum %d)", args, count, sum)
 		}
+	}
+}
+
+func TestRootPassword(t *testing.T) {
+	n := StartNodeWith(t, "s3cret", nil)
+	var one int
+	if err := n.DB(t, "").QueryRow("SELECT 1").Scan(&one); err != nil {
+		t.Fatalf("login with the configured password: %v", err)
+	}
+	for _, pw := range []string{"", "wrong"} {
+		db, err := sql.Open("mysql", n.DSNAs("root", pw, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.Ping()
+		db.Close()
+		expectError(t, err, 1045, "28000")
+	}
+}
+
+func TestManyConcurrentConnections(t *testing.T) {
+	n := StartNode(t)
+	mustExec(t, n.DB(t, ""), "CREATE DATABASE conc")
+	db := n.DB(t, "conc")
+	mustExec(t, db, "CREATE TABLE c (id INT PRIMARY KEY, v INT)")
+	db.SetMaxOpenConns(64)
+	const clients = 64
+	errs := make(chan error, clients)
+	for i := 0; i < clients; i++ {
+		go func(i int) {
+			conn, err := db.Conn(context.Background())
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conn.Close()
+			if _, err := conn.ExecContext(context.Background(), "INSERT INTO c VALUES (?, ?)", i, i*i); err != nil {
+				errs <- err
+				return
+			}
+			var v int
+			if err := conn.QueryRowContext(context.Background(), "SELECT v FROM c WHERE id = ?", i).Scan(&v); err != nil || v != i*i {
+				errs <- fmt.Errorf("client %d read %d: %v", i, v, err)
+				return
+			}
+			errs <- nil
+		}(i)
+	}
+	for i := 0; i < clients; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var count int
+	if err := db.QueryRow("SELECT COUNT(*) FROM c").Scan(&count); err != nil || count != clients {
+		t.Fatalf("%d rows, %v", count, err)
 	}
 }
