@@ -238,6 +238,8 @@ func (s *scriptedSession) Prepare(ctx context.Context, query string) (*strsql.Pr
 		for i := 0; i < strings.Count(q, "?"); i++ {
 			cols = append(cols, &strsql.Column{Name: "?", Type: ft(mysql.TypeVarchar, 0, 255, 0)})
 		}
+	case strings.HasPrefix(strings.ToUpper(q), "SELECT * FROM BIG"):
+		cols = []*strsql.Column{{Name: "n", Type: ft(mysql.TypeLonglong, 0, 20, 0)}}
 	case strings.HasPrefix(strings.ToUpper(q), "INSERT"):
 	default:
 		return nil, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table 'test.nope' doesn't exist")
@@ -262,6 +264,12 @@ func (s *scriptedSession) ExecutePrepared(ctx context.Context, id uint32, params
 	switch {
 	case strings.HasPrefix(strings.ToUpper(q), "SELECT * FROM TYPED"):
 		return typedResult(), nil
+	case strings.HasPrefix(strings.ToUpper(q), "SELECT * FROM BIG"):
+		rs, err := s.Execute(ctx, "SELECT * FROM big")
+		if err != nil {
+			return nil, err
+		}
+		return rs[0], nil
 	case strings.HasPrefix(strings.ToUpper(q), "SELECT ?"):
 		row := make([]types.Datum, len(params))
 		cols := make([]*strsql.Column, len(params))

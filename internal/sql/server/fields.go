@@ -254,17 +254,22 @@ type rowEncoder struct {
 	cols   []*strsql.Column
 	binary bool
 	buf    []byte // arena for the rendered values of the current chunk
+	// lastSize sizes the next chunk's arena. Arenas are never reused: the
+	// protocol library may hold a chunk's values after the callback
+	// returns (server-side cursors keep them until COM_STMT_FETCH).
+	lastSize int
 }
 
 func newRowEncoder(cols []*strsql.Column, fields []*querypb.Field, binary bool) *rowEncoder {
 	return &rowEncoder{fields: fields, cols: cols, binary: binary}
 }
 
-// encode converts rows into vitess rows. The returned values point into an
-// arena owned by the encoder that is reused by the next call.
+// encode converts rows into vitess rows. The returned values point into a
+// fresh arena that stays valid for as long as the caller keeps them.
 func (e *rowEncoder) encode(rows [][]types.Datum) ([][]sqltypes.Value, error) {
 	n := len(e.fields)
-	e.buf = e.buf[:0]
+	e.buf = make([]byte, 0, max(e.lastSize, 64))
+	defer func() { e.lastSize = len(e.buf) }()
 	values := make([]sqltypes.Value, len(rows)*n)
 	out := make([][]sqltypes.Value, len(rows))
 	// Offsets into the arena are recorded first and turned into slices at

@@ -786,3 +786,59 @@ func metricValue(t *testing.T, m prometheus.Metric) float64 {
 	}
 	return out.GetGauge().GetValue()
 }
+
+// TestCursorFetch opens a read-only cursor with COM_STMT_EXECUTE and reads
+// it with COM_STMT_FETCH, as Connector/J does with useCursorFetch: vitess
+// runs the handler on its own goroutine for this.
+func TestCursorFetch(t *testing.T) {
+	ts := startDefaultServer(t)
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	login(t, c)
+	writePacket(t, c, 0, append([]byte{0x16}, "SELECT * FROM big"...))
+	drainPrepareOK(t, c, 0)
+	writePacket(t, c, 0, []byte{0x17, 1, 0, 0, 0, 0x01 /* read-only cursor */, 1, 0, 0, 0})
+	if p := readPacket(t, c); len(p) != 1 || p[0] != 1 {
+		t.Fatalf("column count packet %q", p)
+	}
+	readPacket(t, c) // column definition
+	end := readPacket(t, c)
+	if end[0] != 0xfe || binary.LittleEndian.Uint16(end[3:5])&vmysql.ServerCursorExists == 0 {
+		t.Fatalf("cursor not reported open: %q", end)
+	}
+	next := 0
+	fetch := func(rows uint32) (status uint16) {
+		t.Helper()
+		req := []byte{0x1c, 1, 0, 0, 0}
+		req = binary.LittleEndian.AppendUint32(req, rows)
+		writePacket(t, c, 0, req)
+		for {
+			p := readPacket(t, c)
+			if p[0] == 0xfe && len(p) < 9 {
+				return binary.LittleEndian.Uint16(p[3:5])
+			}
+			// Binary row: header 0x00, 1-byte NULL bitmap, int64.
+			if p[0] != 0 || len(p) != 10 {
+				t.Fatalf("row packet %q", p)
+			}
+			if v := int(binary.LittleEndian.Uint64(p[2:])); v != next {
+				t.Fatalf("row %d holds %d", next, v)
+			}
+			next++
+		}
+	}
+	if st := fetch(10); next != 10 || st&vmysql.ServerCursorLastRowSent != 0 {
+		t.Fatalf("first fetch: %d rows, status %#x", next, st)
+	}
+	if st := fetch(5000); next != 1000 || st&vmysql.ServerCursorLastRowSent == 0 {
+		t.Fatalf("second fetch: %d rows, status %#x", next, st)
+	}
+	writePacket(t, c, 0, append([]byte{0x03}, "SELECT 1"...))
+	if p := readPacket(t, c); len(p) != 1 || p[0] != 1 {
+		t.Fatalf("query after the cursor: %q", p)
+	}
+}
