@@ -34,19 +34,6 @@ const (
 	retainedBufferLimit = 1 << 20
 )
 
-// capturingListener wraps accepted connections in prepareCapture.
-type capturingListener struct {
-	net.Listener
-}
-
-func (l capturingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return newPrepareCapture(c), nil
-}
-
 // prepareCapture is a net.Conn whose reads return the client's packets with
 // COM_STMT_PREPARE texts replaced by numbered placeholders.
 type prepareCapture struct {

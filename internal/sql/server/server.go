@@ -104,7 +104,7 @@ func newServer(cfg Config, open sessionFactory) (*Server, error) {
 		maxWait = uint32(cfg.MaxConnections)
 	}
 	l, err := mysql.NewListenerWithConfig(mysql.ListenerConfig{
-		Listener:            capturingListener{ln},
+		Listener:            clientListener{Listener: ln, log: logger},
 		AuthServer:          newAccounts(cfg),
 		Handler:             h,
 		ConnReadBufferSize:  mysql.DefaultConnBufferSize,
