@@ -842,3 +842,24 @@ func TestCursorFetch(t *testing.T) {
 		t.Fatalf("query after the cursor: %q", p)
 	}
 }
+
+func TestMaxConnectionsRefusesClientsBeyondTheLimit(t *testing.T) {
+	ts := startServer(t, Config{AllowEmptyRootPassword: true, MaxConnections: 1, ConnWaitTimeout: 200 * time.Millisecond})
+	first := ts.openDB(t, "root", "test", "")
+	held, err := first.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := held.PingContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.openDB(t, "root", "test", "").Ping(); err == nil {
+		t.Fatal("a second connection was served beyond MaxConnections=1")
+	}
+	held.Close()
+	first.Close()
+	waitFor(t, func() bool { return ts.backend.closedSessions() == 1 }, "first connection closed")
+	if err := ts.openDB(t, "root", "test", "").Ping(); err != nil {
+		t.Fatalf("connection after the first one left: %v", err)
+	}
+}
