@@ -6,13 +6,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
 func newTestEngine(t *testing.T) *Engine {
 	t.Helper()
-	e, err := NewEngine(context.Background(), newMemStorage())
+	var store kv.Storage = newMemStorage()
+	if testStorage != nil {
+		store = testStorage(t)
+	}
+	e, err := NewEngine(context.Background(), store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,13 +311,29 @@ func TestSelectForUpdateLocksRows(t *testing.T) {
 	a, b := e.NewSession("root", ""), e.NewSession("root", "")
 	setupSbtest(t, a)
 	mustExec(t, b, "USE sbtest")
+	ctx := context.Background()
 	mustExec(t, a, "BEGIN")
-	expectRows(t, a, "SELECT k FROM sbtest1 WHERE id = 2 FOR UPDATE", "3")
-	// Another transaction changes the locked row first: the locker's commit
-	// must fail rather than silently lose that update.
+	expectRows(t, a, "SELECT k FROM sbtest1 WHERE id = 2", "3")
+	// Another transaction changes the row after a's snapshot: locking it
+	// (or committing a's write based on the stale read) must fail rather
+	// than silently lose b's update.
 	mustExec(t, b, "UPDATE sbtest1 SET k = 50 WHERE id = 2")
-	mustExec(t, a, "UPDATE sbtest1 SET k = k + 1 WHERE id = 2")
-	expectCode(t, a, "COMMIT", sqlerr.ErLockDeadlock)
+	_, lockErr := a.Execute(ctx, "SELECT k FROM sbtest1 WHERE id = 2 FOR UPDATE")
+	var commitErr error
+	if lockErr == nil {
+		mustExec(t, a, "UPDATE sbtest1 SET k = k + 1 WHERE id = 2")
+		_, commitErr = a.Execute(ctx, "COMMIT")
+	} else {
+		mustExec(t, a, "ROLLBACK")
+	}
+	err := lockErr
+	if err == nil {
+		err = commitErr
+	}
+	var se *sqlerr.Error
+	if !errors.As(err, &se) || (se.Code != sqlerr.ErLockDeadlock && se.Code != sqlerr.ErLockWaitTimeout) {
+		t.Fatalf("lost update not prevented: lock %v, commit %v", lockErr, commitErr)
+	}
 	expectRows(t, b, "SELECT k FROM sbtest1 WHERE id = 2", "50")
 	// Read-only transactions commit nothing and never conflict.
 	mustExec(t, a, "BEGIN")
