@@ -422,7 +422,7 @@ func NewNeg(e Expr) Expr {
 	case classDecimal:
 		ft = decimalType(intDigitsOf(e.Type())+scaleOf(e.Type()), scaleOf(e.Type()))
 	case classUnknown:
-		ft = unknownType
+		ft = unknownType()
 	default:
 		ft = intType(mysql.MaxIntWidth, false)
 		// MySQL types the negation of a negative integer constant as

@@ -71,7 +71,7 @@ type Variable struct {
 }
 
 // Type implements Expr: variables are typed by their value at run time.
-func (v *Variable) Type() *ptypes.FieldType { return unknownType }
+func (v *Variable) Type() *ptypes.FieldType { return unknownType() }
 
 func (v *Variable) String() string {
 	if !v.System {
@@ -346,7 +346,7 @@ func retAbs(args []Expr) *ptypes.FieldType {
 	case classDecimal:
 		return decimalType(intDigitsOf(ft)+scaleOf(ft), scaleOf(ft))
 	case classUnknown:
-		return unknownType
+		return unknownType()
 	}
 	return doubleType()
 }
@@ -362,7 +362,7 @@ func retCeilFloor(args []Expr) *ptypes.FieldType {
 		}
 		return decimalType(intDigitsOf(ft)+1, 0)
 	case classUnknown:
-		return unknownType
+		return unknownType()
 	}
 	return doubleType()
 }
@@ -386,7 +386,7 @@ func retRound(args []Expr) *ptypes.FieldType {
 		}
 		return decimalType(intDigitsOf(ft)+1+scale, scale)
 	case classUnknown:
-		return unknownType
+		return unknownType()
 	}
 	return doubleType()
 }

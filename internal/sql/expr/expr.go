@@ -37,6 +37,8 @@ type Expr interface {
 	// Eval computes the value for one row.
 	Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error)
 	// Type is the static result type, as reported in result-set metadata.
+	// For a Column it is the type the binder gave (usually the catalog's):
+	// treat it as read-only.
 	// Values Eval returns have the kind types.KindForFieldType(Type()) or are
 	// NULL, except where an operand's type is only known at run time (a ?
 	// parameter), where Type() is a best guess.
@@ -88,7 +90,7 @@ type Column struct {
 // name. A nil ft means the type is only known at run time (like a ?).
 func NewColumn(idx int, ft *ptypes.FieldType, name string) Expr {
 	if ft == nil {
-		ft = unknownType
+		ft = unknownType()
 	}
 	return &Column{Idx: idx, ft: ft, name: name}
 }
@@ -184,15 +186,16 @@ func (p *Param) Eval(ctx *EvalContext, _ []types.Datum) (types.Datum, error) {
 }
 
 // Type implements Expr: unknown until execution.
-func (p *Param) Type() *ptypes.FieldType { return unknownType }
+func (p *Param) Type() *ptypes.FieldType { return unknownType() }
 
 func (p *Param) String() string { return "?" }
 
-// unknownType marks a type only known at run time (? parameters).
-var unknownType = func() *ptypes.FieldType {
-	ft := ptypes.NewFieldType(mysql.TypeUnspecified)
-	return ft
-}()
+// unknownType returns a fresh type marking a value only known at run time
+// (? parameters, variables). Fresh, because callers may adjust the types
+// they get (e.g. flags in result metadata) and must not share them.
+func unknownType() *ptypes.FieldType {
+	return ptypes.NewFieldType(mysql.TypeUnspecified)
+}
 
 // IsConstant reports whether e is a constant (a literal or folded subtree):
 // its value does not depend on the row, the parameters or the session.

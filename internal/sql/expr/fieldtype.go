@@ -194,7 +194,7 @@ func aggregateType(fts []*ptypes.FieldType) *ptypes.FieldType {
 		c := classOf(ft)
 		switch c {
 		case classUnknown:
-			return unknownType
+			return unknownType()
 		case classNull:
 			continue
 		}
