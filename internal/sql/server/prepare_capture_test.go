@@ -93,3 +93,34 @@ func TestStatementsVitessCannotParseCanBePrepared(t *testing.T) {
 		t.Fatalf("session was asked to prepare %q", prepares)
 	}
 }
+
+func TestPrepareCaptureLeavesMultiPacketPreparesAlone(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	capture := newPrepareCapture(server)
+	defer capture.Close()
+	// A 16 MiB prepare (a full-size packet and a continuation) is passed
+	// through untouched; the small prepare after it is rewritten.
+	huge := append(packet(0, "\x16SELECT '"+strings.Repeat("x", maxPacketPayload-9)), packet(1, "'")...)
+	small := packet(0, "\x16SELECT ?")
+	go func() { client.Write(append(append([]byte(nil), huge...), small...)) }()
+
+	got := make([]byte, len(huge))
+	if _, err := io.ReadFull(capture, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, huge) {
+		t.Fatal("multi-packet prepare was modified")
+	}
+	want := packet(0, "\x16SELECT 0")
+	got = make([]byte, len(want))
+	if _, err := io.ReadFull(capture, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("following prepare became %q", got)
+	}
+	if cap(capture.buf) > retainedBufferLimit {
+		t.Fatalf("capture retains a %d-byte buffer after a small packet", cap(capture.buf))
+	}
+}
