@@ -2,6 +2,7 @@ package types
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -251,8 +252,12 @@ func (c converter) toFloat(d Datum) (Datum, error) {
 			return Datum{}, err
 		}
 		f = dec.Float64()
-		if g, perr := strconv.ParseFloat(strings.TrimSpace(string(d.b)), 64); perr == nil {
+		g, perr := strconv.ParseFloat(strings.TrimSpace(string(d.b)), 64)
+		switch {
+		case perr == nil:
 			f = g
+		case errors.Is(perr, strconv.ErrRange) && math.IsInf(g, 0):
+			return Datum{}, c.outOfRange()
 		}
 	default:
 		f, _ = d.ToFloat64()

@@ -150,9 +150,10 @@ func parseDecimalPrefix(s string) (*Decimal, int, bool) {
 		d.unscaled.Neg(&d.unscaled)
 	}
 	if scale < 0 {
-		if -scale > 200 {
-			// Far beyond any DECIMAL; keep it finite but huge.
-			scale = -200
+		if -scale > 1000 {
+			// Far beyond any DECIMAL (65 digits): bound the work, the value
+			// stays out of every DECIMAL range.
+			scale = -1000
 		}
 		d.unscaled.Mul(&d.unscaled, pow10(-scale))
 		scale = 0
