@@ -28,6 +28,11 @@
 //   - The server status flags (in transaction, autocommit) sent with every OK
 //     and EOF packet are read from the session after each statement.
 //
+// The listener retries failed accepts (out of file descriptors, ...) with
+// backoff instead of letting the library's accept loop end; only Close
+// stops it. MaxConnections bounds concurrent clients. Connection, command,
+// error and panic counts are exported as strata_mysql_* Prometheus metrics.
+//
 // A panic while serving one connection (a malformed packet the protocol
 // library did not anticipate, or a bug below) is recovered, logged with its
 // stack, and costs only that connection: its session is closed, which rolls
