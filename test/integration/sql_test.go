@@ -180,6 +180,36 @@ func TestTransactions(t *testing.T) {
 		}
 	})
 
+	t.Run("a failed statement inside a transaction changes nothing and keeps the transaction", func(t *testing.T) {
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, tx, "INSERT INTO acct VALUES (10, 1)")
+		// The second row is new, the first collides: the whole statement fails.
+		_, err = tx.Exec("INSERT INTO acct VALUES (11, 1), (1, 1)")
+		expectError(t, err, 1062, "23000")
+		mustExec(t, tx, "INSERT INTO acct VALUES (12, 1)")
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		rows, err := db.Query("SELECT id FROM acct WHERE id >= 10 ORDER BY id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id int
+			rows.Scan(&id)
+			ids = append(ids, strconv.Itoa(id))
+		}
+		rows.Close()
+		if strings.Join(ids, ",") != "10,12" {
+			t.Fatalf("rows after the transaction: %v", ids)
+		}
+		mustExec(t, db, "DELETE FROM acct WHERE id >= 10")
+	})
+
 	t.Run("write conflict fails one transaction with 1213", func(t *testing.T) {
 		ctx := context.Background()
 		tx1, err := db.BeginTx(ctx, nil)
