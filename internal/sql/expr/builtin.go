@@ -538,7 +538,10 @@ func evalSubstring(ctx *EvalContext, f *Func, args []types.Datum) (types.Datum, 
 	if pos >= n || length <= 0 {
 		return stringResult(f, []byte{}), nil
 	}
-	end := min(pos+length, n)
+	end := n
+	if length < n-pos {
+		end = pos + length
+	}
 	return stringResult(f, b[offs[pos]:offs[end]]), nil
 }
 

@@ -489,3 +489,41 @@ func TestDefaultFieldTypeFor(t *testing.T) {
 		t.Error("unsigned datum typed signed")
 	}
 }
+
+// TestParsersNeverPanic: any text a client sends must parse or fail cleanly.
+func TestParsersNeverPanic(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	alphabet := []byte("0123456789-+.eE:T /x\t")
+	fts := []*ptypes.FieldType{
+		fieldType(mysql.TypeLong, 11, 0, 0), fieldType(mysql.TypeNewDecimal, 10, 3, 0),
+		fieldType(mysql.TypeDouble, -1, -1, 0), fieldType(mysql.TypeDatetime, 19, 6, 0),
+		fieldType(mysql.TypeDate, 10, 0, 0), fieldType(mysql.TypeYear, 4, 0, 0),
+		fieldType(mysql.TypeVarchar, 5, 0, 0), fieldType(mysql.TypeBit, 8, 0, 0),
+	}
+	for i := 0; i < 20000; i++ {
+		b := make([]byte, rng.Intn(30))
+		for j := range b {
+			b[j] = alphabet[rng.Intn(len(alphabet))]
+		}
+		s := string(b)
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("input %q panicked: %v", s, p)
+				}
+			}()
+			_, _ = ParseDecimal(s)
+			_, _ = ParseTime(s, mysql.TypeDatetime, 6)
+			d := NewString(s)
+			_, _ = d.ToInt64()
+			_, _ = d.ToUint64()
+			_, _ = d.ToFloat64()
+			_, _ = d.ToDecimal()
+			_, _, _ = d.ToBool()
+			for _, ft := range fts {
+				_, _ = Convert(d, ft)
+			}
+			_, _ = Compare(d, NewTime(0))
+		}()
+	}
+}
