@@ -69,10 +69,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "slt:", err)
 		os.Exit(2)
 	}
+	names := displayNames(files)
 	results := make([]fileResult, 0, len(files))
-	for _, file := range files {
+	for i, file := range files {
 		start := time.Now()
 		res := runFile(h, file, full, *showFailures)
+		res.File = names[i]
 		fmt.Fprintf(os.Stderr, "%s: %d records in %s\n", res.File, res.Records, time.Since(start).Round(time.Millisecond))
 		for _, f := range res.Failures {
 			fmt.Println("  " + abbreviate(strings.ReplaceAll(f, "\n", " "), 600))
@@ -233,4 +235,42 @@ func abbreviate(s string, n int) string {
 	const gap = " ... "
 	head := (n - len(gap)) / 2
 	return s[:head] + gap + s[len(s)-(n-len(gap)-head):]
+}
+
+// displayNames names each file by its path below the deepest directory that
+// holds all of them, so that index/between/1/slt_good_0.test and
+// index/delete/1/slt_good_0.test stay apart; a lone file is named by its base.
+func displayNames(files []string) []string {
+	abs := make([]string, len(files))
+	for i, f := range files {
+		a, err := filepath.Abs(f)
+		if err != nil {
+			a = f
+		}
+		abs[i] = a
+	}
+	common := ""
+	for i, a := range abs {
+		dir := filepath.Dir(a)
+		if i == 0 {
+			common = dir
+			continue
+		}
+		for common != dir && !strings.HasPrefix(dir, common+string(filepath.Separator)) {
+			parent := filepath.Dir(common)
+			if parent == common {
+				break
+			}
+			common = parent
+		}
+	}
+	names := make([]string, len(abs))
+	for i, a := range abs {
+		rel, err := filepath.Rel(common, a)
+		if err != nil {
+			rel = filepath.Base(a)
+		}
+		names[i] = rel
+	}
+	return names
 }

@@ -105,6 +105,24 @@ func TestAbbreviateKeepsBothEnds(t *testing.T) {
 	}
 }
 
+func TestDisplayNamesStayDistinct(t *testing.T) {
+	got := displayNames([]string{
+		"/c/index/between/1/slt_good_0.test",
+		"/c/index/delete/1/slt_good_0.test",
+		"/c/index/delete/10/slt_good_1.test",
+	})
+	want := []string{"between/1/slt_good_0.test", "delete/1/slt_good_0.test", "delete/10/slt_good_1.test"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("displayNames = %q, want %q", got, want)
+	}
+	if got := displayNames([]string{"/c/select1.test"}); got[0] != "select1.test" {
+		t.Errorf("a lone file is named %q", got[0])
+	}
+	if got := displayNames([]string{"/c/a/x.test", "/c/ab/y.test"}); got[0] != "a/x.test" || got[1] != "ab/y.test" {
+		t.Errorf("sibling directories sharing a prefix: %q", got)
+	}
+}
+
 func TestDefaultFilesAreTheSelectCorpus(t *testing.T) {
 	root, err := repoRoot()
 	if err != nil {
