@@ -360,6 +360,15 @@ type joinExec struct {
 	built       bool
 	all         [][]types.Datum            // nested loop: every right row
 	table       map[string][][]types.Datum // hash join: right rows by key
+
+	// Probe state, so that one left row matching many right rows is
+	// emitted across several batches.
+	batch      [][]types.Datum
+	li         int // current left row in batch
+	candidates [][]types.Datum
+	ci         int // next candidate of the current left row
+	matched    bool
+	leftDone   bool
 }
 
 func (j *joinExec) build(c *Context) error {
@@ -417,51 +426,94 @@ func (j *joinExec) Next(c *Context) ([][]types.Datum, error) {
 			return nil, err
 		}
 	}
+	var out [][]types.Datum
+	var slab []types.Datum
 	var key []byte
-	for {
-		batch, err := j.left.Next(c)
-		if err != nil || batch == nil {
-			return nil, err
+	emit := func(l, r []types.Datum) []types.Datum {
+		w := len(l) + j.rightWidth
+		if len(slab) < w {
+			slab = make([]types.Datum, w*64)
 		}
-		var out [][]types.Datum
-		for _, l := range batch {
-			candidates := j.all
-			if j.table != nil {
-				var ok bool
-				if key, ok, err = joinKey(c, key[:0], j.p.LeftKeys, l); err != nil {
+		row := slab[:w:w]
+		slab = slab[w:]
+		copy(row, l)
+		copy(row[len(l):], r)
+		return row
+	}
+	for len(out) < BatchSize {
+		if j.li >= len(j.batch) {
+			if j.leftDone {
+				break
+			}
+			b, err := j.left.Next(c)
+			if err != nil {
+				return nil, err
+			}
+			if b == nil {
+				j.leftDone = true
+				break
+			}
+			j.batch, j.li, j.ci, j.candidates = b, 0, 0, nil
+			if err := j.startRow(c, &key); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		l := j.batch[j.li]
+		for j.ci < len(j.candidates) && len(out) < BatchSize {
+			r := j.candidates[j.ci]
+			j.ci++
+			row := emit(l, r)
+			if j.p.Cond != nil {
+				ok, err := truth(c, j.p.Cond, row)
+				if err != nil {
 					return nil, err
 				}
-				candidates = nil
-				if ok {
-					candidates = j.table[string(key)]
+				if !ok {
+					continue
 				}
 			}
-			matched := false
-			for _, r := range candidates {
-				row := make([]types.Datum, 0, len(l)+len(r))
-				row = append(append(row, l...), r...)
-				if j.p.Cond != nil {
-					ok, err := truth(c, j.p.Cond, row)
-					if err != nil {
-						return nil, err
-					}
-					if !ok {
-						continue
-					}
-				}
-				matched = true
-				out = append(out, row)
-			}
-			if !matched && j.p.Type == plan.LeftJoin {
-				row := make([]types.Datum, len(l)+j.rightWidth)
-				copy(row, l)
-				out = append(out, row)
-			}
+			j.matched = true
+			out = append(out, row)
 		}
-		if len(out) > 0 {
-			return out, nil
+		if j.ci < len(j.candidates) {
+			break // batch full; resume this left row next time
+		}
+		if !j.matched && j.p.Type == plan.LeftJoin {
+			out = append(out, emit(l, nil))
+		}
+		j.li++
+		if err := j.startRow(c, &key); err != nil {
+			return nil, err
 		}
 	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// startRow looks up the join candidates of the current left row.
+func (j *joinExec) startRow(c *Context, key *[]byte) error {
+	j.ci, j.matched = 0, false
+	if j.li >= len(j.batch) {
+		j.candidates = nil
+		return nil
+	}
+	if j.table == nil {
+		j.candidates = j.all
+		return nil
+	}
+	k, ok, err := joinKey(c, (*key)[:0], j.p.LeftKeys, j.batch[j.li])
+	if err != nil {
+		return err
+	}
+	*key = k
+	j.candidates = nil
+	if ok {
+		j.candidates = j.table[string(k)]
+	}
+	return nil
 }
 
 type setOpExec struct {
