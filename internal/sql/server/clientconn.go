@@ -7,17 +7,28 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
-// The protocol library parses every COM_STMT_PREPARE with its own MySQL
+// clientConn is the socket of one client as the protocol library sees it.
+// It has two jobs the library does not do: it keeps the library's grammar
+// away from prepared statements, and it bounds the handshake in time.
+//
+// Prepared statements. The protocol library parses every COM_STMT_PREPARE with its own MySQL
 // grammar before it calls the handler, rejects what that grammar does not
 // know (FOR SHARE, NOWAIT, TiDB extensions such as AUTO_RANDOM) and spends
 // a full parse per prepare, which go-sql-driver issues for every query with
 // arguments. The SQL layer parses the statement anyway, so the library's
-// parse is bypassed: prepareCapture sits between the socket and the
-// library, takes the text out of each COM_STMT_PREPARE packet and hands the
-// library a placeholder ("SELECT <n>") it parses trivially. The handler's
-// ComPrepare maps the placeholder back to the original text.
+// parse is bypassed: clientConn takes the text out of each
+// COM_STMT_PREPARE packet and hands the library a placeholder
+// ("SELECT <n>") it parses trivially. The handler's ComPrepare maps the
+// placeholder back to the original text.
+//
+// Handshake deadline. A client that connects and then stalls (sends no
+// handshake response, or no auth-switch response) would hold its
+// goroutine and socket forever. Until the server sends the OK that ends
+// authentication, the socket carries a deadline; the OK clears it, and an
+// authenticated connection may then idle as long as it likes.
 //
 // The client-to-server stream is a sequence of packets (4-byte header:
 // 3-byte little-endian length, sequence number). A packet with sequence
@@ -34,26 +45,81 @@ const (
 	retainedBufferLimit = 1 << 20
 )
 
-// prepareCapture is a net.Conn whose reads return the client's packets with
-// COM_STMT_PREPARE texts replaced by numbered placeholders.
-type prepareCapture struct {
+type clientConn struct {
 	net.Conn
 	in  *bufio.Reader
 	buf []byte // current packet as returned to the reader
 	out []byte // unread rest of buf
+
+	// Server-to-client packet tracking, used only until authenticated is
+	// set; writes happen on the connection's goroutine.
+	authenticated bool
+	wHeader       [4]byte
+	wHeaderLen    int // header bytes of the current server packet seen
+	wBodyLeft     int // body bytes of the current server packet still to come
+	wBodyStarted  bool
 
 	mu      sync.Mutex
 	next    uint64            // number of the next placeholder
 	pending map[uint64]string // placeholder number -> original statement text
 }
 
-func newPrepareCapture(c net.Conn) *prepareCapture {
-	return &prepareCapture{Conn: c, in: bufio.NewReaderSize(c, 16<<10), pending: map[uint64]string{}}
+// newClientConn wraps c; handshakeTimeout <= 0 means no handshake deadline.
+func newClientConn(c net.Conn, handshakeTimeout time.Duration) *clientConn {
+	if handshakeTimeout > 0 {
+		_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+	}
+	return &clientConn{Conn: c, in: bufio.NewReaderSize(c, 16<<10), pending: map[uint64]string{}}
+}
+
+// Write passes b to the socket. Before authentication completes it also
+// follows the server's packets to notice the OK that ends the handshake.
+func (p *clientConn) Write(b []byte) (int, error) {
+	if !p.authenticated {
+		p.watchHandshake(b)
+	}
+	return p.Conn.Write(b)
+}
+
+// watchHandshake parses the server's packets in b (the library writes a
+// header and a body as separate calls). During the handshake the server
+// sends the greeting (0x0a), maybe an auth-switch request (0xfe), and then
+// OK (0x00) or an error (0xff); no earlier packet starts with 0x00.
+func (p *clientConn) watchHandshake(b []byte) {
+	for len(b) > 0 && !p.authenticated {
+		if p.wHeaderLen < 4 {
+			n := copy(p.wHeader[p.wHeaderLen:], b)
+			p.wHeaderLen += n
+			b = b[n:]
+			if p.wHeaderLen == 4 {
+				p.wBodyLeft = int(p.wHeader[0]) | int(p.wHeader[1])<<8 | int(p.wHeader[2])<<16
+				p.wBodyStarted = false
+				if p.wBodyLeft == 0 {
+					p.wHeaderLen = 0
+				}
+			}
+			continue
+		}
+		if !p.wBodyStarted {
+			p.wBodyStarted = true
+			if b[0] == 0x00 {
+				p.authenticated = true
+				_ = p.Conn.SetDeadline(time.Time{})
+				return
+			}
+		}
+		n := min(len(b), p.wBodyLeft)
+		p.wBodyLeft -= n
+		b = b[n:]
+		if p.wBodyLeft == 0 {
+			p.wHeaderLen = 0
+		}
+	}
 }
 
 // Read returns the client's byte stream, one packet at a time, with
 // prepare packets rewritten. It blocks until a whole packet has arrived.
-func (p *prepareCapture) Read(b []byte) (int, error) {
+func (p *clientConn) Read(b []byte) (int, error) {
 	if len(p.out) == 0 {
 		if err := p.readPacket(); err != nil {
 			return 0, err
@@ -64,7 +130,7 @@ func (p *prepareCapture) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-func (p *prepareCapture) readPacket() error {
+func (p *clientConn) readPacket() error {
 	var hdr [4]byte
 	if _, err := io.ReadFull(p.in, hdr[:]); err != nil {
 		return err
@@ -94,7 +160,7 @@ func (p *prepareCapture) readPacket() error {
 
 // rewritePrepare replaces the current packet by a COM_STMT_PREPARE of a
 // numbered placeholder and remembers the original text under that number.
-func (p *prepareCapture) rewritePrepare(query string) {
+func (p *clientConn) rewritePrepare(query string) {
 	p.mu.Lock()
 	id := p.next
 	p.next++
@@ -110,7 +176,7 @@ func (p *prepareCapture) rewritePrepare(query string) {
 // to the client's text. Placeholders numbered below it belong to prepares
 // the library answered itself without calling the handler; they are
 // dropped. ok is false when query is not a placeholder of this connection.
-func (p *prepareCapture) originalQuery(query string) (string, bool) {
+func (p *clientConn) originalQuery(query string) (string, bool) {
 	digits, isPlaceholder := strings.CutPrefix(query, placeholderVerb)
 	if !isPlaceholder {
 		return "", false

@@ -17,7 +17,7 @@ func packet(seq byte, payload string) []byte {
 func TestPrepareCaptureRewritesOnlyPrepareCommands(t *testing.T) {
 	client, server := net.Pipe()
 	defer client.Close()
-	capture := newPrepareCapture(server)
+	capture := newClientConn(server, 0)
 	defer capture.Close()
 
 	prepareFirst := "SELECT * FROM t WHERE a = ? FOR SHARE"
@@ -69,7 +69,7 @@ func TestPrepareCaptureRewritesOnlyPrepareCommands(t *testing.T) {
 
 func TestPrepareCaptureReportsTruncatedPackets(t *testing.T) {
 	client, server := net.Pipe()
-	capture := newPrepareCapture(server)
+	capture := newClientConn(server, 0)
 	defer capture.Close()
 	go func() {
 		client.Write([]byte{10, 0, 0, 0, 0x16, 'S'})
@@ -97,7 +97,7 @@ func TestStatementsVitessCannotParseCanBePrepared(t *testing.T) {
 func TestPrepareCaptureLeavesMultiPacketPreparesAlone(t *testing.T) {
 	client, server := net.Pipe()
 	defer client.Close()
-	capture := newPrepareCapture(server)
+	capture := newClientConn(server, 0)
 	defer capture.Close()
 	// A 16 MiB prepare (a full-size packet and a continuation) is passed
 	// through untouched; the small prepare after it is rewritten.
@@ -122,5 +122,67 @@ func TestPrepareCaptureLeavesMultiPacketPreparesAlone(t *testing.T) {
 	}
 	if cap(capture.buf) > retainedBufferLimit {
 		t.Fatalf("capture retains a %d-byte buffer after a small packet", cap(capture.buf))
+	}
+}
+
+func TestHandshakeWatchFindsTheAuthenticationOK(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	conn := newClientConn(server, 0)
+	defer conn.Close()
+	go io.Copy(io.Discard, client)
+	write := func(chunks ...string) {
+		t.Helper()
+		for _, ch := range chunks {
+			if _, err := conn.Write([]byte(ch)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Greeting and an auth-switch request, header and body written apart,
+	// the greeting's body in two pieces.
+	greeting := string(packet(0, "\x0a8.0.11-strata\x00\x00salt"))
+	write(greeting[:4], greeting[4:9], greeting[9:])
+	authSwitch := string(packet(2, "\xfemysql_native_password\x00salt"))
+	write(authSwitch[:4], authSwitch[4:])
+	if conn.authenticated {
+		t.Fatal("authenticated before the OK")
+	}
+	ok := string(packet(4, "\x00\x00\x00\x02\x00\x00\x00"))
+	write(ok[:4], ok[4:])
+	if !conn.authenticated {
+		t.Fatal("the OK packet was not recognized")
+	}
+}
+
+func TestStalledHandshakeIsDisconnected(t *testing.T) {
+	ts := startServer(t, Config{AllowEmptyRootPassword: true, HandshakeTimeout: 200 * time.Millisecond})
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	readPacket(t, c) // greeting; then say nothing
+	start := time.Now()
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("server sent data instead of closing a stalled handshake")
+	}
+	if waited := time.Since(start); waited > 3*time.Second {
+		t.Fatalf("stalled client was kept for %v", waited)
+	}
+
+	// An authenticated connection may idle past the handshake timeout.
+	c2, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	c2.SetDeadline(time.Now().Add(5 * time.Second))
+	login(t, c2)
+	time.Sleep(500 * time.Millisecond)
+	writePacket(t, c2, 0, append([]byte{0x03}, "SELECT 1"...))
+	if p := readPacket(t, c2); len(p) != 1 || p[0] != 1 {
+		t.Fatalf("idle authenticated connection answered %q", p)
 	}
 }

@@ -13,7 +13,7 @@
 //     anything runs.
 //   - COM_STMT_PREPARE runs Session.Prepare: the parameter count and result
 //     columns reported to the client are the SQL layer's, not vitess's, and
-//     vitess's own grammar never sees the statement (prepare_capture.go), so
+//     vitess's own grammar never sees the statement (clientconn.go), so
 //     MySQL 8 and TiDB syntax it does not know can still be prepared.
 //     COM_STMT_EXECUTE converts the bound values (typed by the client) into
 //     types.Datum and runs Session.ExecutePrepared; result rows are encoded in

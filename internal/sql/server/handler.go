@@ -224,12 +224,12 @@ func sendResult(res *strsql.Result, binary bool, send func(*sqltypes.Result) err
 }
 
 // ComPrepare implements mysql.Handler. query is the placeholder that
-// prepareCapture substituted for the client's text (see prepare_capture.go);
+// clientConn substituted for the client's text (see clientconn.go);
 // the parameter count and columns sent to the client are the SQL layer's.
 func (h *handler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, prepare *mysql.PrepareData) (fields []*querypb.Field, err error) {
 	defer func() { metricsPrepare.observe(err) }()
 	defer h.recoverCommand(c, &err)
-	if capture, ok := c.Conn.(*prepareCapture); ok {
+	if capture, ok := c.Conn.(*clientConn); ok {
 		if text, ok := capture.originalQuery(query); ok {
 			query = text
 			prepare.PrepareStmt = text

@@ -8,13 +8,14 @@ import (
 )
 
 // clientListener is the listener handed to the protocol library. It wraps
-// every accepted connection in prepareCapture, and it rides out accept
+// every accepted connection in clientConn, and it rides out accept
 // failures such as running out of file descriptors: the library's accept
 // loop stops for good at the first error, which would silently take the
 // SQL port down. Only closing the listener ends it.
 type clientListener struct {
 	net.Listener
-	log *slog.Logger
+	log              *slog.Logger
+	handshakeTimeout time.Duration
 }
 
 const maxAcceptBackoff = time.Second
@@ -24,7 +25,7 @@ func (l clientListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err == nil {
-			return newPrepareCapture(c), nil
+			return newClientConn(c, l.handshakeTimeout), nil
 		}
 		if errors.Is(err, net.ErrClosed) {
 			return nil, err

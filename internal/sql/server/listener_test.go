@@ -35,7 +35,7 @@ func TestListenerRidesOutAcceptErrors(t *testing.T) {
 	if err != nil {
 		t.Fatalf("accept after transient failures: %v", err)
 	}
-	if _, ok := c.(*prepareCapture); !ok {
+	if _, ok := c.(*clientConn); !ok {
 		t.Fatalf("accepted connection is a %T, not wrapped for prepare capture", c)
 	}
 	c.Close()

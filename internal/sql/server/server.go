@@ -37,6 +37,11 @@ type Config struct {
 	// ConnWaitTimeout is how long a client beyond MaxConnections waits
 	// (default 10s).
 	ConnWaitTimeout time.Duration
+	// HandshakeTimeout bounds the time from connect to authenticated
+	// (default 10s, MySQL's connect_timeout); a client that stalls in the
+	// handshake is disconnected. Authenticated connections have no idle
+	// limit.
+	HandshakeTimeout time.Duration
 	// Logger receives connection-level events (panics, aborted
 	// handshakes). Defaults to slog.Default().
 	Logger *slog.Logger
@@ -97,6 +102,10 @@ func newServer(cfg Config, open sessionFactory) (*Server, error) {
 	if waitTimeout <= 0 {
 		waitTimeout = 10 * time.Second
 	}
+	handshakeTimeout := cfg.HandshakeTimeout
+	if handshakeTimeout <= 0 {
+		handshakeTimeout = 10 * time.Second
+	}
 	var maxConns uint64
 	var maxWait uint32
 	if cfg.MaxConnections > 0 {
@@ -104,7 +113,7 @@ func newServer(cfg Config, open sessionFactory) (*Server, error) {
 		maxWait = uint32(cfg.MaxConnections)
 	}
 	l, err := mysql.NewListenerWithConfig(mysql.ListenerConfig{
-		Listener:            clientListener{Listener: ln, log: logger},
+		Listener:            clientListener{Listener: ln, log: logger, handshakeTimeout: handshakeTimeout},
 		AuthServer:          newAccounts(cfg),
 		Handler:             h,
 		ConnReadBufferSize:  mysql.DefaultConnBufferSize,
