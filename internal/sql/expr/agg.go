@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"math"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -15,7 +16,8 @@ import (
 const GroupConcatMaxLen = 1024
 
 // AggFunc is an aggregate function call: COUNT(*), COUNT, SUM, AVG, MIN,
-// MAX, GROUP_CONCAT, each optionally DISTINCT. It is immutable; per-group
+// MAX, GROUP_CONCAT, STD/STDDEV[_POP|_SAMP], VARIANCE/VAR_POP/VAR_SAMP and
+// BIT_AND/BIT_OR/BIT_XOR, each optionally DISTINCT. It is immutable; per-group
 // state lives in Accumulators.
 type AggFunc struct {
 	Name     string // lower case
@@ -27,7 +29,7 @@ type AggFunc struct {
 	ft        *ptypes.FieldType
 }
 
-// Accumulator folds the rows of one group.
+// Accumulator folds the rows of one group. It is not safe for concurrent use.
 type Accumulator interface {
 	Add(ctx *EvalContext, row []types.Datum) error
 	Result() types.Datum
@@ -89,6 +91,10 @@ func NewAggFunc(name string, distinct bool, args []Expr) (*AggFunc, error) {
 		}
 	case "min", "max":
 		a.ft = at
+	case "std", "stddev", "stddev_pop", "stddev_samp", "variance", "var_pop", "var_samp":
+		a.ft = doubleType()
+	case "bit_and", "bit_or", "bit_xor":
+		a.ft = intType(mysql.MaxIntWidth, true)
 	default:
 		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support aggregate %s", strings.ToUpper(name))
 	}
@@ -126,6 +132,20 @@ func (a *AggFunc) NewAccumulator() Accumulator {
 		return &extremeAcc{aggBase: base, dir: -1}
 	case "max":
 		return &extremeAcc{aggBase: base, dir: 1}
+	case "std", "stddev", "stddev_pop":
+		return &varianceAcc{aggBase: base, sqrt: true}
+	case "stddev_samp":
+		return &varianceAcc{aggBase: base, sqrt: true, sample: true}
+	case "variance", "var_pop":
+		return &varianceAcc{aggBase: base}
+	case "var_samp":
+		return &varianceAcc{aggBase: base, sample: true}
+	case "bit_and":
+		return &bitAcc{aggBase: base, op: OpBitAnd, v: math.MaxUint64}
+	case "bit_or":
+		return &bitAcc{aggBase: base, op: OpBitOr}
+	case "bit_xor":
+		return &bitAcc{aggBase: base, op: OpBitXor}
 	}
 	return &groupConcatAcc{aggBase: base}
 }
@@ -290,6 +310,71 @@ func (m *extremeAcc) Add(ctx *EvalContext, row []types.Datum) error {
 }
 
 func (m *extremeAcc) Result() types.Datum { return m.best }
+
+// varianceAcc computes population or sample variance (and its square root)
+// with Welford's method, which stays accurate for large values.
+type varianceAcc struct {
+	aggBase
+	sqrt, sample bool
+	n            int64
+	mean, m2     float64
+}
+
+func (v *varianceAcc) Add(ctx *EvalContext, row []types.Datum) error {
+	vals, skip, err := v.args(ctx, row)
+	if err != nil || skip {
+		return err
+	}
+	x, werr := vals[0].ToFloat64()
+	ctx.Warn(werr)
+	v.n++
+	delta := x - v.mean
+	v.mean += delta / float64(v.n)
+	v.m2 += delta * (x - v.mean)
+	return nil
+}
+
+func (v *varianceAcc) Result() types.Datum {
+	div := v.n
+	if v.sample {
+		div--
+	}
+	if v.n == 0 || div <= 0 {
+		return types.Datum{}
+	}
+	r := v.m2 / float64(div)
+	if v.sqrt {
+		r = math.Sqrt(r)
+	}
+	return types.NewFloat(r)
+}
+
+// bitAcc is BIT_AND, BIT_OR and BIT_XOR over 64-bit unsigned values; an
+// empty group yields the identity (all ones for AND, 0 otherwise), as MySQL.
+type bitAcc struct {
+	aggBase
+	op ArithOp
+	v  uint64
+}
+
+func (b *bitAcc) Add(ctx *EvalContext, row []types.Datum) error {
+	vals, skip, err := b.args(ctx, row)
+	if err != nil || skip {
+		return err
+	}
+	x := bitOperand(ctx, vals[0])
+	switch b.op {
+	case OpBitAnd:
+		b.v &= x
+	case OpBitOr:
+		b.v |= x
+	default:
+		b.v ^= x
+	}
+	return nil
+}
+
+func (b *bitAcc) Result() types.Datum { return types.NewUint(b.v) }
 
 type groupConcatAcc struct {
 	aggBase

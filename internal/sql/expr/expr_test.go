@@ -234,6 +234,15 @@ func TestAggregates(t *testing.T) {
 		{"max", false, []Expr{intCol}, ints, "9223372036854775807", "int(11)"},
 		{"max", false, []Expr{strCol}, ints, "z", "varchar(10)"},
 		{"min", false, []Expr{intCol}, nil, "NULL", "int(11)"},
+		{"var_pop", false, []Expr{intCol}, [][]types.Datum{{types.NewInt(2)}, {types.NewInt(4)}, {types.NewInt(4)}, {types.NewInt(4)}, {types.NewInt(5)}, {types.NewInt(5)}, {types.NewInt(7)}, {types.NewInt(9)}}, "4", "double"},
+		{"std", false, []Expr{intCol}, [][]types.Datum{{types.NewInt(2)}, {types.NewInt(4)}, {types.NewInt(4)}, {types.NewInt(4)}, {types.NewInt(5)}, {types.NewInt(5)}, {types.NewInt(7)}, {types.NewInt(9)}}, "2", "double"},
+		{"var_samp", false, []Expr{intCol}, [][]types.Datum{{types.NewInt(1)}, {types.NewInt(3)}}, "2", "double"},
+		{"var_samp", false, []Expr{intCol}, [][]types.Datum{{types.NewInt(1)}}, "NULL", "double"},
+		{"stddev", false, []Expr{intCol}, nil, "NULL", "double"},
+		{"bit_and", false, []Expr{intCol}, [][]types.Datum{{types.NewInt(12)}, {types.NewInt(10)}}, "8", "bigint(20)"},
+		{"bit_and", false, []Expr{intCol}, nil, "18446744073709551615", "bigint(20)"},
+		{"bit_or", false, []Expr{intCol}, [][]types.Datum{{types.NewInt(12)}, {types.NewInt(10)}, {types.Datum{}}}, "14", "bigint(20)"},
+		{"bit_xor", false, []Expr{intCol}, [][]types.Datum{{types.NewInt(12)}, {types.NewInt(10)}}, "6", "bigint(20)"},
 		{"group_concat", false, []Expr{strCol, comma}, ints, "x,y,z,x", "var_string(1024)"},
 		{"group_concat", true, []Expr{strCol, comma}, ints, "x,y,z", "var_string(1024)"},
 		{"group_concat", false, []Expr{intCol, strCol, NewConstant(types.NewString("; "), nil)}, ints[:2], "1x; 2y", "var_string(1024)"},
@@ -331,6 +340,32 @@ func TestBuiltinsNeverPanic(t *testing.T) {
 				}
 				run(e.String(), e)
 			}
+		}
+	}
+	for _, name := range []string{"count", "sum", "avg", "min", "max", "std", "var_samp", "bit_and", "bit_xor", "group_concat"} {
+		for _, distinct := range []bool{false, true} {
+			args := []Expr{NewColumn(0, nil, "v")}
+			if name == "group_concat" {
+				args = append(args, NewConstant(types.NewString(","), nil))
+			}
+			a, err := NewAggFunc(name, distinct, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("%s panicked: %v", a, p)
+					}
+				}()
+				acc := a.NewAccumulator()
+				var warnings []error
+				ctx := &EvalContext{Warnings: &warnings}
+				for i := 0; i < 200; i++ {
+					_ = acc.Add(ctx, []types.Datum{values[rng.Intn(len(values))]})
+				}
+				_ = acc.Result()
+			}()
 		}
 	}
 	for i := 0; i < 3000; i++ {
