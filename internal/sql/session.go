@@ -300,6 +300,20 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this statement")
 }
 
+// memQuota is the per-statement memory quota in bytes
+// (tidb_mem_quota_query, default 1 GiB).
+func (s *Session) memQuota() int64 {
+	v, ok := s.vars["tidb_mem_quota_query"]
+	if !ok {
+		return exec.DefaultMemQuota
+	}
+	n, err := v.ToInt64()
+	if err != nil || n <= 0 {
+		return exec.DefaultMemQuota
+	}
+	return n
+}
+
 func (s *Session) evalContext(params []types.Datum) *expr.EvalContext {
 	return &expr.EvalContext{Params: params, Vars: s, Warnings: &s.warnings, Now: time.Now(), Database: s.db}
 }
@@ -359,7 +373,7 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 	}
 	ec := &exec.Context{
 		Ctx: ctx, Txn: s.txn, Eval: s.evalContext(params), IDs: s.e.ids,
-		Mem: exec.NewMemTracker(0),
+		Mem: exec.NewMemTracker(s.memQuota()),
 	}
 	exec.BindSubqueries(ec, c.subqueries)
 	if c.query != nil {

@@ -359,3 +359,14 @@ func TestAutocommitOff(t *testing.T) {
 	mustExec(t, s, "SET autocommit = 1") // commits the open transaction
 	expectRows(t, s, "SELECT COUNT(*) FROM sbtest1", "3")
 }
+
+func TestMemoryQuotaFailsTheStatement(t *testing.T) {
+	s := newTestSession(t)
+	setupSbtest(t, s)
+	mustExec(t, s, "INSERT INTO sbtest1 (k, c) SELECT k, c FROM sbtest1")
+	mustExec(t, s, "SET tidb_mem_quota_query = 500")
+	expectCode(t, s, "SELECT a.c, b.c FROM sbtest1 a, sbtest1 b", sqlerr.ErMemoryExceeded)
+	expectCode(t, s, "INSERT INTO sbtest1 (k, c) SELECT k, c FROM sbtest1", sqlerr.ErMemoryExceeded)
+	mustExec(t, s, "SET tidb_mem_quota_query = 1073741824")
+	expectRows(t, s, "SELECT COUNT(*) FROM sbtest1", "8")
+}

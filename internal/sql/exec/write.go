@@ -62,14 +62,27 @@ func (w *writer) putRow(handle int64, row []types.Datum) error {
 	if err != nil {
 		return err
 	}
-	w.c.Writes.Set(tablecodec.RecordKey(w.t.ID, handle), v)
+	if err := w.set(tablecodec.RecordKey(w.t.ID, handle), v); err != nil {
+		return err
+	}
 	for _, ix := range w.t.Indexes {
 		k, val, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, indexVals(ix, row), handle)
 		if err != nil {
 			return err
 		}
-		w.c.Writes.Set(k, val)
+		if err := w.set(k, val); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// set stages a write, charging it to the statement's memory quota.
+func (w *writer) set(k, v []byte) error {
+	if err := w.c.Mem.Consume(int64(len(k) + len(v) + 64)); err != nil {
+		return err
+	}
+	w.c.Writes.Set(k, v)
 	return nil
 }
 
@@ -217,10 +230,11 @@ func (w *writer) updateRow(handle int64, old, new []types.Datum) (bool, error) {
 				return false, err
 			}
 		}
-		w.c.Writes.Set(nk, nval)
+		if err := w.set(nk, nval); err != nil {
+			return false, err
+		}
 	}
-	w.c.Writes.Set(tablecodec.RecordKey(w.t.ID, handle), nv)
-	return true, nil
+	return true, w.set(tablecodec.RecordKey(w.t.ID, handle), nv)
 }
 
 // DefaultValue is the value a column takes when an INSERT omits it (ok=false
