@@ -30,7 +30,8 @@
 //
 // The listener retries failed accepts (out of file descriptors, ...) with
 // backoff instead of letting the library's accept loop end; only Close
-// stops it. MaxConnections bounds concurrent clients. Connection, command,
+// stops it. A client must finish the handshake within HandshakeTimeout
+// (clientconn.go). MaxConnections bounds concurrent clients. Connection, command,
 // error and panic counts are exported as strata_mysql_* Prometheus metrics.
 //
 // A panic while serving one connection (a malformed packet the protocol
