@@ -171,11 +171,11 @@ func (d Datum) AppendHashKey(buf []byte) []byte {
 	case KindDecimal:
 		if d.dec.IsInteger() {
 			r := d.dec.Truncate(0)
-			if r.unscaled.IsInt64() {
-				return appendHashInt(buf, r.unscaled.Int64())
+			if r.big == nil {
+				return appendHashInt(buf, r.small)
 			}
-			if r.unscaled.IsUint64() {
-				return appendHashUint(buf, r.unscaled.Uint64())
+			if r.big.IsUint64() {
+				return appendHashUint(buf, r.big.Uint64())
 			}
 		}
 		return appendHashDecimal(buf, d.dec)

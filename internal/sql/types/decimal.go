@@ -21,12 +21,15 @@ const (
 // ErrBadDecimal is returned by ParseDecimal for text that is not a number.
 var ErrBadDecimal = errors.New("invalid decimal literal")
 
-// Decimal is an exact fixed-point number: unscaled * 10^-scale. A Decimal is
-// immutable once built; every operation returns a new value, so Datums may
-// share one freely.
+// Decimal is an exact fixed-point number: unscaled * 10^-scale. The
+// unscaled value lives in an int64 when it fits (the common case: prices,
+// averages of int columns) and in a big.Int otherwise, so everyday
+// arithmetic does not allocate big integers. A Decimal is immutable once
+// built; every operation returns a new value, so Datums may share one freely.
 type Decimal struct {
-	unscaled big.Int
-	scale    int32 // >= 0
+	small int64    // unscaled value when big == nil
+	big   *big.Int // unscaled value when it does not fit an int64
+	scale int32    // >= 0
 }
 
 var pow10Cache = func() []*big.Int {
@@ -39,6 +42,7 @@ var pow10Cache = func() []*big.Int {
 	return out
 }()
 
+// pow10 returns 10^n as a big.Int that callers must not modify.
 func pow10(n int) *big.Int {
 	if n < len(pow10Cache) {
 		return pow10Cache[n]
@@ -48,18 +52,74 @@ func pow10(n int) *big.Int {
 
 var bigOne = big.NewInt(1)
 
+// pow10Int64[i] is 10^i for the exponents an int64 holds.
+var pow10Int64 = func() [19]int64 {
+	var out [19]int64
+	v := int64(1)
+	for i := range out {
+		out[i] = v
+		v *= 10
+	}
+	return out
+}()
+
+// newDecimalBig builds a Decimal from a big unscaled value, keeping it
+// small when it fits. b is owned by the result.
+func newDecimalBig(b *big.Int, scale int32) *Decimal {
+	if b.IsInt64() {
+		return &Decimal{small: b.Int64(), scale: scale}
+	}
+	return &Decimal{big: b, scale: scale}
+}
+
+// bigInt returns the unscaled value as a big.Int, which callers must not
+// modify (it may be d's own).
+func (d *Decimal) bigInt() *big.Int {
+	if d.big != nil {
+		return d.big
+	}
+	return big.NewInt(d.small)
+}
+
+// mulPow10 returns v*10^n and whether it fit an int64.
+func mulPow10(v int64, n int) (int64, bool) {
+	if n == 0 {
+		return v, true
+	}
+	if n >= len(pow10Int64) {
+		return 0, v == 0
+	}
+	p := pow10Int64[n]
+	r := v * p
+	if v != 0 && (r/p != v || (v == -1 && p == -1)) {
+		return 0, false
+	}
+	return r, true
+}
+
+// aligned returns d and o as int64 unscaled values at their common scale,
+// when both fit.
+func aligned(d, o *Decimal) (x, y int64, scale int32, ok bool) {
+	if d.big != nil || o.big != nil {
+		return 0, 0, 0, false
+	}
+	scale = max(d.scale, o.scale)
+	x, ok1 := mulPow10(d.small, int(scale-d.scale))
+	y, ok2 := mulPow10(o.small, int(scale-o.scale))
+	return x, y, scale, ok1 && ok2
+}
+
 // NewDecimalFromInt returns v as a decimal with scale 0.
 func NewDecimalFromInt(v int64) *Decimal {
-	d := &Decimal{}
-	d.unscaled.SetInt64(v)
-	return d
+	return &Decimal{small: v}
 }
 
 // NewDecimalFromUint returns v as a decimal with scale 0.
 func NewDecimalFromUint(v uint64) *Decimal {
-	d := &Decimal{}
-	d.unscaled.SetUint64(v)
-	return d
+	if v <= math.MaxInt64 {
+		return &Decimal{small: int64(v)}
+	}
+	return &Decimal{big: new(big.Int).SetUint64(v)}
 }
 
 // NewDecimalFromFloat returns the shortest decimal that round-trips to f.
@@ -72,9 +132,7 @@ func NewDecimalFromFloat(f float64) (*Decimal, error) {
 
 // NewDecimalUnscaled returns unscaled * 10^-scale. scale must be >= 0.
 func NewDecimalUnscaled(unscaled *big.Int, scale int) *Decimal {
-	d := &Decimal{scale: int32(scale)}
-	d.unscaled.Set(unscaled)
-	return d
+	return newDecimalBig(new(big.Int).Set(unscaled), int32(scale))
 }
 
 // ParseDecimal parses [+-]digits[.digits][e[+-]digits], surrounding spaces
@@ -144,10 +202,9 @@ func parseDecimalPrefix(s string) (*Decimal, int, bool) {
 			}
 		}
 	}
-	d := &Decimal{}
-	d.unscaled.SetString(string(digits), 10)
+	u, _ := new(big.Int).SetString(string(digits), 10)
 	if neg {
-		d.unscaled.Neg(&d.unscaled)
+		u.Neg(u)
 	}
 	if scale < 0 {
 		if -scale > 1000 {
@@ -155,9 +212,10 @@ func parseDecimalPrefix(s string) (*Decimal, int, bool) {
 			// stays out of every DECIMAL range.
 			scale = -1000
 		}
-		d.unscaled.Mul(&d.unscaled, pow10(-scale))
+		u.Mul(u, pow10(-scale))
 		scale = 0
 	}
+	d := newDecimalBig(u, 0)
 	d.scale = int32(scale)
 	if scale > MaxDecimalScale {
 		d = d.Round(MaxDecimalScale)
@@ -169,18 +227,46 @@ func parseDecimalPrefix(s string) (*Decimal, int, bool) {
 func (d *Decimal) Scale() int { return int(d.scale) }
 
 // Sign returns -1, 0 or +1.
-func (d *Decimal) Sign() int { return d.unscaled.Sign() }
+func (d *Decimal) Sign() int {
+	if d.big != nil {
+		return d.big.Sign()
+	}
+	switch {
+	case d.small < 0:
+		return -1
+	case d.small > 0:
+		return 1
+	}
+	return 0
+}
 
 // IsZero reports whether d == 0.
-func (d *Decimal) IsZero() bool { return d.unscaled.Sign() == 0 }
+func (d *Decimal) IsZero() bool { return d.big == nil && d.small == 0 }
 
 // Unscaled returns a copy of the unscaled integer.
-func (d *Decimal) Unscaled() *big.Int { return new(big.Int).Set(&d.unscaled) }
+func (d *Decimal) Unscaled() *big.Int { return new(big.Int).Set(d.bigInt()) }
+
+// absDigits returns the decimal digits of |unscaled|.
+func (d *Decimal) absDigits(buf []byte) []byte {
+	if d.big == nil {
+		if d.small >= 0 {
+			return strconv.AppendInt(buf, d.small, 10)
+		}
+		return strconv.AppendUint(buf, uint64(-(d.small+1))+1, 10)
+	}
+	start := len(buf)
+	buf = d.big.Append(buf, 10)
+	if buf[start] == '-' {
+		buf = append(buf[:start], buf[start+1:]...)
+	}
+	return buf
+}
 
 // Precision returns the number of significant decimal digits of the
 // unscaled value, at least scale+1 (the digit before the point counts).
 func (d *Decimal) Precision() int {
-	n := len(new(big.Int).Abs(&d.unscaled).String())
+	var tmp [24]byte
+	n := len(d.absDigits(tmp[:0]))
 	if n < int(d.scale)+1 {
 		n = int(d.scale) + 1
 	}
@@ -189,11 +275,10 @@ func (d *Decimal) Precision() int {
 
 // IntDigits returns the number of digits before the decimal point (0 for |d|<1).
 func (d *Decimal) IntDigits() int {
-	n := len(new(big.Int).Abs(&d.unscaled).String()) - int(d.scale)
-	if n < 0 {
-		return 0
-	}
-	if n == 1 && new(big.Int).Abs(&d.unscaled).Cmp(pow10(int(d.scale))) < 0 {
+	var tmp [24]byte
+	digits := d.absDigits(tmp[:0])
+	n := len(digits) - int(d.scale)
+	if n < 0 || (n == 1 && digits[0] == '0') {
 		return 0
 	}
 	return n
@@ -204,15 +289,11 @@ func (d *Decimal) String() string { return string(d.Append(nil)) }
 
 // Append appends the text form of d to buf.
 func (d *Decimal) Append(buf []byte) []byte {
-	abs := d.unscaled.Text(10)
-	neg := false
-	if abs[0] == '-' {
-		neg = true
-		abs = abs[1:]
-	}
-	if neg {
+	if d.Sign() < 0 {
 		buf = append(buf, '-')
 	}
+	var tmp [24]byte
+	abs := d.absDigits(tmp[:0])
 	scale := int(d.scale)
 	if scale == 0 {
 		return append(buf, abs...)
@@ -232,15 +313,21 @@ func (d *Decimal) Append(buf []byte) []byte {
 // rescaled returns d's unscaled value expressed at a larger scale.
 func (d *Decimal) rescaled(scale int32) *big.Int {
 	if scale == d.scale {
-		return &d.unscaled
+		return d.bigInt()
 	}
-	return new(big.Int).Mul(&d.unscaled, pow10(int(scale-d.scale)))
+	return new(big.Int).Mul(d.bigInt(), pow10(int(scale-d.scale)))
 }
 
 // Cmp compares numerically: -1, 0, +1.
 func (d *Decimal) Cmp(o *Decimal) int {
-	if d.scale == o.scale {
-		return d.unscaled.Cmp(&o.unscaled)
+	if x, y, _, ok := aligned(d, o); ok {
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
 	}
 	s := max(d.scale, o.scale)
 	return d.rescaled(s).Cmp(o.rescaled(s))
@@ -248,38 +335,55 @@ func (d *Decimal) Cmp(o *Decimal) int {
 
 // Neg returns -d.
 func (d *Decimal) Neg() *Decimal {
-	r := &Decimal{scale: d.scale}
-	r.unscaled.Neg(&d.unscaled)
-	return r
+	if d.big == nil && d.small != math.MinInt64 {
+		return &Decimal{small: -d.small, scale: d.scale}
+	}
+	return newDecimalBig(new(big.Int).Neg(d.bigInt()), d.scale)
 }
 
 // Abs returns |d|.
 func (d *Decimal) Abs() *Decimal {
-	r := &Decimal{scale: d.scale}
-	r.unscaled.Abs(&d.unscaled)
-	return r
+	if d.Sign() < 0 {
+		return d.Neg()
+	}
+	return d
 }
 
 // Add returns d+o with scale max(scale(d), scale(o)).
 func (d *Decimal) Add(o *Decimal) *Decimal {
+	if x, y, s, ok := aligned(d, o); ok {
+		if r := x + y; (r > x) == (y > 0) {
+			return &Decimal{small: r, scale: s}
+		}
+	}
 	s := max(d.scale, o.scale)
-	r := &Decimal{scale: s}
-	r.unscaled.Add(d.rescaled(s), o.rescaled(s))
-	return r
+	return newDecimalBig(new(big.Int).Add(d.rescaled(s), o.rescaled(s)), s)
 }
 
 // Sub returns d-o with scale max(scale(d), scale(o)).
 func (d *Decimal) Sub(o *Decimal) *Decimal {
+	if x, y, s, ok := aligned(d, o); ok {
+		if r := x - y; (r < x) == (y > 0) {
+			return &Decimal{small: r, scale: s}
+		}
+	}
 	s := max(d.scale, o.scale)
-	r := &Decimal{scale: s}
-	r.unscaled.Sub(d.rescaled(s), o.rescaled(s))
-	return r
+	return newDecimalBig(new(big.Int).Sub(d.rescaled(s), o.rescaled(s)), s)
 }
 
 // Mul returns d*o with scale min(scale(d)+scale(o), MaxDecimalScale).
 func (d *Decimal) Mul(o *Decimal) *Decimal {
-	r := &Decimal{scale: d.scale + o.scale}
-	r.unscaled.Mul(&d.unscaled, &o.unscaled)
+	scale := d.scale + o.scale
+	var r *Decimal
+	if d.big == nil && o.big == nil {
+		x, y := d.small, o.small
+		if p := x * y; x == 0 || (p/x == y && !(x == -1 && y == math.MinInt64) && !(y == -1 && x == math.MinInt64)) {
+			r = &Decimal{small: p, scale: scale}
+		}
+	}
+	if r == nil {
+		r = newDecimalBig(new(big.Int).Mul(d.bigInt(), o.bigInt()), scale)
+	}
 	if r.scale > MaxDecimalScale {
 		return r.Round(MaxDecimalScale)
 	}
@@ -294,10 +398,40 @@ func (d *Decimal) Div(o *Decimal, incr int) (q *Decimal, ok bool) {
 	}
 	s := min(int(d.scale)+incr, MaxDecimalScale)
 	// q = d.unscaled*10^(s - sd + so) / o.unscaled, rounded.
-	num := new(big.Int).Mul(&d.unscaled, pow10(s-int(d.scale)+int(o.scale)))
-	r := &Decimal{scale: int32(s)}
-	quoRound(&r.unscaled, num, &o.unscaled)
-	return r, true
+	shift := s - int(d.scale) + int(o.scale)
+	if d.big == nil && o.big == nil && o.small != math.MinInt64 {
+		if num, fits := mulPow10(d.small, shift); fits && num != math.MinInt64 {
+			return &Decimal{small: quoRoundInt64(num, o.small), scale: int32(s)}, true
+		}
+	}
+	num := new(big.Int).Mul(d.bigInt(), pow10(shift))
+	z := new(big.Int)
+	quoRound(z, num, o.bigInt())
+	return newDecimalBig(z, int32(s)), true
+}
+
+// quoRoundInt64 returns n/m rounded half away from zero; m must not be
+// MinInt64 (its magnitude does not fit).
+func quoRoundInt64(n, m int64) int64 {
+	q, r := n/m, n%m
+	if r == 0 {
+		return q
+	}
+	if r < 0 {
+		r = -r
+	}
+	am := m
+	if am < 0 {
+		am = -am
+	}
+	// 2r >= |m| without overflow: r >= |m| - r.
+	if r >= am-r {
+		if (n < 0) != (m < 0) {
+			return q - 1
+		}
+		return q + 1
+	}
+	return q
 }
 
 // quoRound sets z = n/m rounded half away from zero.
@@ -323,10 +457,11 @@ func (d *Decimal) Mod(o *Decimal) (*Decimal, bool) {
 	if o.IsZero() {
 		return nil, false
 	}
+	if x, y, s, ok := aligned(d, o); ok && y != -1 {
+		return &Decimal{small: x % y, scale: s}, true
+	}
 	s := max(d.scale, o.scale)
-	r := &Decimal{scale: s}
-	r.unscaled.Rem(d.rescaled(s), o.rescaled(s))
-	return r, true
+	return newDecimalBig(new(big.Int).Rem(d.rescaled(s), o.rescaled(s)), s), true
 }
 
 // IntDiv returns the integer part of d/o (truncated toward zero); ok is false
@@ -357,30 +492,52 @@ func (d *Decimal) rescale(scale int, round bool) *Decimal {
 	}
 	cur := int(d.scale)
 	if scale >= cur {
-		r := &Decimal{scale: int32(scale)}
-		r.unscaled.Mul(&d.unscaled, pow10(scale-cur))
-		return r
+		if scale == cur {
+			return d
+		}
+		if v, ok := mulPow10(d.small, scale-cur); ok && d.big == nil {
+			return &Decimal{small: v, scale: int32(scale)}
+		}
+		return newDecimalBig(new(big.Int).Mul(d.bigInt(), pow10(scale-cur)), int32(scale))
 	}
 	drop := cur - scale
-	r := &Decimal{}
+	resultScale := scale
+	if resultScale < 0 {
+		resultScale = 0
+	}
+	if d.big == nil && drop < len(pow10Int64) && d.small != math.MinInt64 {
+		p := pow10Int64[drop]
+		var q int64
+		if round {
+			q = quoRoundInt64(d.small, p)
+		} else {
+			q = d.small / p
+		}
+		if scale >= 0 {
+			return &Decimal{small: q, scale: int32(scale)}
+		}
+		if v, ok := mulPow10(q, -scale); ok {
+			return &Decimal{small: v}
+		}
+		return newDecimalBig(new(big.Int).Mul(big.NewInt(q), pow10(-scale)), 0)
+	}
+	z := new(big.Int)
 	if round {
-		quoRound(&r.unscaled, &d.unscaled, pow10(drop))
+		quoRound(z, d.bigInt(), pow10(drop))
 	} else {
-		r.unscaled.Quo(&d.unscaled, pow10(drop))
+		z.Quo(d.bigInt(), pow10(drop))
 	}
 	if scale < 0 {
-		r.unscaled.Mul(&r.unscaled, pow10(-scale))
-		scale = 0
+		z.Mul(z, pow10(-scale))
 	}
-	r.scale = int32(scale)
-	return r
+	return newDecimalBig(z, int32(resultScale))
 }
 
 // Floor returns the largest integer <= d (scale 0).
 func (d *Decimal) Floor() *Decimal {
 	r := d.Truncate(0)
 	if d.Sign() < 0 && r.Cmp(d) != 0 {
-		r.unscaled.Sub(&r.unscaled, bigOne)
+		return r.Sub(NewDecimalFromInt(1))
 	}
 	return r
 }
@@ -389,7 +546,7 @@ func (d *Decimal) Floor() *Decimal {
 func (d *Decimal) Ceil() *Decimal {
 	r := d.Truncate(0)
 	if d.Sign() > 0 && r.Cmp(d) != 0 {
-		r.unscaled.Add(&r.unscaled, bigOne)
+		return r.Add(NewDecimalFromInt(1))
 	}
 	return r
 }
@@ -399,7 +556,10 @@ func (d *Decimal) IsInteger() bool {
 	if d.scale == 0 {
 		return true
 	}
-	return new(big.Int).Rem(&d.unscaled, pow10(int(d.scale))).Sign() == 0
+	if d.big == nil && int(d.scale) < len(pow10Int64) {
+		return d.small%pow10Int64[d.scale] == 0
+	}
+	return new(big.Int).Rem(d.bigInt(), pow10(int(d.scale))).Sign() == 0
 }
 
 // Normalize returns d with trailing fractional zeros removed.
@@ -410,27 +570,42 @@ func (d *Decimal) Normalize() *Decimal {
 	if d.scale == 0 {
 		return d
 	}
-	r := &Decimal{scale: d.scale}
-	r.unscaled.Set(&d.unscaled)
+	if d.big == nil {
+		v, s := d.small, d.scale
+		for s > 0 && v%10 == 0 {
+			v /= 10
+			s--
+		}
+		return &Decimal{small: v, scale: s}
+	}
+	u := new(big.Int).Set(d.big)
+	s := d.scale
 	ten := big.NewInt(10)
 	q, m := new(big.Int), new(big.Int)
-	for r.scale > 0 {
-		q.QuoRem(&r.unscaled, ten, m)
+	for s > 0 {
+		q.QuoRem(u, ten, m)
 		if m.Sign() != 0 {
 			break
 		}
-		r.unscaled.Set(q)
-		r.scale--
+		u.Set(q)
+		s--
 	}
-	return r
+	return newDecimalBig(u, s)
 }
 
 // Float64 returns the nearest float64.
 func (d *Decimal) Float64() float64 {
-	if d.scale == 0 && d.unscaled.IsInt64() {
-		return float64(d.unscaled.Int64())
+	if d.big == nil {
+		// Both operands exact in float64: one correctly rounded division.
+		if d.scale == 0 && d.small > -(1<<53) && d.small < 1<<53 {
+			return float64(d.small)
+		}
+		if d.small > -(1<<53) && d.small < 1<<53 && d.scale <= 22 {
+			return float64(d.small) / math.Pow10(int(d.scale))
+		}
 	}
-	f, _ := strconv.ParseFloat(d.String(), 64)
+	var tmp [48]byte
+	f, _ := strconv.ParseFloat(string(d.Append(tmp[:0])), 64)
 	return f
 }
 
@@ -438,8 +613,8 @@ func (d *Decimal) Float64() float64 {
 // value clipped) when it does not fit int64.
 func (d *Decimal) Int64() (int64, bool) {
 	r := d.Round(0)
-	if r.unscaled.IsInt64() {
-		return r.unscaled.Int64(), true
+	if r.big == nil {
+		return r.small, true
 	}
 	if r.Sign() < 0 {
 		return math.MinInt64, false
@@ -454,8 +629,11 @@ func (d *Decimal) Uint64() (uint64, bool) {
 	if r.Sign() < 0 {
 		return 0, false
 	}
-	if r.unscaled.IsUint64() {
-		return r.unscaled.Uint64(), true
+	if r.big == nil {
+		return uint64(r.small), true
+	}
+	if r.big.IsUint64() {
+		return r.big.Uint64(), true
 	}
 	return math.MaxUint64, false
 }

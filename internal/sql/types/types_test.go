@@ -527,3 +527,56 @@ func TestParsersNeverPanic(t *testing.T) {
 		}()
 	}
 }
+
+// TestDecimalSmallAndBigAgree checks the int64 fast paths against the
+// big.Int paths on random operands around the int64 boundary.
+func TestDecimalSmallAndBigAgree(t *testing.T) {
+	rng := rand.New(rand.NewSource(9))
+	randDec := func() *Decimal {
+		var digits []byte
+		if rng.Intn(2) == 0 {
+			digits = append(digits, '-')
+		}
+		for i, n := 0, 1+rng.Intn(22); i < n; i++ {
+			digits = append(digits, byte('0'+rng.Intn(10)))
+		}
+		d := dec(t, string(digits))
+		return NewDecimalUnscaled(d.Unscaled(), rng.Intn(8))
+	}
+	// viaBig forces the big.Int representation of the same value.
+	viaBig := func(d *Decimal) *Decimal {
+		return &Decimal{big: d.Unscaled(), scale: d.scale}
+	}
+	for i := 0; i < 20000; i++ {
+		a, b := randDec(), randDec()
+		ab, bb := viaBig(a), viaBig(b)
+		check := func(op string, got, want *Decimal) {
+			if got.String() != want.String() {
+				t.Fatalf("%s %s %s: fast %s, big %s", a, op, b, got, want)
+			}
+		}
+		check("+", a.Add(b), ab.Add(bb))
+		check("-", a.Sub(b), ab.Sub(bb))
+		check("*", a.Mul(b), ab.Mul(bb))
+		if q, ok := a.Div(b, DivPrecisionIncrement); ok {
+			qb, _ := ab.Div(bb, DivPrecisionIncrement)
+			check("/", q, qb)
+			m, _ := a.Mod(b)
+			mb, _ := ab.Mod(bb)
+			check("%", m, mb)
+		}
+		s := rng.Intn(10) - 3
+		check("round", a.Round(s), ab.Round(s))
+		check("truncate", a.Truncate(s), ab.Truncate(s))
+		check("normalize", a.Normalize(), ab.Normalize())
+		if a.Cmp(b) != ab.Cmp(bb) {
+			t.Fatalf("Cmp(%s, %s) differs", a, b)
+		}
+		if a.IntDigits() != ab.IntDigits() || a.Precision() != ab.Precision() || a.IsInteger() != ab.IsInteger() {
+			t.Fatalf("digit counts of %s differ", a)
+		}
+		if f, fb := a.Float64(), ab.Float64(); f != fb {
+			t.Fatalf("Float64(%s) = %v, big %v", a, f, fb)
+		}
+	}
+}
