@@ -48,6 +48,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		"i BETWEEN ? AND ?",
 		"i = ? AND j < 0",
 		"i IN (1, 2, 3, 4, 5, 7)",
+		"s IN ('a', 'b', 'c', 'd', 'e', 'abc')",
 		"n IS NULL",
 		"NOT (i > 3)",
 	} {

@@ -366,19 +366,21 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// In is e [NOT] IN (list). When the list is all non-NULL numeric constants,
-// membership of a numeric value is a hash lookup.
+// In is e [NOT] IN (list). When the list is all non-NULL numeric constants
+// (or all string constants), membership of a numeric (string) value is a
+// hash lookup; other combinations compare item by item.
 type In struct {
 	E       Expr
 	List    []Expr
 	Not     bool
 	numeric map[string]struct{} // hash keys of the numeric constant list, or nil
+	strs    map[string]struct{} // bytes of the string constant list, or nil
 }
 
 // NewIn builds e [NOT] IN (list).
 func NewIn(e Expr, list []Expr, not bool) Expr {
 	in := &In{E: e, Not: not}
-	allNumeric := len(list) > 4
+	allNumeric, allStrings := len(list) > 4, len(list) > 4
 	for _, item := range list {
 		item = prepareTemporalConstant(item, e)
 		in.List = append(in.List, item)
@@ -386,11 +388,21 @@ func NewIn(e Expr, list []Expr, not bool) Expr {
 		if !ok || !k.Value.IsNumeric() {
 			allNumeric = false
 		}
+		if !ok || !k.Value.IsStringLike() {
+			allStrings = false
+		}
 	}
-	if allNumeric {
+	switch {
+	case allNumeric:
 		in.numeric = make(map[string]struct{}, len(list))
 		for _, item := range in.List {
 			in.numeric[string(item.(*Constant).Value.AppendHashKey(nil))] = struct{}{}
+		}
+	case allStrings:
+		// String comparison is byte-wise, so equality is byte equality.
+		in.strs = make(map[string]struct{}, len(list))
+		for _, item := range in.List {
+			in.strs[string(item.(*Constant).Value.Bytes())] = struct{}{}
 		}
 	}
 	return in
@@ -426,6 +438,10 @@ func (in *In) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 	if in.numeric != nil && v.IsNumeric() {
 		var buf [48]byte
 		_, found := in.numeric[string(v.AppendHashKey(buf[:0]))]
+		return types.NewBool(found != in.Not), nil
+	}
+	if in.strs != nil && v.IsStringLike() {
+		_, found := in.strs[string(v.Bytes())]
 		return types.NewBool(found != in.Not), nil
 	}
 	sawNull := false
