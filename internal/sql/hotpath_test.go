@@ -31,7 +31,7 @@ func TestPreparedPointGetAllocations(t *testing.T) {
 		}
 	})
 	t.Logf("allocations per prepared point select: %.0f", allocs)
-	if allocs > 40 {
-		t.Errorf("prepared point select allocates %.0f times, want <= 40", allocs)
+	if allocs > 24 {
+		t.Errorf("prepared point select allocates %.0f times, want <= 24", allocs)
 	}
 }

@@ -61,6 +61,7 @@ type compiled struct {
 	subqueries []*plan.Subquery
 	version    int64
 	forUpdate  bool
+	columns    []*Column // result columns of query
 }
 
 // Session is one client connection's SQL state. It is used by one
@@ -343,6 +344,9 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 		return nil, err
 	}
 	c.subqueries = b.Subqueries
+	if c.query != nil {
+		c.columns = resultColumns(c.query.Columns())
+	}
 	return c, nil
 }
 
@@ -381,7 +385,7 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 		if err != nil {
 			return nil, err
 		}
-		return &Result{Columns: resultColumns(c.query.Columns()), Rows: rows}, nil
+		return &Result{Columns: c.columns, Rows: rows}, nil
 	}
 	if s.readOnly && s.explicit {
 		return nil, sqlerr.New(1792, "25006", "Cannot execute statement in a READ ONLY transaction.")
@@ -441,9 +445,7 @@ func (s *Session) Prepare(ctx context.Context, query string) (*PreparedStmt, err
 			return nil, toSQLError(err)
 		}
 		p.cached = c
-		if c.query != nil {
-			p.info.Columns = resultColumns(c.query.Columns())
-		}
+		p.info.Columns = c.columns
 	}
 	s.prepared[p.info.ID] = p
 	info := p.info

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"errors"
 	"sort"
 	"sync"
 
@@ -231,24 +232,34 @@ func (s *scanExec) fetch(c *Context, handles []int64) ([][]types.Datum, error) {
 	if len(handles) == 0 {
 		return nil, nil
 	}
+	if len(handles) == 1 {
+		// Point get: one Get, no maps.
+		key := tablecodec.RecordKey(s.p.Table.ID, handles[0])
+		v, err := c.Txn.Get(c.Ctx, key)
+		if errors.Is(err, kv.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		row, err := s.layout.decode(handles[0], v, s.extra)
+		if err != nil {
+			return nil, err
+		}
+		if s.p.Lock {
+			if err := c.Txn.LockKeys(c.Ctx, key); err != nil {
+				return nil, err
+			}
+		}
+		return [][]types.Datum{row}, nil
+	}
 	keys := make([][]byte, len(handles))
 	for i, h := range handles {
 		keys[i] = tablecodec.RecordKey(s.p.Table.ID, h)
 	}
-	var vals map[string][]byte
-	if len(keys) == 1 {
-		v, err := c.Txn.Get(c.Ctx, keys[0])
-		if err != nil && err != kv.ErrNotFound {
-			return nil, err
-		}
-		if err == nil {
-			vals = map[string][]byte{string(keys[0]): v}
-		}
-	} else {
-		var err error
-		if vals, err = c.Txn.BatchGet(c.Ctx, keys); err != nil {
-			return nil, err
-		}
+	vals, err := c.Txn.BatchGet(c.Ctx, keys)
+	if err != nil {
+		return nil, err
 	}
 	rows := make([][]types.Datum, 0, len(handles))
 	var locked [][]byte
