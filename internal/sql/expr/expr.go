@@ -13,7 +13,14 @@
 // the binder does not resolve is the binder's error (1054). Compiled trees are
 // immutable and safe for concurrent Eval from many goroutines; all per-call
 // state lives in the EvalContext. Eval of a column, a constant, a parameter,
-// a comparison and integer arithmetic does not allocate.
+// a comparison, BETWEEN, IN over constants and integer arithmetic does not
+// allocate.
+//
+// Parameters: the parser records only each ? marker's byte offset, so
+// Prepare must call NumberParams on the statement before compiling it;
+// EvalContext.Params[i] is then the value of the i-th marker in text order.
+// Subtrees without columns, parameters or volatile functions are folded to
+// constants at compile time (IsConstant reports them).
 //
 // Errors returned by Eval are *sqlerr.Error (e.g. 1690 BIGINT out of range);
 // lossy conversions and division by zero are warnings appended to
