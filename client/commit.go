@@ -233,7 +233,7 @@ func (cm *committer) handlePrewriteErrors(bo *backoffer, errs []*kvpb.KeyError) 
 	if len(locks) == 0 {
 		return false, nil
 	}
-	if err := cm.c.resolver.waitForLocks(bo, cm.t.startTS, locks); err != nil {
+	if err := cm.c.resolver.waitForLocks(bo, cm.t.startTS, cm.t.startTS, locks); err != nil {
 		if exhaustedWaitingForLock(err) {
 			return false, retryable(err.Error(), true)
 		}

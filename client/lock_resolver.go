@@ -76,15 +76,16 @@ func (lr *lockResolver) remember(startTS uint64, s txnStatus) {
 	lr.resolved[startTS] = resolvedTxn{status: s, at: time.Now()}
 }
 
-// resolve tries to clear locks met by a transaction started at callerTS.
-// It returns how long to wait for the soonest-expiring lock of a live
+// resolve tries to clear locks met by a request at callerTS on behalf of
+// the transaction that started at ownerTS (a lock of ownerTS is the
+// caller's own and is never waited for). It returns how long to wait for the soonest-expiring lock of a live
 // transaction, or zero when every lock was cleared; the caller retries its
 // request after that wait.
-func (lr *lockResolver) resolve(bo *backoffer, callerTS uint64, locks []*kvpb.LockInfo) (time.Duration, error) {
+func (lr *lockResolver) resolve(bo *backoffer, callerTS, ownerTS uint64, locks []*kvpb.LockInfo) (time.Duration, error) {
 	var wait time.Duration
 	for _, l := range locks {
-		if l.LockVersion == callerTS {
-			return 0, fmt.Errorf("client: transaction %d blocked by its own lock on %q", callerTS, l.Key)
+		if l.LockVersion == ownerTS {
+			return 0, fmt.Errorf("client: transaction %d blocked by its own lock on %q", ownerTS, l.Key)
 		}
 		status, expiresIn, err := lr.txnStatus(bo, callerTS, l)
 		if err != nil {
@@ -214,8 +215,8 @@ func (lr *lockResolver) resolveLock(bo *backoffer, l *kvpb.LockInfo, commitTS ui
 // waitForLocks resolves locks and, when some belong to live transactions,
 // sleeps until the first may have expired (bounded by the backoff schedule
 // and budget). It returns nil when the caller should retry its request.
-func (lr *lockResolver) waitForLocks(bo *backoffer, callerTS uint64, locks []*kvpb.LockInfo) error {
-	wait, err := lr.resolve(bo, callerTS, locks)
+func (lr *lockResolver) waitForLocks(bo *backoffer, callerTS, ownerTS uint64, locks []*kvpb.LockInfo) error {
+	wait, err := lr.resolve(bo, callerTS, ownerTS, locks)
 	if err != nil {
 		return err
 	}

@@ -154,7 +154,7 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 			pl.mu.Unlock()
 			return nil
 		}
-		wait, err := c.resolver.resolve(bo, t.startTS, locks)
+		wait, err := c.resolver.resolve(bo, t.startTS, t.startTS, locks)
 		if err != nil {
 			return err
 		}

@@ -9,13 +9,13 @@ import (
 	"github.com/strata-db/strata/kvpb"
 )
 
-// snapshotScanner reads committed data in [start, end) at ts, region by
+// snapshotScanner reads committed data in [start, end) at view.ts, region by
 // region, batchSize entries per request, ascending or descending. Locks
 // met on the way are resolved (waiting for live transactions) and the
 // batch is fetched again.
 type snapshotScanner struct {
 	c          *Client
-	ts         uint64
+	view       readView
 	start, end []byte // end nil: +infinity
 	reverse    bool
 	batchSize  int
@@ -30,8 +30,8 @@ type snapshotScanner struct {
 	pos   int
 }
 
-func newSnapshotScanner(c *Client, ts uint64, start, end []byte, reverse bool, batchSize int) *snapshotScanner {
-	s := &snapshotScanner{c: c, ts: ts, start: start, end: end, reverse: reverse, batchSize: batchSize}
+func newSnapshotScanner(c *Client, view readView, start, end []byte, reverse bool, batchSize int) *snapshotScanner {
+	s := &snapshotScanner{c: c, view: view, start: start, end: end, reverse: reverse, batchSize: batchSize}
 	if reverse {
 		s.cursor = end
 	} else {
@@ -75,7 +75,7 @@ func (s *snapshotScanner) fetch(bo *backoffer) error {
 		e   *regionEntry
 		err error
 	)
-	req := &kvpb.ScanRequest{Limit: uint32(s.batchSize), Version: s.ts, Reverse: s.reverse}
+	req := &kvpb.ScanRequest{Limit: uint32(s.batchSize), Version: s.view.ts, Reverse: s.reverse}
 	if s.reverse {
 		e, err = s.c.regions.locateEndKey(bo.ctx, s.start, s.cursor)
 		if err != nil {
@@ -109,7 +109,7 @@ func (s *snapshotScanner) fetch(bo *backoffer) error {
 	}
 	if ke := resp.Error; ke != nil {
 		if ke.Locked != nil {
-			return s.c.resolver.waitForLocks(bo, s.ts, []*kvpb.LockInfo{ke.Locked})
+			return s.c.resolver.waitForLocks(bo, s.view.ts, s.view.startTS, []*kvpb.LockInfo{ke.Locked})
 		}
 		return keyErrorAsError(ke)
 	}
@@ -124,7 +124,7 @@ func (s *snapshotScanner) fetch(bo *backoffer) error {
 	}
 	if len(locks) > 0 {
 		// Resolve and fetch the same batch again: the cursor stays.
-		return s.c.resolver.waitForLocks(bo, s.ts, locks)
+		return s.c.resolver.waitForLocks(bo, s.view.ts, s.view.startTS, locks)
 	}
 	pairs := resp.Pairs
 	if len(pairs) > s.batchSize {
@@ -194,7 +194,7 @@ func newTxnIterator(ctx context.Context, t *Txn, start, end []byte, reverse bool
 		return &txnIterator{closed: true}, nil
 	}
 	it := &txnIterator{
-		snap:    newSnapshotScanner(t.c, t.readTS, start, end, reverse, batchSize),
+		snap:    newSnapshotScanner(t.c, t.view(), start, end, reverse, batchSize),
 		buf:     newBufferCursor(t.buf.snapshot(), start, end, reverse),
 		reverse: reverse,
 	}

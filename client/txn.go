@@ -47,6 +47,13 @@ func newTxn(c *Client, ts uint64, opts kv.TxnOptions) *Txn {
 	return &Txn{c: c, opts: opts, startTS: ts, readTS: ts, began: time.Now(), buf: newMemBuffer()}
 }
 
+// readView is the snapshot a read uses: the timestamp to read at and the
+// start timestamp of the transaction reading (whose own locks are not
+// waited for).
+type readView struct{ ts, startTS uint64 }
+
+func (t *Txn) view() readView { return readView{ts: t.readTS, startTS: t.startTS} }
+
 // StartTS is the transaction's start timestamp.
 func (t *Txn) StartTS() uint64 { return t.startTS }
 
@@ -107,13 +114,13 @@ func (t *Txn) Get(ctx context.Context, key []byte) ([]byte, error) {
 		}
 		return e.value, nil
 	}
-	return t.c.snapshotGet(ctx, t.readTS, key)
+	return t.c.snapshotGet(ctx, t.view(), key)
 }
 
-// snapshotGet reads the committed value of key at ts.
-func (c *Client) snapshotGet(ctx context.Context, ts uint64, key []byte) ([]byte, error) {
+// snapshotGet reads the committed value of key in view.
+func (c *Client) snapshotGet(ctx context.Context, view readView, key []byte) ([]byte, error) {
 	bo := newBackoffer(ctx, c.opts.BackoffBudget)
-	req := &kvpb.GetRequest{Key: key, Version: ts}
+	req := &kvpb.GetRequest{Key: key, Version: view.ts}
 	for {
 		e, err := c.regions.locate(ctx, key)
 		if err != nil {
@@ -144,7 +151,7 @@ func (c *Client) snapshotGet(ctx context.Context, ts uint64, key []byte) ([]byte
 			if ke.Locked == nil {
 				return nil, keyErrorAsError(ke)
 			}
-			if err := c.resolver.waitForLocks(&bo, ts, []*kvpb.LockInfo{ke.Locked}); err != nil {
+			if err := c.resolver.waitForLocks(&bo, view.ts, view.startTS, []*kvpb.LockInfo{ke.Locked}); err != nil {
 				return nil, err
 			}
 			continue
@@ -180,7 +187,7 @@ func (t *Txn) BatchGet(ctx context.Context, keys [][]byte) (map[string][]byte, e
 	remote = dedupSorted(remote)
 	var mu sync.Mutex
 	bo := newBackoffer(ctx, t.c.opts.BackoffBudget)
-	err := t.c.batchGet(&bo, t.readTS, remote, func(k, v []byte) {
+	err := t.c.batchGet(&bo, t.view(), remote, func(k, v []byte) {
 		mu.Lock()
 		out[string(k)] = v
 		mu.Unlock()
@@ -191,9 +198,9 @@ func (t *Txn) BatchGet(ctx context.Context, keys [][]byte) (map[string][]byte, e
 	return out, nil
 }
 
-// batchGet reads sorted keys at ts, one request per region, regions in
+// batchGet reads sorted keys in view, one request per region, regions in
 // parallel, calling found for every key that exists.
-func (c *Client) batchGet(bo *backoffer, ts uint64, keys [][]byte, found func(k, v []byte)) error {
+func (c *Client) batchGet(bo *backoffer, view readView, keys [][]byte, found func(k, v []byte)) error {
 	batches, err := c.regions.groupSortedKeys(bo.ctx, keys)
 	if err != nil {
 		return err
@@ -205,28 +212,28 @@ func (c *Client) batchGet(bo *backoffer, ts uint64, keys [][]byte, found func(k,
 			f := bo.fork()
 			sub = &f
 		}
-		return c.batchGetRegion(sub, ts, b.entry, keys[b.lo:b.hi], found)
+		return c.batchGetRegion(sub, view, b.entry, keys[b.lo:b.hi], found)
 	})
 }
 
-func (c *Client) batchGetRegion(bo *backoffer, ts uint64, e *regionEntry, keys [][]byte, found func(k, v []byte)) error {
+func (c *Client) batchGetRegion(bo *backoffer, view readView, e *regionEntry, keys [][]byte, found func(k, v []byte)) error {
 	kvc, err := c.kvClient(e)
 	var resp *kvpb.BatchGetResponse
 	if err == nil {
-		resp, err = kvc.KvBatchGet(bo.ctx, &kvpb.BatchGetRequest{Context: e.rpcCtx, Keys: keys, Version: ts})
+		resp, err = kvc.KvBatchGet(bo.ctx, &kvpb.BatchGetRequest{Context: e.rpcCtx, Keys: keys, Version: view.ts})
 	}
 	if err != nil {
 		if err := c.onSendFailure(bo, e, err); err != nil {
 			return err
 		}
-		return c.batchGet(bo, ts, keys, found)
+		return c.batchGet(bo, view, keys, found)
 	}
 	if resp.RegionError != nil {
 		if err := c.onRegionError(bo, e, resp.RegionError); err != nil {
 			return err
 		}
 		// The region may have changed shape: regroup and retry.
-		return c.batchGet(bo, ts, keys, found)
+		return c.batchGet(bo, view, keys, found)
 	}
 	var locks []*kvpb.LockInfo
 	if ke := resp.Error; ke != nil {
@@ -248,7 +255,7 @@ func (c *Client) batchGetRegion(bo *backoffer, ts uint64, e *regionEntry, keys [
 	if len(locks) == 0 {
 		return nil
 	}
-	if err := c.resolver.waitForLocks(bo, ts, locks); err != nil {
+	if err := c.resolver.waitForLocks(bo, view.ts, view.startTS, locks); err != nil {
 		return err
 	}
 	// Read the locked keys again; the others are done.
@@ -257,7 +264,7 @@ func (c *Client) batchGetRegion(bo *backoffer, ts uint64, e *regionEntry, keys [
 		retry[i] = l.Key
 	}
 	sortKeys(retry)
-	return c.batchGet(bo, ts, dedupSorted(retry), found)
+	return c.batchGet(bo, view, dedupSorted(retry), found)
 }
 
 // Scan returns up to limit visible entries of [start, end) in key order
