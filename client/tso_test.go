@@ -15,7 +15,7 @@ import (
 // blockingPD is a TEST DOUBLE of PD's Tso: each call records its count and
 // can be held until the test releases it.
 type blockingPD struct {
-	PD // only Tso is used
+	PD      // only Tso is used
 	mu      sync.Mutex
 	next    uint64
 	counts  []uint32
