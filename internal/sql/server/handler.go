@@ -200,6 +200,9 @@ func (h *handler) runQuery(ctx context.Context, c *mysql.Conn, st *connState, qu
 // statement returned no columns, otherwise the column definitions and rows
 // in batches.
 func sendResult(res *strsql.Result, binary bool, send func(*sqltypes.Result) error) error {
+	if res == nil {
+		res = &strsql.Result{}
+	}
 	if len(res.Columns) == 0 {
 		return send(&sqltypes.Result{RowsAffected: res.AffectedRows, InsertID: res.LastInsertID})
 	}
