@@ -117,6 +117,8 @@ func (c *compiler) funcCall(n *ast.FuncCallExpr) (Expr, error) {
 	switch name {
 	case "date_add", "date_sub", "adddate", "subdate":
 		return c.dateArithCall(name, nodes)
+	case "timestampadd", "timestampdiff":
+		return c.timestampCall(name, nodes)
 	}
 	args, err := c.compileAll(nodes)
 	if err != nil {
@@ -143,6 +145,8 @@ func (c *compiler) funcCall(n *ast.FuncCallExpr) (Expr, error) {
 			return nil, errArgCount("NULLIF")
 		}
 		return &NullIf{A: args[0], B: args[1]}, nil
+	case "convert":
+		return c.convertCall(args)
 	case "mod":
 		if len(args) != 2 {
 			return nil, errArgCount("MOD")

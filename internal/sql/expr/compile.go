@@ -385,6 +385,8 @@ func foldable(e Expr) bool {
 		kids = []Expr{n.E}
 	case *DateArith:
 		kids = []Expr{n.Date, n.Interval}
+	case *TimestampDiff:
+		kids = []Expr{n.A, n.B}
 	case *Func:
 		if n.def.volatile {
 			return false
