@@ -276,7 +276,8 @@ func evalSubstringIndex(ctx *EvalContext, f *Func, args []types.Datum) (types.Da
 		return stringResult(f, s[:idx-len(delim)]), nil
 	}
 	end := len(s)
-	for i := int64(0); i < -count; i++ {
+	// -(count+1) cannot overflow, unlike -count for MinInt64.
+	for i, n := int64(0), -(count + 1); i <= n; i++ {
 		j := bytes.LastIndex(s[:end], delim)
 		if j < 0 {
 			return stringResult(f, s), nil
