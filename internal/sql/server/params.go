@@ -99,9 +99,11 @@ func bindValue(bv *querypb.BindVariable, declared querypb.Type) (types.Datum, er
 			return types.Null, sqlerr.New(sqlerr.ErTruncatedWrongValue, "22007", "Incorrect DECIMAL value: '%s'", raw)
 		}
 		return types.NewDecimal(dec), nil
-	case sqltypes.Blob, sqltypes.Binary, sqltypes.VarBinary, sqltypes.Bit, sqltypes.Geometry:
+	case sqltypes.Text, sqltypes.Blob, sqltypes.Binary, sqltypes.VarBinary, sqltypes.Bit, sqltypes.Geometry:
+		// The BLOB type codes (vitess maps them to TEXT: the parameter
+		// flags carry no binary bit) bind binary strings, as in MySQL.
 		return types.NewBytes(raw), nil
-	default: // CHAR, VARCHAR, TEXT, ENUM, SET, JSON
+	default: // CHAR, VARCHAR (what drivers send for strings), ENUM, SET, JSON
 		return types.NewStringBytes(raw), nil
 	}
 }

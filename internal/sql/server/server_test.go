@@ -863,3 +863,37 @@ func TestMaxConnectionsRefusesClientsBeyondTheLimit(t *testing.T) {
 		t.Fatalf("connection after the first one left: %v", err)
 	}
 }
+
+// TestLongDataParameter streams a parameter with COM_STMT_SEND_LONG_DATA
+// before executing, as clients do for large BLOBs.
+func TestLongDataParameter(t *testing.T) {
+	ts := startDefaultServer(t)
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	login(t, c)
+	writePacket(t, c, 0, append([]byte{0x16}, "SELECT ?"...))
+	drainPrepareOK(t, c, 1)
+	writePacket(t, c, 0, append([]byte{0x18, 1, 0, 0, 0, 0, 0}, "hel"...))
+	writePacket(t, c, 0, append([]byte{0x18, 1, 0, 0, 0, 0, 0}, "lo"...))
+	// Execute: no cursor, 1 iteration, NULL bitmap, types bound: BLOB.
+	writePacket(t, c, 0, []byte{0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0x00, 0x01, 0xfc, 0x00})
+	if p := readPacket(t, c); len(p) != 1 || p[0] != 1 {
+		t.Fatalf("column count packet %q", p)
+	}
+	readPacket(t, c) // column definition
+	row := readPacket(t, c)
+	if want := "\x00\x00\x05hello"; string(row) != want {
+		t.Fatalf("row %q, want %q", row, want)
+	}
+	if p := readPacket(t, c); p[0] != 0xfe {
+		t.Fatalf("end of result %q", p)
+	}
+	got := ts.backend.lastParams()
+	if len(got) != 1 || got[0].Kind() != types.KindBytes || string(got[0].Bytes()) != "hello" {
+		t.Fatalf("long data reached the session as %v", got)
+	}
+}
