@@ -298,3 +298,14 @@ func TestMySQLCommandLineClient(t *testing.T) {
 		t.Fatalf("mysql printed %q", got)
 	}
 }
+
+func TestHandshakeVersionMatchesVersionVariable(t *testing.T) {
+	addr := startEngineServer(t)
+	var version string
+	if err := openEngineDB(t, addr, "", "").QueryRow("SELECT @@version").Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if version != ServerVersion || ServerVersion != "8.0.11-strata" {
+		t.Fatalf("@@version %q, handshake %q", version, ServerVersion)
+	}
+}

@@ -15,9 +15,10 @@ import (
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
-// ServerVersion is the version string sent in the handshake and reported
-// by clients. The "8.0.11" prefix makes drivers enable MySQL 8 behaviour.
-const ServerVersion = "8.0.11-strata"
+// ServerVersion is the version string sent in the handshake; it is the SQL
+// layer's, so that @@version and the handshake agree. The "8.0.11" prefix
+// makes drivers enable MySQL 8 behaviour.
+const ServerVersion = strsql.ServerVersion
 
 // Config configures a Server.
 type Config struct {
