@@ -194,14 +194,16 @@ func (n *NullIf) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) 
 // Cast is CAST(e AS type) / CONVERT(e, type): lenient conversion that
 // warns (1292) and yields MySQL's best-effort value instead of failing.
 type Cast struct {
-	E  Expr
-	ft *ptypes.FieldType
+	E     Expr
+	ft    *ptypes.FieldType
+	limit int // CHAR(n)/BINARY(n): the length values are cut to; -1 for none
 }
 
 // NewCast builds CAST(e AS ft). The parser's cast types are mapped to the
 // result types MySQL reports (SIGNED -> BIGINT, CHAR(n) -> VARCHAR(n)...).
 func NewCast(e Expr, target *ptypes.FieldType) (Expr, error) {
 	var ft *ptypes.FieldType
+	limit := -1
 	switch target.GetType() {
 	case mysql.TypeLonglong, mysql.TypeLong, mysql.TypeTiny, mysql.TypeShort, mysql.TypeInt24, mysql.TypeYear:
 		ft = intType(mysql.MaxIntWidth, mysql.HasUnsignedFlag(target.GetFlag()))
@@ -226,7 +228,15 @@ func NewCast(e Expr, target *ptypes.FieldType) (Expr, error) {
 			setBinaryCharset(ft)
 		}
 	case mysql.TypeString, mysql.TypeVarString, mysql.TypeVarchar, mysql.TypeBlob:
-		ft = stringType(target.GetFlen())
+		limit = target.GetFlen()
+		flen := limit
+		if flen < 0 {
+			// Without a length the result is as wide as the operand's text.
+			if flen = charLen(e.Type()); flen <= 0 {
+				flen = mysql.MaxBlobWidth
+			}
+		}
+		ft = stringType(flen)
 		if target.GetCharset() == charset.CharsetBin || mysql.HasBinaryFlag(target.GetFlag()) {
 			setBinaryCharset(ft)
 		}
@@ -243,7 +253,7 @@ func NewCast(e Expr, target *ptypes.FieldType) (Expr, error) {
 	default:
 		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support CAST to %s", target.String())
 	}
-	return &Cast{E: e, ft: ft}, nil
+	return &Cast{E: e, ft: ft, limit: limit}, nil
 }
 
 // Type implements Expr.
@@ -259,12 +269,13 @@ func (c *Cast) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 	if err != nil || d.IsNull() {
 		return types.Datum{}, err
 	}
-	return castValue(ctx, d, c.ft, c), nil
+	return castValue(ctx, d, c.ft, c.limit, c), nil
 }
 
-// castValue converts d to ft leniently, as CAST does; e names the
+// castValue converts d to ft leniently, as CAST does; strings are cut to
+// limit characters (bytes for binary) unless it is negative; e names the
 // expression in warnings.
-func castValue(ctx *EvalContext, d types.Datum, ft *ptypes.FieldType, e Expr) types.Datum {
+func castValue(ctx *EvalContext, d types.Datum, ft *ptypes.FieldType, limit int, e Expr) types.Datum {
 	switch classOf(ft) {
 	case classInt, classUint:
 		unsigned := classOf(ft) == classUint
@@ -348,7 +359,7 @@ func castValue(ctx *EvalContext, d types.Datum, ft *ptypes.FieldType, e Expr) ty
 		} else {
 			b = d.AppendText(nil)
 		}
-		if n := ft.GetFlen(); n >= 0 && n < mysql.MaxBlobWidth {
+		if n := limit; n >= 0 {
 			binary := ft.GetCharset() == charset.CharsetBin
 			if binary && len(b) > n {
 				ctx.Warn(sqlerr.New(sqlerr.ErTruncatedWrongValue, "22007", "Truncated incorrect BINARY(%d) value: '%s'", n, string(b)))
