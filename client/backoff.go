@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -136,10 +135,3 @@ func (e *backoffExhaustedError) Error() string {
 }
 
 func (e *backoffExhaustedError) Unwrap() error { return e.cause }
-
-// exhaustedWaitingForLock reports whether err means a live lock outlasted
-// the backoff budget.
-func exhaustedWaitingForLock(err error) bool {
-	var be *backoffExhaustedError
-	return errors.As(err, &be) && be.kind == boTxnLock
-}

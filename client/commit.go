@@ -218,7 +218,10 @@ func (cm *committer) prewriteRequest(b batch, onePC bool) *kvpb.PrewriteRequest 
 
 // handlePrewriteErrors resolves locks met by a prewrite (retry reports that
 // the request should be sent again) and turns other key errors into the
-// transaction's failure.
+// transaction's failure. A lock of a live transaction fails the commit at
+// once, as in Percolator: whether that transaction commits (then ours
+// conflicts with it) or not, waiting would rarely help and could stall for a
+// long-lived pessimistic lock.
 func (cm *committer) handlePrewriteErrors(bo *backoffer, errs []*kvpb.KeyError) (retry bool, err error) {
 	var locks []*kvpb.LockInfo
 	for _, ke := range errs {
@@ -233,11 +236,13 @@ func (cm *committer) handlePrewriteErrors(bo *backoffer, errs []*kvpb.KeyError) 
 	if len(locks) == 0 {
 		return false, nil
 	}
-	if err := cm.c.resolver.waitForLocks(bo, cm.t.startTS, cm.t.startTS, locks); err != nil {
-		if exhaustedWaitingForLock(err) {
-			return false, retryable(err.Error(), true)
-		}
+	wait, err := cm.c.resolver.resolve(bo, cm.t.startTS, cm.t.startTS, locks)
+	if err != nil {
 		return false, err
+	}
+	if wait > 0 {
+		l := locks[0]
+		return false, retryable(fmt.Sprintf("write conflict: key %q is locked by transaction %d", l.Key, l.LockVersion), false)
 	}
 	return true, nil
 }

@@ -51,6 +51,7 @@ type fakeCluster struct {
 	regions []*fakeRegion // sorted, covering the keyspace
 	keys    map[string]*fakeKey
 	tsoLast uint64
+	nextID  uint64
 
 	// intercept, when set, runs before every KV request; a non-nil
 	// response or error replaces the real handling.
@@ -97,7 +98,8 @@ func (fc *fakeCluster) split(key string) {
 	for i, fr := range fc.regions {
 		r := fr.region
 		if bytes.Compare([]byte(key), r.StartKey) > 0 && (len(r.EndKey) == 0 || bytes.Compare([]byte(key), r.EndKey) < 0) {
-			right := &kvpb.Region{Id: r.Id + 1000, StartKey: []byte(key), EndKey: r.EndKey,
+			fc.nextID++
+			right := &kvpb.Region{Id: 1000 + fc.nextID, StartKey: []byte(key), EndKey: r.EndKey,
 				Epoch: &kvpb.RegionEpoch{Version: r.Epoch.Version + 1, ConfVer: r.Epoch.ConfVer}, Peers: r.Peers}
 			left := &kvpb.Region{Id: r.Id, StartKey: r.StartKey, EndKey: []byte(key),
 				Epoch: &kvpb.RegionEpoch{Version: r.Epoch.Version + 1, ConfVer: r.Epoch.ConfVer}, Peers: r.Peers}

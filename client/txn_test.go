@@ -1,0 +1,419 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kvpb"
+)
+
+func begin(t *testing.T, c *Client, opts kv.TxnOptions) *Txn {
+	t.Helper()
+	txn, err := c.Begin(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return txn.(*Txn)
+}
+
+// load commits key=value pairs given as "k=v" in one transaction.
+func load(t *testing.T, c *Client, pairs ...string) {
+	t.Helper()
+	txn := begin(t, c, kv.TxnOptions{})
+	for _, p := range pairs {
+		k, v, _ := strings.Cut(p, "=")
+		if err := txn.Set([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := txn.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(t *testing.T, txn kv.Txn, key string) string {
+	t.Helper()
+	v, err := txn.Get(context.Background(), []byte(key))
+	if errors.Is(err, kv.ErrNotFound) {
+		return "<none>"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(v)
+}
+
+func render(kvs []kv.KeyValue) string {
+	var b strings.Builder
+	for i, e := range kvs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%s", e.Key, e.Value)
+	}
+	return b.String()
+}
+
+func (fc *fakeCluster) lockedKeys() []string {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	var out []string
+	for k, fk := range fc.keys {
+		if fk.lock != nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (fc *fakeCluster) placeLock(key, primary string, startTS, ttl uint64, value string) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fc.key([]byte(key)).lock = &fakeLock{primary: []byte(primary), startTS: startTS, ttl: ttl, op: kvpb.Op_Put, value: []byte(value)}
+}
+
+func TestReadYourWrites(t *testing.T) {
+	fc := newFakeCluster("m")
+	c := fc.newClient(Options{})
+	defer c.Close()
+	load(t, c, "a=1", "b=2", "x=9")
+
+	txn := begin(t, c, kv.TxnOptions{})
+	_ = txn.Set([]byte("a"), []byte("10"))
+	_ = txn.Delete([]byte("b"))
+	_ = txn.Set([]byte("n"), []byte("new"))
+	for key, want := range map[string]string{"a": "10", "b": "<none>", "n": "new", "x": "9", "q": "<none>"} {
+		if got := get(t, txn, key); got != want {
+			t.Errorf("Get(%s) = %s, want %s", key, got, want)
+		}
+	}
+	got, err := txn.BatchGet(context.Background(), [][]byte{[]byte("a"), []byte("b"), []byte("n"), []byte("x"), []byte("q"), []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || string(got["a"]) != "10" || string(got["n"]) != "new" || string(got["x"]) != "9" {
+		t.Fatalf("BatchGet = %v", got)
+	}
+	if txn.Len() != 3 {
+		t.Fatalf("Len = %d, want 3", txn.Len())
+	}
+
+	// Another transaction sees none of it until commit.
+	other := begin(t, c, kv.TxnOptions{})
+	if get(t, other, "a") != "1" || get(t, other, "n") != "<none>" {
+		t.Fatal("uncommitted writes leaked")
+	}
+	if err := txn.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if get(t, other, "a") != "1" {
+		t.Fatal("an older snapshot saw a later commit")
+	}
+	after := begin(t, c, kv.TxnOptions{})
+	if get(t, after, "a") != "10" || get(t, after, "b") != "<none>" || get(t, after, "n") != "new" {
+		t.Fatal("committed writes not visible to a later transaction")
+	}
+}
+
+func TestScanMergesBufferWithSnapshotAcrossRegionsBothWays(t *testing.T) {
+	fc := newFakeCluster("c", "f")
+	// Batches of two force several requests per region.
+	c := fc.newClient(Options{ScanBatchSize: 2})
+	defer c.Close()
+	load(t, c, "a=1", "b=2", "c=3", "d=4", "e=5", "f=6", "g=7", "h=8")
+
+	txn := begin(t, c, kv.TxnOptions{})
+	_ = txn.Set([]byte("b2"), []byte("new"))
+	_ = txn.Delete([]byte("d"))
+	_ = txn.Set([]byte("e"), []byte("50"))
+	_ = txn.Delete([]byte("h"))
+	_ = txn.Set([]byte("zz"), []byte("tail"))
+	_ = txn.Delete([]byte("nothing"))
+
+	ctx := context.Background()
+	cases := []struct {
+		start, end string
+		limit      int
+		reverse    bool
+		want       string
+	}{
+		{"", "", 0, false, "a=1 b=2 b2=new c=3 e=50 f=6 g=7 zz=tail"},
+		{"", "", 0, true, "zz=tail g=7 f=6 e=50 c=3 b2=new b=2 a=1"},
+		{"b", "g", 0, false, "b=2 b2=new c=3 e=50 f=6"},
+		{"b", "g", 0, true, "f=6 e=50 c=3 b2=new b=2"},
+		{"", "", 3, false, "a=1 b=2 b2=new"},
+		{"", "", 3, true, "zz=tail g=7 f=6"},
+		{"c", "f", 0, true, "e=50 c=3"},
+		{"d", "e", 0, false, ""},
+		{"g", "c", 0, false, ""},
+	}
+	for _, tc := range cases {
+		var start, end []byte
+		if tc.start != "" {
+			start = []byte(tc.start)
+		}
+		if tc.end != "" {
+			end = []byte(tc.end)
+		}
+		got, err := txn.Scan(ctx, start, end, tc.limit, tc.reverse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if render(got) != tc.want {
+			t.Errorf("Scan(%q, %q, limit %d, reverse %v) = %q, want %q", tc.start, tc.end, tc.limit, tc.reverse, render(got), tc.want)
+		}
+	}
+}
+
+func TestIterSeesBufferAsOfCreation(t *testing.T) {
+	fc := newFakeCluster()
+	c := fc.newClient(Options{ScanBatchSize: 1})
+	defer c.Close()
+	load(t, c, "a=1", "c=3")
+	txn := begin(t, c, kv.TxnOptions{})
+	_ = txn.Set([]byte("b"), []byte("2"))
+	ctx := context.Background()
+	it, err := txn.Iter(ctx, nil, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	_ = txn.Set([]byte("bb"), []byte("later")) // not visible to it
+	var got []string
+	for it.Valid() {
+		got = append(got, string(it.Key())+"="+string(it.Value()))
+		if err := it.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(got, " ") != "a=1 b=2 c=3" {
+		t.Fatalf("iterated %v", got)
+	}
+}
+
+func TestSingleRegionCommitIsOnePhase(t *testing.T) {
+	fc := newFakeCluster()
+	c := fc.newClient(Options{})
+	defer c.Close()
+	load(t, c, "a=1", "b=2")
+	if p, cm := fc.callCount("Prewrite"), fc.callCount("Commit"); p != 1 || cm != 0 {
+		t.Fatalf("prewrites=%d commits=%d, want 1 and 0", p, cm)
+	}
+	if get(t, begin(t, c, kv.TxnOptions{}), "b") != "2" {
+		t.Fatal("one-phase commit not visible")
+	}
+}
+
+func TestMultiRegionCommitIsTwoPhaseAndAtomic(t *testing.T) {
+	fc := newFakeCluster("g", "p")
+	c := fc.newClient(Options{})
+	defer c.Close()
+	load(t, c, "a=1", "h=2", "q=3")
+	if p, cm := fc.callCount("Prewrite"), fc.callCount("Commit"); p != 3 || cm != 3 {
+		t.Fatalf("prewrites=%d commits=%d, want 3 and 3", p, cm)
+	}
+	if locked := fc.lockedKeys(); len(locked) != 0 {
+		t.Fatalf("locks left after commit: %v", locked)
+	}
+	txn := begin(t, c, kv.TxnOptions{})
+	if get(t, txn, "a")+get(t, txn, "h")+get(t, txn, "q") != "123" {
+		t.Fatal("not all writes visible")
+	}
+}
+
+func TestWriteConflictIsRetryableAndLeavesNoLocks(t *testing.T) {
+	for _, splits := range [][]string{nil, {"m"}} { // one-phase and two-phase
+		fc := newFakeCluster(splits...)
+		c := fc.newClient(Options{})
+		load(t, c, "k=0")
+		loser := begin(t, c, kv.TxnOptions{})
+		winner := begin(t, c, kv.TxnOptions{})
+		_ = winner.Set([]byte("k"), []byte("winner"))
+		if err := winner.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		_ = loser.Set([]byte("a"), []byte("loser"))
+		_ = loser.Set([]byte("k"), []byte("loser"))
+		_ = loser.Set([]byte("z"), []byte("loser"))
+		err := loser.Commit(context.Background())
+		var re *kv.RetryableError
+		if !errors.As(err, &re) || re.LockWaitTimeout {
+			t.Fatalf("splits %v: commit err = %v, want a write-conflict RetryableError", splits, err)
+		}
+		if locked := fc.lockedKeys(); len(locked) != 0 {
+			t.Fatalf("splits %v: locks left after a failed commit: %v", splits, locked)
+		}
+		check := begin(t, c, kv.TxnOptions{})
+		if get(t, check, "k") != "winner" || get(t, check, "a") != "<none>" || get(t, check, "z") != "<none>" {
+			t.Fatalf("splits %v: a failed transaction left writes", splits)
+		}
+		c.Close()
+	}
+}
+
+func TestReaderRollsBackLocksOfCrashedTransaction(t *testing.T) {
+	fc := newFakeCluster("m")
+	c := fc.newClient(Options{})
+	defer c.Close()
+	crashedTS, err := c.getTS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A coordinator prewrote a and x, then died: its 1ms TTL has expired.
+	fc.placeLock("a", "a", crashedTS, 1, "dead")
+	fc.placeLock("x", "a", crashedTS, 1, "dead")
+	time.Sleep(5 * time.Millisecond)
+	txn := begin(t, c, kv.TxnOptions{})
+	if got := get(t, txn, "x"); got != "<none>" {
+		t.Fatalf("read %q through a crashed transaction's lock", got)
+	}
+	if got, err := txn.Scan(context.Background(), nil, nil, 0, false); err != nil || len(got) != 0 {
+		t.Fatalf("scan = %v, %v; want nothing", render(got), err)
+	}
+	if locked := fc.lockedKeys(); len(locked) != 0 {
+		t.Fatalf("locks left: %v", locked)
+	}
+}
+
+func TestReaderRollsForwardSecondaryOfCommittedTransaction(t *testing.T) {
+	fc := newFakeCluster("m")
+	c := fc.newClient(Options{})
+	defer c.Close()
+	startTS, _ := c.getTS(context.Background())
+	fc.placeLock("a", "a", startTS, 60000, "A")
+	fc.placeLock("x", "a", startTS, 60000, "X")
+	commitTS, _ := c.getTS(context.Background())
+	fc.mu.Lock()
+	fc.commitKey([]byte("a"), startTS, commitTS) // primary committed; coordinator died before x
+	fc.mu.Unlock()
+	txn := begin(t, c, kv.TxnOptions{})
+	if got := get(t, txn, "x"); got != "X" {
+		t.Fatalf("secondary of a committed transaction read as %q, want X", got)
+	}
+	if fc.callCount("ResolveLock") != 1 {
+		t.Fatalf("ResolveLock calls = %d, want 1", fc.callCount("ResolveLock"))
+	}
+}
+
+func TestReaderWaitsForLiveLockOutcome(t *testing.T) {
+	fc := newFakeCluster("m")
+	c := fc.newClient(Options{})
+	defer c.Close()
+	startTS, _ := c.getTS(context.Background())
+	fc.placeLock("a", "a", startTS, 60000, "A")
+	fc.placeLock("x", "a", startTS, 60000, "X")
+	reader := begin(t, c, kv.TxnOptions{})
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		commitTS, _ := c.getTS(context.Background())
+		fc.mu.Lock()
+		fc.commitKey([]byte("a"), startTS, commitTS)
+		fc.commitKey([]byte("x"), startTS, commitTS)
+		fc.mu.Unlock()
+	}()
+	began := time.Now()
+	// The lock's start ts is below the reader's snapshot, so the reader
+	// must wait for the outcome. The commit lands after the reader's
+	// snapshot, so it then reads the version before it.
+	if got := get(t, reader, "x"); got != "<none>" {
+		t.Fatalf("read %q, want <none>", got)
+	}
+	if waited := time.Since(began); waited < 40*time.Millisecond {
+		t.Fatalf("reader did not wait for the live lock (%v)", waited)
+	}
+}
+
+func TestRegionErrorsAreRetriedTransparently(t *testing.T) {
+	fc := newFakeCluster("m")
+	c := fc.newClient(Options{})
+	defer c.Close()
+	load(t, c, "a=1", "x=2")
+
+	fc.setLeader("a", 2) // cached leader is stale: NotLeader with a hint
+	fc.split("d")        // cached epoch is stale: EpochNotMatch
+	fc.split("t")
+	txn := begin(t, c, kv.TxnOptions{})
+	if get(t, txn, "a") != "1" || get(t, txn, "x") != "2" {
+		t.Fatal("reads after leader change and split")
+	}
+	fc.split("b")
+	fc.setLeader("x", 3)
+	_ = txn.Set([]byte("a"), []byte("10"))
+	_ = txn.Set([]byte("c"), []byte("30"))
+	_ = txn.Set([]byte("x"), []byte("20"))
+	fc.split("w")
+	if err := txn.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	check := begin(t, c, kv.TxnOptions{})
+	got, err := check.Scan(context.Background(), nil, nil, 0, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if render(got) != "x=20 c=30 a=10" {
+		t.Fatalf("after commit through region changes: %s", render(got))
+	}
+}
+
+func TestLostOnePCReplyIsUndeterminedNotRetryable(t *testing.T) {
+	fc := newFakeCluster()
+	c := fc.newClient(Options{})
+	defer c.Close()
+	fc.intercept = func(_ uint64, method string, _ any) (any, error) {
+		if method == "Prewrite" {
+			return nil, errors.New("connection reset")
+		}
+		return nil, nil
+	}
+	txn := begin(t, c, kv.TxnOptions{})
+	_ = txn.Set([]byte("k"), []byte("v"))
+	err := txn.Commit(context.Background())
+	if !errors.Is(err, ErrResultUndetermined) || kv.IsRetryable(err) {
+		t.Fatalf("err = %v, want ErrResultUndetermined and not retryable", err)
+	}
+}
+
+func TestStoreFailureMovesToAnotherReplica(t *testing.T) {
+	fc := newFakeCluster()
+	c := fc.newClient(Options{})
+	defer c.Close()
+	load(t, c, "k=v")
+	// Store 1 dies; store 2 takes over leadership.
+	fc.intercept = func(store uint64, _ string, _ any) (any, error) {
+		if store == 1 {
+			return nil, errors.New("connection refused")
+		}
+		return nil, nil
+	}
+	fc.setLeader("k", 2)
+	if got := get(t, begin(t, c, kv.TxnOptions{}), "k"); got != "v" {
+		t.Fatalf("read %q after leader store died", got)
+	}
+}
+
+func TestFinishedTransactionRejectsUse(t *testing.T) {
+	fc := newFakeCluster()
+	c := fc.newClient(Options{})
+	defer c.Close()
+	txn := begin(t, c, kv.TxnOptions{})
+	if err := txn.Commit(context.Background()); err != nil {
+		t.Fatal(err) // an empty commit does nothing
+	}
+	if fc.callCount("Prewrite") != 0 {
+		t.Fatal("an empty transaction sent a prewrite")
+	}
+	if err := txn.Set([]byte("k"), nil); !errors.Is(err, ErrTxnFinished) {
+		t.Fatalf("Set after commit: %v", err)
+	}
+	if _, err := txn.Get(context.Background(), []byte("k")); !errors.Is(err, ErrTxnFinished) {
+		t.Fatalf("Get after commit: %v", err)
+	}
+	if err := txn.Rollback(context.Background()); err != nil {
+		t.Fatalf("Rollback after commit: %v", err)
+	}
+}
