@@ -211,11 +211,19 @@ func DecodeRow(b []byte, colIDs []int64, fts []*ptypes.FieldType, out []types.Da
 	if n > 0 && ends[n-1] != uint64(len(data)) {
 		return ErrCorrupt
 	}
+	// Search from just after the previous hit: requests usually list columns
+	// in the order the row stores them, which makes a full decode linear.
+	next := 0
 	for i, want := range colIDs {
-		for j := 0; j < n; j++ {
+		for probe := 0; probe < n; probe++ {
+			j := next + probe
+			if j >= n {
+				j -= n
+			}
 			if ids[j] != uint64(want) {
 				continue
 			}
+			next = j + 1
 			var start uint64
 			if j > 0 {
 				start = ends[j-1]
