@@ -257,6 +257,16 @@ run_one() { # <server> <workload> <threads> <repeat>
 	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$server" "$workload" "$threads" "$rep" "$line" "${peak:-0}" >>"$RAW"
 }
 
+server_log() {
+	case $1 in
+	mariadb) echo "$WORK_DIR/mariadb/error.log" ;;
+	strata) echo "$WORK_DIR/strata/strata.log" ;;
+	esac
+}
+
+# A server that exits mid-benchmark ends the benchmark: the report is still
+# written, for the runs done so far, and says so; the script then exits 1.
+SERVER_LOST=
 for workload in "${workload_list[@]}"; do
 	for threads in $THREADS; do
 		for ((rep = 1; rep <= REPEATS; rep++)); do
@@ -269,6 +279,12 @@ for workload in "${workload_list[@]}"; do
 					prepare_tables "$server"
 				fi
 				run_one "$server" "$workload" "$threads" "$rep"
+				if ! kill -0 "$(pid_of "$server")" 2>/dev/null; then
+					SERVER_LOST="$server exited during $workload threads=$threads repeat=$rep"
+					log "$SERVER_LOST; last lines of $(server_log "$server"):"
+					tail -n 20 "$(server_log "$server")" >&2 || true
+					break 4
+				fi
 				if changes_row_set "$workload"; then
 					TABLES_DIRTY[$server]=1
 				fi
@@ -362,9 +378,13 @@ report="$RESULTS_DIR/$stamp.md"
 	echo "- tables=$TABLES table_size=$TABLE_SIZE time=${TIME}s repeats=$REPEATS threads=\"$THREADS\""
 	echo "- MariaDB: innodb_flush_log_at_trx_commit=1, no binlog, buffer pool $MARIADB_BUFFER_POOL"
 	echo "- medians over repeats; p95/p99 from sysbench's latency histogram; peak RSS = max VmRSS sampled each second during the runs; tables re-prepared before any run that follows oltp_delete or oltp_insert on the same server"
+	if [[ -n $SERVER_LOST ]]; then
+		echo "- **ABORTED: $SERVER_LOST**; the table covers the runs before it"
+	fi
 	echo
 	summarize
 } >"$report"
 cp "$RAW" "${report%.md}.tsv"
 cat "$report"
 log "report written to $report (raw runs: ${report%.md}.tsv)"
+[[ -z $SERVER_LOST ]] || exit 1
