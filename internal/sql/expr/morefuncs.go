@@ -48,6 +48,7 @@ func init() {
 		"dayname":         {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retShortString, eval: evalDateName(func(g time.Time) string { return g.Weekday().String() })},
 		"monthname":       {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retShortString, eval: evalDateName(func(g time.Time) string { return g.Month().String() })},
 		"last_day":        {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retDate, eval: evalLastDay},
+		"str_to_date":     {minArgs: 2, maxArgs: 2, nullIfNullArg: true, retType: retStrToDate, eval: evalStrToDate},
 	}
 	for name, def := range more {
 		builtins[name] = def
@@ -444,4 +445,200 @@ func (c *compiler) timestampCall(name string, nodes []ast.ExprNode) (Expr, error
 		return NewDateArith(args[1], args[0], unit.Unit, false)
 	}
 	return &TimestampDiff{Unit: unit.Unit, A: args[0], B: args[1]}, nil
+}
+
+// StrToDate is STR_TO_DATE(str, format), the inverse of DATE_FORMAT for the
+// common specifiers. A constant format decides the result type: DATE when
+// it has no clock fields, DATETIME (with microseconds for %f) otherwise.
+func retStrToDate(args []Expr) *ptypes.FieldType {
+	k, ok := args[1].(*Constant)
+	if !ok || k.Value.IsNull() {
+		return timeType(mysql.TypeDatetime, types.MaxFsp)
+	}
+	f, _ := k.Value.ToString()
+	date, clock, frac := formatParts(f)
+	switch {
+	case frac:
+		return timeType(mysql.TypeDatetime, types.MaxFsp)
+	case clock || !date:
+		return timeType(mysql.TypeDatetime, 0)
+	}
+	return timeType(mysql.TypeDate, 0)
+}
+
+// formatParts reports which kinds of fields a DATE_FORMAT string has.
+func formatParts(f string) (date, clock, frac bool) {
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		i++
+		switch f[i] {
+		case 'Y', 'y', 'm', 'c', 'd', 'e', 'M', 'b', 'j':
+			date = true
+		case 'H', 'k', 'h', 'I', 'l', 'i', 's', 'S', 'p', 'T', 'r':
+			clock = true
+		case 'f':
+			clock, frac = true, true
+		}
+	}
+	return date, clock, frac
+}
+
+func evalStrToDate(ctx *EvalContext, f *Func, args []types.Datum) (types.Datum, error) {
+	orig := string(textOf(args[0]))
+	s := orig
+	format := string(textOf(args[1]))
+	year, month, day, hour, minute, second, micro := 0, 0, 0, 0, 0, 0, 0
+	pm, hour12 := false, false
+	fail := func() (types.Datum, error) {
+		ctx.Warn(sqlerr.New(sqlerr.ErTruncatedWrongValue, "22007", "Incorrect datetime value: '%s' for function str_to_date", orig))
+		return types.Datum{}, nil
+	}
+	// num reads up to width digits, after optional spaces.
+	num := func(width int) (int, bool) {
+		s = strings.TrimLeft(s, " ")
+		n, v := 0, 0
+		for n < width && n < len(s) && s[n] >= '0' && s[n] <= '9' {
+			v = v*10 + int(s[n]-'0')
+			n++
+		}
+		if n == 0 {
+			return 0, false
+		}
+		s = s[n:]
+		return v, true
+	}
+	name := func(names []string, short bool) (int, bool) {
+		for i, n := range names {
+			if short {
+				n = n[:3]
+			}
+			if len(s) >= len(n) && strings.EqualFold(s[:len(n)], n) {
+				s = s[len(n):]
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	for i := 0; i < len(format); i++ {
+		c := format[i]
+		if c != '%' || i+1 == len(format) {
+			if c == ' ' {
+				s = strings.TrimLeft(s, " ")
+				continue
+			}
+			if len(s) == 0 || s[0] != c {
+				return fail()
+			}
+			s = s[1:]
+			continue
+		}
+		i++
+		var ok bool
+		switch format[i] {
+		case 'Y':
+			year, ok = num(4)
+		case 'y':
+			if year, ok = num(2); ok {
+				if year < 70 {
+					year += 2000
+				} else {
+					year += 1900
+				}
+			}
+		case 'm', 'c':
+			month, ok = num(2)
+		case 'd', 'e':
+			day, ok = num(2)
+		case 'H', 'k':
+			hour, ok = num(2)
+		case 'h', 'I', 'l':
+			hour, ok = num(2)
+			hour12 = true
+		case 'i':
+			minute, ok = num(2)
+		case 's', 'S':
+			second, ok = num(2)
+		case 'f':
+			start := len(s)
+			if micro, ok = num(6); ok {
+				for d := start - len(s); d < 6; d++ {
+					micro *= 10
+				}
+			}
+		case 'p':
+			switch {
+			case len(s) >= 2 && strings.EqualFold(s[:2], "AM"):
+				ok = true
+			case len(s) >= 2 && strings.EqualFold(s[:2], "PM"):
+				pm, ok = true, true
+			}
+			if ok {
+				s = s[2:]
+			}
+		case 'M':
+			var m int
+			if m, ok = name(monthNames[:], false); ok {
+				month = m + 1
+			}
+		case 'b':
+			var m int
+			if m, ok = name(monthNames[:], true); ok {
+				month = m + 1
+			}
+		case 'r':
+			hour12 = true
+			fallthrough
+		case 'T':
+			if hour, ok = num(2); ok && len(s) > 0 && s[0] == ':' {
+				s = s[1:]
+				if minute, ok = num(2); ok && len(s) > 0 && s[0] == ':' {
+					s = s[1:]
+					second, ok = num(2)
+				} else {
+					ok = false
+				}
+			} else {
+				ok = false
+			}
+			if ok && format[i] == 'r' {
+				s = strings.TrimLeft(s, " ")
+				switch {
+				case len(s) >= 2 && strings.EqualFold(s[:2], "AM"):
+					s = s[2:]
+				case len(s) >= 2 && strings.EqualFold(s[:2], "PM"):
+					pm = true
+					s = s[2:]
+				default:
+					ok = false
+				}
+			}
+		case '%':
+			ok = len(s) > 0 && s[0] == '%'
+			if ok {
+				s = s[1:]
+			}
+		default:
+			ok = false
+		}
+		if !ok {
+			return fail()
+		}
+	}
+	if hour12 {
+		if hour < 1 || hour > 12 {
+			return fail()
+		}
+		hour %= 12
+		if pm {
+			hour += 12
+		}
+	}
+	tp, fsp := f.ft.GetType(), max(f.ft.GetDecimal(), 0)
+	t, err := types.NewTimeFromParts(year, month, day, hour, minute, second, micro, tp, fsp)
+	if err != nil {
+		return fail()
+	}
+	return types.NewTime(t), nil
 }
