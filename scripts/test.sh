@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the repository's whole test suite, as CI runs it (.ci/run execs
-# this file). It passes on a fresh Debian 12 machine run as root, and on a
-# developer machine where the tools are already installed.
+# this file). It is meant to run on a fresh Debian 12 machine as root (it
+# installs what is missing) and on a developer machine where the tools are
+# already installed (it then installs nothing).
 #
 # Steps, in order (each one's go test summary lines are printed as they come):
 #   1. tools: Debian packages the tests need (compiler for -race, git, the mariadb
