@@ -241,7 +241,7 @@ func init() {
 		"sin":      {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retDouble, eval: evalFloat1(math.Sin, nil)},
 		"cos":      {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retDouble, eval: evalFloat1(math.Cos, nil)},
 		"tan":      {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retDouble, eval: evalFloat1(math.Tan, nil)},
-		"pi":       {minArgs: 0, maxArgs: 0, retType: retDouble, eval: func(*EvalContext, *Func, []types.Datum) (types.Datum, error) { return types.NewFloat(math.Pi), nil }},
+		"pi":       {minArgs: 0, maxArgs: 0, retType: retPi, eval: func(*EvalContext, *Func, []types.Datum) (types.Datum, error) { return types.NewFloat(math.Pi), nil }},
 		"sign":     {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retInt, eval: evalSign},
 		"greatest": {minArgs: 2, maxArgs: -1, nullIfNullArg: true, retType: retAggregate, eval: evalExtreme(1)},
 		"least":    {minArgs: 2, maxArgs: -1, nullIfNullArg: true, retType: retAggregate, eval: evalExtreme(-1)},
@@ -283,7 +283,16 @@ func init() {
 
 func retInt([]Expr) *ptypes.FieldType    { return intType(mysql.MaxIntWidth, false) }
 func retDouble([]Expr) *ptypes.FieldType { return doubleType() }
-func retUint([]Expr) *ptypes.FieldType   { return intType(mysql.MaxIntWidth, true) }
+
+// retPi is DOUBLE with 6 fixed decimals: MySQL shows PI() as 3.141593.
+func retPi([]Expr) *ptypes.FieldType {
+	ft := doubleType()
+	ft.SetFlen(8)
+	ft.SetDecimal(6)
+	return ft
+}
+
+func retUint([]Expr) *ptypes.FieldType { return intType(mysql.MaxIntWidth, true) }
 
 func retUnixTimestamp(args []Expr) *ptypes.FieldType {
 	if len(args) == 1 && classOf(args[0].Type()) == classTime && args[0].Type().GetDecimal() > 0 {

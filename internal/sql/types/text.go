@@ -2,6 +2,9 @@ package types
 
 import (
 	"strconv"
+
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 )
 
 // AppendText appends d as MySQL's text protocol renders it (what the mysql
@@ -50,4 +53,30 @@ func AppendFloat(buf []byte, f float64, bitSize int) []byte {
 	buf = append(buf, e[:p]...)
 	buf = append(buf, 'e')
 	return strconv.AppendInt(buf, int64(exp), 10)
+}
+
+// notFixedDec is MySQL's NOT_FIXED_DEC: a DOUBLE/FLOAT decimals value of 31
+// (or more) means "no fixed number of decimals".
+const notFixedDec = 31
+
+// AppendTextAs appends d as MySQL renders a value of column type ft in the
+// text protocol. It differs from AppendText for approximate numbers only:
+// a FLOAT column shows 6 significant digits (FLT_DIG), and a FLOAT(M,D),
+// DOUBLE(M,D) or function result with fixed decimals (PI() has 6) shows
+// exactly D decimals. A nil ft behaves like AppendText.
+func (d Datum) AppendTextAs(buf []byte, ft *ptypes.FieldType) []byte {
+	if d.k != KindFloat64 || ft == nil {
+		return d.AppendText(buf)
+	}
+	f := d.Float()
+	if dec := ft.GetDecimal(); dec >= 0 && dec < notFixedDec {
+		return strconv.AppendFloat(buf, f, 'f', dec, 64)
+	}
+	if ft.GetType() == mysql.TypeFloat {
+		rounded, err := strconv.ParseFloat(strconv.FormatFloat(f, 'e', 5, 64), 64)
+		if err == nil {
+			f = rounded
+		}
+	}
+	return AppendFloat(buf, f, 64)
 }

@@ -316,6 +316,39 @@ func TestAppendText(t *testing.T) {
 	}
 }
 
+func TestAppendTextAs(t *testing.T) {
+	float := fieldType(mysql.TypeFloat, 12, -1, 0)
+	float72 := fieldType(mysql.TypeFloat, 7, 2, 0)
+	double := fieldType(mysql.TypeDouble, 22, -1, 0)
+	pi := fieldType(mysql.TypeDouble, 8, 6, 0)
+	stored := func(v float64) Datum {
+		d, err := Convert(NewFloat(v), float)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		d    Datum
+		ft   *ptypes.FieldType
+		want string
+	}{
+		{stored(0.1), float, "0.1"},
+		{stored(1234567.8), float, "1234570"},
+		{stored(3.14159265), float, "3.14159"},
+		{stored(-0.000123456789), float, "-0.000123457"},
+		{NewFloat(1.5), float72, "1.50"},
+		{NewFloat(3.141592653589793), pi, "3.141593"},
+		{NewFloat(1234567.8), double, "1234567.8"},
+		{NewInt(7), float, "7"},
+		{NewFloat(2.5), nil, "2.5"},
+	} {
+		if got := string(tc.d.AppendTextAs(nil, tc.ft)); got != tc.want {
+			t.Errorf("AppendTextAs(%v, %s) = %q, want %q", tc.d, tc.ft.CompactStr(), got, tc.want)
+		}
+	}
+}
+
 func TestToConversions(t *testing.T) {
 	for _, tc := range []struct {
 		d       Datum
