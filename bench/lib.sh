@@ -65,6 +65,23 @@ wait_for_sql() {
 	return 1
 }
 
+# port_in_use succeeds when something accepts TCP connections on host:port.
+port_in_use() {
+	(exec 3<>"/dev/tcp/$1/$2") 2>/dev/null
+}
+
+# require_free_ports fails, naming the culprit, if any of the given 127.0.0.1
+# ports is taken: a client must never reach someone else's server by mistake.
+require_free_ports() {
+	local port
+	for port in "$@"; do
+		if port_in_use 127.0.0.1 "$port"; then
+			log "port 127.0.0.1:$port is already in use; choose another (see --help)"
+			return 1
+		fi
+	done
+}
+
 # stop_pid sends SIGTERM to pid, waits up to the timeout (seconds, default 30)
 # for it to exit, then SIGKILLs it. It is a no-op for an empty or dead pid.
 stop_pid() {
@@ -89,6 +106,7 @@ stop_pid() {
 # there is no binary log. Sets MARIADB_PID.
 start_mariadb() {
 	local dir=$1 port=$2 pool=${3:-1G}
+	require_free_ports "$port" || return 1
 	mkdir -p "$dir"
 	if [[ ! -d $dir/data/mysql ]]; then
 		log "initialising MariaDB data directory $dir/data"
@@ -134,6 +152,7 @@ start_strata() {
 	local bin=$1 dir=$2 port=$3 http_port=$4 grpc_port=${5:-}
 	local extra=()
 	[[ -z $grpc_port ]] || extra=(--grpc-addr "127.0.0.1:$grpc_port")
+	require_free_ports "$port" "$http_port" $grpc_port || return 1
 	mkdir -p "$dir"
 	log "starting Strata on 127.0.0.1:$port (data $dir/data, log $dir/strata.log)"
 	"$bin" start --data-dir "$dir/data" --sql-addr "127.0.0.1:$port" \
