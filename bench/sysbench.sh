@@ -378,6 +378,7 @@ report="$RESULTS_DIR/$stamp.md"
 	echo "- tables=$TABLES table_size=$TABLE_SIZE time=${TIME}s repeats=$REPEATS threads=\"$THREADS\""
 	echo "- MariaDB: innodb_flush_log_at_trx_commit=1, no binlog, buffer pool $MARIADB_BUFFER_POOL"
 	echo "- medians over repeats; p95/p99 from sysbench's latency histogram; peak RSS = max VmRSS sampled each second during the runs; tables re-prepared before any run that follows oltp_delete or oltp_insert on the same server"
+	echo "- errors: transactions sysbench rolled back and retried on its default ignored errors (1213 deadlock, 1205 lock wait timeout, 1020 record changed), summed over the repeats; failed runs: runs that aborted"
 	if [[ -n $SERVER_LOST ]]; then
 		echo "- **ABORTED: $SERVER_LOST**; the table covers the runs before it"
 	fi
