@@ -48,6 +48,8 @@ type backoffer struct {
 	budget   time.Duration
 	slept    time.Duration
 	attempts [numBackoffKinds]uint8
+	// resolved counts retries made right after clearing locks.
+	resolved int
 }
 
 func newBackoffer(ctx context.Context, budget time.Duration) backoffer {
@@ -65,6 +67,18 @@ func (b *backoffer) fork() backoffer {
 // done.
 func (b *backoffer) backoff(kind backoffKind, cause error) error {
 	return b.backoffAtLeast(kind, 0, cause)
+}
+
+// afterResolve is called before retrying a request whose locks were all
+// cleared. The first retry is immediate; if locks keep coming back (a
+// resolution that did not stick), later ones back off, so the loop is
+// bounded by the budget.
+func (b *backoffer) afterResolve(cause error) error {
+	b.resolved++
+	if b.resolved == 1 {
+		return nil
+	}
+	return b.backoff(boTxnLock, cause)
 }
 
 // backoffAtLeast is backoff with a lower bound on the sleep suggested by the

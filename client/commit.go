@@ -240,9 +240,12 @@ func (cm *committer) handlePrewriteErrors(bo *backoffer, errs []*kvpb.KeyError) 
 	if err != nil {
 		return false, err
 	}
+	l := locks[0]
 	if wait > 0 {
-		l := locks[0]
 		return false, retryable(fmt.Sprintf("write conflict: key %q is locked by transaction %d", l.Key, l.LockVersion), false)
+	}
+	if err := bo.afterResolve(fmt.Errorf("client: key %q locked by txn %d", l.Key, l.LockVersion)); err != nil {
+		return false, err
 	}
 	return true, nil
 }
@@ -462,13 +465,14 @@ func (cm *committer) rollback(ctx context.Context) {
 	defer cancel()
 	bo := newBackoffer(rctx, cm.c.opts.BackoffBudget)
 	batches, err := cm.group(&bo, 0, len(cm.keys))
-	if err != nil {
-		return
+	if err == nil {
+		_ = forEachParallel(len(batches), func(i int) error {
+			sub := bo.fork()
+			return cm.rollbackBatch(&sub, batches[i])
+		})
 	}
-	_ = forEachParallel(len(batches), func(i int) error {
-		sub := bo.fork()
-		return cm.rollbackBatch(&sub, batches[i])
-	})
+	// Pessimistic locks that were never prewritten are released too.
+	_ = cm.t.pessimisticRollback(rctx)
 }
 
 func (cm *committer) rollbackBatch(bo *backoffer, b batch) error {

@@ -220,10 +220,10 @@ func (lr *lockResolver) waitForLocks(bo *backoffer, callerTS, ownerTS uint64, lo
 	if err != nil {
 		return err
 	}
-	if wait == 0 {
-		return nil
-	}
 	l := locks[0]
+	if wait == 0 {
+		return bo.afterResolve(fmt.Errorf("client: key %q locked by txn %d", l.Key, l.LockVersion))
+	}
 	return bo.backoffAtMost(boTxnLock, wait, fmt.Errorf("client: key %q locked by live txn %d", l.Key, l.LockVersion))
 }
 

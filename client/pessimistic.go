@@ -158,10 +158,14 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 		if err != nil {
 			return err
 		}
-		if wait == 0 {
-			continue // the locks were stale and are gone: try again
-		}
 		l := locks[0]
+		if wait == 0 {
+			// The locks were stale and are gone: try again.
+			if err := bo.afterResolve(fmt.Errorf("key %q locked", l.Key)); err != nil {
+				return err
+			}
+			continue
+		}
 		if !t.opts.Pessimistic {
 			return retryable(fmt.Sprintf("key %q is locked by transaction %d", l.Key, l.LockVersion), true)
 		}
