@@ -33,11 +33,22 @@ type Server struct {
 	store *raftstore.Store
 	db    *pebble.DB
 	cm    *mvcc.Concurrency
+	locks *mvcc.LockSet
 }
 
-// New returns the KV service of store.
-func New(store *raftstore.Store) *Server {
-	return &Server{store: store, db: store.Engine(), cm: mvcc.NewConcurrency()}
+// New returns the KV service of store. locks must be the LockSet the
+// store's Config.OnApply feeds.
+func New(store *raftstore.Store, locks *mvcc.LockSet) *Server {
+	return &Server{store: store, db: store.Engine(), cm: mvcc.NewConcurrency(), locks: locks}
+}
+
+// get reads key at ts, skipping the lock lookup for keys the LockSet
+// knows are unlocked.
+func (s *Server) get(key []byte, ts uint64) ([]byte, bool, error) {
+	if !s.locks.MayBeLocked(key) {
+		return mvcc.GetUnlocked(s.db, key, ts)
+	}
+	return mvcc.Get(s.db, key, ts, nil)
 }
 
 // route finds and checks the replica a request addresses.
@@ -85,7 +96,7 @@ func (s *Server) KvGet(ctx context.Context, req *kvpb.GetRequest) (*kvpb.GetResp
 	if err := s.cm.CheckReadKey(ctx, req.Key, req.Version); err != nil {
 		return nil, err
 	}
-	val, found, err := mvcc.Get(s.db, req.Key, req.Version, nil)
+	val, found, err := s.get(req.Key, req.Version)
 	if err != nil {
 		if ke := mvcc.KeyErrorOf(err); ke != nil {
 			resp.Error = ke
@@ -109,7 +120,7 @@ func (s *Server) KvBatchGet(ctx context.Context, req *kvpb.BatchGetRequest) (*kv
 		if err := s.cm.CheckReadKey(ctx, k, req.Version); err != nil {
 			return nil, err
 		}
-		val, found, err := mvcc.Get(s.db, k, req.Version, nil)
+		val, found, err := s.get(k, req.Version)
 		if err != nil {
 			if ke := mvcc.KeyErrorOf(err); ke != nil {
 				resp.Pairs = append(resp.Pairs, &kvpb.KvPair{Key: k, Error: ke})

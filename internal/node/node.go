@@ -32,6 +32,7 @@ import (
 	"github.com/strata-db/strata/client"
 	"github.com/strata-db/strata/internal/engine"
 	"github.com/strata-db/strata/internal/kvserver"
+	"github.com/strata-db/strata/internal/mvcc"
 	"github.com/strata-db/strata/internal/pd"
 	"github.com/strata-db/strata/internal/raftstore"
 	"github.com/strata-db/strata/internal/sql"
@@ -115,7 +116,13 @@ func (n *Node) open(ctx context.Context) error {
 	if err := bootstrapIfNew(db); err != nil {
 		return err
 	}
-	store, err := raftstore.Open(db, raftstore.Config{StoreID: localStoreID, Logger: n.log})
+	// The lock index is loaded before the store starts applying, so it
+	// sees every lock change from then on.
+	locks, err := mvcc.LoadLockSet(db)
+	if err != nil {
+		return err
+	}
+	store, err := raftstore.Open(db, raftstore.Config{StoreID: localStoreID, Logger: n.log, OnApply: locks.Observe})
 	if err != nil {
 		return err
 	}
@@ -131,7 +138,7 @@ func (n *Node) open(ctx context.Context) error {
 	n.wg.Add(1)
 	go n.heartbeatLoop()
 
-	n.kv = kvserver.New(store)
+	n.kv = kvserver.New(store, locks)
 	localPD := client.LocalPD(n.pd)
 	router := client.NewGRPCRouter(localPD)
 	router.SetLocal(localStoreID, client.LocalKv(n.kv))

@@ -104,6 +104,7 @@ type Store struct {
 	peers map[uint64]*Peer
 
 	transport Transport
+	onApply   func(repr []byte) error
 	notify    chan struct{}
 	stop      chan struct{}
 	stopped   chan struct{}
@@ -116,6 +117,10 @@ type Config struct {
 	StoreID   uint64
 	Transport Transport // nil when every region has only local replicas
 	Logger    *slog.Logger
+	// OnApply, when set, sees the write batch representation of every
+	// applied proposal, after it is committed to the engine and before its
+	// proposer is woken (mvcc.LockSet uses it).
+	OnApply func(repr []byte) error
 }
 
 // BootstrapRegion writes the initial state of a region with a single
@@ -154,6 +159,7 @@ func Open(db *pebble.DB, cfg Config) (*Store, error) {
 		log:       cfg.Logger,
 		peers:     make(map[uint64]*Peer),
 		transport: cfg.Transport,
+		onApply:   cfg.OnApply,
 		notify:    make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		stopped:   make(chan struct{}),
@@ -541,6 +547,7 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 	type applied struct {
 		p     *Peer
 		ids   []uint64
+		reprs [][]byte
 		state engine.ApplyState
 		ready bool
 	}
@@ -562,6 +569,9 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 						return fmt.Errorf("region %d entry %d: %w", r.p.Region().Id, e.GetIndex(), err)
 					}
 					a.ids = append(a.ids, id)
+					if s.onApply != nil {
+						a.reprs = append(a.reprs, e.Data[9:])
+					}
 				}
 			case pb.EntryConfChange, pb.EntryConfChangeV2:
 				return fmt.Errorf("raftstore: region %d: membership changes are not supported yet", r.p.Region().Id)
@@ -584,6 +594,11 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 		return err
 	}
 	for _, a := range done {
+		for _, repr := range a.reprs {
+			if err := s.onApply(repr); err != nil {
+				return err
+			}
+		}
 		a.p.storage.setApplyState(a.state)
 		a.p.mu.Lock()
 		for _, id := range a.ids {

@@ -1,0 +1,103 @@
+package mvcc
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/batchrepr"
+)
+
+// LockSet is an in-memory index of the user keys that hold a lock in the
+// engine, so that a read of an unlocked key (nearly every read) skips the
+// lock column family lookup.
+//
+// It is fed every applied write batch (Observe) after the batch is
+// committed to the engine and before the batch's proposer is told. Why a
+// reader may trust it:
+//   - A lock added to the engine but not yet observed belongs to a
+//     prewrite that has not been acknowledged, so its transaction has no
+//     commit timestamp yet; that commit timestamp will be above the read
+//     timestamp of any read already running, which therefore need not see
+//     the lock.
+//   - A lock removed from the engine (commit or rollback) is removed from
+//     the set only after the removal is in the engine, so a reader never
+//     skips a lock whose commit record it cannot yet see.
+//
+// When the set says a key may be locked, the reader looks in the engine as
+// before. The index is rebuilt from the lock column family at start.
+type LockSet struct {
+	n  atomic.Int64
+	mu sync.RWMutex
+	m  map[string]struct{}
+}
+
+// LoadLockSet builds the set from the engine's lock column family.
+func LoadLockSet(r pebble.Reader) (*LockSet, error) {
+	ls := &LockSet{m: make(map[string]struct{})}
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{Prefix, lockCF}, UpperBound: []byte{Prefix, lockCF + 1}})
+	if err != nil {
+		return nil, err
+	}
+	for it.First(); it.Valid(); it.Next() {
+		ls.m[string(it.Key()[2:])] = struct{}{}
+	}
+	ls.n.Store(int64(len(ls.m)))
+	return ls, it.Close()
+}
+
+// MayBeLocked reports whether key may hold a lock.
+func (ls *LockSet) MayBeLocked(key []byte) bool {
+	if ls.n.Load() == 0 {
+		return false
+	}
+	ls.mu.RLock()
+	_, ok := ls.m[string(key)]
+	ls.mu.RUnlock()
+	return ok
+}
+
+// Observe records the lock puts and deletes of an applied batch
+// representation. It must be called after the batch is in the engine.
+func (ls *LockSet) Observe(repr []byte) error {
+	if len(repr) <= batchrepr.HeaderLen {
+		return nil
+	}
+	r := batchrepr.Read(repr)
+	locked := false
+	for {
+		kind, k, _, ok, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		if len(k) < 2 || k[0] != Prefix || k[1] != lockCF {
+			continue
+		}
+		if !locked {
+			ls.mu.Lock()
+			locked = true
+		}
+		switch kind {
+		case pebble.InternalKeyKindSet:
+			ls.m[string(k[2:])] = struct{}{}
+		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete, pebble.InternalKeyKindDeleteSized:
+			// (A range deletion over locks leaves them in the set: that
+			// only costs readers an engine lookup.)
+			delete(ls.m, string(k[2:]))
+		}
+	}
+	if locked {
+		ls.n.Store(int64(len(ls.m)))
+		ls.mu.Unlock()
+	}
+	return nil
+}
+
+// GetUnlocked is Get for a key the caller knows holds no lock (see
+// LockSet): it reads the newest version visible at readTS.
+func GetUnlocked(r pebble.Reader, key []byte, readTS uint64) (value []byte, found bool, err error) {
+	return latestValue(r, key, readTS)
+}
