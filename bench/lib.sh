@@ -150,9 +150,12 @@ start_mariadb() {
 # answers. Sets STRATA_PID.
 start_strata() {
 	local bin=$1 dir=$2 port=$3 http_port=$4 grpc_port=${5:-}
-	local extra=()
-	[[ -z $grpc_port ]] || extra=(--grpc-addr "127.0.0.1:$grpc_port")
-	require_free_ports "$port" "$http_port" $grpc_port || return 1
+	local extra=() ports=("$port" "$http_port")
+	if [[ -n $grpc_port ]]; then
+		extra=(--grpc-addr "127.0.0.1:$grpc_port")
+		ports+=("$grpc_port")
+	fi
+	require_free_ports "${ports[@]}" || return 1
 	mkdir -p "$dir"
 	log "starting Strata on 127.0.0.1:$port (data $dir/data, log $dir/strata.log)"
 	"$bin" start --data-dir "$dir/data" --sql-addr "127.0.0.1:$port" \

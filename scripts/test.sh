@@ -42,6 +42,7 @@ SLT_HTTP_PORT=${SLT_HTTP_PORT:-18080}
 SLT_GRPC_PORT=${SLT_GRPC_PORT:-20260}
 SKIP_APT=${SKIP_APT:-0}
 SKIP_SLT=${SKIP_SLT:-0}
+read -r -a PACKAGE_LIST <<<"$PACKAGES"
 
 WORK_DIR=$(mktemp -d "${TMPDIR:-/tmp}/strata-test.XXXXXX")
 STRATA_PID=
@@ -171,9 +172,12 @@ race_tests() {
 }
 
 other_tests() {
-	local core all rest=() p
-	core=$(go list $(existing_core_packages) 2>/dev/null || true)
-	mapfile -t all < <(go list $PACKAGES)
+	local core_patterns core="" all rest=() p
+	mapfile -t core_patterns < <(existing_core_packages)
+	if ((${#core_patterns[@]} > 0)); then
+		core=$(go list "${core_patterns[@]}")
+	fi
+	mapfile -t all < <(go list "${PACKAGE_LIST[@]}")
 	for p in "${all[@]}"; do
 		grep -qxF "$p" <<<"$core" || rest+=("$p")
 	done
@@ -253,8 +257,8 @@ if [[ ${STEP_RESULTS[-1]} == FAIL* ]]; then
 	exit 1
 fi
 step "go mod download" go mod download
-step "go vet $PACKAGES" go vet $PACKAGES
-step "go build $PACKAGES" go build $PACKAGES
+step "go vet $PACKAGES" go vet "${PACKAGE_LIST[@]}"
+step "go build $PACKAGES" go build "${PACKAGE_LIST[@]}"
 step "go test -race (core: $CORE_PACKAGES)" race_tests
 step "go test (all other packages)" other_tests
 if [[ $SKIP_SLT == 1 ]]; then
