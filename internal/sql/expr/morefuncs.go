@@ -49,6 +49,7 @@ func init() {
 		"monthname":       {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retShortString, eval: evalDateName(func(g time.Time) string { return g.Month().String() })},
 		"last_day":        {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retDate, eval: evalLastDay},
 		"str_to_date":     {minArgs: 2, maxArgs: 2, nullIfNullArg: true, retType: retStrToDate, eval: evalStrToDate},
+		"convert_tz":      {minArgs: 3, maxArgs: 3, nullIfNullArg: true, retType: retConvertTZ, eval: evalConvertTZ},
 	}
 	for name, def := range more {
 		builtins[name] = def
@@ -641,4 +642,46 @@ func evalStrToDate(ctx *EvalContext, f *Func, args []types.Datum) (types.Datum, 
 		return fail()
 	}
 	return types.NewTime(t), nil
+}
+
+func retConvertTZ(args []Expr) *ptypes.FieldType {
+	return timeType(mysql.TypeDatetime, operandFsp(args[0]))
+}
+
+// operandFsp is the fractional-second precision a temporal operand carries:
+// its type's, the digits a string constant spells, or 6 when unknown.
+func operandFsp(e Expr) int {
+	if classOf(e.Type()) == classTime {
+		return max(e.Type().GetDecimal(), 0)
+	}
+	if k, ok := e.(*Constant); ok && k.Value.IsStringLike() {
+		s := string(k.Value.Bytes())
+		if i := strings.LastIndexByte(s, '.'); i >= 0 {
+			return min(len(strings.TrimSpace(s[i+1:])), types.MaxFsp)
+		}
+		return 0
+	}
+	return types.MaxFsp
+}
+
+// evalConvertTZ is CONVERT_TZ(dt, from, to); unknown zones give NULL.
+func evalConvertTZ(ctx *EvalContext, f *Func, args []types.Datum) (types.Datum, error) {
+	t, ok := timeArg(ctx, args[0])
+	if !ok {
+		return types.Datum{}, nil
+	}
+	from, err1 := types.ParseTimeZone(string(textOf(args[1])))
+	to, err2 := types.ParseTimeZone(string(textOf(args[2])))
+	if err1 != nil || err2 != nil {
+		return types.Datum{}, nil
+	}
+	t, err := t.WithType(mysql.TypeDatetime, max(f.ft.GetDecimal(), 0))
+	if err != nil {
+		return types.Datum{}, nil
+	}
+	r, err := t.ConvertTimeZone(from, to)
+	if err != nil {
+		return types.Datum{}, nil
+	}
+	return types.NewTime(r), nil
 }

@@ -3,6 +3,7 @@ package types
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -381,4 +382,52 @@ func indexByte(s string, c byte) int {
 
 func isPunct(c byte) bool {
 	return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~')
+}
+
+// ParseTimeZone resolves a MySQL time zone name: 'SYSTEM' (the process's
+// local zone), an offset '+HH:MM'/'-HH:MM' (within -13:59..+14:00), 'UTC',
+// or an IANA name such as 'Europe/Paris' when the zone database is available.
+func ParseTimeZone(name string) (*time.Location, error) {
+	switch {
+	case name == "" || strings.EqualFold(name, "SYSTEM"):
+		return time.Local, nil
+	case strings.EqualFold(name, "UTC"):
+		return time.UTC, nil
+	case len(name) >= 5 && (name[0] == '+' || name[0] == '-'):
+		colon := strings.IndexByte(name, ':')
+		if colon < 2 {
+			return nil, ErrBadTimeZone
+		}
+		h, err1 := strconv.Atoi(name[1:colon])
+		m, err2 := strconv.Atoi(name[colon+1:])
+		if err1 != nil || err2 != nil || m < 0 || m > 59 || h < 0 {
+			return nil, ErrBadTimeZone
+		}
+		secs := h*3600 + m*60
+		if name[0] == '-' {
+			secs = -secs
+		}
+		if secs < -(13*3600+59*60) || secs > 14*3600 {
+			return nil, ErrBadTimeZone
+		}
+		return time.FixedZone(name, secs), nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, ErrBadTimeZone
+	}
+	return loc, nil
+}
+
+// ErrBadTimeZone is returned by ParseTimeZone for an unknown zone.
+var ErrBadTimeZone = errors.New("unknown or incorrect time zone")
+
+// ConvertTimeZone reinterprets t's wall clock from zone from to zone to
+// (CONVERT_TZ, and storing TIMESTAMP values in UTC). Type and fsp are kept.
+func (t Time) ConvertTimeZone(from, to *time.Location) (Time, error) {
+	if t.IsZero() {
+		return t, nil
+	}
+	g := time.Date(t.Year(), time.Month(t.Month()), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Microsecond()*1000, from).In(to)
+	return NewTimeFromParts(g.Year(), int(g.Month()), g.Day(), g.Hour(), g.Minute(), g.Second(), g.Nanosecond()/1000, t.Type(), t.Fsp())
 }

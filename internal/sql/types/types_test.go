@@ -621,3 +621,28 @@ func TestDecimalSmallAndBigAgree(t *testing.T) {
 		}
 	}
 }
+
+func TestTimeZones(t *testing.T) {
+	for _, bad := range []string{"+15:00", "-14:00", "+1:60", "Mars/Olympus", "+10"} {
+		if _, err := ParseTimeZone(bad); err == nil {
+			t.Errorf("ParseTimeZone(%q) accepted", bad)
+		}
+	}
+	plus2, err := ParseTimeZone("+02:00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	utc, _ := ParseTimeZone("UTC")
+	tm, _ := ParseTime("2020-01-01 01:30:00.25", mysql.TypeTimestamp, 2)
+	got, err := tm.ConvertTimeZone(plus2, utc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != "2019-12-31 23:30:00.25" || got.Type() != mysql.TypeTimestamp {
+		t.Errorf("+02:00 -> UTC gave %s (%d)", got, got.Type())
+	}
+	back, _ := got.ConvertTimeZone(utc, plus2)
+	if back != tm {
+		t.Errorf("round trip gave %s, want %s", back, tm)
+	}
+}
