@@ -340,3 +340,84 @@ func TestEndToEndPessimisticLockWaitTimeout(t *testing.T) {
 		t.Fatalf("row = %q", got)
 	}
 }
+
+func TestEndToEndIteratorCrossesBatchesBothWays(t *testing.T) {
+	tn := startNode(t, client.Options{})
+	ctx := context.Background()
+	store := tn.node.Storage()
+	const n = 600 // more than two fetch batches of 256
+	w := mustBegin(t, store, kv.TxnOptions{})
+	for i := 0; i < n; i++ {
+		_ = w.Set([]byte(fmt.Sprintf("e2e/iter/%04d", i)), []byte(fmt.Sprint(i)))
+	}
+	if err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	txn := mustBegin(t, store, kv.TxnOptions{})
+	_ = txn.Delete([]byte("e2e/iter/0300"))
+	_ = txn.Set([]byte("e2e/iter/0300x"), []byte("buffered"))
+
+	collect := func(start, end []byte, reverse bool) []string {
+		it, err := txn.Iter(ctx, start, end, reverse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		var keys []string
+		for it.Valid() {
+			if k := string(it.Key()); len(k) >= 9 && k[:9] == "e2e/iter/" {
+				keys = append(keys, k)
+			}
+			if err := it.Next(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return keys
+	}
+	fwd := collect([]byte("e2e/iter/"), []byte("e2e/iter/~"), false)
+	// The reverse scan is unbounded above: it starts from the last region
+	// of the keyspace and must find its way back to the prefix.
+	rev := collect([]byte("e2e/iter/"), nil, true)
+	if len(fwd) != n || len(rev) != n {
+		t.Fatalf("forward %d keys, reverse %d keys, want %d", len(fwd), len(rev), n)
+	}
+	for i := range fwd {
+		if fwd[i] != rev[n-1-i] {
+			t.Fatalf("forward[%d]=%s but reverse[%d]=%s", i, fwd[i], n-1-i, rev[n-1-i])
+		}
+		if i > 0 && fwd[i-1] >= fwd[i] {
+			t.Fatalf("forward out of order at %d: %s then %s", i, fwd[i-1], fwd[i])
+		}
+	}
+	if fwd[300] != "e2e/iter/0300x" {
+		t.Fatalf("buffered writes not merged: fwd[300] = %s", fwd[300])
+	}
+}
+
+func TestEndToEndReadCommittedRefreshesSnapshot(t *testing.T) {
+	tn := startNode(t, client.Options{})
+	ctx := context.Background()
+	store := tn.node.Storage()
+	rc := mustBegin(t, store, kv.TxnOptions{ReadCommitted: true})
+	si := mustBegin(t, store, kv.TxnOptions{})
+	if mustGet(t, rc, "e2e/rc") != "<none>" || mustGet(t, si, "e2e/rc") != "<none>" {
+		t.Fatal("unexpected value")
+	}
+	w := mustBegin(t, store, kv.TxnOptions{})
+	_ = w.Set([]byte("e2e/rc"), []byte("v"))
+	if err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	type refresher interface{ RefreshSnapshot(context.Context) error }
+	for _, txn := range []kv.Txn{rc, si} {
+		if err := txn.(refresher).RefreshSnapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := mustGet(t, rc, "e2e/rc"); got != "v" {
+		t.Fatalf("read committed after refresh: %q, want v", got)
+	}
+	if got := mustGet(t, si, "e2e/rc"); got != "<none>" {
+		t.Fatalf("snapshot isolation after refresh: %q, want <none>", got)
+	}
+}
