@@ -367,7 +367,12 @@ func (a *Arith) evalUnsigned(ctx *EvalContext, l, r types.Datum) (types.Datum, e
 			return types.NewUint(x % y), nil
 		}
 	}
-	// Mixed signed/unsigned: compute exactly, then range-check as unsigned.
+	// Mixed signed/unsigned with a non-negative signed side is unsigned
+	// arithmetic (counter + 1 on an UNSIGNED column).
+	if (l.Kind() == types.KindInt64 && l.Int() >= 0) || (r.Kind() == types.KindInt64 && r.Int() >= 0) {
+		return a.evalUnsigned(ctx, asUint(l), asUint(r))
+	}
+	// Otherwise compute exactly, then range-check as unsigned.
 	x, y := toBig(l), toBig(r)
 	z := new(big.Int)
 	switch a.Op {
@@ -396,6 +401,14 @@ func (a *Arith) evalUnsigned(ctx *EvalContext, l, r types.Datum) (types.Datum, e
 		return types.Datum{}, a.overflow("BIGINT UNSIGNED")
 	}
 	return types.NewUint(z.Uint64()), nil
+}
+
+// asUint reinterprets a non-negative signed integer as unsigned.
+func asUint(d types.Datum) types.Datum {
+	if d.Kind() == types.KindInt64 {
+		return types.NewUint(uint64(d.Int()))
+	}
+	return d
 }
 
 func toBig(d types.Datum) *big.Int {

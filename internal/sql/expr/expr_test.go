@@ -43,6 +43,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		"?",
 		"i + 1",
 		"i * j - 3",
+		"u - 1",
 		"i = 7",
 		"i < j",
 		"i BETWEEN ? AND ?",
