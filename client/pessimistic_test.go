@@ -152,14 +152,14 @@ func TestRollbackReleasesPessimisticLocks(t *testing.T) {
 
 func TestHeartbeatKeepsPrimaryAliveBeyondTTL(t *testing.T) {
 	fc := newFakeCluster()
-	c := fc.newClient(Options{LockTTL: 90 * time.Millisecond})
+	c := fc.newClient(Options{LockTTL: 300 * time.Millisecond})
 	defer c.Close()
 	ctx := context.Background()
 	holder := begin(t, c, kv.TxnOptions{Pessimistic: true})
 	if err := holder.LockKeys(ctx, []byte("k")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // more than three TTLs
+	time.Sleep(time.Second) // more than three TTLs
 	if fc.callCount("TxnHeartBeat") == 0 {
 		t.Fatal("no heartbeat sent")
 	}
