@@ -103,22 +103,16 @@ func newCommitter(t *Txn) *committer {
 	return cm
 }
 
-// batch is a run of the committer's keys in one region: keys[lo:hi].
-type batch struct {
-	entry  *regionEntry
-	lo, hi int
-}
-
 // group splits keys[lo:hi] into per-region batches of bounded size.
-func (cm *committer) group(bo *backoffer, lo, hi int) ([]batch, error) {
+func (cm *committer) group(bo *backoffer, lo, hi int) ([]regionBatch, error) {
 	groups, err := cm.c.regions.groupSortedKeys(bo.ctx, cm.keys[lo:hi])
 	if err != nil {
 		return nil, err
 	}
-	var out []batch
+	var out []regionBatch
 	for _, g := range groups {
 		for s := lo + g.lo; s < lo+g.hi; s += maxMutationsPerRequest {
-			out = append(out, batch{entry: g.entry, lo: s, hi: min(s+maxMutationsPerRequest, lo+g.hi)})
+			out = append(out, regionBatch{entry: g.entry, lo: s, hi: min(s+maxMutationsPerRequest, lo+g.hi)})
 		}
 	}
 	return out, nil
@@ -162,7 +156,7 @@ func (cm *committer) execute(ctx context.Context) error {
 
 // onePC sends the whole transaction in one prewrite with try_one_pc. It
 // reports whether the store committed it; errOnePCDeclined asks for 2PC.
-func (cm *committer) onePC(bo *backoffer, b batch) (bool, error) {
+func (cm *committer) onePC(bo *backoffer, b regionBatch) (bool, error) {
 	for {
 		kvc, err := cm.c.kvClient(b.entry)
 		if err != nil {
@@ -199,7 +193,7 @@ func (cm *committer) onePC(bo *backoffer, b batch) (bool, error) {
 	}
 }
 
-func (cm *committer) prewriteRequest(b batch, onePC bool) *kvpb.PrewriteRequest {
+func (cm *committer) prewriteRequest(b regionBatch, onePC bool) *kvpb.PrewriteRequest {
 	req := &kvpb.PrewriteRequest{
 		Context:      b.entry.rpcCtx,
 		Mutations:    cm.muts[b.lo:b.hi],
@@ -251,7 +245,7 @@ func (cm *committer) handlePrewriteErrors(bo *backoffer, errs []*kvpb.KeyError) 
 }
 
 // prewrite locks the keys of b, re-routing if the region changed.
-func (cm *committer) prewrite(bo *backoffer, b batch) error {
+func (cm *committer) prewrite(bo *backoffer, b regionBatch) error {
 	for {
 		kvc, err := cm.c.kvClient(b.entry)
 		var resp *kvpb.PrewriteResponse
@@ -283,7 +277,7 @@ func (cm *committer) prewrite(bo *backoffer, b batch) error {
 
 // regroup re-splits b's keys with the (refreshed) region cache and runs
 // step on each part in order.
-func (cm *committer) regroup(bo *backoffer, b batch, step func(*backoffer, batch) error) error {
+func (cm *committer) regroup(bo *backoffer, b regionBatch, step func(*backoffer, regionBatch) error) error {
 	parts, err := cm.group(bo, b.lo, b.hi)
 	if err != nil {
 		return err
@@ -333,7 +327,7 @@ func (cm *committer) commitPhase(bo *backoffer) error {
 	// The transaction is committed. Secondaries are committed now so that
 	// readers do not have to resolve their locks; a failure here is
 	// repaired by lock resolution and does not fail the transaction.
-	secondaries := make([]batch, 0, len(batches)-1)
+	secondaries := make([]regionBatch, 0, len(batches)-1)
 	secondaries = append(secondaries, batches[:primaryIdx]...)
 	secondaries = append(secondaries, batches[primaryIdx+1:]...)
 	if len(secondaries) > 0 {
@@ -348,7 +342,7 @@ func (cm *committer) commitPhase(bo *backoffer) error {
 	return nil
 }
 
-func (cm *committer) inBatch(b batch, key []byte) bool {
+func (cm *committer) inBatch(b regionBatch, key []byte) bool {
 	i := sort.Search(b.hi-b.lo, func(i int) bool { return bytes.Compare(cm.keys[b.lo+i], key) >= 0 })
 	return i < b.hi-b.lo && bytes.Equal(cm.keys[b.lo+i], key)
 }
@@ -356,7 +350,7 @@ func (cm *committer) inBatch(b batch, key []byte) bool {
 // commitPrimary commits b, which holds the primary key. If the region
 // changed, the part holding the primary is committed first. uncertain is set
 // when a request may have reached the store without its reply reaching us.
-func (cm *committer) commitPrimary(bo *backoffer, b batch, uncertain *bool) error {
+func (cm *committer) commitPrimary(bo *backoffer, b regionBatch, uncertain *bool) error {
 	for {
 		kvc, err := cm.c.kvClient(b.entry)
 		var resp *kvpb.CommitResponse
@@ -396,7 +390,7 @@ func (cm *committer) commitPrimary(bo *backoffer, b batch, uncertain *bool) erro
 
 // relocate returns the current region of b when all of b's keys are still
 // in one region, or nil.
-func (cm *committer) relocate(bo *backoffer, b batch) *regionEntry {
+func (cm *committer) relocate(bo *backoffer, b regionBatch) *regionEntry {
 	e, err := cm.c.regions.locate(bo.ctx, cm.keys[b.lo])
 	if err != nil || !e.contains(cm.keys[b.hi-1]) {
 		return nil
@@ -404,7 +398,7 @@ func (cm *committer) relocate(bo *backoffer, b batch) *regionEntry {
 	return e
 }
 
-func (cm *committer) regroupPrimary(bo *backoffer, b batch, uncertain *bool) error {
+func (cm *committer) regroupPrimary(bo *backoffer, b regionBatch, uncertain *bool) error {
 	parts, err := cm.group(bo, b.lo, b.hi)
 	if err != nil {
 		return err
@@ -424,7 +418,7 @@ func (cm *committer) regroupPrimary(bo *backoffer, b batch, uncertain *bool) err
 	return nil
 }
 
-func (cm *committer) commitRequest(b batch) *kvpb.CommitRequest {
+func (cm *committer) commitRequest(b regionBatch) *kvpb.CommitRequest {
 	return &kvpb.CommitRequest{
 		Context:       b.entry.rpcCtx,
 		StartVersion:  cm.t.startTS,
@@ -433,7 +427,7 @@ func (cm *committer) commitRequest(b batch) *kvpb.CommitRequest {
 	}
 }
 
-func (cm *committer) commitSecondary(bo *backoffer, b batch) error {
+func (cm *committer) commitSecondary(bo *backoffer, b regionBatch) error {
 	kvc, err := cm.c.kvClient(b.entry)
 	var resp *kvpb.CommitResponse
 	if err == nil {
@@ -475,7 +469,7 @@ func (cm *committer) rollback(ctx context.Context) {
 	_ = cm.t.pessimisticRollback(rctx)
 }
 
-func (cm *committer) rollbackBatch(bo *backoffer, b batch) error {
+func (cm *committer) rollbackBatch(bo *backoffer, b regionBatch) error {
 	kvc, err := cm.c.kvClient(b.entry)
 	var resp *kvpb.BatchRollbackResponse
 	if err == nil {

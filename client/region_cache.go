@@ -329,10 +329,10 @@ func regionErrorString(re *kvpb.RegionError) string {
 	return "region error: " + re.Message
 }
 
-// regionBatch is a run of sorted keys that fall in one region.
+// regionBatch is a run of sorted keys that fall in one region: keys[lo:hi]
+// of the slice it was made from.
 type regionBatch struct {
-	entry *regionEntry
-	// lo and hi index the caller's key slice: keys[lo:hi].
+	entry  *regionEntry
 	lo, hi int
 }
 
