@@ -69,6 +69,11 @@ type Client struct {
 	tso      *tsoBatcher
 	resolver *lockResolver
 	opts     Options
+
+	// closing is cancelled by Close; background work (heartbeats) ends
+	// with it.
+	closing context.Context
+	close   context.CancelFunc
 }
 
 var _ kv.Storage = (*Client)(nil)
@@ -84,12 +89,17 @@ func New(pd PD, router Router, opts Options) *Client {
 		opts:    opts.withDefaults(),
 	}
 	c.resolver = newLockResolver(c)
+	c.closing, c.close = context.WithCancel(context.Background())
 	return c
 }
 
-// Close stops the timestamp batcher. Transactions in flight fail. The
-// router is not closed: it belongs to the caller.
-func (c *Client) Close() { c.tso.close() }
+// Close stops the timestamp batcher and the heartbeats of open
+// transactions. Transactions in flight fail. The router is not closed: it
+// belongs to the caller.
+func (c *Client) Close() {
+	c.close()
+	c.tso.close()
+}
 
 // Begin implements kv.Storage.
 func (c *Client) Begin(ctx context.Context, opts kv.TxnOptions) (kv.Txn, error) {

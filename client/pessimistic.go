@@ -274,7 +274,7 @@ type heartbeat struct {
 }
 
 func (c *Client) startHeartbeat(primary []byte, startTS uint64, began time.Time) *heartbeat {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(c.closing)
 	h := &heartbeat{cancel: cancel, done: make(chan struct{})}
 	go c.runHeartbeat(ctx, h.done, primary, startTS, began)
 	return h
