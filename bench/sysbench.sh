@@ -14,6 +14,7 @@
 #   MARIADB_PORT=3307  STRATA_PORT=4000  STRATA_HTTP_PORT=8080  STRATA_GRPC_PORT=20160
 #   MARIADB_BUFFER_POOL=1G  WORK_DIR=<mktemp -d>  KEEP_WORK=0  RESULTS_DIR=bench/results
 #   STRATA_BIN=bin/strata (built from ./cmd/strata unless SKIP_BUILD=1)
+#   NOTE="free text"           (added to the report, e.g. what else ran on the machine)
 #
 # Method, and why:
 #   - sysbench defaults otherwise: server-side prepared statements (db-ps-mode=auto),
@@ -66,7 +67,7 @@ while (($#)); do
 	case $name in
 	TABLES | TABLE_SIZE | TIME | REPEATS | THREADS | WORKLOADS | TARGETS | MARIADB_PORT | \
 		STRATA_PORT | STRATA_HTTP_PORT | STRATA_GRPC_PORT | MARIADB_BUFFER_POOL | WORK_DIR | KEEP_WORK | \
-		RESULTS_DIR | STRATA_BIN | SKIP_BUILD)
+		RESULTS_DIR | STRATA_BIN | SKIP_BUILD | NOTE)
 		printf -v "$name" '%s' "$value"
 		;;
 	*)
@@ -92,6 +93,7 @@ KEEP_WORK=${KEEP_WORK:-0}
 RESULTS_DIR=${RESULTS_DIR:-$REPO_ROOT/bench/results}
 STRATA_BIN=${STRATA_BIN:-$REPO_ROOT/bin/strata}
 SKIP_BUILD=${SKIP_BUILD:-0}
+NOTE=${NOTE:-}
 
 for n in TABLES TABLE_SIZE TIME REPEATS; do
 	if ! [[ ${!n} =~ ^[1-9][0-9]*$ ]]; then
@@ -379,6 +381,9 @@ report="$RESULTS_DIR/$stamp.md"
 	echo "- MariaDB: innodb_flush_log_at_trx_commit=1, no binlog, buffer pool $MARIADB_BUFFER_POOL"
 	echo "- medians over repeats; p95/p99 from sysbench's latency histogram; peak RSS = max VmRSS sampled each second during the runs; tables re-prepared before any run that follows oltp_delete or oltp_insert on the same server"
 	echo "- errors: transactions sysbench rolled back and retried on its default ignored errors (1213 deadlock, 1205 lock wait timeout, 1020 record changed), summed over the repeats; failed runs: runs that aborted"
+	if [[ -n $NOTE ]]; then
+		echo "- note: $NOTE"
+	fi
 	if [[ -n $SERVER_LOST ]]; then
 		echo "- **ABORTED: $SERVER_LOST**; the table covers the runs before it"
 	fi
