@@ -199,43 +199,97 @@ func TestEndToEndWriteConflictIsRetryable(t *testing.T) {
 
 func TestEndToEndConcurrentIncrementsLoseNothing(t *testing.T) {
 	tn := startNode(t, client.Options{})
+	router := client.NewGRPCRouter(tn.pd)
+	defer router.Close()
+	twoPC := client.New(tn.pd, router, client.Options{DisableOnePC: true})
+	defer twoPC.Close()
 	ctx := context.Background()
-	store := tn.node.Storage()
-	key := []byte("e2e/counter")
-	const workers, each = 4, 15
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for done := 0; done < each; {
-				txn, err := store.Begin(ctx, kv.TxnOptions{})
-				if err != nil {
-					t.Error(err)
-					return
+	for _, tc := range []struct {
+		name       string
+		store      kv.Storage
+		forUpdate  bool // SELECT ... FOR UPDATE before the read
+		pessimists bool
+	}{
+		{"optimistic", tn.node.Storage(), false, false},
+		{"optimistic-2pc", twoPC, false, false},
+		{"for-update", tn.node.Storage(), true, true},
+		{"for-update-2pc", twoPC, true, true},
+	} {
+		key := []byte("e2e/counter/" + tc.name)
+		const workers, each = 4, 10
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for done := 0; done < each; {
+					txn, err := tc.store.Begin(ctx, kv.TxnOptions{Pessimistic: tc.pessimists})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if tc.forUpdate {
+						if err := txn.LockKeys(ctx, key); err != nil {
+							_ = txn.Rollback(ctx)
+							if kv.IsRetryable(err) {
+								continue
+							}
+							t.Error(err)
+							return
+						}
+					}
+					n := 0
+					if v, err := txn.Get(ctx, key); err == nil {
+						fmt.Sscan(string(v), &n)
+					} else if !errors.Is(err, kv.ErrNotFound) {
+						t.Error(err)
+						return
+					}
+					_ = txn.Set(key, []byte(fmt.Sprint(n+1)))
+					switch err := txn.Commit(ctx); {
+					case err == nil:
+						done++
+					case kv.IsRetryable(err):
+					default:
+						t.Error(err)
+						return
+					}
 				}
-				n := 0
-				if v, err := txn.Get(ctx, key); err == nil {
-					fmt.Sscan(string(v), &n)
-				} else if !errors.Is(err, kv.ErrNotFound) {
-					t.Error(err)
-					return
-				}
-				_ = txn.Set(key, []byte(fmt.Sprint(n+1)))
-				switch err := txn.Commit(ctx); {
-				case err == nil:
-					done++
-				case kv.IsRetryable(err):
-				default:
-					t.Error(err)
-					return
-				}
-			}
-		}()
+			}()
+		}
+		wg.Wait()
+		if got := mustGet(t, mustBegin(t, tc.store, kv.TxnOptions{}), string(key)); got != fmt.Sprint(workers*each) {
+			t.Fatalf("%s: counter = %s after %d committed increments", tc.name, got, workers*each)
+		}
 	}
-	wg.Wait()
-	if got := mustGet(t, mustBegin(t, store, kv.TxnOptions{}), string(key)); got != fmt.Sprint(workers*each) {
-		t.Fatalf("counter = %s after %d committed increments", got, workers*each)
+}
+
+func TestEndToEndCommitReleasesLockedButUnwrittenKeys(t *testing.T) {
+	tn := startNode(t, client.Options{})
+	router := client.NewGRPCRouter(tn.pd)
+	defer router.Close()
+	ctx := context.Background()
+	for _, opts := range []client.Options{{}, {DisableOnePC: true}} {
+		c := client.New(tn.pd, router, opts)
+		txn := mustBegin(t, c, kv.TxnOptions{Pessimistic: true})
+		if err := txn.LockKeys(ctx, []byte("e2e/lk/a"), []byte("e2e/lk/b")); err != nil {
+			t.Fatal(err)
+		}
+		_ = txn.Set([]byte("e2e/lk/a"), []byte("written"))
+		if err := txn.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// An optimistic LockKeys fails at once on a held lock, so success
+		// proves both locks were released by the commit.
+		probe := mustBegin(t, c, kv.TxnOptions{})
+		if err := probe.LockKeys(ctx, []byte("e2e/lk/a"), []byte("e2e/lk/b")); err != nil {
+			t.Fatalf("%+v: keys still locked after commit: %v", opts, err)
+		}
+		_ = probe.Rollback(ctx)
+		if got := mustGet(t, mustBegin(t, c, kv.TxnOptions{}), "e2e/lk/a"); got != "written" {
+			t.Fatalf("a = %q", got)
+		}
+		c.Close()
 	}
 }
 
