@@ -31,23 +31,21 @@ import (
 type Server struct {
 	kvpb.UnimplementedKvServer
 	store *raftstore.Store
-	db    *pebble.DB
-	cm    *mvcc.Concurrency
-	locks *mvcc.LockSet
+	// db reads the engine through the lock index: lock lookups of keys
+	// known to be unlocked do not reach Pebble. Batches come from engine.
+	db     pebble.Reader
+	engine *pebble.DB
+	cm     *mvcc.Concurrency
+	locks  *mvcc.LockSet
 }
 
 // New returns the KV service of store. locks must be the LockSet the
 // store's Config.OnApply feeds.
 func New(store *raftstore.Store, locks *mvcc.LockSet) *Server {
-	return &Server{store: store, db: store.Engine(), cm: mvcc.NewConcurrency(), locks: locks}
+	return &Server{store: store, db: locks.Reader(store.Engine()), engine: store.Engine(), cm: mvcc.NewConcurrency(), locks: locks}
 }
 
-// get reads key at ts, skipping the lock lookup for keys the LockSet
-// knows are unlocked.
 func (s *Server) get(key []byte, ts uint64) ([]byte, bool, error) {
-	if !s.locks.MayBeLocked(key) {
-		return mvcc.GetUnlocked(s.db, key, ts)
-	}
 	return mvcc.Get(s.db, key, ts, nil)
 }
 
@@ -198,7 +196,7 @@ func (s *Server) KvPrewrite(ctx context.Context, req *kvpb.PrewriteRequest) (*kv
 	}
 	guard := s.cm.Acquire(keys)
 	defer guard.Release()
-	b := s.db.NewBatch()
+	b := s.engine.NewBatch()
 	defer b.Close()
 	var commitTS uint64
 	if req.TryOnePc {
@@ -276,7 +274,7 @@ func (s *Server) KvCommit(ctx context.Context, req *kvpb.CommitRequest) (*kvpb.C
 	}
 	guard := s.cm.Acquire(req.Keys)
 	defer guard.Release()
-	b := s.db.NewBatch()
+	b := s.engine.NewBatch()
 	defer b.Close()
 	if ke, err := keyError(mvcc.Commit(s.db, b, req.Keys, req.StartVersion, req.CommitVersion)); ke != nil || err != nil {
 		resp.Error = ke
@@ -300,7 +298,7 @@ func (s *Server) KvBatchRollback(ctx context.Context, req *kvpb.BatchRollbackReq
 	}
 	guard := s.cm.Acquire(req.Keys)
 	defer guard.Release()
-	b := s.db.NewBatch()
+	b := s.engine.NewBatch()
 	defer b.Close()
 	if ke, err := keyError(mvcc.Rollback(s.db, b, req.Keys, req.StartVersion)); ke != nil || err != nil {
 		resp.Error = ke
@@ -321,7 +319,7 @@ func (s *Server) KvCheckTxnStatus(ctx context.Context, req *kvpb.CheckTxnStatusR
 	}
 	guard := s.cm.Acquire([][]byte{req.PrimaryKey})
 	defer guard.Release()
-	b := s.db.NewBatch()
+	b := s.engine.NewBatch()
 	defer b.Close()
 	st, err := mvcc.CheckTxnStatus(s.db, b, req.PrimaryKey, req.LockTs, req.CallerStartTs, req.CurrentTs, req.RollbackIfNotExist)
 	if ke, err := keyError(err); ke != nil || err != nil {
@@ -362,7 +360,7 @@ func (s *Server) KvResolveLock(ctx context.Context, req *kvpb.ResolveLockRequest
 	}
 	guard := s.cm.Acquire(keys)
 	defer guard.Release()
-	b := s.db.NewBatch()
+	b := s.engine.NewBatch()
 	defer b.Close()
 	if ke, err := keyError(mvcc.ResolveLock(s.db, b, req.StartVersion, req.CommitVersion, keys)); ke != nil || err != nil {
 		resp.Error = ke
@@ -391,7 +389,7 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 			return resp, nil
 		}
 		guard := s.cm.Acquire(keys)
-		b := s.db.NewBatch()
+		b := s.engine.NewBatch()
 		errs, values, err := mvcc.PessimisticLock(s.db, b, req)
 		if err != nil {
 			b.Close()
@@ -443,7 +441,7 @@ func (s *Server) KvPessimisticRollback(ctx context.Context, req *kvpb.Pessimisti
 	}
 	guard := s.cm.Acquire(req.Keys)
 	defer guard.Release()
-	b := s.db.NewBatch()
+	b := s.engine.NewBatch()
 	defer b.Close()
 	if ke, err := keyError(mvcc.PessimisticRollback(s.db, b, req.Keys, req.StartVersion, req.ForUpdateTs)); ke != nil || err != nil {
 		if ke != nil {
@@ -466,7 +464,7 @@ func (s *Server) KvTxnHeartBeat(ctx context.Context, req *kvpb.TxnHeartBeatReque
 	}
 	guard := s.cm.Acquire([][]byte{req.PrimaryLock})
 	defer guard.Release()
-	b := s.db.NewBatch()
+	b := s.engine.NewBatch()
 	defer b.Close()
 	ttl, err := mvcc.TxnHeartBeat(s.db, b, req.PrimaryLock, req.StartVersion, req.AdviseLockTtl)
 	if ke, err := keyError(err); ke != nil || err != nil {

@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"io"
 	"sync"
 	"sync/atomic"
 
@@ -96,8 +97,20 @@ func (ls *LockSet) Observe(repr []byte) error {
 	return nil
 }
 
-// GetUnlocked is Get for a key the caller knows holds no lock (see
-// LockSet): it reads the newest version visible at readTS.
-func GetUnlocked(r pebble.Reader, key []byte, readTS uint64) (value []byte, found bool, err error) {
-	return latestValue(r, key, readTS)
+// Reader wraps an engine reader so that point lookups of lock keys that
+// the set knows to be absent return pebble.ErrNotFound without touching the
+// engine. Every MVCC function reads locks through Get, so passing the
+// wrapped reader makes reads and writes alike skip the lookup.
+func (ls *LockSet) Reader(r pebble.Reader) pebble.Reader { return lockSetReader{Reader: r, ls: ls} }
+
+type lockSetReader struct {
+	pebble.Reader
+	ls *LockSet
+}
+
+func (r lockSetReader) Get(key []byte) ([]byte, io.Closer, error) {
+	if len(key) >= 2 && key[0] == Prefix && key[1] == lockCF && !r.ls.MayBeLocked(key[2:]) {
+		return nil, nil, pebble.ErrNotFound
+	}
+	return r.Reader.Get(key)
 }
