@@ -16,38 +16,60 @@ type bufEntry struct {
 func bufEntryLess(a, b bufEntry) bool { return bytes.Compare(a.key, b.key) < 0 }
 
 // memBuffer holds a transaction's uncommitted writes in key order. It owns
-// copies of the keys and values given to it.
+// copies of the keys and values given to it. The zero value is empty; the
+// tree is allocated on the first write, so read-only transactions (point
+// selects) never pay for it.
 type memBuffer struct {
 	tree *btree.BTreeG[bufEntry]
 }
 
-func newMemBuffer() *memBuffer {
-	return &memBuffer{tree: btree.NewG(32, bufEntryLess)}
+func (m *memBuffer) put(e bufEntry) {
+	if m.tree == nil {
+		m.tree = btree.NewG(32, bufEntryLess)
+	}
+	m.tree.ReplaceOrInsert(e)
 }
 
 func (m *memBuffer) set(key, value []byte) {
 	v := make([]byte, len(value))
 	copy(v, value)
-	m.tree.ReplaceOrInsert(bufEntry{key: bytes.Clone(key), value: v})
+	m.put(bufEntry{key: bytes.Clone(key), value: v})
 }
 
 func (m *memBuffer) delete(key []byte) {
-	m.tree.ReplaceOrInsert(bufEntry{key: bytes.Clone(key), deleted: true})
+	m.put(bufEntry{key: bytes.Clone(key), deleted: true})
 }
 
 // get returns the buffered write for key, if any.
 func (m *memBuffer) get(key []byte) (bufEntry, bool) {
+	if m.tree == nil {
+		return bufEntry{}, false
+	}
 	return m.tree.Get(bufEntry{key: key})
 }
 
-func (m *memBuffer) len() int { return m.tree.Len() }
+func (m *memBuffer) len() int {
+	if m.tree == nil {
+		return 0
+	}
+	return m.tree.Len()
+}
 
 // snapshot returns a frozen view of the buffer for an iterator: later writes
 // to the transaction do not show through it. It is O(1) (copy on write).
-func (m *memBuffer) snapshot() *btree.BTreeG[bufEntry] { return m.tree.Clone() }
+func (m *memBuffer) snapshot() *btree.BTreeG[bufEntry] {
+	if m.tree == nil {
+		return nil
+	}
+	return m.tree.Clone()
+}
 
 // each calls fn for every entry in key order.
-func (m *memBuffer) each(fn func(bufEntry) bool) { m.tree.Ascend(fn) }
+func (m *memBuffer) each(fn func(bufEntry) bool) {
+	if m.tree != nil {
+		m.tree.Ascend(fn)
+	}
+}
 
 // bufferCursor walks the entries of a frozen buffer inside [start, end)
 // (end nil: unbounded), ascending or descending, a chunk at a time.
@@ -95,7 +117,7 @@ func (c *bufferCursor) next() {
 func (c *bufferCursor) fill() {
 	c.chunk = c.chunk[:0]
 	c.pos = 0
-	if c.done || c.tree.Len() == 0 {
+	if c.done || c.tree == nil || c.tree.Len() == 0 {
 		c.done = true
 		return
 	}

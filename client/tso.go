@@ -45,7 +45,10 @@ type tsoBatcher struct {
 	stop    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
-	last    uint64 // owned by the run goroutine
+	// Owned by the run goroutine: the last timestamp handed out, and the
+	// request message, reused because one RPC is in flight at a time.
+	last uint64
+	req  kvpb.TsoRequest
 }
 
 func newTSOBatcher(pd PD) *tsoBatcher {
@@ -149,7 +152,8 @@ func (b *tsoBatcher) serve(batch []*tsoRequest) {
 func (b *tsoBatcher) fetch(n uint64) (uint64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), tsoRPCTimeout)
 	defer cancel()
-	resp, err := b.pd.Tso(ctx, &kvpb.TsoRequest{Count: uint32(n)})
+	b.req.Count = uint32(n)
+	resp, err := b.pd.Tso(ctx, &b.req)
 	if err != nil {
 		return 0, fmt.Errorf("client: tso: %w", err)
 	}

@@ -29,7 +29,7 @@ type Txn struct {
 	// after RefreshSnapshot in read-committed transactions.
 	readTS uint64
 	began  time.Time
-	buf    *memBuffer
+	buf    memBuffer
 
 	// Pessimistic locks taken by LockKeys: the key set, the primary (the
 	// first key ever locked) and the largest for_update_ts used.
@@ -44,7 +44,7 @@ type Txn struct {
 var _ kv.Txn = (*Txn)(nil)
 
 func newTxn(c *Client, ts uint64, opts kv.TxnOptions) *Txn {
-	return &Txn{c: c, opts: opts, startTS: ts, readTS: ts, began: time.Now(), buf: newMemBuffer()}
+	return &Txn{c: c, opts: opts, startTS: ts, readTS: ts, began: time.Now()}
 }
 
 // readView is the snapshot a read uses: the timestamp to read at and the
