@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/batchrepr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/strata-db/strata/internal/engine"
 	"github.com/strata-db/strata/kvpb"
@@ -617,19 +618,51 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 }
 
 // applyCommand merges a proposal's writes into the apply batch and returns
-// the proposal id.
+// the proposal id. The command is decoded in place: data belongs to the
+// Raft entry (also held by the in-memory log) and must not be handed to a
+// pooled Pebble batch, which would reuse it as a buffer.
 func (s *Store) applyCommand(ab *pebble.Batch, data []byte) (uint64, error) {
 	if len(data) < 9 || data[0] != cmdWriteBatch {
 		return 0, fmt.Errorf("raftstore: unknown command type %d", data[0])
 	}
 	id := binary.BigEndian.Uint64(data[1:9])
-	cmd := s.db.NewBatch()
-	defer cmd.Close()
-	if err := cmd.SetRepr(data[9:]); err != nil {
-		return 0, err
+	repr := data[9:]
+	h, ok := batchrepr.ReadHeader(repr)
+	if !ok {
+		return 0, fmt.Errorf("raftstore: proposal %d: %w", id, pebble.ErrInvalidBatch)
 	}
-	if err := ab.Apply(cmd, nil); err != nil {
-		return 0, err
+	r := batchrepr.Read(repr)
+	var n uint32
+	for {
+		kind, k, v, ok, err := r.Next()
+		if err != nil {
+			return 0, fmt.Errorf("raftstore: proposal %d: %w", id, err)
+		}
+		if !ok {
+			break
+		}
+		n++
+		switch kind {
+		case pebble.InternalKeyKindSet:
+			err = ab.Set(k, v, nil)
+		case pebble.InternalKeyKindDelete:
+			err = ab.Delete(k, nil)
+		case pebble.InternalKeyKindSingleDelete:
+			err = ab.SingleDelete(k, nil)
+		case pebble.InternalKeyKindDeleteSized:
+			err = ab.Delete(k, nil)
+		case pebble.InternalKeyKindRangeDelete:
+			err = ab.DeleteRange(k, v, nil)
+		case pebble.InternalKeyKindLogData:
+		default:
+			err = fmt.Errorf("raftstore: proposal %d: unsupported batch operation %v", id, kind)
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	if n != h.Count {
+		return 0, fmt.Errorf("raftstore: proposal %d: batch holds %d operations, header says %d", id, n, h.Count)
 	}
 	return id, nil
 }

@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -10,6 +11,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/strata-db/strata/internal/engine"
 	"github.com/strata-db/strata/kvpb"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 )
 
 func testRegion(id uint64) *kvpb.Region {
@@ -121,6 +124,23 @@ func TestConcurrentProposalsGroupCommit(t *testing.T) {
 	it.Close()
 	if n != 16*40 {
 		t.Fatalf("got %d keys, want %d", n, 16*40)
+	}
+	// Applying must not have touched the entries the in-memory log holds
+	// (they are the same bytes raft would send to followers).
+	p.storage.mu.Lock()
+	defer p.storage.mu.Unlock()
+	for _, e := range p.storage.ents {
+		v, ok, err := engine.GetCopy(db, engine.RaftLogKey(2, e.GetIndex()))
+		if err != nil || !ok {
+			t.Fatalf("entry %d not persisted: %v", e.GetIndex(), err)
+		}
+		persisted := &pb.Entry{}
+		if err := proto.Unmarshal(v, persisted); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(persisted.Data, e.Data) {
+			t.Fatalf("in-memory entry %d differs from the persisted one", e.GetIndex())
+		}
 	}
 }
 
