@@ -55,7 +55,7 @@ func (s *Session) runDDL(ctx context.Context, st ast.StmtNode) (*Result, error) 
 			txn.Rollback(ctx)
 			return nil, err
 		}
-		if err = txn.Commit(ctx); err == nil {
+		if err = s.e.commitDDL(ctx, txn); err == nil {
 			return &Result{}, nil
 		}
 		if !kv.IsRetryable(err) {

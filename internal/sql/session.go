@@ -140,16 +140,12 @@ func (s *Session) currentSchema(ctx context.Context) (*catalog.Schema, error) {
 	if s.txn != nil && s.schema != nil {
 		return s.schema, nil
 	}
-	txn, err := s.e.store.Begin(ctx, kv.TxnOptions{})
+	txn, schema, err := s.e.beginTxn(ctx, kv.TxnOptions{})
 	if err != nil {
 		return nil, err
 	}
-	defer txn.Rollback(ctx)
-	ver, err := catalog.Version(ctx, txn)
-	if err != nil {
-		return nil, err
-	}
-	return s.e.schemaFor(ctx, txn, ver)
+	txn.Rollback(ctx)
+	return schema, nil
 }
 
 // begin opens the session's transaction if none is open and loads its schema.
@@ -159,18 +155,8 @@ func (s *Session) begin(ctx context.Context) error {
 	}
 	// Pessimistic: SELECT ... FOR UPDATE waits for conflicting row locks
 	// (up to the lock wait timeout) instead of failing at once.
-	txn, err := s.e.store.Begin(ctx, kv.TxnOptions{Pessimistic: true})
+	txn, schema, err := s.e.beginTxn(ctx, kv.TxnOptions{Pessimistic: true})
 	if err != nil {
-		return err
-	}
-	ver, err := catalog.Version(ctx, txn)
-	if err != nil {
-		txn.Rollback(ctx)
-		return err
-	}
-	schema, err := s.e.schemaFor(ctx, txn, ver)
-	if err != nil {
-		txn.Rollback(ctx)
 		return err
 	}
 	s.txn, s.schema = txn, schema
