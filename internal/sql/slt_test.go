@@ -139,13 +139,13 @@ func runSLT(t *testing.T, path string) (int, []string) {
 	return n, fails
 }
 
-// TestSQLLogicSelect runs select1-4 (required to pass fully). Set
+// TestSQLLogicSelect runs select1-5 (1-4 are required to pass fully). Set
 // STRATA_SLT to a comma-separated list of other corpus files to run those.
 func TestSQLLogicSelect(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sqllogictest corpus takes about a minute; skipped with -short")
 	}
-	files := []string{"select1.test", "select2.test", "select3.test", "select4.test"}
+	files := []string{"select1.test", "select2.test", "select3.test", "select4.test", "select5.test"}
 	if env := os.Getenv("STRATA_SLT"); env != "" {
 		files = strings.Split(env, ",")
 	}

@@ -514,13 +514,54 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			l.plan = &Filter{base: base{l.plan.Columns()}, Child: l.plan, Cond: e}
 		}
 	}
-	p := leaves[0].plan
-	for _, c := range leaves[0].scope.cols {
-		sc.cols = append(sc.cols, c)
+	// Join order: greedily add a table connected to the joined ones by
+	// some condition, so that chains like t1.a = t3.b AND t3.c = t2.d do
+	// not start with a cross product; FROM order breaks ties.
+	joined := make([]bool, len(leaves))
+	joined[0] = true
+	order := []int{0}
+	connected := func(i int) bool {
+		for _, c := range cs {
+			if c.done || c.opaque || !c.used[i] {
+				continue
+			}
+			with := append([]bool(nil), joined...)
+			with[i] = true
+			if subset(c.used, with) {
+				return true
+			}
+		}
+		return false
 	}
-	joined := []bool{true}
-	for i := 1; i < len(leaves); i++ {
-		joined = append(joined, true)
+	for len(order) < len(leaves) {
+		next := -1
+		for i := range leaves {
+			if !joined[i] && connected(i) {
+				next = i
+				break
+			}
+		}
+		if next < 0 {
+			for i := range leaves {
+				if !joined[i] {
+					next = i
+					break
+				}
+			}
+		}
+		joined[next] = true
+		order = append(order, next)
+	}
+	for i := range joined {
+		joined[i] = false
+	}
+	p := leaves[0].plan
+	sc.cols = append(sc.cols, leaves[0].scope.cols...)
+	joined[0] = true
+	var joinedScopes []*scope
+	joinedScopes = append(joinedScopes, scopes[0])
+	for _, i := range order[1:] {
+		joined[i] = true
 		l := leaves[i]
 		leftScope := &scope{b: b, cols: sc.cols, values: -1}
 		jn := &Join{Left: p, Right: l.plan, Type: InnerJoin}
@@ -536,13 +577,14 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 				continue
 			}
 			c.done = true
-			if lk, rk, ok := b.equiKeys(c.node, leftScope, l.scope, scopes[:i], scopes[i]); ok {
+			if lk, rk, ok := b.equiKeys(c.node, leftScope, l.scope, joinedScopes, scopes[i]); ok {
 				jn.LeftKeys = append(jn.LeftKeys, lk)
 				jn.RightKey = append(jn.RightKey, rk)
 				continue
 			}
 			filters = append(filters, c.node)
 		}
+		joinedScopes = append(joinedScopes, scopes[i])
 		jn.cols = scopeColumns(sc)
 		p = jn
 		for _, f := range filters {
@@ -553,6 +595,28 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			p = &Filter{base: base{p.Columns()}, Child: p, Cond: e}
 		}
 	}
+	if !sortedInts(order) {
+		// Restore FROM order of the columns (SELECT * and positions).
+		proj := &Projection{Child: p}
+		var cols []scopeCol
+		pos := map[int]int{} // leaf -> offset in the joined row
+		off := 0
+		for _, i := range order {
+			pos[i] = off
+			off += len(leaves[i].scope.cols)
+		}
+		for i, l := range leaves {
+			for k, c := range l.scope.cols {
+				src := pos[i] + k
+				proj.Exprs = append(proj.Exprs, expr.NewColumn(src, c.col.Type, c.col.Name))
+				c.idx = len(cols)
+				cols = append(cols, c)
+			}
+		}
+		sc.cols = cols
+		proj.cols = scopeColumns(sc)
+		p = proj
+	}
 	var rest []ast.ExprNode
 	for _, c := range cs {
 		if !c.done {
@@ -560,6 +624,15 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		}
 	}
 	return p, rest, nil
+}
+
+func sortedInts(xs []int) bool {
+	for i := 1; i < len(xs); i++ {
+		if xs[i] < xs[i-1] {
+			return false
+		}
+	}
+	return true
 }
 
 func scopeColumns(sc *scope) []*Column {
