@@ -42,6 +42,7 @@ func Open(dir string, o Options) (*pebble.DB, error) {
 	cache := pebble.NewCache(o.CacheBytes)
 	defer cache.Unref()
 	opts := &pebble.Options{
+		Comparer:                    Comparer,
 		Cache:                       cache,
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
@@ -62,6 +63,38 @@ func Open(dir string, o Options) (*pebble.DB, error) {
 		return nil, fmt.Errorf("engine: open %s: %w", dir, err)
 	}
 	return db, nil
+}
+
+// Comparer orders keys bytewise, like Pebble's default, and tells Pebble
+// where the MVCC timestamp suffix of a key starts (Split), so that bloom
+// filters are built on the key without its version and a point read of
+// "the newest version of k at or below ts" can use SeekPrefixGE, which
+// skips every SST whose filter rules k out.
+//
+// Versioned keys are the write and data column families of package mvcc:
+// 'z' cf escaped(userKey) ts, where escaped() ends with the terminator
+// 0x00 0x01 and contains 0x00 0x01 nowhere else, and ts is 8 bytes. A key
+// is split only when the terminator sits right before its last 8 bytes, so
+// unversioned keys (locks, scan bounds, everything outside 'z') are their
+// own prefix. The escaping is prefix-free, so ordering by prefix then by
+// suffix is the same as bytewise order (Pebble's contract for Split).
+var Comparer = func() *pebble.Comparer {
+	c := *pebble.DefaultComparer
+	c.Split = splitMVCC
+	c.Name = "strata.mvcc.v1"
+	return &c
+}()
+
+// MVCCSuffixLen is the length of the timestamp suffix of a versioned key.
+const MVCCSuffixLen = 8
+
+func splitMVCC(k []byte) int {
+	n := len(k)
+	if n >= 4+MVCCSuffixLen && k[0] == 'z' && (k[1] == 'w' || k[1] == 'd') &&
+		k[n-MVCCSuffixLen-2] == 0 && k[n-MVCCSuffixLen-1] == 1 {
+		return n - MVCCSuffixLen
+	}
+	return n
 }
 
 // Key prefixes.

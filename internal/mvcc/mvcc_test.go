@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/strata-db/strata/internal/engine"
 	"github.com/strata-db/strata/kvpb"
 )
 
@@ -38,7 +39,7 @@ import (
 // Keys and values accept Go escapes (a\x00b); a value "x*300" is 300 x's.
 func TestProtocol(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}})
+		db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer})
 		if err != nil {
 			t.Fatal(err)
 		}

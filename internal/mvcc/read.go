@@ -53,7 +53,9 @@ func forEachVersion(r pebble.Reader, key []byte, maxTS uint64, fn func(commitTS 
 	if err != nil {
 		return err
 	}
-	for valid := it.SeekGE(appendInvertedTS(prefix, maxTS)); valid; valid = it.Next() {
+	// SeekPrefixGE: the engine's comparer splits off the timestamp, so
+	// Pebble consults prefix bloom filters and skips SSTs without key.
+	for valid := it.SeekPrefixGE(appendInvertedTS(prefix, maxTS)); valid; valid = it.Next() {
 		k := it.Key()
 		commitTS := ^bigEndianTS(k[len(prefix):])
 		w, err := decodeWrite(it.Value())
