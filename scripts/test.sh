@@ -23,7 +23,8 @@
 # ../shared/sqllogictest), SLT_SQL_PORT=14000, SLT_HTTP_PORT=18080,
 # SLT_GRPC_PORT=20260, SLT_ADDR (run step 5 against this running server instead of
 # starting bin/strata), STRATA_BIN (start this binary instead of building
-# bin/strata), SKIP_APT=1 to skip package installs, SKIP_SLT=1 to skip
+# bin/strata), SLT_MAX_RSS_MIB=4096 (strata is stopped, and the step fails, if
+# its resident memory grows past this during the run), SKIP_APT=1 to skip package installs, SKIP_SLT=1 to skip
 # step 5, GO_INSTALL_DIR=/usr/local/go (where a fetched toolchain goes).
 set -euo pipefail
 
@@ -42,14 +43,17 @@ SLT_HTTP_PORT=${SLT_HTTP_PORT:-18080}
 SLT_GRPC_PORT=${SLT_GRPC_PORT:-20260}
 SKIP_APT=${SKIP_APT:-0}
 SKIP_SLT=${SKIP_SLT:-0}
+SLT_MAX_RSS_MIB=${SLT_MAX_RSS_MIB:-4096}
 read -r -a PACKAGE_LIST <<<"$PACKAGES"
 
 WORK_DIR=$(mktemp -d "${TMPDIR:-/tmp}/strata-test.XXXXXX")
 STRATA_PID=
 SLT_PID=
+WATCHDOG_PID=
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
+	stop_pid "$WATCHDOG_PID" 5
 	stop_pid "$SLT_PID" 5
 	stop_pid "$STRATA_PID" 30
 	rm -rf "$WORK_DIR"
@@ -188,6 +192,21 @@ other_tests() {
 	go test -count=1 -timeout "$TEST_TIMEOUT" "${rest[@]}"
 }
 
+# rss_watchdog <pid> <limit_mib> <report_file>: once a second, checks pid's
+# resident memory; past the limit it writes report_file and kills pid.
+rss_watchdog() {
+	local pid=$1 limit_kib=$(($2 * 1024)) report=$3 kib
+	while kill -0 "$pid" 2>/dev/null; do
+		kib=$(rss_kib "$pid")
+		if [[ -n $kib ]] && ((kib > limit_kib)); then
+			echo "strata's resident memory reached $((kib / 1024)) MiB (limit $2 MiB); stopped it" >"$report"
+			kill -KILL "$pid" 2>/dev/null || true
+			return 0
+		fi
+		sleep 1
+	done
+}
+
 sqllogictest() {
 	local files=()
 	if [[ -n ${SLT_FILES:-} ]]; then
@@ -210,12 +229,20 @@ sqllogictest() {
 		bin=$REPO_ROOT/bin/strata
 	fi
 	start_strata "$bin" "$WORK_DIR/strata" "$SLT_SQL_PORT" "$SLT_HTTP_PORT" "$SLT_GRPC_PORT"
+	# A runaway query must fail this step, not take the machine down with it.
+	rss_watchdog "$STRATA_PID" "$SLT_MAX_RSS_MIB" "$WORK_DIR/rss-exceeded" &
+	WATCHDOG_PID=$!
 	# In the background, so that a signal reaches the trap (and stops strata) at once.
 	"$WORK_DIR/slt" -addr "127.0.0.1:$SLT_SQL_PORT" -user root -timeout 60s "${files[@]}" &
 	SLT_PID=$!
 	wait "$SLT_PID" || rc=$?
 	SLT_PID=
-	if ! kill -0 "$STRATA_PID" 2>/dev/null; then
+	stop_pid "$WATCHDOG_PID" 5
+	WATCHDOG_PID=
+	if [[ -s $WORK_DIR/rss-exceeded ]]; then
+		cat "$WORK_DIR/rss-exceeded"
+		rc=1
+	elif ! kill -0 "$STRATA_PID" 2>/dev/null; then
 		echo "strata exited during the run; last lines of its log:"
 		tail -n 30 "$WORK_DIR/strata/strata.log"
 		rc=1
