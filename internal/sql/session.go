@@ -302,7 +302,10 @@ func (s *Session) memQuota() int64 {
 }
 
 func (s *Session) evalContext(params []types.Datum) *expr.EvalContext {
-	return &expr.EvalContext{Params: params, Vars: s, Warnings: &s.warnings, Now: time.Now(), Database: s.db}
+	return &expr.EvalContext{
+		Params: params, Vars: s, Warnings: &s.warnings, Now: time.Now(), Database: s.db,
+		User: s.user + "@" + s.host, ConnectionID: uint64(s.connID), LastInsertID: s.lastInsertID,
+	}
 }
 
 // compile plans a statement against the transaction's schema.

@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -121,6 +122,7 @@ func TestSysbenchStatements(t *testing.T) {
 	if rs[0].LastInsertID <= 4 {
 		t.Fatalf("last insert id %d", rs[0].LastInsertID)
 	}
+	expectRows(t, s, "SELECT LAST_INSERT_ID() = "+fmt.Sprint(rs[0].LastInsertID), "1")
 }
 
 func TestPreparedPointGet(t *testing.T) {
