@@ -24,6 +24,14 @@ type Builder struct {
 	// ParseView parses the stored SELECT of a view.
 	ParseView func(sql string) (ast.ResultSetNode, error)
 	viewDepth int
+	clause    string // for error messages: "where clause", "order clause" ...
+}
+
+func (b *Builder) clauseName() string {
+	if b.clause == "" {
+		return "field list"
+	}
+	return b.clause
 }
 
 // NewBuilder returns a planner over schema with db as the current database.
@@ -111,6 +119,8 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 	if sel.With != nil {
 		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support WITH")
 	}
+	defer func(saved string) { b.clause = saved }(b.clause)
+	b.clause = "where clause"
 	sc := newScope(b)
 	sc.parent, sc.sub = parent, sub
 	var p Plan
@@ -148,6 +158,7 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 		}
 	}
 	out := sc
+	b.clause = "group statement"
 	if sel.GroupBy != nil || len(ac.list) > 0 {
 		agg := &Aggregate{Child: p}
 		if sel.GroupBy != nil {
@@ -213,6 +224,7 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 			out.aliases[f.AsName.L] = f.Expr
 		}
 	}
+	b.clause = "having clause"
 	if sel.Having != nil {
 		e, err := expr.Compile(sel.Having.Expr, out)
 		if err != nil {
@@ -221,6 +233,7 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 		p = &Filter{base: base{p.Columns()}, Child: p, Cond: e}
 	}
 
+	b.clause = "field list"
 	proj := &Projection{Child: p}
 	for _, f := range fields {
 		if f.WildCard != nil {
@@ -259,6 +272,7 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 	}
 	visible := len(proj.Exprs)
 
+	b.clause = "order clause"
 	var keys []SortKey
 	if sel.OrderBy != nil {
 		for _, it := range sel.OrderBy.Items {

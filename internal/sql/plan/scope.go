@@ -120,7 +120,7 @@ func (sc *scope) Bind(node ast.ExprNode) (expr.Expr, error) {
 			return nil, err
 		}
 		if !ok {
-			return nil, unknownColumn(n.Column.Name, "field list")
+			return nil, unknownColumn(n.Column.Name, sc.b.clauseName())
 		}
 		return expr.NewColumn(sc.values+c.idx, c.col.Type, "values("+c.col.Name+")"), nil
 	}
@@ -163,7 +163,7 @@ func (sc *scope) resolveColumn(cn *ast.ColumnName) (expr.Expr, error) {
 			return &OuterRef{Sub: cur.sub, Index: oc.idx, Name: oc.col.Name, ft: oc.col.Type}, nil
 		}
 	}
-	return nil, unknownColumn(cn, "field list")
+	return nil, unknownColumn(cn, sc.b.clauseName())
 }
 
 func unknownColumn(cn *ast.ColumnName, where string) error {
