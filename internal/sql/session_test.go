@@ -372,3 +372,65 @@ func TestMemoryQuotaFailsTheStatement(t *testing.T) {
 	mustExec(t, s, "SET tidb_mem_quota_query = 1073741824")
 	expectRows(t, s, "SELECT COUNT(*) FROM sbtest1", "8")
 }
+
+// TestPreparedSysbenchTransaction runs oltp_read_write's statements the way
+// sysbench does: prepared once, executed with parameters.
+func TestPreparedSysbenchTransaction(t *testing.T) {
+	s := newTestSession(t)
+	setupSbtest(t, s)
+	ctx := context.Background()
+	prep := func(q string) uint32 {
+		ps, err := s.Prepare(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return ps.ID
+	}
+	run := func(id uint32, args ...any) string {
+		params := make([]types.Datum, len(args))
+		for i, a := range args {
+			switch v := a.(type) {
+			case int:
+				params[i] = types.NewInt(int64(v))
+			case string:
+				params[i] = types.NewString(v)
+			}
+		}
+		r, err := s.ExecutePrepared(ctx, id, params)
+		if err != nil {
+			t.Fatalf("execute %d %v: %v", id, args, err)
+		}
+		return rowsText(r.Rows)
+	}
+	point := prep("SELECT c FROM sbtest1 WHERE id=?")
+	simpleRange := prep("SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ?")
+	sumRange := prep("SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN ? AND ?")
+	orderRange := prep("SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c")
+	distinctRange := prep("SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c")
+	indexUpdate := prep("UPDATE sbtest1 SET k=k+1 WHERE id=?")
+	nonIndexUpdate := prep("UPDATE sbtest1 SET c=? WHERE id=?")
+	del := prep("DELETE FROM sbtest1 WHERE id=?")
+	ins := prep("INSERT INTO sbtest1 (id, k, c, pad) VALUES (?, ?, ?, ?)")
+	begin, commit := prep("BEGIN"), prep("COMMIT")
+
+	for round := 0; round < 3; round++ {
+		run(begin)
+		if got := run(point, 2); got != "c2" && round == 0 {
+			t.Fatalf("point select %q", got)
+		}
+		if got := run(simpleRange, 1, 2); round == 0 && got != "c1\nc2" {
+			t.Fatalf("simple range %q", got)
+		}
+		run(sumRange, 1, 4)
+		run(orderRange, 1, 4)
+		run(distinctRange, 1, 4)
+		run(indexUpdate, 1)
+		run(nonIndexUpdate, fmt.Sprintf("round%d", round), 2)
+		run(del, 3)
+		run(ins, 3, 42, "c3", "p3")
+		run(commit)
+	}
+	expectRows(t, s, "SELECT id, k, c FROM sbtest1 ORDER BY id", "1 8 c1\n2 3 round2\n3 42 c3\n4 7 c4")
+	expectRows(t, s, "SELECT id FROM sbtest1 WHERE k = 42", "3")
+	expectRows(t, s, "SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN 1 AND 4", "60")
+}

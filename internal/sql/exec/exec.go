@@ -121,6 +121,9 @@ func BindSubqueries(c *Context, subs []*plan.Subquery) {
 func Drain(c *Context, e Executor, firstOnly bool) ([][]types.Datum, error) {
 	var out [][]types.Datum
 	for {
+		if err := c.Ctx.Err(); err != nil {
+			return nil, err
+		}
 		batch, err := e.Next(c)
 		if err != nil {
 			return nil, err

@@ -445,6 +445,9 @@ func (j *joinExec) Next(c *Context) ([][]types.Datum, error) {
 			if j.leftDone {
 				break
 			}
+			if err := c.Ctx.Err(); err != nil {
+				return nil, err
+			}
 			b, err := j.left.Next(c)
 			if err != nil {
 				return nil, err
