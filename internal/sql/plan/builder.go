@@ -714,7 +714,25 @@ func (b *Builder) equiKeys(n ast.ExprNode, leftScope, rightScope *scope, leftLea
 	if err != nil {
 		return nil, nil, false
 	}
+	if kindClass(le.Type()) != kindClass(re.Type()) {
+		// '1' = 1 is true in MySQL (compared as numbers) but the hash keys
+		// differ: leave mixed-class equalities to a filter.
+		return nil, nil, false
+	}
 	return le, re, true
+}
+
+// kindClass groups value kinds whose equal values have equal hash keys.
+func kindClass(ft *ptypes.FieldType) int {
+	switch types.KindForFieldType(ft) {
+	case types.KindInt64, types.KindUint64, types.KindFloat64, types.KindDecimal:
+		return 1
+	case types.KindString, types.KindBytes:
+		return 2
+	case types.KindTime:
+		return 3
+	}
+	return 0
 }
 
 func anyTrue(u []bool) bool {
