@@ -1,25 +1,35 @@
-// Package engine owns the one Pebble instance of a store (node) and the
-// layout of the keys in it.
+// Package engine owns the Pebble instances of a store (node) and the
+// layout of the keys in them.
 //
-// Every byte a node persists lives in this one LSM, separated by prefix:
+// A store has two engines (Engines), as TiKV has a raft engine beside its
+// KV engine:
+//
+// The Raft engine holds every region's Raft log and HardState:
+//
+//	0x01 0x03 regionID 0x01           Raft HardState of the replica
+//	0x01 0x03 regionID 0x03 index     Raft log entry
+//
+// It is written with one batch and one fsync per round of the store loop
+// (group commit across all regions). Its entries live briefly: they are
+// deleted once applied, so they never need compacting with the data.
+//
+// The KV engine holds the state machine: what the entries did, and how far
+// they were applied, in the same batch (so applied data and applied index
+// move together). It is written without fsync: after a crash the Raft log
+// replays whatever did not reach it, and the log is only truncated after a
+// synced write to the KV engine.
 //
 //	0x01 0x01                         store identity (cluster id, store id)
 //	0x01 0x02 regionID                region descriptor (kvpb.Region) of a local replica
-//	0x01 0x03 regionID 0x01           Raft HardState of the replica
 //	0x01 0x03 regionID 0x02           apply state (applied index, truncated index/term)
-//	0x01 0x03 regionID 0x03 index     Raft log entry
 //	0x02 ...                          placement-driver state (TSO high-water mark, id allocator)
 //	'z' ...                           transactional MVCC data (package mvcc: lock/write/data)
-//
-// Region data, raft state and apply state of all regions share the one
-// write-ahead log, so the raft store persists the Ready of many regions with
-// one batch and one fsync (group commit), and applies entries in the same
-// batch as the applied index that covers them.
 package engine
 
 import (
 	"encoding/binary"
 	"fmt"
+	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -95,6 +105,38 @@ func splitMVCC(k []byte) int {
 		return n - MVCCSuffixLen
 	}
 	return n
+}
+
+// Engines are the two Pebble instances of a store.
+type Engines struct {
+	KV   *pebble.DB
+	Raft *pebble.DB
+}
+
+// OpenEngines opens (creating if needed) the KV engine in dir/kv and the
+// Raft engine in dir/raft.
+func OpenEngines(dir string, o Options) (Engines, error) {
+	kv, err := Open(filepath.Join(dir, "kv"), o)
+	if err != nil {
+		return Engines{}, err
+	}
+	ro := o
+	ro.CacheBytes = 32 << 20
+	raft, err := Open(filepath.Join(dir, "raft"), ro)
+	if err != nil {
+		kv.Close()
+		return Engines{}, err
+	}
+	return Engines{KV: kv, Raft: raft}, nil
+}
+
+// Close closes both engines.
+func (e Engines) Close() error {
+	err := e.Raft.Close()
+	if err2 := e.KV.Close(); err == nil {
+		err = err2
+	}
+	return err
 }
 
 // Key prefixes.

@@ -13,7 +13,7 @@ import (
 
 func startServer(t *testing.T, dir string, bootstrap bool) (*Server, func()) {
 	t.Helper()
-	db, err := engine.Open(dir, engine.Options{})
+	db, err := engine.OpenEngines(dir, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func startServer(t *testing.T, dir string, bootstrap bool) (*Server, func()) {
 			t.Fatal(err)
 		}
 	}
-	locks, err := mvcc.LoadLockSet(db)
+	locks, err := mvcc.LoadLockSet(db.KV)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -58,7 +57,7 @@ type Config struct {
 type Node struct {
 	cfg    Config
 	log    *slog.Logger
-	db     *pebble.DB
+	eng    engine.Engines
 	store  *raftstore.Store
 	pd     *pd.Server
 	kv     *kvserver.Server
@@ -102,27 +101,26 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 }
 
 func (n *Node) open(ctx context.Context) error {
-	dir := filepath.Join(n.cfg.DataDir, "db")
 	if !n.cfg.InMemory {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(n.cfg.DataDir, 0o755); err != nil {
 			return err
 		}
 	}
-	db, err := engine.Open(dir, engine.Options{InMemory: n.cfg.InMemory})
+	eng, err := engine.OpenEngines(n.cfg.DataDir, engine.Options{InMemory: n.cfg.InMemory})
 	if err != nil {
 		return err
 	}
-	n.db = db
-	if err := bootstrapIfNew(db); err != nil {
+	n.eng = eng
+	if err := bootstrapIfNew(eng); err != nil {
 		return err
 	}
 	// The lock index is loaded before the store starts applying, so it
 	// sees every lock change from then on.
-	locks, err := mvcc.LoadLockSet(db)
+	locks, err := mvcc.LoadLockSet(eng.KV)
 	if err != nil {
 		return err
 	}
-	store, err := raftstore.Open(db, raftstore.Config{StoreID: localStoreID, Logger: n.log, OnApply: locks.Observe})
+	store, err := raftstore.Open(eng, raftstore.Config{StoreID: localStoreID, Logger: n.log, OnApply: locks.Observe})
 	if err != nil {
 		return err
 	}
@@ -153,8 +151,8 @@ func (n *Node) open(ctx context.Context) error {
 // bootstrapIfNew writes the store identity and the initial regions of a
 // brand-new store: the system region (PD state) and one data region over
 // the whole keyspace.
-func bootstrapIfNew(db *pebble.DB) error {
-	_, ok, err := engine.GetCopy(db, engine.StoreIdentKey())
+func bootstrapIfNew(eng engine.Engines) error {
+	_, ok, err := engine.GetCopy(eng.KV, engine.StoreIdentKey())
 	if err != nil || ok {
 		return err
 	}
@@ -168,14 +166,14 @@ func bootstrapIfNew(db *pebble.DB) error {
 	data := &kvpb.Region{Id: dataRegionID, StartKey: []byte{}, EndKey: []byte{}, Epoch: epoch(),
 		Peers: []*kvpb.Peer{{Id: dataPeerID, StoreId: localStoreID}}}
 	for _, r := range []*kvpb.Region{sys, data} {
-		if err := raftstore.BootstrapRegion(db, r); err != nil {
+		if err := raftstore.BootstrapRegion(eng, r); err != nil {
 			return err
 		}
 	}
 	// The identity is written last: a crash before this point re-runs the
 	// (idempotent) bootstrap on the next start.
 	ident := binary.BigEndian.AppendUint64(clusterID[:], localStoreID)
-	return db.Set(engine.StoreIdentKey(), ident, pebble.Sync)
+	return eng.KV.Set(engine.StoreIdentKey(), ident, pebble.Sync)
 }
 
 func (n *Node) waitLeaders(ctx context.Context) error {
@@ -325,11 +323,11 @@ func (n *Node) Close() error {
 	if n.store != nil {
 		n.store.Close()
 	}
-	if n.db != nil {
+	if n.eng.KV != nil {
 		// Entries applied without fsync are covered by the synced Raft log;
 		// flush so a clean restart replays nothing.
-		n.db.Flush()
-		return n.db.Close()
+		n.eng.KV.Flush()
+		return n.eng.Close()
 	}
 	return nil
 }

@@ -30,9 +30,9 @@ type peerStorage struct {
 	persisted bool        // hard state was ever written
 }
 
-func loadPeerStorage(db pebble.Reader, regionID uint64, conf *pb.ConfState) (*peerStorage, error) {
+func loadPeerStorage(eng engine.Engines, regionID uint64, conf *pb.ConfState) (*peerStorage, error) {
 	ps := &peerStorage{regionID: regionID, conf: conf, hard: &pb.HardState{}}
-	if v, ok, err := engine.GetCopy(db, engine.HardStateKey(regionID)); err != nil {
+	if v, ok, err := engine.GetCopy(eng.Raft, engine.HardStateKey(regionID)); err != nil {
 		return nil, err
 	} else if ok {
 		if err := proto.Unmarshal(v, ps.hard); err != nil {
@@ -40,7 +40,7 @@ func loadPeerStorage(db pebble.Reader, regionID uint64, conf *pb.ConfState) (*pe
 		}
 		ps.persisted = true
 	}
-	v, ok, err := engine.GetCopy(db, engine.ApplyStateKey(regionID))
+	v, ok, err := engine.GetCopy(eng.KV, engine.ApplyStateKey(regionID))
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +57,7 @@ func loadPeerStorage(db pebble.Reader, regionID uint64, conf *pb.ConfState) (*pe
 	if ps.hard.GetCommit() < ps.apply.AppliedIndex {
 		ps.hard.Commit = proto.Uint64(ps.apply.AppliedIndex)
 	}
-	iter, err := db.NewIter(&pebble.IterOptions{
+	iter, err := eng.Raft.NewIter(&pebble.IterOptions{
 		LowerBound: engine.RaftLogKey(regionID, ps.apply.TruncatedIndex+1),
 		UpperBound: engine.RaftLogEnd(regionID),
 	})

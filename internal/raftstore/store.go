@@ -97,7 +97,8 @@ func (p *Peer) ID() uint64 { return p.id }
 
 // Store owns the engine and all local replicas and runs the store loop.
 type Store struct {
-	db      *pebble.DB
+	db      *pebble.DB // KV engine: region state, apply state, data
+	raftDB  *pebble.DB // Raft engine: logs and hard states
 	storeID uint64
 	log     *slog.Logger
 
@@ -127,8 +128,16 @@ type Config struct {
 // BootstrapRegion writes the initial state of a region with a single
 // local voter, as part of first-time store initialization. It must run
 // before Open.
-func BootstrapRegion(db *pebble.DB, region *kvpb.Region) error {
-	b := db.NewBatch()
+func BootstrapRegion(eng engine.Engines, region *kvpb.Region) error {
+	hs := &pb.HardState{Term: proto.Uint64(raftInitTerm), Commit: proto.Uint64(raftInitIndex)}
+	hsData, err := proto.Marshal(hs)
+	if err != nil {
+		return err
+	}
+	if err := eng.Raft.Set(engine.HardStateKey(region.Id), hsData, pebble.Sync); err != nil {
+		return err
+	}
+	b := eng.KV.NewBatch()
 	defer b.Close()
 	data, err := proto.Marshal(region)
 	if err != nil {
@@ -141,21 +150,16 @@ func BootstrapRegion(db *pebble.DB, region *kvpb.Region) error {
 	if err := b.Set(engine.ApplyStateKey(region.Id), as.Encode(), nil); err != nil {
 		return err
 	}
-	hs := &pb.HardState{Term: proto.Uint64(raftInitTerm), Commit: proto.Uint64(raftInitIndex)}
-	hsData, err := proto.Marshal(hs)
-	if err != nil {
-		return err
-	}
-	if err := b.Set(engine.HardStateKey(region.Id), hsData, nil); err != nil {
-		return err
-	}
 	return b.Commit(pebble.Sync)
 }
 
-// Open loads every replica persisted in db and starts the store loop.
-func Open(db *pebble.DB, cfg Config) (*Store, error) {
+// Open loads every replica persisted in the engines and starts the store
+// loop.
+func Open(eng engine.Engines, cfg Config) (*Store, error) {
+	db := eng.KV
 	s := &Store{
 		db:        db,
+		raftDB:    eng.Raft,
 		storeID:   cfg.StoreID,
 		log:       cfg.Logger,
 		peers:     make(map[uint64]*Peer),
@@ -226,7 +230,7 @@ func (s *Store) newPeer(r *kvpb.Region) (*Peer, error) {
 	if local == nil {
 		return nil, fmt.Errorf("raftstore: region %d has no replica on store %d", r.Id, s.storeID)
 	}
-	ps, err := loadPeerStorage(s.db, r.Id, conf)
+	ps, err := loadPeerStorage(engine.Engines{KV: s.db, Raft: s.raftDB}, r.Id, conf)
 	if err != nil {
 		return nil, err
 	}
@@ -468,7 +472,7 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 	}
 
 	// 2. Persist entries and hard states of every replica: one batch, one fsync.
-	wb := s.db.NewBatch()
+	wb := s.raftDB.NewBatch()
 	nEntries := 0
 	mustSync := false
 	for _, r := range readies {
@@ -553,6 +557,7 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 		ready bool
 	}
 	var done []applied
+	var truncs []logSpan
 	for i, r := range readies {
 		if len(ents[i]) == 0 {
 			continue
@@ -582,7 +587,9 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 				a.ready = true
 			}
 		}
-		s.maybeTruncate(ab, r.p, &a.state)
+		if from, to, ok := s.maybeTruncate(r.p, &a.state); ok {
+			truncs = append(truncs, logSpan{region: r.p.Region().Id, from: from, to: to})
+		}
 		if err := ab.Set(engine.ApplyStateKey(r.p.Region().Id), a.state.Encode(), nil); err != nil {
 			return err
 		}
@@ -593,6 +600,11 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 	}
 	if err := ab.Commit(pebble.NoSync); err != nil {
 		return err
+	}
+	if len(truncs) > 0 {
+		if err := s.truncateLogs(truncs); err != nil {
+			return err
+		}
 	}
 	for _, a := range done {
 		for _, repr := range a.reprs {
@@ -667,21 +679,42 @@ func (s *Store) applyCommand(ab *pebble.Batch, data []byte) (uint64, error) {
 	return id, nil
 }
 
-// maybeTruncate deletes the log below the applied index once it has grown
-// past raftLogGCThreshold entries. Only single-voter regions truncate to the
+// logSpan is a range [from, to) of a region's log indexes.
+type logSpan struct{ region, from, to uint64 }
+
+// maybeTruncate advances the truncated index in st to the applied index
+// once the log has grown past raftLogGCThreshold entries, and returns the
+// span of entries to delete. Only single-voter regions truncate to the
 // applied index; with followers, truncation must wait for the slowest one.
-func (s *Store) maybeTruncate(ab *pebble.Batch, p *Peer, st *engine.ApplyState) {
+func (s *Store) maybeTruncate(p *Peer, st *engine.ApplyState) (from, to uint64, ok bool) {
 	if len(p.Region().Peers) != 1 || st.AppliedIndex-st.TruncatedIndex < raftLogGCThreshold {
-		return
+		return 0, 0, false
 	}
-	to := st.AppliedIndex
-	term := p.storage.termAt(to)
+	term := p.storage.termAt(st.AppliedIndex)
 	if term == 0 {
-		return
+		return 0, 0, false
 	}
-	id := p.Region().Id
-	_ = ab.DeleteRange(engine.RaftLogKey(id, st.TruncatedIndex+1), engine.RaftLogKey(id, to+1), nil)
-	st.TruncatedIndex, st.TruncatedTerm = to, term
+	from, to = st.TruncatedIndex+1, st.AppliedIndex+1
+	st.TruncatedIndex, st.TruncatedTerm = st.AppliedIndex, term
+	return from, to, true
+}
+
+// truncateLogs deletes applied log entries from the Raft engine. The KV
+// engine is applied without fsync, so it is synced first: only then are
+// the effects of the entries (and the new truncated index) durable without
+// the log.
+func (s *Store) truncateLogs(spans []logSpan) error {
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
+		return err
+	}
+	b := s.raftDB.NewBatch()
+	defer b.Close()
+	for _, sp := range spans {
+		if err := b.DeleteRange(engine.RaftLogKey(sp.region, sp.from), engine.RaftLogKey(sp.region, sp.to), nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(pebble.NoSync)
 }
 
 func (p *Peer) failProposalsLocked(err error) {

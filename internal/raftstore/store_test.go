@@ -20,20 +20,28 @@ func testRegion(id uint64) *kvpb.Region {
 		Peers: []*kvpb.Peer{{Id: id * 10, StoreId: 1}}}
 }
 
-func openStore(t *testing.T, dir string, bootstrap bool) (*pebble.DB, *Store) {
+// testEngines closes both engines when the test's KV engine is closed.
+type testEngines struct {
+	engine.Engines
+}
+
+func (e testEngines) Close() error { return e.Engines.Close() }
+
+func openStore(t *testing.T, dir string, bootstrap bool) (testEngines, *Store) {
 	t.Helper()
-	db, err := engine.Open(dir, engine.Options{})
+	eng, err := engine.OpenEngines(dir, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if bootstrap {
 		for _, id := range []uint64{1, 2} {
-			if err := BootstrapRegion(db, testRegion(id)); err != nil {
+			if err := BootstrapRegion(eng, testRegion(id)); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	s, err := Open(db, Config{StoreID: 1})
+	db := testEngines{eng}
+	s, err := Open(eng, Config{StoreID: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +85,7 @@ func TestProposeApplyAndRestart(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		put(t, s, p, fmt.Sprintf("zk%03d", i), fmt.Sprintf("v%d", i))
 	}
-	if v, ok, _ := engine.GetCopy(db, []byte("zk049")); !ok || string(v) != "v49" {
+	if v, ok, _ := engine.GetCopy(db.KV, []byte("zk049")); !ok || string(v) != "v49" {
 		t.Fatalf("applied write not visible after Propose returned: %q %v", v, ok)
 	}
 	applied := p.storage.applyState().AppliedIndex
@@ -92,7 +100,7 @@ func TestProposeApplyAndRestart(t *testing.T) {
 		t.Fatalf("applied index went back from %d to %d", applied, got)
 	}
 	for i := 0; i < 50; i++ {
-		if v, ok, _ := engine.GetCopy(db, []byte(fmt.Sprintf("zk%03d", i))); !ok || string(v) != fmt.Sprintf("v%d", i) {
+		if v, ok, _ := engine.GetCopy(db.KV, []byte(fmt.Sprintf("zk%03d", i))); !ok || string(v) != fmt.Sprintf("v%d", i) {
 			t.Fatalf("key %d lost after restart: %q", i, v)
 		}
 	}
@@ -117,7 +125,7 @@ func TestConcurrentProposalsGroupCommit(t *testing.T) {
 	}
 	wg.Wait()
 	n := 0
-	it, _ := db.NewIter(&pebble.IterOptions{LowerBound: []byte("zw"), UpperBound: []byte("zx")})
+	it, _ := db.KV.NewIter(&pebble.IterOptions{LowerBound: []byte("zw"), UpperBound: []byte("zx")})
 	for it.First(); it.Valid(); it.Next() {
 		n++
 	}
@@ -130,7 +138,7 @@ func TestConcurrentProposalsGroupCommit(t *testing.T) {
 	p.storage.mu.Lock()
 	defer p.storage.mu.Unlock()
 	for _, e := range p.storage.ents {
-		v, ok, err := engine.GetCopy(db, engine.RaftLogKey(2, e.GetIndex()))
+		v, ok, err := engine.GetCopy(db.Raft, engine.RaftLogKey(2, e.GetIndex()))
 		if err != nil || !ok {
 			t.Fatalf("entry %d not persisted: %v", e.GetIndex(), err)
 		}
@@ -157,7 +165,7 @@ func TestLogTruncation(t *testing.T) {
 	if st.TruncatedIndex <= raftInitIndex {
 		t.Fatalf("log not truncated: %+v", st)
 	}
-	if _, ok, _ := engine.GetCopy(db, engine.RaftLogKey(2, st.TruncatedIndex)); ok {
+	if _, ok, _ := engine.GetCopy(db.Raft, engine.RaftLogKey(2, st.TruncatedIndex)); ok {
 		t.Fatalf("entry %d still present after truncation", st.TruncatedIndex)
 	}
 	s.Close()
@@ -167,7 +175,7 @@ func TestLogTruncation(t *testing.T) {
 	defer s.Close()
 	p = waitLeader(t, s, 2)
 	put(t, s, p, "zpost", "v")
-	if _, ok, _ := engine.GetCopy(db, []byte(fmt.Sprintf("zt%05d", raftLogGCThreshold+99))); !ok {
+	if _, ok, _ := engine.GetCopy(db.KV, []byte(fmt.Sprintf("zt%05d", raftLogGCThreshold+99))); !ok {
 		t.Fatal("data lost across truncation and restart")
 	}
 }
