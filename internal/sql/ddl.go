@@ -17,14 +17,14 @@ import (
 	"github.com/strata-db/strata/internal/sql/expr"
 	"github.com/strata-db/strata/internal/sql/plan"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/tablecodec"
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
 // runDDL commits any open transaction (MySQL's implicit commit) and runs
 // the statement in a transaction of its own, retrying conflicts with
-// concurrent DDL a few times. Dropped tables and indexes leave their data
-// keys behind (ids are never reused); reclaiming them needs a delete-range
-// primitive the kv contract does not have yet.
+// concurrent DDL a few times. The data of dropped tables and indexes is
+// deleted afterwards in the background (catalog.GCJob).
 func (s *Session) runDDL(ctx context.Context, st ast.StmtNode) (*Result, error) {
 	if s.txn != nil {
 		if err := s.finish(ctx, true); err != nil {
@@ -56,6 +56,7 @@ func (s *Session) runDDL(ctx context.Context, st ast.StmtNode) (*Result, error) 
 			return nil, err
 		}
 		if err = s.e.commitDDL(ctx, txn); err == nil {
+			s.e.startGC()
 			return &Result{}, nil
 		}
 		if !kv.IsRetryable(err) {
@@ -106,7 +107,7 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 			return false, sqlerr.New(sqlerr.ErDBDropExists, "HY000", "Can't drop database '%s'; database doesn't exist", n.Name.O)
 		}
 		for _, t := range schema.Tables(d.Name) {
-			if err := catalog.DeleteTable(txn, t); err != nil {
+			if err := dropTableData(ctx, txn, t); err != nil {
 				return false, err
 			}
 			s.e.ids.forget(t.ID)
@@ -135,7 +136,7 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 			if n.IsView && !t.IsView() {
 				return false, sqlerr.New(1347, "HY000", "'%s.%s' is not VIEW", db, t.Name)
 			}
-			if err := catalog.DeleteTable(txn, t); err != nil {
+			if err := dropTableData(ctx, txn, t); err != nil {
 				return false, err
 			}
 			s.e.ids.forget(t.ID)
@@ -159,7 +160,7 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 		if t == nil {
 			return false, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", db, n.Table.Name.O)
 		}
-		if err := catalog.DeleteTable(txn, t); err != nil {
+		if err := dropTableData(ctx, txn, t); err != nil {
 			return false, err
 		}
 		s.e.ids.forget(t.ID)
@@ -212,6 +213,10 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 		found := false
 		for i, ix := range nt.Indexes {
 			if strings.EqualFold(ix.Name, n.IndexName) {
+				p := tablecodec.IndexPrefix(t.ID, ix.ID)
+				if err := catalog.AddGCJob(ctx, txn, p, tablecodec.PrefixEnd(p)); err != nil {
+					return false, err
+				}
 				nt.Indexes = append(nt.Indexes[:i], nt.Indexes[i+1:]...)
 				found = true
 				break
@@ -273,6 +278,19 @@ func (s *Session) createView(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 		return false, err
 	}
 	return true, catalog.PutTable(txn, t)
+}
+
+// dropTableData removes a table from the catalog and schedules its rows and
+// index entries for deletion.
+func dropTableData(ctx context.Context, txn kv.Txn, t *catalog.TableInfo) error {
+	if err := catalog.DeleteTable(txn, t); err != nil {
+		return err
+	}
+	if t.IsView() {
+		return nil
+	}
+	p := tablecodec.TablePrefix(t.ID)
+	return catalog.AddGCJob(ctx, txn, p, tablecodec.PrefixEnd(p))
 }
 
 // normalizeType fills the lengths, charset and collation MySQL implies.

@@ -46,6 +46,10 @@ type Engine struct {
 	mu         sync.Mutex
 	globalVars map[string]types.Datum
 	nextConnID atomic.Uint32
+
+	gcRunning atomic.Bool
+	gcAgain   atomic.Bool
+	gcDone    sync.WaitGroup
 }
 
 // NewEngine opens the SQL layer over store and loads the catalog.
@@ -62,7 +66,81 @@ func NewEngine(ctx context.Context, store kv.Storage) (*Engine, error) {
 		return nil, err
 	}
 	e.schema.Store(s)
+	e.startGC()
 	return e, nil
+}
+
+// gcBatch is how many keys one cleanup transaction deletes.
+const gcBatch = 1024
+
+// startGC deletes the data of dropped tables and indexes in the background,
+// one bounded transaction per batch; a job is removed once its range is
+// empty. At most one cleanup runs per engine; a request while it runs makes
+// it look for jobs once more.
+func (e *Engine) startGC() {
+	e.gcAgain.Store(true)
+	if !e.gcRunning.CompareAndSwap(false, true) {
+		return
+	}
+	e.gcDone.Add(1)
+	go func() {
+		defer e.gcDone.Done()
+		ctx := context.Background()
+		for {
+			for e.gcAgain.Swap(false) {
+				if err := e.runGC(ctx); err != nil {
+					break // retried on the next DDL or restart
+				}
+			}
+			e.gcRunning.Store(false)
+			if !e.gcAgain.Load() || !e.gcRunning.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
+}
+
+func (e *Engine) runGC(ctx context.Context) error {
+	txn, err := e.store.Begin(ctx, kv.TxnOptions{})
+	if err != nil {
+		return err
+	}
+	jobs, err := catalog.GCJobs(ctx, txn)
+	txn.Rollback(ctx)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		for {
+			txn, err := e.store.Begin(ctx, kv.TxnOptions{})
+			if err != nil {
+				return err
+			}
+			kvs, err := txn.Scan(ctx, j.Start, j.End, gcBatch, false)
+			if err == nil {
+				for _, p := range kvs {
+					if err = txn.Delete(p.Key); err != nil {
+						break
+					}
+				}
+			}
+			if err == nil && len(kvs) < gcBatch {
+				err = catalog.FinishGCJob(txn, j.ID)
+			}
+			if err == nil {
+				err = txn.Commit(ctx)
+			} else {
+				txn.Rollback(ctx)
+			}
+			if err != nil {
+				return err
+			}
+			if len(kvs) < gcBatch {
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // schemaCheckInterval bounds how stale the cached schema may be with

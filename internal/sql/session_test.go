@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/tablecodec"
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
@@ -433,4 +434,46 @@ func TestPreparedSysbenchTransaction(t *testing.T) {
 	expectRows(t, s, "SELECT id, k, c FROM sbtest1 ORDER BY id", "1 8 c1\n2 3 round2\n3 42 c3\n4 7 c4")
 	expectRows(t, s, "SELECT id FROM sbtest1 WHERE k = 42", "3")
 	expectRows(t, s, "SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN 1 AND 4", "60")
+}
+
+func TestDropReclaimsData(t *testing.T) {
+	e := newTestEngine(t)
+	s := e.NewSession("root", "")
+	setupSbtest(t, s)
+	mustExec(t, s, "CREATE TABLE other (a INT PRIMARY KEY, b INT, KEY b (b))")
+	mustExec(t, s, "INSERT INTO other VALUES (1, 1), (2, 2)")
+	schema, err := s.currentSchema(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, other := schema.Table("sbtest", "sbtest1"), schema.Table("sbtest", "other")
+	count := func(prefix []byte) int {
+		txn, err := e.store.Begin(context.Background(), kv.TxnOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer txn.Rollback(context.Background())
+		kvs, err := txn.Scan(context.Background(), prefix, tablecodec.PrefixEnd(prefix), 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(kvs)
+	}
+	if count(tablecodec.TablePrefix(sb.ID)) == 0 {
+		t.Fatal("no data before drop")
+	}
+	mustExec(t, s, "DROP INDEX b ON other")
+	mustExec(t, s, "DROP TABLE sbtest1")
+	e.gcDone.Wait()
+	if n := count(tablecodec.TablePrefix(sb.ID)); n != 0 {
+		t.Fatalf("%d keys of the dropped table remain", n)
+	}
+	ixPrefix := tablecodec.IndexPrefix(other.ID, other.Index("b").ID)
+	if n := count(ixPrefix); n != 0 {
+		t.Fatalf("%d entries of the dropped index remain", n)
+	}
+	if n := count(tablecodec.RecordPrefix(other.ID)); n != 2 {
+		t.Fatalf("rows of the kept table: %d", n)
+	}
+	expectRows(t, s, "SELECT a FROM other WHERE b = 2", "2")
 }

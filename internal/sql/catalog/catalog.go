@@ -8,6 +8,7 @@
 //	mDB{dbID}           DBInfo
 //	mTable{dbID}{tblID} TableInfo
 //	mAutoID{tblID}      high-water mark of the table's AUTO_INCREMENT / row-id allocator
+//	mGC{jobID}          a key range of dropped data still to be deleted (GCJob)
 //
 // Contract: every change goes through a kv.Txn the caller commits, so a DDL
 // statement is atomic. Readers load an immutable *Schema snapshot (Load) and
@@ -37,6 +38,7 @@ var (
 	prefixDB     = []byte("mDB")
 	prefixTable  = []byte("mTable")
 	prefixAutoID = []byte("mAutoID")
+	prefixGC     = []byte("mGC")
 )
 
 // DBInfo describes a database.
@@ -357,3 +359,47 @@ func IsIntegerType(ft *ptypes.FieldType) bool {
 	}
 	return false
 }
+
+// GCJob is a key range whose data belongs to a dropped table or index. DDL
+// records the job in its own transaction, so the range is reclaimed even if
+// the node stops before deleting it.
+type GCJob struct {
+	ID    int64  `json:"id"`
+	Start []byte `json:"start"`
+	End   []byte `json:"end"`
+}
+
+func gcKey(id int64) []byte { return tablecodec.AppendInt(append([]byte(nil), prefixGC...), id) }
+
+// AddGCJob records that [start, end) is to be deleted.
+func AddGCJob(ctx context.Context, txn kv.Txn, start, end []byte) error {
+	id, err := AllocID(ctx, txn)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(&GCJob{ID: id, Start: start, End: end})
+	if err != nil {
+		return err
+	}
+	return txn.Set(gcKey(id), b)
+}
+
+// GCJobs lists the pending jobs.
+func GCJobs(ctx context.Context, txn kv.Txn) ([]*GCJob, error) {
+	kvs, err := txn.Scan(ctx, prefixGC, tablecodec.PrefixEnd(prefixGC), 0, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*GCJob, 0, len(kvs))
+	for _, e := range kvs {
+		var j GCJob
+		if err := json.Unmarshal(e.Value, &j); err != nil {
+			return nil, fmt.Errorf("catalog: corrupt gc job %q: %w", e.Key, err)
+		}
+		out = append(out, &j)
+	}
+	return out, nil
+}
+
+// FinishGCJob removes a completed job.
+func FinishGCJob(txn kv.Txn, id int64) error { return txn.Delete(gcKey(id)) }
