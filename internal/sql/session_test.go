@@ -303,6 +303,9 @@ func TestShow(t *testing.T) {
 		t.Errorf("show create table: %s", got)
 	}
 	expectRows(t, s, "SHOW VARIABLES LIKE 'version_comment'", "version_comment Strata distributed SQL")
+	if desc := query(t, s, "DESC sbtest1"); !strings.HasPrefix(desc, "id int(11) NO PRI") {
+		t.Errorf("desc: %s", desc)
+	}
 	cols := query(t, s, "SHOW COLUMNS FROM sbtest1")
 	if !strings.HasPrefix(cols, "id int(11) NO PRI NULL auto_increment") {
 		t.Errorf("show columns: %s", cols)

@@ -319,8 +319,8 @@ func (s *Session) runExplain(ctx context.Context, n *ast.ExplainStmt) (*Result, 
 	if n.Analyze {
 		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support EXPLAIN ANALYZE")
 	}
-	if _, ok := n.Stmt.(*ast.ShowStmt); ok {
-		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support DESCRIBE")
+	if show, ok := n.Stmt.(*ast.ShowStmt); ok {
+		return s.runShow(ctx, show) // DESCRIBE t / DESC t
 	}
 	hadTxn := s.txn != nil
 	if err := s.begin(ctx); err != nil {
