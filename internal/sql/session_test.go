@@ -480,3 +480,16 @@ func TestDropReclaimsData(t *testing.T) {
 	}
 	expectRows(t, s, "SELECT a FROM other WHERE b = 2", "2")
 }
+
+func TestSetOperationTypes(t *testing.T) {
+	s := newTestSession(t)
+	rs := mustExec(t, s, "SELECT 1 UNION SELECT 2.5")
+	if got := typeLetter(rs[0].Columns[0].Type); got != 'R' {
+		t.Errorf("int UNION decimal is %c", got)
+	}
+	expectRows(t, s, "SELECT 1 UNION SELECT 2.5 ORDER BY 1", "1.0\n2.5")
+	rs = mustExec(t, s, "SELECT 1 UNION ALL SELECT 'x'")
+	if got := typeLetter(rs[0].Columns[0].Type); got != 'T' {
+		t.Errorf("int UNION string is %c", got)
+	}
+}

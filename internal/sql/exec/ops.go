@@ -522,10 +522,65 @@ func (j *joinExec) startRow(c *Context, key *[]byte) error {
 type setOpExec struct {
 	left, right Executor
 	p           *plan.SetOp
+	convL       []bool // columns of the left input to convert to the result type
+	convR       []bool
+	convInit    bool
 	started     bool
 	leftDone    bool
 	seen        map[string]int // UNION: emitted; EXCEPT/INTERSECT: right multiset
 	emitted     map[string]bool
+}
+
+// conversions finds the input columns whose type differs from the result
+// column type (SELECT 1 UNION SELECT 2.5 returns 1.0).
+func (s *setOpExec) conversions() {
+	s.convInit = true
+	need := func(in []*plan.Column) []bool {
+		var out []bool
+		for i, c := range s.p.Columns() {
+			if i < len(in) && (in[i].Type.GetType() != c.Type.GetType() || in[i].Type.GetDecimal() != c.Type.GetDecimal()) {
+				if out == nil {
+					out = make([]bool, len(in))
+				}
+				out[i] = true
+			}
+		}
+		return out
+	}
+	s.convL, s.convR = need(s.p.Left.Columns()), need(s.p.Right.Columns())
+}
+
+// conform converts the marked columns of a batch in place; a value that does
+// not convert is kept as it is.
+func conform(batch [][]types.Datum, conv []bool, cols []*plan.Column) {
+	if conv == nil {
+		return
+	}
+	for _, r := range batch {
+		for i, ok := range conv {
+			if ok && !r[i].IsNull() {
+				if v, err := types.Convert(r[i], cols[i].Type); err == nil {
+					r[i] = v
+				}
+			}
+		}
+	}
+}
+
+func (s *setOpExec) next(c *Context, right bool) ([][]types.Datum, error) {
+	if !s.convInit {
+		s.conversions()
+	}
+	src, conv := s.left, s.convL
+	if right {
+		src, conv = s.right, s.convR
+	}
+	batch, err := src.Next(c)
+	if err != nil {
+		return nil, err
+	}
+	conform(batch, conv, s.p.Columns())
+	return batch, nil
 }
 
 func (s *setOpExec) Next(c *Context) ([][]types.Datum, error) {
@@ -537,7 +592,7 @@ func (s *setOpExec) Next(c *Context) ([][]types.Datum, error) {
 		s.seen = map[string]int{}
 		var key []byte
 		for {
-			batch, err := s.right.Next(c)
+			batch, err := s.next(c, true)
 			if err != nil {
 				return nil, err
 			}
@@ -561,7 +616,7 @@ func (s *setOpExec) Next(c *Context) ([][]types.Datum, error) {
 	emitted := s.emitted
 	var key []byte
 	for {
-		batch, err := s.left.Next(c)
+		batch, err := s.next(c, false)
 		if err != nil || batch == nil {
 			return nil, err
 		}
@@ -604,11 +659,7 @@ func (s *setOpExec) union(c *Context) ([][]types.Datum, error) {
 	}
 	var key []byte
 	for {
-		src := s.left
-		if s.leftDone {
-			src = s.right
-		}
-		batch, err := src.Next(c)
+		batch, err := s.next(c, s.leftDone)
 		if err != nil {
 			return nil, err
 		}

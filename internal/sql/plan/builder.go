@@ -401,10 +401,12 @@ func (b *Builder) buildSetOprList(l *ast.SetOprSelectList, parent *scope, sub *S
 	return p, nil
 }
 
-// unionType widens column types of a set operation: mixed kinds become
-// strings or doubles the way MySQL reports them.
+// unionType is the result type of a set-operation column whose inputs have
+// types a and b, following MySQL's aggregation of types: integers widen to
+// BIGINT, any string makes a string, any floating point a DOUBLE, any
+// decimal a DECIMAL wide enough for both.
 func unionType(a, b *ptypes.FieldType) *ptypes.FieldType {
-	if a.GetType() == b.GetType() {
+	if a.GetType() == b.GetType() && a.GetFlen() >= b.GetFlen() && a.GetDecimal() >= b.GetDecimal() {
 		return a
 	}
 	if a.GetType() == mysql.TypeNull {
@@ -413,10 +415,28 @@ func unionType(a, b *ptypes.FieldType) *ptypes.FieldType {
 	if b.GetType() == mysql.TypeNull {
 		return a
 	}
-	if catalog.IsIntegerType(a) && catalog.IsIntegerType(b) {
-		return ptypes.NewFieldType(mysql.TypeLonglong)
+	ka, kb := types.KindForFieldType(a), types.KindForFieldType(b)
+	str := func(k types.Kind) bool { return k == types.KindString || k == types.KindBytes }
+	switch {
+	case str(ka) || str(kb) || ka == types.KindTime || kb == types.KindTime:
+		if ka == types.KindTime && kb == types.KindTime {
+			return a
+		}
+		ft := ptypes.NewFieldType(mysql.TypeVarString)
+		ft.SetFlen(max(a.GetFlen(), b.GetFlen(), 20))
+		ft.SetCharset(mysql.DefaultCharset)
+		ft.SetCollate(mysql.DefaultCollationName)
+		return ft
+	case ka == types.KindFloat64 || kb == types.KindFloat64:
+		return ptypes.NewFieldType(mysql.TypeDouble)
+	case ka == types.KindDecimal || kb == types.KindDecimal:
+		ft := ptypes.NewFieldType(mysql.TypeNewDecimal)
+		dec := max(a.GetDecimal(), b.GetDecimal(), 0)
+		ft.SetDecimal(dec)
+		ft.SetFlen(min(max(a.GetFlen(), b.GetFlen())+dec, 65))
+		return ft
 	}
-	return a
+	return ptypes.NewFieldType(mysql.TypeLonglong)
 }
 
 func (b *Builder) buildSetOpr(s *ast.SetOprStmt, parent *scope, sub *Subquery) (Plan, error) {
