@@ -146,9 +146,19 @@ var errAlreadyCommitted = errors.New("mvcc: already committed")
 // detects the transaction's own rollback (*AlreadyRolledBackError) and its own
 // commit (errAlreadyCommitted).
 func checkNewerWrites(r pebble.Reader, key, primary []byte, startTS, snapshotTS uint64) error {
+	// One walk down the versions, newest first, answers both questions: is
+	// there a commit above the snapshot (conflict), and is there our own
+	// rollback record at commit ts == startTS. It usually stops at the
+	// first version.
 	var result error
 	err := forEachVersion(r, key, math.MaxUint64, func(commitTS uint64, w *write) (bool, error) {
 		if commitTS <= snapshotTS {
+			if commitTS > startTS {
+				return true, nil // walk down to startTS
+			}
+			if commitTS == startTS && ((w.kind == writeRollback && w.startTS == startTS) || w.overlappedRollback) {
+				result = &AlreadyRolledBackError{Key: key, StartTS: startTS}
+			}
 			return false, nil
 		}
 		if w.startTS == startTS {
@@ -174,18 +184,7 @@ func checkNewerWrites(r pebble.Reader, key, primary []byte, startTS, snapshotTS 
 	if err != nil {
 		return err
 	}
-	if result != nil {
-		return result
-	}
-	// Our own rollback record sits at commit ts == startTS <= snapshotTS.
-	w, err := getWriteAt(r, key, startTS)
-	if err != nil {
-		return err
-	}
-	if w != nil && ((w.kind == writeRollback && w.startTS == startTS) || w.overlappedRollback) {
-		return &AlreadyRolledBackError{Key: key, StartTS: startTS}
-	}
-	return nil
+	return result
 }
 
 // prewriteCheck runs the prewrite checks of one mutation. It returns the lock
