@@ -120,6 +120,8 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 		return s.createTable(ctx, txn, schema, n)
 	case *ast.CreateViewStmt:
 		return s.createView(ctx, txn, schema, n)
+	case *ast.AlterTableStmt:
+		return s.alterTable(ctx, txn, schema, n)
 	case *ast.DropTableStmt:
 		var missing []string
 		changed := false
@@ -278,6 +280,178 @@ func (s *Session) createView(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 		return false, err
 	}
 	return true, catalog.PutTable(txn, t)
+}
+
+// alterTable applies ADD/DROP INDEX, ADD COLUMN (at the end) and DROP
+// COLUMN; table options are accepted and ignored.
+func (s *Session) alterTable(ctx context.Context, txn kv.Txn, schema *catalog.Schema, n *ast.AlterTableStmt) (bool, error) {
+	db, err := s.dbName(n.Table.Schema.O)
+	if err != nil {
+		return false, err
+	}
+	t := schema.Table(db, n.Table.Name.O)
+	if t == nil || t.IsView() {
+		return false, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", db, n.Table.Name.O)
+	}
+	nt := t.Clone()
+	var added []*catalog.IndexInfo
+	for _, spec := range n.Specs {
+		switch spec.Tp {
+		case ast.AlterTableOption:
+		case ast.AlterTableAddConstraint:
+			c := spec.Constraint
+			var unique bool
+			switch c.Tp {
+			case ast.ConstraintKey, ast.ConstraintIndex:
+			case ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
+				unique = true
+			default:
+				return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support adding this constraint")
+			}
+			ix, err := addIndex(nt, c.Name, c.Keys, unique, false)
+			if err != nil {
+				return false, err
+			}
+			added = append(added, ix)
+		case ast.AlterTableDropIndex:
+			found := false
+			for i, ix := range nt.Indexes {
+				if strings.EqualFold(ix.Name, spec.Name) {
+					p := tablecodec.IndexPrefix(t.ID, ix.ID)
+					if err := catalog.AddGCJob(ctx, txn, p, tablecodec.PrefixEnd(p)); err != nil {
+						return false, err
+					}
+					nt.Indexes = append(nt.Indexes[:i], nt.Indexes[i+1:]...)
+					found = true
+					break
+				}
+			}
+			if !found && !spec.IfExists {
+				return false, sqlerr.New(sqlerr.ErCantDropFieldOrKey, "42000", "Can't DROP '%s'; check that column/key exists", spec.Name)
+			}
+		case ast.AlterTableAddColumns:
+			if spec.Position != nil && spec.Position.Tp != ast.ColumnPositionNone {
+				return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support FIRST / AFTER")
+			}
+			for _, cd := range spec.NewColumns {
+				if err := s.addColumn(nt, cd); err != nil {
+					return false, err
+				}
+			}
+		case ast.AlterTableDropColumn:
+			if err := dropColumn(nt, spec.OldColumnName.Name.O); err != nil {
+				return false, err
+			}
+		default:
+			return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this ALTER TABLE operation")
+		}
+	}
+	if len(added) > 0 {
+		ec := &exec.Context{Ctx: ctx, Txn: txn, Writes: exec.NewStmtBuffer(txn), Eval: s.evalContext(nil), IDs: s.e.ids, Mem: exec.NewMemTracker(0)}
+		for _, ix := range added {
+			if err := exec.Backfill(ec, nt, ix); err != nil {
+				return false, err
+			}
+		}
+		if err := ec.Writes.Flush(); err != nil {
+			return false, err
+		}
+	}
+	return true, catalog.PutTable(txn, nt)
+}
+
+// addColumn appends a column; existing rows read its default (or the
+// type's zero value when it is NOT NULL without a default, as MySQL does).
+func (s *Session) addColumn(t *catalog.TableInfo, cd *ast.ColumnDef) error {
+	if t.Column(cd.Name.Name.O) != nil {
+		return sqlerr.New(1060, "42S21", "Duplicate column name '%s'", cd.Name.Name.O)
+	}
+	ft := cd.Tp.Clone()
+	if err := normalizeType(ft); err != nil {
+		return err
+	}
+	t.NextColumnID++
+	col := &catalog.ColumnInfo{ID: t.NextColumnID, Name: cd.Name.Name.O, Offset: len(t.Columns), Type: ft}
+	for _, opt := range cd.Options {
+		switch opt.Tp {
+		case ast.ColumnOptionNotNull:
+			col.NotNull = true
+		case ast.ColumnOptionNull:
+			col.NotNull = false
+		case ast.ColumnOptionDefaultValue:
+			if err := s.setDefault(col, opt.Expr); err != nil {
+				return err
+			}
+		case ast.ColumnOptionComment, ast.ColumnOptionCollate:
+		default:
+			return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this option in ADD COLUMN")
+		}
+	}
+	switch {
+	case col.DefaultNow:
+		return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support ADD COLUMN ... DEFAULT CURRENT_TIMESTAMP")
+	case col.HasDefault && !col.DefaultNull:
+		d := col.Default
+		col.OriginDefault = &d
+	case col.NotNull:
+		zero := "0"
+		if k := types.KindForFieldType(ft); k == types.KindString || k == types.KindBytes {
+			zero = ""
+		} else if k == types.KindTime {
+			return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support adding a NOT NULL time column without a default")
+		}
+		col.OriginDefault = &zero
+	}
+	flag := ft.GetFlag()
+	if col.NotNull {
+		flag |= mysql.NotNullFlag
+	}
+	if !col.HasDefault {
+		flag |= mysql.NoDefaultValueFlag
+	}
+	ft.SetFlag(flag)
+	t.Columns = append(t.Columns, col)
+	return nil
+}
+
+// dropColumn removes a column that no index uses and renumbers offsets.
+func dropColumn(t *catalog.TableInfo, name string) error {
+	c := t.Column(name)
+	if c == nil {
+		return sqlerr.New(sqlerr.ErCantDropFieldOrKey, "42000", "Can't DROP '%s'; check that column/key exists", name)
+	}
+	if len(t.Columns) == 1 {
+		return sqlerr.New(1090, "42000", "You can't delete all columns with ALTER TABLE; use DROP TABLE instead")
+	}
+	if t.PKIsHandle && t.HandleOffset == c.Offset {
+		return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support dropping the primary key column")
+	}
+	for _, ix := range t.Indexes {
+		for _, off := range ix.Columns {
+			if off == c.Offset {
+				return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support dropping a column used by index '%s'", ix.Name)
+			}
+		}
+	}
+	t.Columns = append(t.Columns[:c.Offset], t.Columns[c.Offset+1:]...)
+	for i, col := range t.Columns {
+		col.Offset = i
+	}
+	shift := func(off int) int {
+		if off > c.Offset {
+			return off - 1
+		}
+		return off
+	}
+	for _, ix := range t.Indexes {
+		for i, off := range ix.Columns {
+			ix.Columns[i] = shift(off)
+		}
+	}
+	if t.PKIsHandle {
+		t.HandleOffset = shift(t.HandleOffset)
+	}
+	return nil
 }
 
 // dropTableData removes a table from the catalog and schedules its rows and

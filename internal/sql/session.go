@@ -281,7 +281,7 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 	case *ast.ExplainStmt:
 		return s.runExplain(ctx, n)
 	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt,
-		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt, *ast.CreateViewStmt:
+		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt, *ast.CreateViewStmt, *ast.AlterTableStmt:
 		return s.runDDL(ctx, st)
 	}
 	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this statement")

@@ -493,3 +493,24 @@ func TestSetOperationTypes(t *testing.T) {
 		t.Errorf("int UNION string is %c", got)
 	}
 }
+
+func TestAlterTable(t *testing.T) {
+	s := newTestSession(t)
+	setupSbtest(t, s)
+	mustExec(t, s, "ALTER TABLE sbtest1 ADD COLUMN extra INT NOT NULL DEFAULT 7, ADD COLUMN note VARCHAR(5)")
+	expectRows(t, s, "SELECT id, extra, note FROM sbtest1 WHERE id <= 2", "1 7 NULL\n2 7 NULL")
+	mustExec(t, s, "INSERT INTO sbtest1 (k, extra, note) VALUES (1, 9, 'n')")
+	expectRows(t, s, "SELECT extra, note FROM sbtest1 WHERE k = 1", "9 n")
+	mustExec(t, s, "ALTER TABLE sbtest1 ADD UNIQUE KEY uc (c)")
+	expectCode(t, s, "INSERT INTO sbtest1 (k, c) VALUES (1, 'c1')", sqlerr.ErDupEntry)
+	ex := query(t, s, "EXPLAIN SELECT id FROM sbtest1 WHERE c = 'c2'")
+	if !strings.Contains(ex, "index=uc") {
+		t.Errorf("new index not used: %s", ex)
+	}
+	expectRows(t, s, "SELECT id FROM sbtest1 WHERE c = 'c2'", "2")
+	mustExec(t, s, "ALTER TABLE sbtest1 DROP INDEX uc, DROP COLUMN pad")
+	expectRows(t, s, "SELECT id, k, c, extra FROM sbtest1 WHERE id = 3", "3 5 c3 7")
+	expectCode(t, s, "SELECT pad FROM sbtest1", sqlerr.ErBadField)
+	mustExec(t, s, "ALTER TABLE sbtest1 ENGINE = InnoDB")
+	expectCode(t, s, "ALTER TABLE sbtest1 DROP COLUMN k", sqlerr.ErNotSupportedYet) // used by k_1
+}

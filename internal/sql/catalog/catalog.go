@@ -63,6 +63,9 @@ type ColumnInfo struct {
 	Default     string `json:"default,omitempty"`
 	DefaultNow  bool   `json:"default_now,omitempty"`
 	OnUpdateNow bool   `json:"on_update_now,omitempty"`
+	// OriginDefault is the value rows written before the column was added
+	// (ALTER TABLE ADD COLUMN) read for it; nil reads NULL.
+	OriginDefault *string `json:"origin_default,omitempty"`
 }
 
 // IndexInfo describes an index. Columns are column offsets. The primary key

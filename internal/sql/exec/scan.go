@@ -26,6 +26,9 @@ type rowLayout struct {
 	width    int
 	handle   int // offset of the handle column or -1
 	unsigned bool
+	// origin holds, per stored column, the value of rows written before the
+	// column existed (nil when every column is NULL-filled).
+	origin []types.Datum
 }
 
 var layouts sync.Map // *catalog.TableInfo -> *rowLayout (TableInfo is immutable)
@@ -47,6 +50,20 @@ func layoutOf(t *catalog.TableInfo) *rowLayout {
 		l.fts = append(l.fts, c.Type)
 		l.offsets = append(l.offsets, c.Offset)
 	}
+	for i, off := range l.offsets {
+		c := t.Columns[off]
+		if c.OriginDefault == nil {
+			continue
+		}
+		v, err := types.Convert(types.NewString(*c.OriginDefault), c.Type)
+		if err != nil {
+			continue
+		}
+		if l.origin == nil {
+			l.origin = make([]types.Datum, len(l.offsets))
+		}
+		l.origin[i] = v
+	}
 	layouts.Store(t, l)
 	return l
 }
@@ -63,12 +80,13 @@ func (l *rowLayout) encode(buf []byte, row []types.Datum) ([]byte, error) {
 // decode fills a full row (width+extra datums) from a row value.
 func (l *rowLayout) decode(handle int64, value []byte, extra int) ([]types.Datum, error) {
 	row := make([]types.Datum, l.width+extra)
-	if len(l.offsets) == l.width {
+	if len(l.offsets) == l.width && l.origin == nil {
 		if err := codec.DecodeRow(value, l.ids, l.fts, row); err != nil {
 			return nil, err
 		}
 	} else {
 		vals := make([]types.Datum, len(l.offsets))
+		copy(vals, l.origin)
 		if err := codec.DecodeRow(value, l.ids, l.fts, vals); err != nil {
 			return nil, err
 		}
