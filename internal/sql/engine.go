@@ -50,11 +50,21 @@ type Engine struct {
 	gcRunning atomic.Bool
 	gcAgain   atomic.Bool
 	gcDone    sync.WaitGroup
+	gcCtx     context.Context // canceled by Close
+	gcStop    context.CancelFunc
+}
+
+// Close stops background work (the cleanup of dropped data) and waits for
+// it; call it before closing the storage underneath.
+func (e *Engine) Close() {
+	e.gcStop()
+	e.gcDone.Wait()
 }
 
 // NewEngine opens the SQL layer over store and loads the catalog.
 func NewEngine(ctx context.Context, store kv.Storage) (*Engine, error) {
 	e := &Engine{store: store, globalVars: map[string]types.Datum{}}
+	e.gcCtx, e.gcStop = context.WithCancel(context.Background())
 	e.ids = &idAllocator{store: store, tables: map[int64]*idRange{}}
 	txn, err := store.Begin(ctx, kv.TxnOptions{})
 	if err != nil {
@@ -79,13 +89,13 @@ const gcBatch = 1024
 // it look for jobs once more.
 func (e *Engine) startGC() {
 	e.gcAgain.Store(true)
-	if !e.gcRunning.CompareAndSwap(false, true) {
+	if e.gcCtx.Err() != nil || !e.gcRunning.CompareAndSwap(false, true) {
 		return
 	}
 	e.gcDone.Add(1)
 	go func() {
 		defer e.gcDone.Done()
-		ctx := context.Background()
+		ctx := e.gcCtx
 		for {
 			for e.gcAgain.Swap(false) {
 				if err := e.runGC(ctx); err != nil {

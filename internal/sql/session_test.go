@@ -23,6 +23,7 @@ func newTestEngine(t *testing.T) *Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(e.Close) // before the storage's own cleanup
 	return e
 }
 
