@@ -304,6 +304,7 @@ func TestShow(t *testing.T) {
 		t.Errorf("show create table: %s", got)
 	}
 	expectRows(t, s, "SHOW VARIABLES LIKE 'version_comment'", "version_comment Strata distributed SQL")
+	expectRows(t, s, "SHOW VARIABLES LIKE 'autocommit'", "autocommit ON")
 	if desc := query(t, s, "DESC sbtest1"); !strings.HasPrefix(desc, "id int(11) NO PRI") {
 		t.Errorf("desc: %s", desc)
 	}

@@ -224,7 +224,12 @@ func (s *Session) runShow(ctx context.Context, n *ast.ShowStmt) (*Result, error)
 				continue
 			}
 			v, _ := s.GetVar(k, true, scope)
-			res.Rows = append(res.Rows, []types.Datum{types.NewString(k), types.NewString(string(v.AppendText(nil)))})
+			text := string(v.AppendText(nil))
+			if onOffVars[k] {
+				// SHOW VARIABLES spells booleans ON/OFF; SELECT @@x gives 1/0.
+				text = map[string]string{"1": "ON", "0": "OFF"}[text]
+			}
+			res.Rows = append(res.Rows, []types.Datum{types.NewString(k), types.NewString(text)})
 		}
 	case ast.ShowWarnings, ast.ShowErrors:
 		res.Columns = textColumns("Level", "Code", "Message")
@@ -259,6 +264,13 @@ func (s *Session) runShow(ctx context.Context, n *ast.ShowStmt) (*Result, error)
 		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this SHOW statement")
 	}
 	return res, nil
+}
+
+// onOffVars are the boolean system variables.
+var onOffVars = map[string]bool{
+	"autocommit": true, "foreign_key_checks": true, "unique_checks": true, "sql_auto_is_null": true,
+	"sql_safe_updates": true, "explicit_defaults_for_timestamp": true, "performance_schema": true,
+	"transaction_read_only": true, "tx_read_only": true,
 }
 
 func typeString(ft *ptypes.FieldType) string {
