@@ -8,6 +8,7 @@
 //
 //	0x01 0x03 regionID 0x01           Raft HardState of the replica
 //	0x01 0x03 regionID 0x03 index     Raft log entry
+//	0x01 0x03 regionID 0x05           truncated state (index, term of the last deleted entry)
 //
 // It is written with one batch and one fsync per round of the store loop
 // (group commit across all regions). Its entries live briefly: they are
@@ -15,9 +16,11 @@
 //
 // The KV engine holds the state machine: what the entries did, and how far
 // they were applied, in the same batch (so applied data and applied index
-// move together). It is written without fsync: after a crash the Raft log
-// replays whatever did not reach it, and the log is only truncated after a
-// synced write to the KV engine.
+// move together). It has no write-ahead log of its own (the Raft log is
+// one): after a crash it comes back as of its last memtable flush, with
+// the applied index of that moment, and the Raft log replays the rest. The
+// log is truncated only up to an applied index a completed flush made
+// durable.
 //
 //	0x01 0x01                         store identity (cluster id, store id)
 //	0x01 0x02 regionID                region descriptor (kvpb.Region) of a local replica
@@ -42,6 +45,12 @@ type Options struct {
 	CacheBytes int64
 	// InMemory keeps everything in memory (tests only; nothing is durable).
 	InMemory bool
+	// FS overrides the filesystem (tests: vfs.NewStrictMem to simulate a
+	// crash that loses everything not synced).
+	FS vfs.FS
+	// DisableWAL turns off Pebble's write-ahead log: writes are durable only
+	// once flushed (Flush, AsyncFlush). Synced writes are refused.
+	DisableWAL bool
 }
 
 // Open opens (creating if needed) the Pebble DB at dir.
@@ -61,12 +70,16 @@ func Open(dir string, o Options) (*pebble.DB, error) {
 		LBaseMaxBytes:               256 << 20,
 		CompactionConcurrencyRange:  func() (int, int) { return 1, 2 },
 		FormatMajorVersion:          pebble.FormatNewest,
+		DisableWAL:                  o.DisableWAL,
 	}
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	if o.InMemory {
 		opts.FS = vfs.NewMem()
+	}
+	if o.FS != nil {
+		opts.FS = o.FS
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
@@ -107,6 +120,11 @@ func splitMVCC(k []byte) int {
 	return n
 }
 
+// TruncatedStateKey holds the index and term of the last entry deleted
+// from a replica's Raft log. It lives in the Raft engine, written in the
+// same batch as the deletion.
+func TruncatedStateKey(regionID uint64) []byte { return raftPrefix(regionID, truncatedStateSuffix) }
+
 // Engines are the two Pebble instances of a store.
 type Engines struct {
 	KV   *pebble.DB
@@ -114,9 +132,14 @@ type Engines struct {
 }
 
 // OpenEngines opens (creating if needed) the KV engine in dir/kv and the
-// Raft engine in dir/raft.
+// Raft engine in dir/raft. The KV engine runs without a write-ahead log:
+// everything written to it is either re-derivable from the Raft log (the
+// raft store truncates the log only up to what a flush made durable) or
+// flushed explicitly (bootstrap).
 func OpenEngines(dir string, o Options) (Engines, error) {
-	kv, err := Open(filepath.Join(dir, "kv"), o)
+	ko := o
+	ko.DisableWAL = true
+	kv, err := Open(filepath.Join(dir, "kv"), ko)
 	if err != nil {
 		return Engines{}, err
 	}
@@ -151,6 +174,8 @@ const (
 	hardStateSuffix  byte = 0x01
 	applyStateSuffix byte = 0x02
 	raftLogSuffix    byte = 0x03
+	// 0x04 is RaftLogEnd, the exclusive end of the log span.
+	truncatedStateSuffix byte = 0x05
 )
 
 // StoreIdentKey holds the store's identity.

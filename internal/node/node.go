@@ -173,7 +173,10 @@ func bootstrapIfNew(eng engine.Engines) error {
 	// The identity is written last: a crash before this point re-runs the
 	// (idempotent) bootstrap on the next start.
 	ident := binary.BigEndian.AppendUint64(clusterID[:], localStoreID)
-	return eng.KV.Set(engine.StoreIdentKey(), ident, pebble.Sync)
+	if err := eng.KV.Set(engine.StoreIdentKey(), ident, pebble.NoSync); err != nil {
+		return err
+	}
+	return eng.KV.Flush() // the KV engine has no WAL
 }
 
 func (n *Node) waitLeaders(ctx context.Context) error {

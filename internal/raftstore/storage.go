@@ -50,6 +50,20 @@ func loadPeerStorage(eng engine.Engines, regionID uint64, conf *pb.ConfState) (*
 	if ps.apply, err = engine.DecodeApplyState(v); err != nil {
 		return nil, err
 	}
+	// The truncated state's truth is in the Raft engine, next to the log.
+	if v, ok, err := engine.GetCopy(eng.Raft, engine.TruncatedStateKey(regionID)); err != nil {
+		return nil, err
+	} else if ok {
+		if len(v) != 16 {
+			return nil, fmt.Errorf("raftstore: region %d: corrupt truncated state", regionID)
+		}
+		ps.apply.TruncatedIndex = binary.BigEndian.Uint64(v[0:8])
+		ps.apply.TruncatedTerm = binary.BigEndian.Uint64(v[8:16])
+	}
+	if ps.apply.AppliedIndex < ps.apply.TruncatedIndex {
+		return nil, fmt.Errorf("raftstore: region %d: applied index %d below truncated index %d: the log was truncated past durable state",
+			regionID, ps.apply.AppliedIndex, ps.apply.TruncatedIndex)
+	}
 	// Entries are applied as soon as they are durable and committed, which
 	// can be before the HardState recording that commit index is synced.
 	// Applied entries are known committed, so the commit index is at least
@@ -210,17 +224,23 @@ func (ps *peerStorage) applyState() engine.ApplyState {
 	return ps.apply
 }
 
-func (ps *peerStorage) setApplyState(s engine.ApplyState) {
+func (ps *peerStorage) setApplied(index uint64) {
+	ps.mu.Lock()
+	ps.apply.AppliedIndex = index
+	ps.mu.Unlock()
+}
+
+// truncateTo records that the log up to index (of term) was deleted and
+// drops those entries from memory.
+func (ps *peerStorage) truncateTo(index, term uint64) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if s.TruncatedIndex > ps.apply.TruncatedIndex {
-		drop := s.TruncatedIndex - ps.apply.TruncatedIndex
-		if drop > uint64(len(ps.ents)) {
-			drop = uint64(len(ps.ents))
-		}
-		ps.ents = append([]*pb.Entry(nil), ps.ents[drop:]...)
+	if index <= ps.apply.TruncatedIndex {
+		return
 	}
-	ps.apply = s
+	drop := min(index-ps.apply.TruncatedIndex, uint64(len(ps.ents)))
+	ps.ents = append([]*pb.Entry(nil), ps.ents[drop:]...)
+	ps.apply.TruncatedIndex, ps.apply.TruncatedTerm = index, term
 }
 
 // lastIndex is the index of the last entry in the durable log.

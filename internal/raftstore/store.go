@@ -107,11 +107,17 @@ type Store struct {
 
 	transport Transport
 	onApply   func(repr []byte) error
-	notify    chan struct{}
-	stop      chan struct{}
-	stopped   chan struct{}
-	nextProp  atomic.Uint64
-	closed    atomic.Bool
+
+	// Log truncation waits for a KV-engine flush (see truncateLogs):
+	// flushDone is the pending flush, flushApplied the applied index of
+	// each region when it was requested.
+	flushDone    <-chan struct{}
+	flushApplied map[uint64]uint64
+	notify       chan struct{}
+	stop         chan struct{}
+	stopped      chan struct{}
+	nextProp     atomic.Uint64
+	closed       atomic.Bool
 }
 
 // Config configures a Store.
@@ -134,7 +140,15 @@ func BootstrapRegion(eng engine.Engines, region *kvpb.Region) error {
 	if err != nil {
 		return err
 	}
-	if err := eng.Raft.Set(engine.HardStateKey(region.Id), hsData, pebble.Sync); err != nil {
+	rb := eng.Raft.NewBatch()
+	defer rb.Close()
+	if err := rb.Set(engine.HardStateKey(region.Id), hsData, nil); err != nil {
+		return err
+	}
+	if err := rb.Set(engine.TruncatedStateKey(region.Id), truncatedState(raftInitIndex, raftInitTerm), nil); err != nil {
+		return err
+	}
+	if err := rb.Commit(pebble.Sync); err != nil {
 		return err
 	}
 	b := eng.KV.NewBatch()
@@ -150,7 +164,11 @@ func BootstrapRegion(eng engine.Engines, region *kvpb.Region) error {
 	if err := b.Set(engine.ApplyStateKey(region.Id), as.Encode(), nil); err != nil {
 		return err
 	}
-	return b.Commit(pebble.Sync)
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	// The KV engine has no WAL: a flush makes the bootstrap durable.
+	return eng.KV.Flush()
 }
 
 // Open loads every replica persisted in the engines and starts the store
@@ -421,6 +439,12 @@ func (s *Store) run() {
 			}
 			s.mu.RUnlock()
 		case <-s.notify:
+		case <-s.flushDone:
+			s.flushDone = nil
+			if err := s.truncateLogs(s.flushApplied); err != nil {
+				s.log.Error("raftstore: fatal error truncating logs", "err", err)
+				panic(err)
+			}
 		}
 		for {
 			peers = peers[:0]
@@ -447,6 +471,7 @@ func (s *Store) run() {
 				panic(err)
 			}
 		}
+		s.maybeRequestFlush(peers)
 	}
 }
 
@@ -557,7 +582,6 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 		ready bool
 	}
 	var done []applied
-	var truncs []logSpan
 	for i, r := range readies {
 		if len(ents[i]) == 0 {
 			continue
@@ -587,9 +611,7 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 				a.ready = true
 			}
 		}
-		if from, to, ok := s.maybeTruncate(r.p, &a.state); ok {
-			truncs = append(truncs, logSpan{region: r.p.Region().Id, from: from, to: to})
-		}
+
 		if err := ab.Set(engine.ApplyStateKey(r.p.Region().Id), a.state.Encode(), nil); err != nil {
 			return err
 		}
@@ -601,18 +623,13 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 	if err := ab.Commit(pebble.NoSync); err != nil {
 		return err
 	}
-	if len(truncs) > 0 {
-		if err := s.truncateLogs(truncs); err != nil {
-			return err
-		}
-	}
 	for _, a := range done {
 		for _, repr := range a.reprs {
 			if err := s.onApply(repr); err != nil {
 				return err
 			}
 		}
-		a.p.storage.setApplyState(a.state)
+		a.p.storage.setApplied(a.state.AppliedIndex)
 		a.p.mu.Lock()
 		for _, id := range a.ids {
 			if prop, ok := a.p.proposals[id]; ok {
@@ -679,42 +696,86 @@ func (s *Store) applyCommand(ab *pebble.Batch, data []byte) (uint64, error) {
 	return id, nil
 }
 
-// logSpan is a range [from, to) of a region's log indexes.
-type logSpan struct{ region, from, to uint64 }
-
-// maybeTruncate advances the truncated index in st to the applied index
-// once the log has grown past raftLogGCThreshold entries, and returns the
-// span of entries to delete. Only single-voter regions truncate to the
-// applied index; with followers, truncation must wait for the slowest one.
-func (s *Store) maybeTruncate(p *Peer, st *engine.ApplyState) (from, to uint64, ok bool) {
-	if len(p.Region().Peers) != 1 || st.AppliedIndex-st.TruncatedIndex < raftLogGCThreshold {
-		return 0, 0, false
+// maybeRequestFlush starts a KV-engine flush when some single-voter
+// region's log has grown raftLogGCThreshold entries past its truncated
+// index, remembering every region's applied index at this moment: once the
+// flush completes, everything applied up to those indexes is durable in
+// the KV engine and the log below them can go (truncateLogs). With
+// followers, truncation must also wait for the slowest one; such regions
+// are not truncated yet.
+func (s *Store) maybeRequestFlush(peers []*Peer) {
+	if s.flushDone != nil {
+		return
 	}
-	term := p.storage.termAt(st.AppliedIndex)
-	if term == 0 {
-		return 0, 0, false
+	var applied map[uint64]uint64
+	for _, p := range peers {
+		st := p.storage.applyState()
+		if len(p.Region().Peers) != 1 || st.AppliedIndex-st.TruncatedIndex < raftLogGCThreshold {
+			continue
+		}
+		if applied == nil {
+			applied = make(map[uint64]uint64)
+		}
+		applied[p.Region().Id] = st.AppliedIndex
 	}
-	from, to = st.TruncatedIndex+1, st.AppliedIndex+1
-	st.TruncatedIndex, st.TruncatedTerm = st.AppliedIndex, term
-	return from, to, true
+	if applied == nil {
+		return
+	}
+	done, err := s.db.AsyncFlush()
+	if err != nil {
+		s.log.Warn("raftstore: cannot flush the KV engine; log truncation postponed", "err", err)
+		return
+	}
+	s.flushDone, s.flushApplied = done, applied
 }
 
-// truncateLogs deletes applied log entries from the Raft engine. The KV
-// engine is applied without fsync, so it is synced first: only then are
-// the effects of the entries (and the new truncated index) durable without
-// the log.
-func (s *Store) truncateLogs(spans []logSpan) error {
-	if err := s.db.LogData(nil, pebble.Sync); err != nil {
-		return err
-	}
+func truncatedState(index, term uint64) []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 16), index)
+	return binary.BigEndian.AppendUint64(b, term)
+}
+
+// truncateLogs deletes log entries up to the given applied indexes, which a
+// completed KV-engine flush made durable. The deletion and the new
+// truncated state are one Raft-engine batch.
+func (s *Store) truncateLogs(applied map[uint64]uint64) error {
 	b := s.raftDB.NewBatch()
 	defer b.Close()
-	for _, sp := range spans {
-		if err := b.DeleteRange(engine.RaftLogKey(sp.region, sp.from), engine.RaftLogKey(sp.region, sp.to), nil); err != nil {
+	type cut struct {
+		ps          *peerStorage
+		index, term uint64
+	}
+	var cuts []cut
+	for id, to := range applied {
+		p, ok := s.Peer(id)
+		if !ok {
+			continue
+		}
+		st := p.storage.applyState()
+		if to <= st.TruncatedIndex {
+			continue
+		}
+		term := p.storage.termAt(to)
+		if term == 0 {
+			continue
+		}
+		if err := b.DeleteRange(engine.RaftLogKey(id, st.TruncatedIndex+1), engine.RaftLogKey(id, to+1), nil); err != nil {
 			return err
 		}
+		if err := b.Set(engine.TruncatedStateKey(id), truncatedState(to, term), nil); err != nil {
+			return err
+		}
+		cuts = append(cuts, cut{p.storage, to, term})
 	}
-	return b.Commit(pebble.NoSync)
+	if b.Empty() {
+		return nil
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	for _, c := range cuts {
+		c.ps.truncateTo(c.index, c.term)
+	}
+	return nil
 }
 
 func (p *Peer) failProposalsLocked(err error) {
