@@ -306,7 +306,7 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 	if sel.Distinct {
 		p = &Distinct{base: base{p.Columns()}, Child: p, N: visible}
 	}
-	if len(keys) > 0 {
+	if len(keys) > 0 && !(out == sc && !sel.Distinct && b.orderByHandle(proj.Child, sel.OrderBy, sc)) {
 		p = &Sort{base: base{p.Columns()}, Child: p, Keys: keys}
 	}
 	var err error
@@ -317,6 +317,39 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 		p = trim(p, visible)
 	}
 	return p, nil
+}
+
+// orderByHandle recognizes ORDER BY <clustered key> [DESC] over a single
+// table read along the handle (full scan or one handle range): the scan
+// then returns rows in that order and no sort is needed.
+func (b *Builder) orderByHandle(p Plan, ob *ast.OrderByClause, sc *scope) bool {
+	if len(ob.Items) != 1 {
+		return false
+	}
+	for {
+		f, ok := p.(*Filter)
+		if !ok {
+			break
+		}
+		p = f.Child
+	}
+	s, ok := p.(*Scan)
+	if !ok || !s.Table.PKIsHandle || (s.Access != TableFullScan && !(s.Access == TableRangeScan && len(s.Ranges) == 1)) {
+		return false
+	}
+	cn, ok := unparen(ob.Items[0].Expr).(*ast.ColumnNameExpr)
+	if !ok {
+		return false
+	}
+	c, found, err := sc.find(cn.Name)
+	if err != nil || !found || c.idx != s.Table.HandleOffset || len(sc.cols) != len(s.Table.Columns) {
+		return false
+	}
+	if mysql.HasUnsignedFlag(s.Table.Columns[s.Table.HandleOffset].Type.GetFlag()) {
+		return false // handles above 2^63 sort before small ones
+	}
+	s.Desc = ob.Items[0].Desc
+	return true
 }
 
 func trim(p Plan, n int) Plan {
