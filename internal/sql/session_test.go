@@ -516,3 +516,13 @@ func TestAlterTable(t *testing.T) {
 	mustExec(t, s, "ALTER TABLE sbtest1 ENGINE = InnoDB")
 	expectCode(t, s, "ALTER TABLE sbtest1 DROP COLUMN k", sqlerr.ErNotSupportedYet) // used by k_1
 }
+
+func TestOnUpdateCurrentTimestamp(t *testing.T) {
+	s := newTestSession(t)
+	mustExec(t, s, "CREATE DATABASE ts; USE ts")
+	mustExec(t, s, "CREATE TABLE t (id INT PRIMARY KEY, v INT, changed DATETIME DEFAULT '2000-01-01 00:00:00' ON UPDATE CURRENT_TIMESTAMP)")
+	mustExec(t, s, "INSERT INTO t (id, v) VALUES (1, 1), (2, 2)")
+	mustExec(t, s, "UPDATE t SET v = 10 WHERE id = 1")
+	mustExec(t, s, "UPDATE t SET v = 2 WHERE id = 2") // unchanged row keeps its timestamp
+	expectRows(t, s, "SELECT id, changed > '2001-01-01' FROM t ORDER BY id", "1 1\n2 0")
+}

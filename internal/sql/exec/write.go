@@ -237,6 +237,44 @@ func (w *writer) updateRow(handle int64, old, new []types.Datum) (bool, error) {
 	return true, w.set(tablecodec.RecordKey(w.t.ID, handle), nv)
 }
 
+// touchOnUpdate sets the ON UPDATE CURRENT_TIMESTAMP columns that the
+// statement does not assign, when the row changes.
+func (w *writer) touchOnUpdate(old, upd []types.Datum, assigns []plan.Assign) error {
+	var cols []*catalog.ColumnInfo
+	for _, c := range w.t.Columns {
+		if c.OnUpdateNow {
+			cols = append(cols, c)
+		}
+	}
+	if len(cols) == 0 {
+		return nil
+	}
+	changed := false
+	for i := range old {
+		if c, err := types.Compare(old[i], upd[i]); err != nil || c != 0 || old[i].IsNull() != upd[i].IsNull() {
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		return nil
+	}
+next:
+	for _, c := range cols {
+		for _, a := range assigns {
+			if a.Offset == c.Offset {
+				continue next
+			}
+		}
+		t, err := types.TimeFromGo(w.c.Eval.Now, c.Type.GetType(), c.Type.GetDecimal())
+		if err != nil {
+			return err
+		}
+		upd[c.Offset] = types.NewTime(t)
+	}
+	return nil
+}
+
 // DefaultValue is the value a column takes when an INSERT omits it (ok=false
 // when it has none and is NOT NULL: MySQL error 1364 in strict mode).
 func DefaultValue(c *Context, col *catalog.ColumnInfo) (types.Datum, bool, error) {
@@ -412,6 +450,9 @@ func (w *writer) insertOne(p *plan.Insert, row []types.Datum) error {
 				upd[a.Offset] = v
 				evalRow[a.Offset] = v
 			}
+			if err := w.touchOnUpdate(old, upd, p.OnDup); err != nil {
+				return err
+			}
 			changed, err := w.updateRow(other, old, upd)
 			if err != nil {
 				return err
@@ -465,6 +506,9 @@ func RunUpdate(c *Context, p *plan.Update) error {
 				return sqlerr.New(sqlerr.ErBadNull, "23000", "Column '%s' cannot be null", col.Name)
 			}
 			upd[a.Offset] = v
+		}
+		if err := w.touchOnUpdate(old, upd, p.Assigns); err != nil {
+			return err
 		}
 		changed, err := w.updateRow(handle, old, upd)
 		if err != nil {
