@@ -526,3 +526,14 @@ func TestOnUpdateCurrentTimestamp(t *testing.T) {
 	mustExec(t, s, "UPDATE t SET v = 2 WHERE id = 2") // unchanged row keeps its timestamp
 	expectRows(t, s, "SELECT id, changed > '2001-01-01' FROM t ORDER BY id", "1 1\n2 0")
 }
+
+func TestUsingAndNaturalJoins(t *testing.T) {
+	s := newTestSession(t)
+	mustExec(t, s, "CREATE DATABASE j; USE j")
+	mustExec(t, s, "CREATE TABLE t (a INT, b VARCHAR(5)); CREATE TABLE u (a INT, c INT)")
+	mustExec(t, s, "INSERT INTO t VALUES (1, 'x'), (2, 'y'); INSERT INTO u VALUES (1, 10), (3, 30)")
+	expectRows(t, s, "SELECT * FROM t JOIN u USING (a)", "1 x 10")
+	expectRows(t, s, "SELECT * FROM t NATURAL JOIN u", "1 x 10")
+	expectRows(t, s, "SELECT a, u.a, c FROM t LEFT JOIN u USING (a) ORDER BY a", "1 1 10\n2 NULL NULL")
+	expectRows(t, s, "SELECT * FROM t RIGHT JOIN u USING (a) ORDER BY a", "1 10 x\n3 30 NULL")
+}

@@ -834,9 +834,6 @@ func (b *Builder) flatten(n ast.ResultSetNode, parent *scope, leaves []*leaf, co
 }
 
 func (b *Builder) buildOuterJoin(j *ast.Join, parent *scope, lock bool) (*leaf, error) {
-	if j.NaturalJoin || len(j.Using) > 0 {
-		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support NATURAL JOIN / USING")
-	}
 	left, right := j.Left, j.Right
 	if j.Tp == ast.RightJoin {
 		left, right = right, left
@@ -854,6 +851,19 @@ func (b *Builder) buildOuterJoin(j *ast.Join, parent *scope, lock bool) (*leaf, 
 	if err != nil {
 		return nil, err
 	}
+	using, err := usingColumns(j, ls, rs)
+	if err != nil {
+		return nil, err
+	}
+	var conds []ast.ExprNode
+	if j.On != nil {
+		conds = splitAnd(j.On.Expr, nil)
+	}
+	for _, u := range using {
+		conds = append(conds, &ast.BinaryOperationExpr{Op: opcode.EQ,
+			L: &ast.ColumnNameExpr{Name: &ast.ColumnName{Table: ast.NewCIStr(u.l.table), Name: ast.NewCIStr(u.l.col.Name)}},
+			R: &ast.ColumnNameExpr{Name: &ast.ColumnName{Table: ast.NewCIStr(u.r.table), Name: ast.NewCIStr(u.r.col.Name)}}})
+	}
 	js := newScope(b)
 	js.parent, js.sub = parent.parent, parent.sub
 	js.cols = append(js.cols, ls.cols...)
@@ -865,9 +875,9 @@ func (b *Builder) buildOuterJoin(j *ast.Join, parent *scope, lock bool) (*leaf, 
 	if j.Tp != ast.LeftJoin && j.Tp != ast.RightJoin {
 		jn.Type = InnerJoin
 	}
-	if j.On != nil {
+	if len(conds) > 0 {
 		var others []ast.ExprNode
-		for _, c := range splitAnd(j.On.Expr, nil) {
+		for _, c := range conds {
 			if lk, rk, ok := b.equiKeys(c, ls, rs, []*scope{ls}, rs); ok {
 				jn.LeftKeys = append(jn.LeftKeys, lk)
 				jn.RightKey = append(jn.RightKey, rk)
@@ -889,6 +899,9 @@ func (b *Builder) buildOuterJoin(j *ast.Join, parent *scope, lock bool) (*leaf, 
 	}
 	jn.cols = scopeColumns(js)
 	out := &leaf{plan: jn, scope: js}
+	if len(using) > 0 {
+		return coalesceUsing(b, jn, js, len(ls.cols), using), nil
+	}
 	if j.Tp == ast.RightJoin {
 		// Restore the written column order: original left (now right) first.
 		rs2 := newScope(b)
@@ -911,6 +924,92 @@ func (b *Builder) buildOuterJoin(j *ast.Join, parent *scope, lock bool) (*leaf, 
 		out = &leaf{plan: proj, scope: rs2}
 	}
 	return out, nil
+}
+
+// usingPair is one column of USING / NATURAL JOIN on both sides.
+type usingPair struct{ l, r scopeCol }
+
+// usingColumns lists the join columns of USING (...) or NATURAL JOIN.
+func usingColumns(j *ast.Join, ls, rs *scope) ([]usingPair, error) {
+	var names []string
+	switch {
+	case j.NaturalJoin:
+		for _, c := range ls.cols {
+			if c.hidden || c.qualOnly {
+				continue
+			}
+			for _, r := range rs.cols {
+				if !r.hidden && !r.qualOnly && strings.EqualFold(c.col.Name, r.col.Name) {
+					names = append(names, c.col.Name)
+					break
+				}
+			}
+		}
+	default:
+		for _, n := range j.Using {
+			names = append(names, n.Name.O)
+		}
+	}
+	var out []usingPair
+	for _, n := range names {
+		cn := &ast.ColumnName{Name: ast.NewCIStr(n)}
+		l, okL, err := ls.find(cn)
+		if err != nil {
+			return nil, err
+		}
+		r, okR, err := rs.find(cn)
+		if err != nil {
+			return nil, err
+		}
+		if !okL || !okR {
+			return nil, sqlerr.New(sqlerr.ErBadField, "42S22", "Unknown column '%s' in 'from clause'", n)
+		}
+		out = append(out, usingPair{l: l, r: r})
+	}
+	return out, nil
+}
+
+// coalesceUsing shapes the output of a USING / NATURAL join like MySQL:
+// the join columns once (from the preserved side), then the other columns
+// of the left and of the right side. The right side's copies stay
+// reachable by qualified name only.
+func coalesceUsing(b *Builder, jn *Join, js *scope, nLeft int, using []usingPair) *leaf {
+	out := newScope(b)
+	out.parent, out.sub = js.parent, js.sub
+	proj := &Projection{Child: jn}
+	add := func(c scopeCol, src int) {
+		proj.Exprs = append(proj.Exprs, expr.NewColumn(src, c.col.Type, c.col.Name))
+		c.idx = len(out.cols)
+		out.cols = append(out.cols, c)
+	}
+	isUsing := func(idx int, left bool) bool {
+		for _, u := range using {
+			if (left && u.l.idx == idx) || (!left && u.r.idx+nLeft == idx) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, u := range using {
+		add(u.l, u.l.idx)
+	}
+	for _, c := range js.cols[:nLeft] {
+		if !isUsing(c.idx, true) {
+			add(c, c.idx)
+		}
+	}
+	for _, c := range js.cols[nLeft:] {
+		if !isUsing(c.idx, false) {
+			add(c, c.idx)
+		}
+	}
+	for _, u := range using {
+		c := u.r
+		c.hidden, c.qualOnly = true, true
+		add(c, u.r.idx+nLeft)
+	}
+	proj.cols = scopeColumns(out)
+	return &leaf{plan: proj, scope: out}
 }
 
 func asJoin(n ast.ResultSetNode) *ast.Join {

@@ -17,6 +17,7 @@ type scopeCol struct {
 	col       *Column
 	idx       int
 	hidden    bool // not expanded by *
+	qualOnly  bool // resolved only by a qualified name (t.c): the right copy of a USING column
 }
 
 // scope resolves names while compiling the expressions of one query block.
@@ -54,6 +55,9 @@ func (sc *scope) find(cn *ast.ColumnName) (scopeCol, bool, error) {
 			continue
 		}
 		if cn.Table.O != "" && !strings.EqualFold(c.table, cn.Table.O) {
+			continue
+		}
+		if c.qualOnly && cn.Table.O == "" {
 			continue
 		}
 		if cn.Schema.O != "" && !strings.EqualFold(c.db, cn.Schema.O) {
