@@ -20,10 +20,12 @@
 // so every replica reaches the same state. Proposers may propose while the
 // loop is fsyncing, so concurrent writers share fsyncs.
 //
-// Log truncation: once a replica has applied raftLogGCThreshold entries past
-// its truncated index, the log below the applied index is deleted in the
-// apply batch (single-voter regions; with followers the truncation point
-// will be bounded by the slowest follower's match index and snapshots).
+// Log truncation: the KV engine has no WAL of its own (the Raft log is
+// its WAL), so once a replica's log passes a size threshold the store asks
+// for a KV-engine flush, and when it completes deletes the log up to the
+// applied index captured before the flush (single-voter regions; with
+// followers the truncation point will be bounded by the slowest follower's
+// match index and snapshots).
 //
 // Callers (package kvserver) must route a request to a peer with Peer,
 // check it with CheckRequest (region epoch, key range, leadership) and then

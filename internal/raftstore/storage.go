@@ -27,6 +27,7 @@ type peerStorage struct {
 	conf      *pb.ConfState
 	apply     engine.ApplyState
 	ents      []*pb.Entry // ents[i].Index == apply.TruncatedIndex+1+i
+	entsBytes uint64      // total payload of ents
 	persisted bool        // hard state was ever written
 }
 
@@ -95,6 +96,7 @@ func loadPeerStorage(eng engine.Engines, regionID uint64, conf *pb.ConfState) (*
 			return nil, fmt.Errorf("raftstore: region %d: corrupt log entry %d: %w", regionID, idx, err)
 		}
 		ps.ents = append(ps.ents, e)
+		ps.entsBytes += uint64(len(e.Data))
 		next++
 	}
 	return ps, iter.Error()
@@ -201,6 +203,12 @@ func (ps *peerStorage) stageAppend(b *pebble.Batch, ents []*pb.Entry, hs *pb.Har
 				return err
 			}
 		}
+		for _, e := range ps.ents[start-first:] {
+			ps.entsBytes -= uint64(len(e.Data))
+		}
+		for _, e := range ents {
+			ps.entsBytes += uint64(len(e.Data))
+		}
 		ps.ents = append(ps.ents[:start-first], ents...)
 	}
 	if hs != nil && !raft.IsEmptyHardState(hs) {
@@ -239,8 +247,18 @@ func (ps *peerStorage) truncateTo(index, term uint64) {
 		return
 	}
 	drop := min(index-ps.apply.TruncatedIndex, uint64(len(ps.ents)))
+	for _, e := range ps.ents[:drop] {
+		ps.entsBytes -= uint64(len(e.Data))
+	}
 	ps.ents = append([]*pb.Entry(nil), ps.ents[drop:]...)
 	ps.apply.TruncatedIndex, ps.apply.TruncatedTerm = index, term
+}
+
+// logSize is the number of entries and payload bytes in the log.
+func (ps *peerStorage) logSize() (n, bytes uint64) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return uint64(len(ps.ents)), ps.entsBytes
 }
 
 // lastIndex is the index of the last entry in the durable log.

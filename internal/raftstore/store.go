@@ -28,12 +28,20 @@ const (
 	raftInitIndex = 5
 	raftInitTerm  = 5
 
-	tickInterval       = 100 * time.Millisecond
-	electionTicks      = 10
-	heartbeatTicks     = 2
-	raftLogGCThreshold = 2048
+	tickInterval   = 100 * time.Millisecond
+	electionTicks  = 10
+	heartbeatTicks = 2
 
 	cmdWriteBatch byte = 1
+)
+
+// A region's log is truncated once it holds this many entries or bytes
+// past its truncated index. Truncation needs a flush of the KV engine, so
+// the bounds are set near a memtable's worth of writes: smaller ones would
+// flush tiny memtables into many small tables.
+var (
+	raftLogGCCountThreshold uint64 = 32 << 10
+	raftLogGCSizeThreshold  uint64 = 48 << 20
 )
 
 // ErrStopped is returned for proposals when the store is shutting down.
@@ -697,7 +705,8 @@ func (s *Store) applyCommand(ab *pebble.Batch, data []byte) (uint64, error) {
 }
 
 // maybeRequestFlush starts a KV-engine flush when some single-voter
-// region's log has grown raftLogGCThreshold entries past its truncated
+// region's log has grown past raftLogGCCountThreshold entries or
+// raftLogGCSizeThreshold bytes beyond its truncated
 // index, remembering every region's applied index at this moment: once the
 // flush completes, everything applied up to those indexes is durable in
 // the KV engine and the log below them can go (truncateLogs). With
@@ -710,7 +719,9 @@ func (s *Store) maybeRequestFlush(peers []*Peer) {
 	var applied map[uint64]uint64
 	for _, p := range peers {
 		st := p.storage.applyState()
-		if len(p.Region().Peers) != 1 || st.AppliedIndex-st.TruncatedIndex < raftLogGCThreshold {
+		n, size := p.storage.logSize()
+		if len(p.Region().Peers) != 1 || st.AppliedIndex <= st.TruncatedIndex ||
+			(n < raftLogGCCountThreshold && size < raftLogGCSizeThreshold) {
 			continue
 		}
 		if applied == nil {

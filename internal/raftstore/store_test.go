@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,12 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 )
+
+func TestMain(m *testing.M) {
+	// Small logs truncate quickly in tests.
+	raftLogGCCountThreshold = 512
+	os.Exit(m.Run())
+}
 
 func testRegion(id uint64) *kvpb.Region {
 	return &kvpb.Region{Id: id, Epoch: &kvpb.RegionEpoch{ConfVer: 1, Version: 1},
@@ -159,7 +166,7 @@ func TestLogTruncation(t *testing.T) {
 	dir := t.TempDir()
 	db, s := openStore(t, dir, true)
 	p := waitLeader(t, s, 2)
-	for i := 0; i < raftLogGCThreshold+100; i++ {
+	for i := 0; i < int(raftLogGCCountThreshold)+100; i++ {
 		put(t, s, p, fmt.Sprintf("zt%05d", i), "v")
 	}
 	// Truncation follows a flush of the KV engine, asynchronously.
@@ -184,7 +191,7 @@ func TestLogTruncation(t *testing.T) {
 	defer s.Close()
 	p = waitLeader(t, s, 2)
 	put(t, s, p, "zpost", "v")
-	if _, ok, _ := engine.GetCopy(db.KV, []byte(fmt.Sprintf("zt%05d", raftLogGCThreshold+99))); !ok {
+	if _, ok, _ := engine.GetCopy(db.KV, []byte(fmt.Sprintf("zt%05d", int(raftLogGCCountThreshold)+99))); !ok {
 		t.Fatal("data lost across truncation and restart")
 	}
 }
@@ -229,7 +236,7 @@ func TestAcknowledgedWritesSurviveCrash(t *testing.T) {
 	}
 	eng, s := open(true)
 	p := waitLeader(t, s, 2)
-	const n = raftLogGCThreshold*2 + 300
+	n := int(raftLogGCCountThreshold)*2 + 300
 	for i := 0; i < n; i++ {
 		put(t, s, p, fmt.Sprintf("zc%05d", i), fmt.Sprintf("v%d", i))
 	}
