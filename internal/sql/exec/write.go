@@ -120,39 +120,38 @@ func (w *writer) dupErr(vals []types.Datum, key string) error {
 }
 
 // conflict finds a row other than self that a new row with this handle and
-// these values would collide with (primary key or unique index).
-func (w *writer) conflict(handle int64, row []types.Datum, self int64, checkHandle bool, skipIndex func(*catalog.IndexInfo) bool) (int64, error, bool) {
-	if checkHandle && w.t.PKIsHandle && handle != self {
+// these values would collide with (primary key or unique index). dup is the
+// 1062 error describing the collision and other the colliding row's handle;
+// err is a storage failure.
+func (w *writer) conflict(handle int64, row []types.Datum, self int64) (other int64, dup, err error) {
+	if w.t.PKIsHandle && handle != self {
 		_, err := w.c.Writes.Get(w.c.Ctx, tablecodec.RecordKey(w.t.ID, handle))
 		if err == nil {
-			return handle, w.dupErr([]types.Datum{row[w.t.HandleOffset]}, "PRIMARY"), true
+			return handle, w.dupErr([]types.Datum{row[w.t.HandleOffset]}, "PRIMARY"), nil
 		}
 		if !errors.Is(err, kv.ErrNotFound) {
-			return 0, err, false
+			return 0, nil, err
 		}
 	}
 	for _, ix := range w.t.Indexes {
-		if skipIndex != nil && skipIndex(ix) {
-			continue
-		}
 		vals := indexVals(ix, row)
 		if !tablecodec.DistinctIndexKey(ix.Unique, vals) {
 			continue
 		}
 		k, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, true, vals, handle)
 		if err != nil {
-			return 0, err, false
+			return 0, nil, err
 		}
 		v, err := w.c.Writes.Get(w.c.Ctx, k)
 		if errors.Is(err, kv.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return 0, err, false
+			return 0, nil, err
 		}
 		h, err := tablecodec.IndexEntryHandle(k, v)
 		if err != nil {
-			return 0, err, false
+			return 0, nil, err
 		}
 		if h == self {
 			continue
@@ -161,9 +160,9 @@ func (w *writer) conflict(handle int64, row []types.Datum, self int64, checkHand
 		if ix.Primary {
 			name = "PRIMARY"
 		}
-		return h, w.dupErr(vals, name), true
+		return h, w.dupErr(vals, name), nil
 	}
-	return 0, nil, false
+	return 0, nil, nil
 }
 
 const noHandle = int64(-1 << 63)
@@ -198,9 +197,9 @@ func (w *writer) updateRow(handle int64, old, new []types.Datum) (bool, error) {
 		if err := w.removeRow(handle, old); err != nil {
 			return false, err
 		}
-		if _, err, found := w.conflict(newHandle, new, noHandle, true, nil); err != nil || found {
+		if _, dup, err := w.conflict(newHandle, new, noHandle); err != nil || dup != nil {
 			if err == nil {
-				err = w.dupErr([]types.Datum{new[w.t.HandleOffset]}, "PRIMARY")
+				err = dup
 			}
 			return false, err
 		}
@@ -410,11 +409,11 @@ func (w *writer) insertOne(p *plan.Insert, row []types.Datum) error {
 		}
 	}
 	for {
-		other, dup, found := w.conflict(handle, row, noHandle, true, nil)
-		if !found {
-			if dup != nil {
-				return dup
-			}
+		other, dup, err := w.conflict(handle, row, noHandle)
+		if err != nil {
+			return err
+		}
+		if dup == nil {
 			break
 		}
 		switch {
