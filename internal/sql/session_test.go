@@ -537,3 +537,13 @@ func TestUsingAndNaturalJoins(t *testing.T) {
 	expectRows(t, s, "SELECT a, u.a, c FROM t LEFT JOIN u USING (a) ORDER BY a", "1 1 10\n2 NULL NULL")
 	expectRows(t, s, "SELECT * FROM t RIGHT JOIN u USING (a) ORDER BY a", "1 10 x\n3 30 NULL")
 }
+
+func TestUnsignedHandles(t *testing.T) {
+	s := newTestSession(t)
+	mustExec(t, s, "CREATE DATABASE un; USE un")
+	mustExec(t, s, "CREATE TABLE t (id BIGINT UNSIGNED PRIMARY KEY, v INT)")
+	mustExec(t, s, "INSERT INTO t VALUES (1, 1), (18446744073709551615, 2), (9223372036854775808, 3)")
+	expectRows(t, s, "SELECT v FROM t WHERE id = 18446744073709551615", "2")
+	expectRows(t, s, "SELECT id FROM t WHERE id > 5 ORDER BY id", "9223372036854775808\n18446744073709551615")
+	expectRows(t, s, "SELECT v FROM t ORDER BY id DESC", "2\n3\n1")
+}

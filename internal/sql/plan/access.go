@@ -2,6 +2,7 @@ package plan
 
 import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 
 	"github.com/strata-db/strata/internal/sql/catalog"
@@ -201,7 +202,9 @@ func (b *Builder) chooseAccess(s *Scan, sc *scope, conds []ast.ExprNode) {
 		s.Access, s.Index, s.Ranges = IndexLookup, best, bestRanges
 		return
 	}
-	if t.PKIsHandle {
+	// Unsigned handles at or above 2^63 are stored as negative int64 and so
+	// sort first: a handle range would miss them.
+	if t.PKIsHandle && !mysql.HasUnsignedFlag(t.Columns[t.HandleOffset].Type.GetFlag()) {
 		if p := preds[t.HandleOffset]; p != nil && (p.low != nil || p.high != nil) {
 			lo, ok1 := compileBound(p.low, p.lowIncl, sc)
 			hi, ok2 := compileBound(p.high, p.highIncl, sc)
