@@ -104,12 +104,28 @@ func Open(dir string, o Options) (*pebble.DB, error) {
 var Comparer = func() *pebble.Comparer {
 	c := *pebble.DefaultComparer
 	c.Split = splitMVCC
+	c.ImmediateSuccessor = immediateSuccessorMVCC
 	c.Name = "strata.mvcc.v1"
 	return &c
 }()
 
 // MVCCSuffixLen is the length of the timestamp suffix of a versioned key.
 const MVCCSuffixLen = 8
+
+// immediateSuccessorMVCC returns the smallest key above every key with
+// prefix a (Pebble seeks there to move to the next prefix, NextPrefix). For
+// the prefix of a versioned key, which ends in the escape terminator 0x00
+// 0x01, appending a byte would sort below the versions; raising the
+// terminator's last byte to 0x02 sorts above them all and below any other
+// escaped key.
+func immediateSuccessorMVCC(dst, a []byte) []byte {
+	n := len(a)
+	if n >= 4 && a[0] == 'z' && (a[1] == 'w' || a[1] == 'd') && a[n-2] == 0 && a[n-1] == 1 {
+		dst = append(dst, a[:n-1]...)
+		return append(dst, 2)
+	}
+	return append(append(dst, a...), 0)
+}
 
 func splitMVCC(k []byte) int {
 	n := len(k)

@@ -63,6 +63,15 @@ func TestComparerSplitContract(t *testing.T) {
 			if pc == 0 && c != Comparer.ComparePointSuffixes(a[len(prefix(a)):], b[len(prefix(b)):]) {
 				t.Fatalf("equal prefixes of %x and %x but suffix order differs", a, b)
 			}
+			// The successor of a's prefix sorts above every key with that
+			// prefix and at or below every key with a greater prefix.
+			succ := Comparer.ImmediateSuccessor(nil, prefix(a))
+			if pc == 0 && cmp(b, succ) >= 0 {
+				t.Fatalf("key %x with the prefix of %x sorts at or above its successor %x", b, a, succ)
+			}
+			if pc < 0 && cmp(succ, b) > 0 {
+				t.Fatalf("successor %x of %x's prefix skips past %x", succ, a, b)
+			}
 		}
 	}
 }

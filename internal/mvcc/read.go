@@ -301,15 +301,11 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 		if reverse {
 			wValid = wIt.SeekLT(prefix)
 		} else {
-			// Older versions of cur usually number a few: step over them
-			// before falling back to a seek past cur.
+			// Skip cur's older versions: NextPrefix uses the engine
+			// comparer's Split to move to the next user key directly.
 			wValid = wIt.Valid()
-			for steps := 0; wValid && bytes.HasPrefix(wIt.Key(), prefix); steps++ {
-				if steps == maxVersionSteps {
-					wValid = wIt.SeekGE(versionPrefixEnd(prefix))
-					break
-				}
-				wValid = wIt.Next()
+			if wValid && bytes.HasPrefix(wIt.Key(), prefix) {
+				wValid = wIt.NextPrefix()
 			}
 		}
 	}
