@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"time"
 
@@ -213,10 +214,17 @@ func parseView(sql string) (ast.ResultSetNode, error) {
 	return rs, nil
 }
 
+// parserPosition matches the TiDB parser's syntax error text.
+var parserPosition = regexp.MustCompile(`(?s)^line (\d+) column \d+ near "(.*)"\s*$`)
+
+// parseError renders a syntax error the way MySQL words it (1064).
 func parseError(err error) error {
 	msg := err.Error()
 	if i := strings.Index(msg, "]"); strings.HasPrefix(msg, "[") && i > 0 {
 		msg = msg[i+1:]
+	}
+	if m := parserPosition.FindStringSubmatch(msg); m != nil {
+		return sqlerr.New(sqlerr.ErParse, "42000", "You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near '%s' at line %s", m[2], m[1])
 	}
 	msg = strings.Replace(msg, "TiDB version", "MySQL server version", 1)
 	return sqlerr.New(sqlerr.ErParse, "42000", "%s", msg)

@@ -162,12 +162,15 @@ func TestPreparedPointGet(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	s := newTestSession(t)
-	expectCode(t, s, "SELEC 1", sqlerr.ErParse)
+	se := expectCode(t, s, "SELEC 1", sqlerr.ErParse)
+	if se.Msg != "You have an error in your SQL syntax; check the manual that corresponds to your MySQL server version for the right syntax to use near 'SELEC 1' at line 1" {
+		t.Errorf("syntax error message %q", se.Msg)
+	}
 	expectCode(t, s, "SELECT * FROM t", sqlerr.ErNoDB)
 	setupSbtest(t, s)
 	expectCode(t, s, "SELECT * FROM nope", sqlerr.ErNoSuchTable)
 	expectCode(t, s, "SELECT nope FROM sbtest1", sqlerr.ErBadField)
-	se := expectCode(t, s, "INSERT INTO sbtest1 (id, k) VALUES (1, 1)", sqlerr.ErDupEntry)
+	se = expectCode(t, s, "INSERT INTO sbtest1 (id, k) VALUES (1, 1)", sqlerr.ErDupEntry)
 	if se.Msg != "Duplicate entry '1' for key 'sbtest1.PRIMARY'" {
 		t.Errorf("message %q", se.Msg)
 	}
