@@ -4,8 +4,10 @@
 // expressions with package expr (it is the expr.Binder: it owns column
 // references, aggregates, subqueries, VALUES() and DEFAULT), and chooses an
 // access path for every table: PointGet / BatchPointGet on the integer
-// primary key, TableRangeScan on primary-key ranges, IndexRangeScan /
-// IndexLookup on secondary indexes, or TableFullScan.
+// primary key, TableRangeScan on primary-key ranges, IndexLookup (an index
+// range, then rows by handle) on secondary indexes, or TableFullScan. It
+// also orders joins along their conditions and turns equalities between
+// tables into hash-join keys.
 //
 // Contract with package exec: a plan is immutable after Build except for the
 // per-execution state of its Subquery expressions, which exec installs
@@ -14,7 +16,8 @@
 // parameter values are read from expr.EvalContext.Params at execution time,
 // never baked into the plan. A WHERE clause is always kept as a filter above
 // the access path, so an access path only has to return a superset of the
-// matching rows.
+// matching rows. Plans are not safe for concurrent execution: a session
+// executes its cached plans one at a time.
 package plan
 
 import (
