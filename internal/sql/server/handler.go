@@ -321,9 +321,9 @@ func (h *handler) ComResetConnection(c *mysql.Conn) (err error) {
 	return nil
 }
 
-// ParserOptionsForConnection implements mysql.Handler. vitess parses
-// prepared statements only to count their parameters; the SQL layer does
-// the real parsing.
+// ParserOptionsForConnection implements mysql.Handler. vitess's parser
+// only ever sees clientConn's "SELECT <n>" placeholders (and prepares of
+// 16 MiB or more); the SQL layer does the real parsing.
 func (h *handler) ParserOptionsForConnection(c *mysql.Conn) (sqlparser.ParserOptions, error) {
 	return sqlparser.ParserOptions{}, nil
 }
