@@ -20,6 +20,7 @@ import (
 // rowLayout is how a table's rows are stored: the handle column (when the
 // integer primary key is the handle) is not in the row value.
 type rowLayout struct {
+	table    *catalog.TableInfo
 	ids      []int64
 	fts      []*ptypes.FieldType
 	offsets  []int
@@ -31,13 +32,16 @@ type rowLayout struct {
 	origin []types.Datum
 }
 
-var layouts sync.Map // *catalog.TableInfo -> *rowLayout (TableInfo is immutable)
+// layouts caches the layout of each table ID for the TableInfo it was built
+// from (TableInfos are immutable; a DDL makes a new one, which replaces the
+// entry), so the cache holds one entry per table.
+var layouts sync.Map // table ID -> *rowLayout
 
 func layoutOf(t *catalog.TableInfo) *rowLayout {
-	if l, ok := layouts.Load(t); ok {
+	if l, ok := layouts.Load(t.ID); ok && l.(*rowLayout).table == t {
 		return l.(*rowLayout)
 	}
-	l := &rowLayout{width: len(t.Columns), handle: -1}
+	l := &rowLayout{table: t, width: len(t.Columns), handle: -1}
 	if t.PKIsHandle {
 		l.handle = t.HandleOffset
 		l.unsigned = mysql.HasUnsignedFlag(t.Columns[t.HandleOffset].Type.GetFlag())
@@ -64,7 +68,7 @@ func layoutOf(t *catalog.TableInfo) *rowLayout {
 		}
 		l.origin[i] = v
 	}
-	layouts.Store(t, l)
+	layouts.Store(t.ID, l)
 	return l
 }
 
