@@ -369,10 +369,65 @@ type joinExec struct {
 	ci         int // next candidate of the current left row
 	matched    bool
 	leftDone   bool
+
+	// Index join: the right table's scan and the filters above it.
+	lookupScan  *plan.Scan
+	lookupConds []expr.Expr
+}
+
+// lookup fetches, for one batch of left rows, the right rows whose
+// clustered key equals the lookup key, and hashes them like a hash join's
+// build side.
+func (j *joinExec) lookup(c *Context, left [][]types.Datum) error {
+	ft := j.lookupScan.Table.Columns[j.lookupScan.Table.HandleOffset].Type
+	handles := make([]int64, 0, len(left))
+	seen := make(map[int64]bool, len(left))
+	for _, l := range left {
+		d, err := j.p.LeftKeys[j.p.Lookup].Eval(c.Eval, l)
+		if err != nil {
+			return err
+		}
+		h, ok := exactHandle(d, ft)
+		if !ok || seen[h] {
+			continue
+		}
+		seen[h] = true
+		handles = append(handles, h)
+	}
+	rows, err := newScanExec(j.lookupScan).fetch(c, handles)
+	if err != nil {
+		return err
+	}
+	j.table = make(map[string][][]types.Datum, len(rows))
+	var key []byte
+next:
+	for _, r := range rows {
+		for _, cond := range j.lookupConds {
+			ok, err := truth(c, cond, r)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue next
+			}
+		}
+		var ok bool
+		if key, ok, err = joinKey(c, key[:0], j.p.RightKey, r); err != nil {
+			return err
+		}
+		if ok {
+			j.table[string(key)] = append(j.table[string(key)], r)
+		}
+	}
+	return nil
 }
 
 func (j *joinExec) build(c *Context) error {
 	j.built = true
+	if j.p.Lookup >= 0 {
+		j.lookupScan, j.lookupConds = plan.BaseScan(j.p.Right)
+		return nil
+	}
 	if len(j.p.LeftKeys) > 0 {
 		j.table = map[string][][]types.Datum{}
 	}
@@ -457,6 +512,11 @@ func (j *joinExec) Next(c *Context) ([][]types.Datum, error) {
 				break
 			}
 			j.batch, j.li, j.ci, j.candidates = b, 0, 0, nil
+			if j.lookupScan != nil {
+				if err := j.lookup(c, b); err != nil {
+					return nil, err
+				}
+			}
 			if err := j.startRow(c, &key); err != nil {
 				return nil, err
 			}

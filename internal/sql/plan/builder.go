@@ -631,7 +631,7 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		joined[i] = true
 		l := leaves[i]
 		leftScope := &scope{b: b, cols: sc.cols, values: -1}
-		jn := &Join{Left: p, Right: l.plan, Type: InnerJoin}
+		jn := &Join{Left: p, Right: l.plan, Type: InnerJoin, Lookup: -1}
 		// Combined scope: left columns then this leaf's, shifted.
 		off := len(sc.cols)
 		for _, c := range l.scope.cols {
@@ -652,6 +652,7 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			filters = append(filters, c.node)
 		}
 		joinedScopes = append(joinedScopes, scopes[i])
+		jn.Lookup = lookupKey(jn, l.scan)
 		jn.cols = scopeColumns(sc)
 		p = jn
 		for _, f := range filters {
@@ -691,6 +692,37 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		}
 	}
 	return p, rest, nil
+}
+
+// BaseScan returns the table scan under a chain of filters, with the
+// filters' conditions (nil if p is not such a chain).
+func BaseScan(p Plan) (*Scan, []expr.Expr) {
+	var conds []expr.Expr
+	for {
+		switch n := p.(type) {
+		case *Filter:
+			conds = append(conds, n.Cond)
+			p = n.Child
+		case *Scan:
+			return n, conds
+		default:
+			return nil, nil
+		}
+	}
+}
+
+// lookupKey picks the join key that is the clustered key of the right
+// table when that table would otherwise be read in full (-1: none).
+func lookupKey(jn *Join, scan *Scan) int {
+	if scan == nil || scan.Access != TableFullScan || !scan.Table.PKIsHandle {
+		return -1
+	}
+	for k, rk := range jn.RightKey {
+		if idx, ok := expr.ColumnIndex(rk); ok && idx == scan.Table.HandleOffset {
+			return k
+		}
+	}
+	return -1
 }
 
 func sortedInts(xs []int) bool {
@@ -871,7 +903,7 @@ func (b *Builder) buildOuterJoin(j *ast.Join, parent *scope, lock bool) (*leaf, 
 		c.idx += len(ls.cols)
 		js.cols = append(js.cols, c)
 	}
-	jn := &Join{Left: lp, Right: rp, Type: LeftJoin}
+	jn := &Join{Left: lp, Right: rp, Type: LeftJoin, Lookup: -1}
 	if j.Tp != ast.LeftJoin && j.Tp != ast.RightJoin {
 		jn.Type = InnerJoin
 	}
@@ -897,6 +929,8 @@ func (b *Builder) buildOuterJoin(j *ast.Join, parent *scope, lock bool) (*leaf, 
 			}
 		}
 	}
+	rscan, _ := BaseScan(rp)
+	jn.Lookup = lookupKey(jn, rscan)
 	jn.cols = scopeColumns(js)
 	out := &leaf{plan: jn, scope: js}
 	if len(using) > 0 {

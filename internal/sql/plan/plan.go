@@ -282,12 +282,19 @@ type Join struct {
 	Type               JoinType
 	LeftKeys, RightKey []expr.Expr
 	Cond               expr.Expr
+	// Lookup >= 0 makes an index join: Right is a full scan (under
+	// filters) of a table whose clustered key is RightKey[Lookup]; instead
+	// of reading the whole table, each batch of left rows fetches the
+	// matching rows by handle.
+	Lookup int
 }
 
 func (j *Join) Children() []Plan { return []Plan{j.Left, j.Right} }
 func (j *Join) Explain() string {
 	kind := "NestedLoopJoin"
-	if len(j.LeftKeys) > 0 {
+	if j.Lookup >= 0 {
+		kind = "IndexJoin"
+	} else if len(j.LeftKeys) > 0 {
 		kind = "HashJoin"
 	}
 	if j.Type == LeftJoin {
