@@ -19,6 +19,7 @@ package sql
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,7 +77,13 @@ func NewEngine(ctx context.Context, store kv.Storage) (*Engine, error) {
 		return nil, err
 	}
 	e.schema.Store(s)
-	e.startGC()
+	jobs, err := catalog.GCJobs(ctx, txn)
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs) > 0 {
+		e.startGC() // finish cleanups interrupted by a restart
+	}
 	return e, nil
 }
 
@@ -95,6 +102,17 @@ func (e *Engine) startGC() {
 	e.gcDone.Add(1)
 	go func() {
 		defer e.gcDone.Done()
+		defer func() {
+			// The storage may be closed under a cleanup still running when
+			// its owner did not call Close first; the jobs stay recorded and
+			// resume at the next start, so stop quietly instead of taking the
+			// process down.
+			if r := recover(); r != nil {
+				slog.Error("sql: cleanup of dropped data stopped; it resumes at the next start", "panic", r)
+				e.gcStop()
+			}
+			e.gcRunning.Store(false)
+		}()
 		ctx := e.gcCtx
 		for {
 			for e.gcAgain.Swap(false) {
