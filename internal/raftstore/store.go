@@ -58,6 +58,11 @@ var (
 		Help:    "Raft entries persisted by one group-commit fsync.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 12),
 	})
+	metricProposeSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "propose_seconds",
+		Help:    "Time from proposing a write to its being applied on this replica.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+	})
 	metricProposals = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "proposals_total",
 		Help: "Write proposals applied.",
@@ -65,7 +70,7 @@ var (
 )
 
 func init() {
-	prometheus.MustRegister(metricFsyncSeconds, metricEntriesPerSync, metricProposals)
+	prometheus.MustRegister(metricFsyncSeconds, metricEntriesPerSync, metricProposals, metricProposeSeconds)
 }
 
 // Transport sends Raft messages to peers on other stores.
@@ -394,8 +399,10 @@ func (s *Store) Propose(ctx context.Context, p *Peer, batch *pebble.Batch) error
 		return err
 	}
 	s.wake()
+	start := time.Now()
 	select {
 	case err := <-prop.done:
+		metricProposeSeconds.Observe(time.Since(start).Seconds())
 		return err
 	case <-s.stopped:
 		return ErrStopped
