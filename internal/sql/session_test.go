@@ -597,3 +597,25 @@ func TestConcurrentAutocommitIncrements(t *testing.T) {
 		t.Errorf("only %d of %d increments succeeded (%d conflicts)", ok, workers*perWorker, conflicts)
 	}
 }
+
+func TestMultiTableUpdateDelete(t *testing.T) {
+	s := newTestSession(t)
+	mustExec(t, s, "CREATE DATABASE mt; USE mt")
+	mustExec(t, s, "CREATE TABLE orders (id INT PRIMARY KEY, cust INT, total INT)")
+	mustExec(t, s, "CREATE TABLE cust (id INT PRIMARY KEY, name VARCHAR(10), spent INT DEFAULT 0)")
+	mustExec(t, s, "INSERT INTO cust (id, name) VALUES (1, 'ann'), (2, 'bob'), (3, 'cy')")
+	mustExec(t, s, "INSERT INTO orders VALUES (10, 1, 5), (11, 1, 7), (12, 2, 3)")
+	rs := mustExec(t, s, "UPDATE cust c JOIN orders o ON o.cust = c.id SET c.spent = c.spent + o.total, o.total = 0 WHERE c.name <> 'bob'")
+	// Each row changes once: ann's first order only (MySQL semantics), and
+	// both of ann's orders.
+	if rs[0].AffectedRows != 3 {
+		t.Errorf("affected %d", rs[0].AffectedRows)
+	}
+	expectRows(t, s, "SELECT id, spent FROM cust ORDER BY id", "1 5\n2 0\n3 0")
+	expectRows(t, s, "SELECT id, total FROM orders ORDER BY id", "10 0\n11 0\n12 3")
+	mustExec(t, s, "DELETE o FROM orders o JOIN cust c ON c.id = o.cust WHERE c.name = 'ann'")
+	expectRows(t, s, "SELECT id FROM orders", "12")
+	mustExec(t, s, "DELETE c, o FROM cust c LEFT JOIN orders o ON o.cust = c.id WHERE c.id >= 2")
+	expectRows(t, s, "SELECT id FROM cust", "1")
+	expectRows(t, s, "SELECT COUNT(*) FROM orders", "0")
+}

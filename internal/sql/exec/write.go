@@ -473,11 +473,14 @@ func (w *writer) insertOne(p *plan.Insert, row []types.Datum) error {
 	return w.putRow(handle, row)
 }
 
-// RunUpdate executes a single-table UPDATE.
+// RunUpdate executes an UPDATE.
 func RunUpdate(c *Context, p *plan.Update) error {
 	rows, err := Query(c, p.Source)
 	if err != nil {
 		return err
+	}
+	if len(p.Multi) > 0 {
+		return runMultiUpdate(c, p, rows)
 	}
 	w := newWriter(c, p.Table)
 	width := len(p.Table.Columns)
@@ -520,11 +523,33 @@ func RunUpdate(c *Context, p *plan.Update) error {
 	return nil
 }
 
-// RunDelete executes a single-table DELETE.
+// RunDelete executes a DELETE.
 func RunDelete(c *Context, p *plan.Delete) error {
 	rows, err := Query(c, p.Source)
 	if err != nil {
 		return err
+	}
+	if len(p.Multi) > 0 {
+		for _, tg := range p.Multi {
+			w := newWriter(c, tg.Table)
+			seen := map[int64]bool{}
+			for _, r := range rows {
+				row := r[tg.Offset : tg.Offset+len(tg.Table.Columns)]
+				if row[tg.Table.HandleOffset].IsNull() { // NULL-extended by an outer join
+					continue
+				}
+				h := w.handleOf(row)
+				if seen[h] {
+					continue
+				}
+				seen[h] = true
+				if err := w.removeRow(h, row); err != nil {
+					return err
+				}
+				c.AffectedRows++
+			}
+		}
+		return nil
 	}
 	w := newWriter(c, p.Table)
 	width := len(p.Table.Columns)
@@ -533,6 +558,61 @@ func RunDelete(c *Context, p *plan.Delete) error {
 			return err
 		}
 		c.AffectedRows++
+	}
+	return nil
+}
+
+// runMultiUpdate changes each target row at most once (its first match in
+// the join), evaluating assignments over the joined row.
+func runMultiUpdate(c *Context, p *plan.Update, rows [][]types.Datum) error {
+	for _, tg := range p.Multi {
+		w := newWriter(c, tg.Table)
+		seen := map[int64]bool{}
+		width := len(tg.Table.Columns)
+		for _, r := range rows {
+			old := r[tg.Offset : tg.Offset+width : tg.Offset+width]
+			if old[tg.Table.HandleOffset].IsNull() {
+				continue
+			}
+			h := w.handleOf(old)
+			if seen[h] {
+				continue
+			}
+			seen[h] = true
+			upd := append([]types.Datum(nil), old...)
+			for _, a := range tg.Assigns {
+				col := tg.Table.Columns[a.Offset]
+				var v types.Datum
+				var err error
+				if a.Expr == nil {
+					var ok bool
+					if v, ok, err = DefaultValue(c, col); err != nil {
+						return err
+					} else if !ok {
+						return sqlerr.New(sqlerr.ErNoDefaultForField, "HY000", "Field '%s' doesn't have a default value", col.Name)
+					}
+				} else if v, err = a.Expr.Eval(c.Eval, r); err != nil {
+					return err
+				}
+				if v, err = types.ConvertColumn(v, col.Type, col.Name, 1); err != nil {
+					return err
+				}
+				if v.IsNull() && col.NotNull {
+					return sqlerr.New(sqlerr.ErBadNull, "23000", "Column '%s' cannot be null", col.Name)
+				}
+				upd[a.Offset] = v
+			}
+			if err := w.touchOnUpdate(old, upd, tg.Assigns); err != nil {
+				return err
+			}
+			changed, err := w.updateRow(h, old, upd)
+			if err != nil {
+				return err
+			}
+			if changed {
+				c.AffectedRows++
+			}
+		}
 	}
 	return nil
 }

@@ -47,26 +47,98 @@ func (i *Insert) Explain() string {
 }
 
 // Update rewrites the rows Source produces. Source yields full table rows
-// followed by the row handle.
+// followed by the row handle. A multi-table UPDATE sets Multi instead: Source
+// yields joined rows and each Target names where a table's row starts.
 type Update struct {
 	base
 	Table   *catalog.TableInfo
 	Source  Plan
 	Assigns []Assign
+	Multi   []Target
+}
+
+// Target is a table changed by a multi-table UPDATE / DELETE: its row is
+// the joined row's columns [Offset, Offset+len(Table.Columns)); its handle
+// is its clustered key. Assigns' expressions read the whole joined row.
+type Target struct {
+	Table   *catalog.TableInfo
+	Offset  int
+	Assigns []Assign
 }
 
 func (u *Update) Children() []Plan { return []Plan{u.Source} }
-func (u *Update) Explain() string  { return "Update table=" + u.Table.Name }
+func (u *Update) Explain() string {
+	if len(u.Multi) > 0 {
+		return "Update tables=" + targetNames(u.Multi)
+	}
+	return "Update table=" + u.Table.Name
+}
 
-// Delete removes the rows Source produces (full rows followed by handles).
+// Delete removes the rows Source produces (full rows followed by handles),
+// or, with Multi, the rows of each target table in Source's joined rows.
 type Delete struct {
 	base
 	Table  *catalog.TableInfo
 	Source Plan
+	Multi  []Target
 }
 
 func (d *Delete) Children() []Plan { return []Plan{d.Source} }
-func (d *Delete) Explain() string  { return "Delete table=" + d.Table.Name }
+func (d *Delete) Explain() string {
+	if len(d.Multi) > 0 {
+		return "Delete tables=" + targetNames(d.Multi)
+	}
+	return "Delete table=" + d.Table.Name
+}
+
+func targetNames(ts []Target) string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Table.Name
+	}
+	return strings.Join(names, ",")
+}
+
+// multiSource plans the joined rows of a multi-table UPDATE / DELETE.
+func (b *Builder) multiSource(refs *ast.TableRefsClause, where ast.ExprNode) (Plan, *scope, error) {
+	sc := newScope(b)
+	p, conds, err := b.buildFrom(refs.TableRefs, sc, splitAnd(where, nil), false)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range conds {
+		e, err := expr.Compile(c, sc)
+		if err != nil {
+			return nil, nil, err
+		}
+		p = &Filter{base: base{p.Columns()}, Child: p, Cond: e}
+	}
+	return p, sc, nil
+}
+
+// target finds the table a multi-table statement changes by its name or
+// alias in the joined scope.
+func (b *Builder) target(sc *scope, name string, targets []Target) (int, []Target, error) {
+	for _, c := range sc.cols {
+		if c.qualOnly || !strings.EqualFold(c.table, name) {
+			continue
+		}
+		t := b.Schema.Table(c.col.DB, c.col.OrgTable)
+		if t == nil || t.IsView() {
+			return 0, nil, sqlerr.New(1288, "HY000", "The target table %s of the UPDATE/DELETE is not updatable", name)
+		}
+		if !t.PKIsHandle {
+			return 0, nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support multi-table UPDATE/DELETE of a table without an integer primary key (%s)", t.Name)
+		}
+		for i, tg := range targets {
+			if tg.Offset == c.idx {
+				return i, targets, nil
+			}
+		}
+		return len(targets), append(targets, Target{Table: t, Offset: c.idx}), nil
+	}
+	return 0, nil, sqlerr.New(sqlerr.ErUnknownTable, "42S02", "Unknown table '%s' in MULTI DELETE", name)
+}
 
 func (b *Builder) table(tn *ast.TableName) (string, *catalog.TableInfo, error) {
 	db := tn.Schema.O
@@ -227,7 +299,7 @@ func (b *Builder) dmlSource(db, alias string, t *catalog.TableInfo, where ast.Ex
 func (b *Builder) BuildUpdate(n *ast.UpdateStmt) (*Update, error) {
 	tn, alias, ok := singleTable(n.TableRefs)
 	if !ok || n.MultipleTable {
-		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support multi-table UPDATE")
+		return b.buildMultiUpdate(n)
 	}
 	db, t, err := b.table(tn)
 	if err != nil {
@@ -261,7 +333,7 @@ func (b *Builder) BuildUpdate(n *ast.UpdateStmt) (*Update, error) {
 func (b *Builder) BuildDelete(n *ast.DeleteStmt) (*Delete, error) {
 	tn, alias, ok := singleTable(n.TableRefs)
 	if !ok || n.IsMultiTable {
-		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support multi-table DELETE")
+		return b.buildMultiDelete(n)
 	}
 	db, t, err := b.table(tn)
 	if err != nil {
@@ -272,4 +344,63 @@ func (b *Builder) BuildDelete(n *ast.DeleteStmt) (*Delete, error) {
 		return nil, err
 	}
 	return &Delete{Table: t, Source: src}, nil
+}
+
+func (b *Builder) buildMultiUpdate(n *ast.UpdateStmt) (*Update, error) {
+	if n.Order != nil || n.Limit != nil {
+		return nil, sqlerr.New(sqlerr.ErWrongArguments, "HY000", "Incorrect usage of UPDATE and ORDER BY / LIMIT")
+	}
+	src, sc, err := b.multiSource(n.TableRefs, n.Where)
+	if err != nil {
+		return nil, err
+	}
+	up := &Update{Source: src}
+	for _, a := range n.List {
+		c, found, err := sc.find(a.Column)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return nil, unknownColumn(a.Column, "field list")
+		}
+		var i int
+		if i, up.Multi, err = b.target(sc, c.table, up.Multi); err != nil {
+			return nil, err
+		}
+		tg := &up.Multi[i]
+		col := tg.Table.Column(c.col.OrgName)
+		if col == nil {
+			return nil, unknownColumn(a.Column, "field list")
+		}
+		var e expr.Expr
+		if d, ok := a.Expr.(*ast.DefaultExpr); !ok || d.Name != nil {
+			if e, err = expr.Compile(a.Expr, sc); err != nil {
+				return nil, err
+			}
+		}
+		tg.Assigns = append(tg.Assigns, Assign{Offset: col.Offset, Expr: e})
+	}
+	up.Table = up.Multi[0].Table
+	return up, nil
+}
+
+func (b *Builder) buildMultiDelete(n *ast.DeleteStmt) (*Delete, error) {
+	if n.Order != nil || n.Limit != nil {
+		return nil, sqlerr.New(sqlerr.ErWrongArguments, "HY000", "Incorrect usage of DELETE and ORDER BY / LIMIT")
+	}
+	src, sc, err := b.multiSource(n.TableRefs, n.Where)
+	if err != nil {
+		return nil, err
+	}
+	del := &Delete{Source: src}
+	if n.Tables == nil || len(n.Tables.Tables) == 0 {
+		return nil, sqlerr.New(sqlerr.ErParse, "42000", "DELETE names no table to delete from")
+	}
+	for _, tn := range n.Tables.Tables {
+		if _, del.Multi, err = b.target(sc, tn.Name.O, del.Multi); err != nil {
+			return nil, err
+		}
+	}
+	del.Table = del.Multi[0].Table
+	return del, nil
 }
