@@ -317,6 +317,11 @@ func (n *Node) Close() error {
 		n.http.Close()
 	}
 	n.wg.Wait()
+	if n.sql != nil {
+		// Stops background work (cleanup of dropped data) that writes
+		// through the client.
+		n.sql.Close()
+	}
 	if n.client != nil {
 		n.client.Close()
 	}

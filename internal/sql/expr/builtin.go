@@ -16,7 +16,7 @@ import (
 )
 
 // ServerVersion is what VERSION() and @@version report: MySQL 8 compatible.
-const ServerVersion = "8.0.11-Strata"
+const ServerVersion = "8.0.11-strata"
 
 // maxStringResult bounds REPEAT/LPAD/RPAD/CONCAT results like MySQL's
 // max_allowed_packet (64 MiB): longer results are NULL with a warning.
