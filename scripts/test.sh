@@ -18,7 +18,7 @@
 # A failing step does not stop the later ones (except a missing toolchain); the
 # script ends with a table of the steps and exits 1 if any failed.
 #
-# Settings: PACKAGES=./... (what vet, build and test cover), CORE_PACKAGES,
+# Settings: PACKAGES=./... (what vet, build and test cover), CORE_PACKAGES (the race-tested core),
 # RACE_TIMEOUT=10m, TEST_TIMEOUT=10m, SLT_FILES (default select1-4 of
 # ../shared/sqllogictest), SLT_SQL_PORT=14000, SLT_HTTP_PORT=18080,
 # SLT_GRPC_PORT=20260, SLT_ADDR (run step 5 against this running server instead of
@@ -34,7 +34,7 @@ cd "$REPO_ROOT"
 source "$REPO_ROOT/bench/lib.sh"
 
 PACKAGES=${PACKAGES:-./...}
-CORE_PACKAGES=${CORE_PACKAGES:-internal/mvcc internal/raftstore internal/tso client}
+CORE_PACKAGES=${CORE_PACKAGES:-internal/engine internal/mvcc internal/raftstore internal/kvserver internal/pd client}
 GO_INSTALL_DIR=${GO_INSTALL_DIR:-/usr/local/go}
 RACE_TIMEOUT=${RACE_TIMEOUT:-10m}
 TEST_TIMEOUT=${TEST_TIMEOUT:-10m}
