@@ -83,6 +83,28 @@ func (s *Server) propose(ctx context.Context, p *raftstore.Peer, b *pebble.Batch
 	return nil, err
 }
 
+// write runs one write command on the replica rctx names: it takes
+// latches on keys, lets fn compute the command's MVCC effects from applied
+// state into a batch, and proposes the batch, returning once it is applied.
+// An error of fn that is a transaction-level error comes back as a
+// KeyError, and nothing is proposed.
+func (s *Server) write(ctx context.Context, rctx *kvpb.Context, keys [][]byte, fn func(b *pebble.Batch) error) (*kvpb.RegionError, *kvpb.KeyError, error) {
+	p, rerr := s.route(rctx, keys...)
+	if rerr != nil {
+		return rerr, nil, nil
+	}
+	guard := s.cm.Acquire(keys)
+	defer guard.Release()
+	b := s.engine.NewBatch()
+	defer b.Close()
+	if err := fn(b); err != nil {
+		ke, err := keyError(err)
+		return nil, ke, err
+	}
+	rerr, err := s.propose(ctx, p, b)
+	return rerr, nil, err
+}
+
 // KvGet implements kvpb.KvServer.
 func (s *Server) KvGet(ctx context.Context, req *kvpb.GetRequest) (*kvpb.GetResponse, error) {
 	resp := &kvpb.GetResponse{}
@@ -267,71 +289,40 @@ func keyError(err error) (*kvpb.KeyError, error) {
 // KvCommit implements kvpb.KvServer.
 func (s *Server) KvCommit(ctx context.Context, req *kvpb.CommitRequest) (*kvpb.CommitResponse, error) {
 	resp := &kvpb.CommitResponse{}
-	p, rerr := s.route(req.Context, req.Keys...)
-	if rerr != nil {
-		resp.RegionError = rerr
-		return resp, nil
+	var err error
+	resp.RegionError, resp.Error, err = s.write(ctx, req.Context, req.Keys, func(b *pebble.Batch) error {
+		return mvcc.Commit(s.db, b, req.Keys, req.StartVersion, req.CommitVersion)
+	})
+	if resp.RegionError == nil && resp.Error == nil && err == nil {
+		resp.CommitVersion = req.CommitVersion
 	}
-	guard := s.cm.Acquire(req.Keys)
-	defer guard.Release()
-	b := s.engine.NewBatch()
-	defer b.Close()
-	if ke, err := keyError(mvcc.Commit(s.db, b, req.Keys, req.StartVersion, req.CommitVersion)); ke != nil || err != nil {
-		resp.Error = ke
-		return resp, err
-	}
-	if rerr, err := s.propose(ctx, p, b); rerr != nil || err != nil {
-		resp.RegionError = rerr
-		return resp, err
-	}
-	resp.CommitVersion = req.CommitVersion
-	return resp, nil
+	return resp, err
 }
 
 // KvBatchRollback implements kvpb.KvServer.
 func (s *Server) KvBatchRollback(ctx context.Context, req *kvpb.BatchRollbackRequest) (*kvpb.BatchRollbackResponse, error) {
 	resp := &kvpb.BatchRollbackResponse{}
-	p, rerr := s.route(req.Context, req.Keys...)
-	if rerr != nil {
-		resp.RegionError = rerr
-		return resp, nil
-	}
-	guard := s.cm.Acquire(req.Keys)
-	defer guard.Release()
-	b := s.engine.NewBatch()
-	defer b.Close()
-	if ke, err := keyError(mvcc.Rollback(s.db, b, req.Keys, req.StartVersion)); ke != nil || err != nil {
-		resp.Error = ke
-		return resp, err
-	}
-	rerr, err := s.propose(ctx, p, b)
-	resp.RegionError = rerr
+	var err error
+	resp.RegionError, resp.Error, err = s.write(ctx, req.Context, req.Keys, func(b *pebble.Batch) error {
+		return mvcc.Rollback(s.db, b, req.Keys, req.StartVersion)
+	})
 	return resp, err
 }
 
 // KvCheckTxnStatus implements kvpb.KvServer.
 func (s *Server) KvCheckTxnStatus(ctx context.Context, req *kvpb.CheckTxnStatusRequest) (*kvpb.CheckTxnStatusResponse, error) {
 	resp := &kvpb.CheckTxnStatusResponse{}
-	p, rerr := s.route(req.Context, req.PrimaryKey)
-	if rerr != nil {
-		resp.RegionError = rerr
-		return resp, nil
+	var st mvcc.TxnStatus
+	var err error
+	resp.RegionError, resp.Error, err = s.write(ctx, req.Context, [][]byte{req.PrimaryKey}, func(b *pebble.Batch) error {
+		var err error
+		st, err = mvcc.CheckTxnStatus(s.db, b, req.PrimaryKey, req.LockTs, req.CallerStartTs, req.CurrentTs, req.RollbackIfNotExist)
+		return err
+	})
+	if resp.RegionError == nil && resp.Error == nil && err == nil {
+		resp.LockTtl, resp.CommitVersion, resp.Action, resp.LockInfo = st.TTL, st.CommitTS, st.Action, st.Lock
 	}
-	guard := s.cm.Acquire([][]byte{req.PrimaryKey})
-	defer guard.Release()
-	b := s.engine.NewBatch()
-	defer b.Close()
-	st, err := mvcc.CheckTxnStatus(s.db, b, req.PrimaryKey, req.LockTs, req.CallerStartTs, req.CurrentTs, req.RollbackIfNotExist)
-	if ke, err := keyError(err); ke != nil || err != nil {
-		resp.Error = ke
-		return resp, err
-	}
-	if rerr, err := s.propose(ctx, p, b); rerr != nil || err != nil {
-		resp.RegionError = rerr
-		return resp, err
-	}
-	resp.LockTtl, resp.CommitVersion, resp.Action, resp.LockInfo = st.TTL, st.CommitTS, st.Action, st.Lock
-	return resp, nil
+	return resp, err
 }
 
 // KvResolveLock implements kvpb.KvServer.
@@ -358,16 +349,10 @@ func (s *Server) KvResolveLock(ctx context.Context, req *kvpb.ResolveLockRequest
 			return resp, nil
 		}
 	}
-	guard := s.cm.Acquire(keys)
-	defer guard.Release()
-	b := s.engine.NewBatch()
-	defer b.Close()
-	if ke, err := keyError(mvcc.ResolveLock(s.db, b, req.StartVersion, req.CommitVersion, keys)); ke != nil || err != nil {
-		resp.Error = ke
-		return resp, err
-	}
-	rerr, err := s.propose(ctx, p, b)
-	resp.RegionError = rerr
+	var err error
+	resp.RegionError, resp.Error, err = s.write(ctx, req.Context, keys, func(b *pebble.Batch) error {
+		return mvcc.ResolveLock(s.db, b, req.StartVersion, req.CommitVersion, keys)
+	})
 	return resp, err
 }
 
@@ -434,47 +419,28 @@ func onlyLocked(errs []*kvpb.KeyError) bool {
 // KvPessimisticRollback implements kvpb.KvServer.
 func (s *Server) KvPessimisticRollback(ctx context.Context, req *kvpb.PessimisticRollbackRequest) (*kvpb.PessimisticRollbackResponse, error) {
 	resp := &kvpb.PessimisticRollbackResponse{}
-	p, rerr := s.route(req.Context, req.Keys...)
-	if rerr != nil {
-		resp.RegionError = rerr
-		return resp, nil
-	}
-	guard := s.cm.Acquire(req.Keys)
-	defer guard.Release()
-	b := s.engine.NewBatch()
-	defer b.Close()
-	if ke, err := keyError(mvcc.PessimisticRollback(s.db, b, req.Keys, req.StartVersion, req.ForUpdateTs)); ke != nil || err != nil {
-		if ke != nil {
-			resp.Errors = []*kvpb.KeyError{ke}
-		}
-		return resp, err
-	}
-	rerr, err := s.propose(ctx, p, b)
+	rerr, ke, err := s.write(ctx, req.Context, req.Keys, func(b *pebble.Batch) error {
+		return mvcc.PessimisticRollback(s.db, b, req.Keys, req.StartVersion, req.ForUpdateTs)
+	})
 	resp.RegionError = rerr
+	if ke != nil {
+		resp.Errors = []*kvpb.KeyError{ke}
+	}
 	return resp, err
 }
 
 // KvTxnHeartBeat implements kvpb.KvServer.
 func (s *Server) KvTxnHeartBeat(ctx context.Context, req *kvpb.TxnHeartBeatRequest) (*kvpb.TxnHeartBeatResponse, error) {
 	resp := &kvpb.TxnHeartBeatResponse{}
-	p, rerr := s.route(req.Context, req.PrimaryLock)
-	if rerr != nil {
-		resp.RegionError = rerr
-		return resp, nil
+	var ttl uint64
+	var err error
+	resp.RegionError, resp.Error, err = s.write(ctx, req.Context, [][]byte{req.PrimaryLock}, func(b *pebble.Batch) error {
+		var err error
+		ttl, err = mvcc.TxnHeartBeat(s.db, b, req.PrimaryLock, req.StartVersion, req.AdviseLockTtl)
+		return err
+	})
+	if resp.RegionError == nil && resp.Error == nil && err == nil {
+		resp.LockTtl = ttl
 	}
-	guard := s.cm.Acquire([][]byte{req.PrimaryLock})
-	defer guard.Release()
-	b := s.engine.NewBatch()
-	defer b.Close()
-	ttl, err := mvcc.TxnHeartBeat(s.db, b, req.PrimaryLock, req.StartVersion, req.AdviseLockTtl)
-	if ke, err := keyError(err); ke != nil || err != nil {
-		resp.Error = ke
-		return resp, err
-	}
-	if rerr, err := s.propose(ctx, p, b); rerr != nil || err != nil {
-		resp.RegionError = rerr
-		return resp, err
-	}
-	resp.LockTtl = ttl
-	return resp, nil
+	return resp, err
 }
