@@ -139,12 +139,16 @@ func (e *Engine) runGC(ctx context.Context) error {
 		return err
 	}
 	for _, j := range jobs {
+		// Resume each batch after the last key deleted: scanning from the
+		// job's start again would step over every tombstone written so
+		// far, quadratic in the size of the dropped table.
+		start := j.Start
 		for {
 			txn, err := e.store.Begin(ctx, kv.TxnOptions{})
 			if err != nil {
 				return err
 			}
-			kvs, err := txn.Scan(ctx, j.Start, j.End, gcBatch, false)
+			kvs, err := txn.Scan(ctx, start, j.End, gcBatch, false)
 			if err == nil {
 				for _, p := range kvs {
 					if err = txn.Delete(p.Key); err != nil {
@@ -166,6 +170,7 @@ func (e *Engine) runGC(ctx context.Context) error {
 			if len(kvs) < gcBatch {
 				break
 			}
+			start = append(append([]byte(nil), kvs[len(kvs)-1].Key...), 0)
 		}
 	}
 	return nil

@@ -451,6 +451,12 @@ func TestDropReclaimsData(t *testing.T) {
 	setupSbtest(t, s)
 	mustExec(t, s, "CREATE TABLE other (a INT PRIMARY KEY, b INT, KEY b (b))")
 	mustExec(t, s, "INSERT INTO other VALUES (1, 1), (2, 2)")
+	// Enough rows for the cleanup to take several batches (gcBatch keys each).
+	var values []string
+	for i := 100; i < 100+2*gcBatch; i++ {
+		values = append(values, fmt.Sprintf("(%d, %d, 'c', 'p')", i, i))
+	}
+	mustExec(t, s, "INSERT INTO sbtest1 (id, k, c, pad) VALUES "+strings.Join(values, ","))
 	schema, err := s.currentSchema(context.Background())
 	if err != nil {
 		t.Fatal(err)
