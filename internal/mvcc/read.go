@@ -10,6 +10,20 @@ import (
 	"github.com/strata-db/strata/kvpb"
 )
 
+// scanSlab is how many result pairs a scan allocates at once.
+const scanSlab = 128
+
+// arenaCopy copies v into arena (starting a new one when full) and returns
+// the copy, which stays valid when the arena is later replaced.
+func arenaCopy(arena, v []byte) ([]byte, []byte) {
+	if cap(arena)-len(arena) < len(v) {
+		arena = make([]byte, 0, max(16<<10, len(v)))
+	}
+	n := len(arena)
+	arena = append(arena, v...)
+	return arena[n:len(arena):len(arena)], arena
+}
+
 // maxVersionSteps is how many versions a scan steps over with Next before
 // it seeks instead (seeks cost several times a Next).
 const maxVersionSteps = 8
@@ -222,7 +236,15 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 		return bytes.Compare(a, b) < 0
 	}
 
-	var pairs []*kvpb.KvPair
+	var (
+		pairs     []*kvpb.KvPair
+		slab      []kvpb.KvPair // pairs are carved from slabs, not allocated one by one
+		arena     []byte        // inline values are copied into shared arenas
+		prefixBuf []byte
+	)
+	if limit > 0 {
+		pairs = make([]*kvpb.KvPair, 0, min(limit, scanSlab))
+	}
 	for (limit <= 0 || len(pairs) < limit) && (wValid || lValid) {
 		var wKey []byte
 		if wValid {
@@ -257,8 +279,10 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 			continue // a lock on a key without committed versions
 		}
 
-		// Find cur's newest version at or below readTS.
-		prefix := versionPrefix(writeCF, cur)
+		// Find cur's newest version at or below readTS. The prefix is
+		// rebuilt in one scratch buffer for the whole scan.
+		prefixBuf = appendEscaped(append(prefixBuf[:0], Prefix, writeCF), cur)
+		prefix := prefixBuf
 		var value []byte
 		found := false
 		// Going forward the iterator already sits on cur's newest version;
@@ -282,7 +306,9 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 				return nil, err
 			}
 			if w.kind == writePut {
-				if value, err = putValue(r, cur, &w); err != nil {
+				if w.hasValue {
+					value, arena = arenaCopy(arena, w.value)
+				} else if value, err = putValue(r, cur, &w); err != nil {
 					return nil, err
 				}
 				found = true
@@ -296,7 +322,13 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 			return nil, err
 		}
 		if found {
-			pairs = append(pairs, &kvpb.KvPair{Key: cur, Value: value})
+			if len(slab) == 0 {
+				slab = make([]kvpb.KvPair, min(max(limit-len(pairs), 1), scanSlab))
+			}
+			kv := &slab[0]
+			slab = slab[1:]
+			kv.Key, kv.Value = cur, value
+			pairs = append(pairs, kv)
 		}
 		if reverse {
 			wValid = wIt.SeekLT(prefix)

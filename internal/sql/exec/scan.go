@@ -83,7 +83,11 @@ func (l *rowLayout) encode(buf []byte, row []types.Datum) ([]byte, error) {
 
 // decode fills a full row (width+extra datums) from a row value.
 func (l *rowLayout) decode(handle int64, value []byte, extra int) ([]types.Datum, error) {
-	row := make([]types.Datum, l.width+extra)
+	return l.decodeInto(make([]types.Datum, l.width+extra), handle, value, extra)
+}
+
+// decodeInto is decode into row, which must have width+extra zero values.
+func (l *rowLayout) decodeInto(row []types.Datum, handle int64, value []byte, extra int) ([]types.Datum, error) {
 	if len(l.offsets) == l.width && l.origin == nil {
 		if err := codec.DecodeRow(value, l.ids, l.fts, row); err != nil {
 			return nil, err
@@ -116,6 +120,7 @@ type scanExec struct {
 	p      *plan.Scan
 	layout *rowLayout
 	extra  int
+	slab   []types.Datum // zeroed datums rows are carved from
 
 	started bool
 	done    bool
@@ -197,7 +202,13 @@ func (s *scanExec) readBatch(c *Context) ([][]types.Datum, error) {
 			if err != nil {
 				return nil, err
 			}
-			row, err := s.layout.decode(h, s.iter.Value(), s.extra)
+			// Rows of a batch are carved from one slab.
+			w := s.layout.width + s.extra
+			if len(s.slab) < w {
+				s.slab = make([]types.Datum, w*min(BatchSize, 64))
+			}
+			row, err := s.layout.decodeInto(s.slab[:w:w], h, s.iter.Value(), s.extra)
+			s.slab = s.slab[w:]
 			if err != nil {
 				return nil, err
 			}
