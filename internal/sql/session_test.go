@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/internal/kv/kvtest"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/tablecodec"
 	"github.com/strata-db/strata/internal/sql/types"
@@ -16,7 +17,7 @@ import (
 
 func newTestEngine(t *testing.T) *Engine {
 	t.Helper()
-	var store kv.Storage = newMemStorage()
+	var store kv.Storage = kvtest.NewMemStorage()
 	if testStorage != nil {
 		store = testStorage(t)
 	}

@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-db/strata/internal/kv/kvtest"
 	strsql "github.com/strata-db/strata/internal/sql"
 )
 
 // startEngineServer serves the real SQL engine over an in-memory store.
 func startEngineServer(t *testing.T) string {
 	t.Helper()
-	engine, err := strsql.NewEngine(context.Background(), newMemStore())
+	engine, err := strsql.NewEngine(context.Background(), kvtest.NewMemStorage())
 	if err != nil {
 		t.Fatal(err)
 	}

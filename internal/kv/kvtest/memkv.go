@@ -1,4 +1,9 @@
-package sql
+// Package kvtest provides an in-memory kv.Storage for unit tests of the
+// layers above the transactional client (the SQL engine, the wire server).
+// It is a test double: snapshot reads and first-committer-wins conflicts
+// like the real client, no Raft, no Pebble, nothing durable. Tests that
+// need the real stack start an in-process node instead.
+package kvtest
 
 import (
 	"bytes"
@@ -9,9 +14,8 @@ import (
 	"github.com/strata-db/strata/internal/kv"
 )
 
-// memStorage is a test double for kv.Storage: an ordered in-memory
-// multi-version map with snapshot reads and first-committer-wins write
-// conflicts, enough to test the SQL layer without the distributed stack.
+// memStorage is an ordered in-memory multi-version map with snapshot reads
+// and first-committer-wins write conflicts.
 type memStorage struct {
 	mu    sync.Mutex
 	clock uint64
@@ -24,7 +28,8 @@ type memVersion struct {
 	del   bool
 }
 
-func newMemStorage() *memStorage { return &memStorage{data: map[string][]memVersion{}} }
+// NewMemStorage returns an empty in-memory kv.Storage test double.
+func NewMemStorage() kv.Storage { return &memStorage{data: map[string][]memVersion{}} }
 
 func (s *memStorage) Begin(ctx context.Context, opts kv.TxnOptions) (kv.Txn, error) {
 	s.mu.Lock()
