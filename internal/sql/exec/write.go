@@ -473,6 +473,52 @@ func (w *writer) insertOne(p *plan.Insert, row []types.Datum) error {
 	return w.putRow(handle, row)
 }
 
+// update applies assigns to row handle, whose current values are old, and
+// counts it when it changed. Assignment expressions are evaluated over
+// evalRow (the joined row of a multi-table UPDATE), or, when evalRow is nil,
+// over the row being updated, so later assignments see earlier ones as in
+// MySQL.
+func (w *writer) update(handle int64, old []types.Datum, assigns []plan.Assign, evalRow []types.Datum) error {
+	c := w.c
+	upd := append([]types.Datum(nil), old...)
+	if evalRow == nil {
+		evalRow = upd
+	}
+	for _, a := range assigns {
+		col := w.t.Columns[a.Offset]
+		var v types.Datum
+		var err error
+		if a.Expr == nil {
+			var ok bool
+			if v, ok, err = DefaultValue(c, col); err != nil {
+				return err
+			} else if !ok {
+				return sqlerr.New(sqlerr.ErNoDefaultForField, "HY000", "Field '%s' doesn't have a default value", col.Name)
+			}
+		} else if v, err = a.Expr.Eval(c.Eval, evalRow); err != nil {
+			return err
+		}
+		if v, err = types.ConvertColumn(v, col.Type, col.Name, 1); err != nil {
+			return err
+		}
+		if v.IsNull() && col.NotNull {
+			return sqlerr.New(sqlerr.ErBadNull, "23000", "Column '%s' cannot be null", col.Name)
+		}
+		upd[a.Offset] = v
+	}
+	if err := w.touchOnUpdate(old, upd, assigns); err != nil {
+		return err
+	}
+	changed, err := w.updateRow(handle, old, upd)
+	if err != nil {
+		return err
+	}
+	if changed {
+		c.AffectedRows++
+	}
+	return nil
+}
+
 // RunUpdate executes an UPDATE.
 func RunUpdate(c *Context, p *plan.Update) error {
 	rows, err := Query(c, p.Source)
@@ -487,37 +533,8 @@ func RunUpdate(c *Context, p *plan.Update) error {
 	for _, r := range rows {
 		handle := r[width].Int()
 		old := r[:width:width]
-		upd := append([]types.Datum(nil), old...)
-		for _, a := range p.Assigns {
-			col := p.Table.Columns[a.Offset]
-			var v types.Datum
-			if a.Expr == nil {
-				var ok bool
-				if v, ok, err = DefaultValue(c, col); err != nil {
-					return err
-				} else if !ok {
-					return sqlerr.New(sqlerr.ErNoDefaultForField, "HY000", "Field '%s' doesn't have a default value", col.Name)
-				}
-			} else if v, err = a.Expr.Eval(c.Eval, upd); err != nil {
-				return err
-			}
-			if v, err = types.ConvertColumn(v, col.Type, col.Name, 1); err != nil {
-				return err
-			}
-			if v.IsNull() && col.NotNull {
-				return sqlerr.New(sqlerr.ErBadNull, "23000", "Column '%s' cannot be null", col.Name)
-			}
-			upd[a.Offset] = v
-		}
-		if err := w.touchOnUpdate(old, upd, p.Assigns); err != nil {
+		if err := w.update(handle, old, p.Assigns, nil); err != nil {
 			return err
-		}
-		changed, err := w.updateRow(handle, old, upd)
-		if err != nil {
-			return err
-		}
-		if changed {
-			c.AffectedRows++
 		}
 	}
 	return nil
@@ -579,38 +596,8 @@ func runMultiUpdate(c *Context, p *plan.Update, rows [][]types.Datum) error {
 				continue
 			}
 			seen[h] = true
-			upd := append([]types.Datum(nil), old...)
-			for _, a := range tg.Assigns {
-				col := tg.Table.Columns[a.Offset]
-				var v types.Datum
-				var err error
-				if a.Expr == nil {
-					var ok bool
-					if v, ok, err = DefaultValue(c, col); err != nil {
-						return err
-					} else if !ok {
-						return sqlerr.New(sqlerr.ErNoDefaultForField, "HY000", "Field '%s' doesn't have a default value", col.Name)
-					}
-				} else if v, err = a.Expr.Eval(c.Eval, r); err != nil {
-					return err
-				}
-				if v, err = types.ConvertColumn(v, col.Type, col.Name, 1); err != nil {
-					return err
-				}
-				if v.IsNull() && col.NotNull {
-					return sqlerr.New(sqlerr.ErBadNull, "23000", "Column '%s' cannot be null", col.Name)
-				}
-				upd[a.Offset] = v
-			}
-			if err := w.touchOnUpdate(old, upd, tg.Assigns); err != nil {
+			if err := w.update(h, old, tg.Assigns, r); err != nil {
 				return err
-			}
-			changed, err := w.updateRow(h, old, upd)
-			if err != nil {
-				return err
-			}
-			if changed {
-				c.AffectedRows++
 			}
 		}
 	}
