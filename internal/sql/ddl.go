@@ -66,6 +66,24 @@ func (s *Session) runDDL(ctx context.Context, st ast.StmtNode) (*Result, error) 
 	return nil, err
 }
 
+// tableOf resolves a table name (in the current database when unqualified)
+// in schema, or fails with 1046 or 1146.
+func (s *Session) tableOf(schema *catalog.Schema, tn *ast.TableName) (*catalog.TableInfo, error) {
+	db, err := s.dbName(tn.Schema.O)
+	if err != nil {
+		return nil, err
+	}
+	t := schema.Table(db, tn.Name.O)
+	if t == nil {
+		return nil, noSuchTable(db, tn.Name.O)
+	}
+	return t, nil
+}
+
+func noSuchTable(db, table string) error {
+	return sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", db, table)
+}
+
 func (s *Session) dbName(name string) (string, error) {
 	if name != "" {
 		return name, nil
@@ -154,13 +172,9 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 		}
 		return changed, nil
 	case *ast.TruncateTableStmt:
-		db, err := s.dbName(n.Table.Schema.O)
+		t, err := s.tableOf(schema, n.Table)
 		if err != nil {
 			return false, err
-		}
-		t := schema.Table(db, n.Table.Name.O)
-		if t == nil {
-			return false, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", db, n.Table.Name.O)
 		}
 		if err := dropTableData(ctx, txn, t); err != nil {
 			return false, err
@@ -172,13 +186,9 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 		}
 		return true, catalog.PutTable(txn, nt)
 	case *ast.CreateIndexStmt:
-		db, err := s.dbName(n.Table.Schema.O)
+		t, err := s.tableOf(schema, n.Table)
 		if err != nil {
 			return false, err
-		}
-		t := schema.Table(db, n.Table.Name.O)
-		if t == nil {
-			return false, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", db, n.Table.Name.O)
 		}
 		if t.Index(n.IndexName) != nil || strings.EqualFold(n.IndexName, "PRIMARY") {
 			if n.IfNotExists {
@@ -203,13 +213,9 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 		}
 		return true, catalog.PutTable(txn, nt)
 	case *ast.DropIndexStmt:
-		db, err := s.dbName(n.Table.Schema.O)
+		t, err := s.tableOf(schema, n.Table)
 		if err != nil {
 			return false, err
-		}
-		t := schema.Table(db, n.Table.Name.O)
-		if t == nil {
-			return false, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", db, n.Table.Name.O)
 		}
 		nt := t.Clone()
 		found := false
@@ -285,13 +291,13 @@ func (s *Session) createView(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 // alterTable applies ADD/DROP INDEX, ADD COLUMN (at the end) and DROP
 // COLUMN; table options are accepted and ignored.
 func (s *Session) alterTable(ctx context.Context, txn kv.Txn, schema *catalog.Schema, n *ast.AlterTableStmt) (bool, error) {
-	db, err := s.dbName(n.Table.Schema.O)
+	t, err := s.tableOf(schema, n.Table)
+	if err == nil && t.IsView() {
+		db, _ := s.dbName(n.Table.Schema.O) // resolved by tableOf already
+		err = noSuchTable(db, n.Table.Name.O)
+	}
 	if err != nil {
 		return false, err
-	}
-	t := schema.Table(db, n.Table.Name.O)
-	if t == nil || t.IsView() {
-		return false, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", db, n.Table.Name.O)
 	}
 	nt := t.Clone()
 	var added []*catalog.IndexInfo
