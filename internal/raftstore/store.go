@@ -507,6 +507,7 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 		}
 		pre[i], post[i] = ents[:j], ents[j:]
 	}
+	noteStates(readies)
 	if err := s.applyRound(readies, pre); err != nil {
 		return err
 	}
@@ -563,12 +564,10 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 	return nil
 }
 
-// applyRound applies ents[i] to readies[i].p for every replica in one
-// batch, together with each replica's new applied index, then wakes the
-// proposers of the applied entries. It also takes note of leadership
-// changes (SoftState) and the current term (HardState) first, so the
-// leader-ready bit is computed against the right term.
-func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
+// noteStates records leadership changes (SoftState) and the current term
+// (HardState) of each Ready, before anything of the round is applied, so
+// the leader-ready bit is computed against the right term.
+func noteStates(readies []readyPeer) {
 	for _, r := range readies {
 		r.p.mu.Lock()
 		if r.rd.SoftState != nil {
@@ -587,6 +586,12 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 		}
 		r.p.mu.Unlock()
 	}
+}
+
+// applyRound applies ents[i] to readies[i].p for every replica in one
+// batch, together with each replica's new applied index, then wakes the
+// proposers of the applied entries.
+func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 	ab := s.db.NewBatch()
 	defer ab.Close()
 	type applied struct {
