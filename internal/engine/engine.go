@@ -230,33 +230,39 @@ func RaftLogKey(regionID, index uint64) []byte {
 func PDKey(name string) []byte { return append([]byte{pdPrefix}, name...) }
 
 // ApplyState is what a replica has applied and what it has truncated from
-// its log. It is written in the same batch as the effects of the entries it
-// covers.
+// its log. Each half is persisted where it must move atomically with what
+// it describes: the applied index in the KV engine, in the same batch as
+// the effects of the entries it covers (EncodeAppliedIndex); the truncated
+// index and term in the Raft engine, in the same batch as the deletion of
+// the log (EncodeTruncatedState).
 type ApplyState struct {
 	AppliedIndex   uint64
 	TruncatedIndex uint64
 	TruncatedTerm  uint64
 }
 
-// Encode returns the persistent form.
-func (s ApplyState) Encode() []byte {
-	b := make([]byte, 24)
-	binary.BigEndian.PutUint64(b[0:], s.AppliedIndex)
-	binary.BigEndian.PutUint64(b[8:], s.TruncatedIndex)
-	binary.BigEndian.PutUint64(b[16:], s.TruncatedTerm)
-	return b
+// EncodeAppliedIndex is the persistent form stored at ApplyStateKey.
+func EncodeAppliedIndex(index uint64) []byte { return binary.BigEndian.AppendUint64(nil, index) }
+
+// DecodeAppliedIndex parses EncodeAppliedIndex's output.
+func DecodeAppliedIndex(b []byte) (uint64, error) {
+	if len(b) != 8 {
+		return 0, fmt.Errorf("engine: corrupt apply state (%d bytes)", len(b))
+	}
+	return binary.BigEndian.Uint64(b), nil
 }
 
-// DecodeApplyState parses Encode's output.
-func DecodeApplyState(b []byte) (ApplyState, error) {
-	if len(b) != 24 {
-		return ApplyState{}, fmt.Errorf("engine: corrupt apply state (%d bytes)", len(b))
+// EncodeTruncatedState is the persistent form stored at TruncatedStateKey.
+func EncodeTruncatedState(index, term uint64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), index), term)
+}
+
+// DecodeTruncatedState parses EncodeTruncatedState's output.
+func DecodeTruncatedState(b []byte) (index, term uint64, err error) {
+	if len(b) != 16 {
+		return 0, 0, fmt.Errorf("engine: corrupt truncated state (%d bytes)", len(b))
 	}
-	return ApplyState{
-		AppliedIndex:   binary.BigEndian.Uint64(b[0:]),
-		TruncatedIndex: binary.BigEndian.Uint64(b[8:]),
-		TruncatedTerm:  binary.BigEndian.Uint64(b[16:]),
-	}, nil
+	return binary.BigEndian.Uint64(b[0:8]), binary.BigEndian.Uint64(b[8:16]), nil
 }
 
 // GetCopy reads key from r and returns a copy of its value, or nil and

@@ -48,18 +48,19 @@ func loadPeerStorage(eng engine.Engines, regionID uint64, conf *pb.ConfState) (*
 	if !ok {
 		return nil, fmt.Errorf("raftstore: region %d has no apply state", regionID)
 	}
-	if ps.apply, err = engine.DecodeApplyState(v); err != nil {
+	if ps.apply.AppliedIndex, err = engine.DecodeAppliedIndex(v); err != nil {
+		return nil, fmt.Errorf("raftstore: region %d: %w", regionID, err)
+	}
+	// The truncated state lives in the Raft engine, next to the log.
+	v, ok, err = engine.GetCopy(eng.Raft, engine.TruncatedStateKey(regionID))
+	if err != nil {
 		return nil, err
 	}
-	// The truncated state's truth is in the Raft engine, next to the log.
-	if v, ok, err := engine.GetCopy(eng.Raft, engine.TruncatedStateKey(regionID)); err != nil {
-		return nil, err
-	} else if ok {
-		if len(v) != 16 {
-			return nil, fmt.Errorf("raftstore: region %d: corrupt truncated state", regionID)
-		}
-		ps.apply.TruncatedIndex = binary.BigEndian.Uint64(v[0:8])
-		ps.apply.TruncatedTerm = binary.BigEndian.Uint64(v[8:16])
+	if !ok {
+		return nil, fmt.Errorf("raftstore: region %d has no truncated state", regionID)
+	}
+	if ps.apply.TruncatedIndex, ps.apply.TruncatedTerm, err = engine.DecodeTruncatedState(v); err != nil {
+		return nil, fmt.Errorf("raftstore: region %d: %w", regionID, err)
 	}
 	if ps.apply.AppliedIndex < ps.apply.TruncatedIndex {
 		return nil, fmt.Errorf("raftstore: region %d: applied index %d below truncated index %d: the log was truncated past durable state",

@@ -158,7 +158,7 @@ func BootstrapRegion(eng engine.Engines, region *kvpb.Region) error {
 	if err := rb.Set(engine.HardStateKey(region.Id), hsData, nil); err != nil {
 		return err
 	}
-	if err := rb.Set(engine.TruncatedStateKey(region.Id), truncatedState(raftInitIndex, raftInitTerm), nil); err != nil {
+	if err := rb.Set(engine.TruncatedStateKey(region.Id), engine.EncodeTruncatedState(raftInitIndex, raftInitTerm), nil); err != nil {
 		return err
 	}
 	if err := rb.Commit(pebble.Sync); err != nil {
@@ -173,8 +173,7 @@ func BootstrapRegion(eng engine.Engines, region *kvpb.Region) error {
 	if err := b.Set(engine.RegionStateKey(region.Id), data, nil); err != nil {
 		return err
 	}
-	as := engine.ApplyState{AppliedIndex: raftInitIndex, TruncatedIndex: raftInitIndex, TruncatedTerm: raftInitTerm}
-	if err := b.Set(engine.ApplyStateKey(region.Id), as.Encode(), nil); err != nil {
+	if err := b.Set(engine.ApplyStateKey(region.Id), engine.EncodeAppliedIndex(raftInitIndex), nil); err != nil {
 		return err
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
@@ -632,7 +631,7 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 			}
 		}
 
-		if err := ab.Set(engine.ApplyStateKey(r.p.Region().Id), a.state.Encode(), nil); err != nil {
+		if err := ab.Set(engine.ApplyStateKey(r.p.Region().Id), engine.EncodeAppliedIndex(a.state.AppliedIndex), nil); err != nil {
 			return err
 		}
 		done = append(done, a)
@@ -752,11 +751,6 @@ func (s *Store) maybeRequestFlush(peers []*Peer) {
 	s.flushDone, s.flushApplied = done, applied
 }
 
-func truncatedState(index, term uint64) []byte {
-	b := binary.BigEndian.AppendUint64(make([]byte, 0, 16), index)
-	return binary.BigEndian.AppendUint64(b, term)
-}
-
 // truncateLogs deletes log entries up to the given applied indexes, which a
 // completed KV-engine flush made durable. The deletion and the new
 // truncated state are one Raft-engine batch.
@@ -784,7 +778,7 @@ func (s *Store) truncateLogs(applied map[uint64]uint64) error {
 		if err := b.DeleteRange(engine.RaftLogKey(id, st.TruncatedIndex+1), engine.RaftLogKey(id, to+1), nil); err != nil {
 			return err
 		}
-		if err := b.Set(engine.TruncatedStateKey(id), truncatedState(to, term), nil); err != nil {
+		if err := b.Set(engine.TruncatedStateKey(id), engine.EncodeTruncatedState(to, term), nil); err != nil {
 			return err
 		}
 		cuts = append(cuts, cut{p.storage, to, term})
