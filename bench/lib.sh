@@ -145,15 +145,22 @@ start_mariadb() {
 	wait_for_sql 127.0.0.1 "$port" "$MARIADB_PID" 30
 }
 
-# start_strata <binary> <dir> <sql_port> <http_port> [grpc_port]: starts a
-# single-node Strata with its data under dir/data and waits until its SQL port
-# answers. Sets STRATA_PID.
+# start_strata <binary> <dir> <sql_port> <http_port> [grpc_port] [resp_port]:
+# starts a single-node Strata with its data under dir/data and waits until its
+# SQL port answers. The Redis listener is off unless resp_port is given. Sets
+# STRATA_PID.
 start_strata() {
-	local bin=$1 dir=$2 port=$3 http_port=$4 grpc_port=${5:-}
+	local bin=$1 dir=$2 port=$3 http_port=$4 grpc_port=${5:-} resp_port=${6:-}
 	local extra=() ports=("$port" "$http_port")
 	if [[ -n $grpc_port ]]; then
 		extra=(--grpc-addr "127.0.0.1:$grpc_port")
 		ports+=("$grpc_port")
+	fi
+	if [[ -n $resp_port ]]; then
+		extra+=(--resp-addr "127.0.0.1:$resp_port")
+		ports+=("$resp_port")
+	else
+		extra+=(--resp-addr "")
 	fi
 	require_free_ports "${ports[@]}" || return 1
 	mkdir -p "$dir"

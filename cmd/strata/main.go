@@ -1,6 +1,6 @@
 // Command strata is the Strata database: one binary for every node.
 //
-//	strata start [--data-dir DIR] [--sql-addr ADDR] [--http-addr ADDR] [--grpc-addr ADDR]
+//	strata start [--data-dir DIR] [--sql-addr ADDR] [--resp-addr ADDR] [--http-addr ADDR] [--grpc-addr ADDR]
 //	strata version
 package main
 
@@ -73,6 +73,10 @@ func start(args []string) error {
 	fs := flag.NewFlagSet("start", flag.ExitOnError)
 	dataDir := fs.String("data-dir", "./strata-data", "directory for all persistent data")
 	sqlAddr := fs.String("sql-addr", "127.0.0.1:4000", "MySQL protocol listen address")
+	respAddr := fs.String("resp-addr", "127.0.0.1:6380", "Redis protocol (RESP2/RESP3) listen address; empty disables")
+	respPassword := fs.String("resp-password", os.Getenv("STRATA_RESP_PASSWORD"),
+		"password Redis clients must give with AUTH (default empty: no AUTH needed)")
+	maxValueSize := fs.Int("max-value-size", 64<<20, "largest value (bytes) a Redis command may write or send")
 	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "HTTP address for /healthz, /metrics and /debug/pprof")
 	grpcAddr := fs.String("grpc-addr", "127.0.0.1:20160", "gRPC address of the KV and PD services")
 	rootPassword := fs.String("root-password", os.Getenv("STRATA_ROOT_PASSWORD"),
@@ -93,6 +97,9 @@ func start(args []string) error {
 	n, err := node.Start(ctx, node.Config{
 		DataDir:      *dataDir,
 		SQLAddr:      *sqlAddr,
+		RESPAddr:     *respAddr,
+		RESPPassword: *respPassword,
+		MaxValueSize: *maxValueSize,
 		HTTPAddr:     *httpAddr,
 		GRPCAddr:     *grpcAddr,
 		RootPassword: *rootPassword,
@@ -102,7 +109,7 @@ func start(args []string) error {
 		return err
 	}
 	logger.Info("strata started", "version", Version, "data-dir", *dataDir, "sql-addr", *sqlAddr,
-		"http-addr", *httpAddr, "grpc-addr", *grpcAddr, "startup", time.Since(begin).Round(time.Millisecond))
+		"resp-addr", *respAddr, "http-addr", *httpAddr, "grpc-addr", *grpcAddr, "startup", time.Since(begin).Round(time.Millisecond))
 	<-ctx.Done()
 	logger.Info("shutting down")
 	done := make(chan error, 1)

@@ -41,10 +41,16 @@ import (
 
 // Config configures a node.
 type Config struct {
-	DataDir  string
-	SQLAddr  string // MySQL protocol; empty disables
-	HTTPAddr string // /healthz, /metrics, /debug/pprof; empty disables
-	GRPCAddr string // KV and PD services for other nodes and external clients; empty disables
+	DataDir string
+	SQLAddr string // MySQL protocol; empty disables
+	// RESPAddr is the Redis protocol listener; empty disables.
+	RESPAddr string
+	// RESPPassword, when set, must be given with AUTH by Redis clients.
+	RESPPassword string
+	// MaxValueSize bounds a Redis argument and a stored value (default 64 MiB).
+	MaxValueSize int
+	HTTPAddr     string // /healthz, /metrics, /debug/pprof; empty disables
+	GRPCAddr     string // KV and PD services for other nodes and external clients; empty disables
 	// RootPassword, when set, is required for root. Empty allows root
 	// without a password from loopback only.
 	RootPassword string

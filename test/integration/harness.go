@@ -101,6 +101,7 @@ type Node struct {
 	Bin      string
 	DataDir  string
 	SQLAddr  string
+	RESPAddr string // Redis protocol
 	HTTPAddr string
 	GRPCAddr string
 	LogPath  string // stdout and stderr of every run, appended
@@ -133,6 +134,7 @@ func StartNodeWith(t testing.TB, rootPassword string, extraArgs []string) *Node 
 		Bin:      Binary(t),
 		DataDir:  filepath.Join(dir, "data"),
 		SQLAddr:  freeAddr(t),
+		RESPAddr: freeAddr(t),
 		HTTPAddr: freeAddr(t),
 		GRPCAddr: freeAddr(t),
 		LogPath:  filepath.Join(dir, "strata.log"),
@@ -171,6 +173,7 @@ func (n *Node) Start() {
 	args := []string{"start",
 		"--data-dir", n.DataDir,
 		"--sql-addr", n.SQLAddr,
+		"--resp-addr", n.RESPAddr,
 		"--http-addr", n.HTTPAddr,
 		"--grpc-addr", n.GRPCAddr}
 	cmd := exec.Command(n.Bin, append(args, n.ExtraArgs...)...)
