@@ -34,6 +34,7 @@ import (
 	"github.com/strata-db/strata/internal/mvcc"
 	"github.com/strata-db/strata/internal/pd"
 	"github.com/strata-db/strata/internal/raftstore"
+	"github.com/strata-db/strata/internal/resp"
 	"github.com/strata-db/strata/internal/sql"
 	"github.com/strata-db/strata/internal/sql/server"
 	"github.com/strata-db/strata/kvpb"
@@ -72,6 +73,7 @@ type Node struct {
 	sql    *sql.Engine
 
 	mysql *server.Server
+	redis *resp.Server
 	grpc  *grpc.Server
 	http  *http.Server
 	lns   []net.Listener
@@ -288,7 +290,32 @@ func (n *Node) listen() error {
 			}
 		}()
 	}
+	if n.cfg.RESPAddr != "" {
+		srv, err := resp.New(resp.Config{
+			Addr:         n.cfg.RESPAddr,
+			Password:     n.cfg.RESPPassword,
+			MaxValueSize: n.cfg.MaxValueSize,
+			Logger:       n.log,
+		}, n.client)
+		if err != nil {
+			return fmt.Errorf("node: redis listen: %w", err)
+		}
+		n.redis = srv
+		go func() {
+			if err := srv.Serve(); err != nil {
+				n.log.Info("redis server stopped", "err", err)
+			}
+		}()
+	}
 	return nil
+}
+
+// RESPAddr returns the bound Redis-protocol address.
+func (n *Node) RESPAddr() net.Addr {
+	if n.redis == nil {
+		return nil
+	}
+	return n.redis.Addr()
 }
 
 // SQLAddr returns the bound MySQL address.
@@ -315,6 +342,9 @@ func (n *Node) Close() error {
 	}
 	if n.mysql != nil {
 		n.mysql.Close()
+	}
+	if n.redis != nil {
+		n.redis.Close()
 	}
 	if n.grpc != nil {
 		n.grpc.Stop()

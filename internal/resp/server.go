@@ -1,0 +1,379 @@
+package resp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-db/strata/internal/kv"
+)
+
+// Config configures the Redis gateway.
+type Config struct {
+	// Addr is the listen address (host:port).
+	Addr string
+	// Password, when set, must be given with AUTH (or HELLO ... AUTH)
+	// before any other command.
+	Password string
+	// MaxValueSize bounds a request argument and any value a command
+	// writes. Default 64 MiB.
+	MaxValueSize int
+	// ReapInterval is how often expired keys are reclaimed. Default 100ms.
+	ReapInterval time.Duration
+	// CommandTimeout bounds one command (or EXEC), retries included.
+	// Default 20s.
+	CommandTimeout time.Duration
+	Logger         *slog.Logger
+	// Now is the clock TTLs are measured with (tests move it by hand).
+	// Default time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxValueSize <= 0 {
+		c.MaxValueSize = 64 << 20
+	}
+	if c.ReapInterval <= 0 {
+		c.ReapInterval = 100 * time.Millisecond
+	}
+	if c.CommandTimeout <= 0 {
+		c.CommandTimeout = 20 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Server is the Redis-protocol gateway of one node.
+type Server struct {
+	cfg     Config
+	store   kv.Storage
+	ln      net.Listener
+	started time.Time
+
+	nextClientID atomic.Int64
+	mu           sync.Mutex
+	sessions     map[*session]struct{}
+	closed       bool
+
+	cursors cursorTable
+	stats   serverStats
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+type serverStats struct {
+	connections atomic.Int64 // total accepted
+	commands    atomic.Int64
+	expired     atomic.Int64
+	retries     atomic.Int64
+}
+
+// New listens on cfg.Addr. Serve must be called to accept clients.
+func New(cfg Config, store kv.Storage) (*Server, error) {
+	cfg = cfg.withDefaults()
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, store: store, ln: ln, started: time.Now(),
+		sessions: map[*session]struct{}{}, stop: make(chan struct{})}
+	s.cursors.init()
+	s.wg.Add(1)
+	go s.reapLoop()
+	return s, nil
+}
+
+// Addr is the bound address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve accepts clients until Close.
+func (s *Server) Serve() error {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		sess := s.newSession(c)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return nil
+		}
+		s.sessions[sess] = struct{}{}
+		s.mu.Unlock()
+		s.stats.connections.Add(1)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			sess.serve()
+			s.mu.Lock()
+			delete(s.sessions, sess)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close stops accepting, closes every connection (commands in flight
+// finish or fail first) and stops the reaper.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for sess := range s.sessions {
+		sess.conn.Close()
+	}
+	s.mu.Unlock()
+	close(s.stop)
+	err := s.ln.Close()
+	s.wg.Wait()
+	return err
+}
+
+// session is one client connection and its state.
+type session struct {
+	srv     *Server
+	conn    net.Conn
+	r       *Reader
+	w       *Writer
+	id      int64
+	created time.Time
+	lastCmd string
+
+	name    string
+	authed  bool
+	closing bool
+
+	// MULTI: queued commands (copied out of the reader's buffer) and
+	// whether one of them was refused while queueing.
+	inMulti  bool
+	queued   [][][]byte
+	queueErr bool
+	watched  []watchedKey
+
+	// attempt captures the replies of one transaction attempt; they reach
+	// the client only if it commits.
+	attempt    bytes.Buffer
+	attemptW   *Writer
+	argScratch []byte
+}
+
+func (s *Server) newSession(c net.Conn) *session {
+	sess := &session{
+		srv:     s,
+		conn:    c,
+		r:       NewReader(c, s.cfg.MaxValueSize),
+		w:       NewWriter(c),
+		id:      s.nextClientID.Add(1),
+		created: time.Now(),
+		authed:  s.cfg.Password == "",
+	}
+	sess.attemptW = NewWriter(&sess.attempt)
+	sess.r.SetUnauthenticated(!sess.authed)
+	return sess
+}
+
+func (sess *session) serve() {
+	defer sess.conn.Close()
+	for {
+		args, err := sess.r.ReadCommand()
+		if err != nil {
+			var pe *ProtocolError
+			if errors.As(err, &pe) {
+				sess.w.WriteError("ERR " + pe.Msg)
+				sess.w.Flush()
+			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				sess.srv.cfg.Logger.Debug("resp: read", "client", sess.id, "err", err)
+			}
+			return
+		}
+		sess.dispatch(args)
+		if sess.closing || sess.r.Buffered() == 0 || sess.w.Buffered() > 64<<10 {
+			if err := sess.w.Flush(); err != nil {
+				return
+			}
+		}
+		if sess.closing {
+			return
+		}
+	}
+}
+
+// dispatch runs one command and writes its reply.
+func (sess *session) dispatch(args [][]byte) {
+	sess.srv.stats.commands.Add(1)
+	cmd := lookupCommand(args[0])
+	if cmd == nil {
+		if sess.inMulti {
+			sess.queueErr = true
+		}
+		sess.w.WriteError(string(errUnknownCommand(args)))
+		return
+	}
+	sess.lastCmd = cmd.name
+	if !cmd.arityOK(len(args)) {
+		if sess.inMulti {
+			sess.queueErr = true
+		}
+		sess.w.WriteError(string(errArity(cmd.name)))
+		return
+	}
+	if !sess.authed && cmd.flags&flagNoAuth == 0 {
+		if sess.inMulti {
+			sess.queueErr = true
+		}
+		sess.w.WriteError(string(errNoAuth))
+		return
+	}
+	if sess.inMulti && cmd.flags&flagNoQueue == 0 {
+		sess.queued = append(sess.queued, copyArgs(args))
+		sess.w.WriteSimple("QUEUED")
+		return
+	}
+	if cmd.flags&flagData == 0 {
+		x := &call{sess: sess, w: sess.w, args: args, cmd: cmd}
+		if err := cmd.run(x); err != nil {
+			sess.writeErr(sess.w, err)
+		}
+		return
+	}
+	sess.runTxn(func(ks *keyspace, w *Writer) (bool, error) {
+		x := &call{sess: sess, ks: ks, w: w, args: args, cmd: cmd}
+		err := cmd.run(x)
+		return err == nil, err
+	})
+}
+
+func copyArgs(args [][]byte) [][]byte {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		out[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
+	}
+	return out
+}
+
+// writeErr writes err as an error reply: Redis errors as they are, others
+// prefixed with ERR.
+func (sess *session) writeErr(w *Writer, err error) {
+	if re, ok := asReplyError(err); ok {
+		w.WriteError(string(re))
+		return
+	}
+	w.WriteError("ERR " + strings.ReplaceAll(err.Error(), "\n", " "))
+}
+
+// runTxn runs fn in a transaction and writes its replies. fn writes its
+// replies to w and returns whether to commit; a replyError from fn is the
+// reply (nothing is committed). A retryable failure (a write conflict with
+// a concurrent command) runs fn again on a new snapshot: the client saw
+// nothing of the failed attempt, so this is the same command, not a blind
+// replay of a transaction whose reads it depended on.
+func (sess *session) runTxn(fn func(ks *keyspace, w *Writer) (commit bool, err error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), sess.srv.cfg.CommandTimeout)
+	defer cancel()
+	w := sess.attemptW
+	w.SetProto(sess.w.Proto())
+	err := sess.srv.retry(ctx, func() error {
+		sess.attempt.Reset()
+		w.Reset(&sess.attempt)
+		return sess.srv.attempt(ctx, func(ks *keyspace) (bool, error) { return fn(ks, w) })
+	})
+	if err != nil {
+		sess.writeErr(sess.w, err)
+		return
+	}
+	w.Flush()
+	sess.w.WriteRaw(sess.attempt.Bytes())
+}
+
+// update runs fn in a transaction that commits what fn wrote, retrying on
+// write conflicts like a command.
+func (s *Server) update(ctx context.Context, fn func(ks *keyspace) error) error {
+	return s.retry(ctx, func() error {
+		return s.attempt(ctx, func(ks *keyspace) (bool, error) { return true, fn(ks) })
+	})
+}
+
+// retry runs attempt until it succeeds, fails with a non-retryable error
+// or ctx ends. Only whole attempts are retried, each on a fresh snapshot.
+func (s *Server) retry(ctx context.Context, attempt func() error) error {
+	backoff := time.Millisecond
+	for {
+		err := attempt()
+		if err == nil || !kv.IsRetryable(err) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("gave up after %v of write conflicts: %w", s.cfg.CommandTimeout, err)
+		}
+		s.stats.retries.Add(1)
+		d := backoff/2 + rand.N(backoff)
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+		if backoff < 100*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+// attempt runs fn once in a new transaction and commits if fn asks to and
+// wrote something.
+func (s *Server) attempt(ctx context.Context, fn func(ks *keyspace) (bool, error)) error {
+	txn, err := s.store.Begin(ctx, kv.TxnOptions{})
+	if err != nil {
+		return err
+	}
+	ks := &keyspace{ctx: ctx, txn: txn, now: s.cfg.Now().UnixMilli(), maxValue: s.cfg.MaxValueSize}
+	commit, err := fn(ks)
+	if err != nil || !commit || !ks.wrote {
+		txn.Rollback(ctx)
+		return err
+	}
+	return txn.Commit(ctx)
+}
+
+// call is one command invocation as its handler sees it.
+type call struct {
+	sess *session
+	cmd  *command
+	ks   *keyspace // nil for commands without flagData
+	w    *Writer
+	args [][]byte
+}
