@@ -49,33 +49,34 @@ func (s *Server) get(key []byte, ts uint64) ([]byte, bool, error) {
 	return mvcc.Get(s.db, key, ts, nil)
 }
 
-// route finds and checks the replica a request addresses.
-func (s *Server) route(rctx *kvpb.Context, keys ...[]byte) (*raftstore.Peer, *kvpb.RegionError) {
+// route finds and checks the replica a request addresses. The region it
+// returns is the one the request was checked against: reads clip to its
+// range and writes are proposed under its epoch, so a split in between
+// makes the write fail with EpochNotMatch instead of landing in a range the
+// region no longer owns.
+func (s *Server) route(rctx *kvpb.Context, keys ...[]byte) (*raftstore.Peer, *kvpb.Region, *kvpb.RegionError) {
 	if rctx == nil {
-		return nil, &kvpb.RegionError{Message: "request has no region context"}
+		return nil, nil, &kvpb.RegionError{Message: "request has no region context"}
 	}
 	p, ok := s.store.Peer(rctx.RegionId)
 	if !ok {
-		return nil, &kvpb.RegionError{Message: "region not found", RegionNotFound: &kvpb.RegionNotFound{RegionId: rctx.RegionId}}
+		return nil, nil, &kvpb.RegionError{Message: "region not found", RegionNotFound: &kvpb.RegionNotFound{RegionId: rctx.RegionId}}
 	}
-	if rerr := p.CheckRequest(rctx); rerr != nil {
-		return nil, rerr
+	r, rerr := p.Check(rctx, keys...)
+	if rerr != nil {
+		return nil, nil, rerr
 	}
-	for _, k := range keys {
-		if rerr := p.CheckKey(k); rerr != nil {
-			return nil, rerr
-		}
-	}
-	return p, nil
+	return p, r, nil
 }
 
 // propose replicates b and waits for it to apply. A region error (lost
-// leadership) is returned separately so it reaches the client as such.
-func (s *Server) propose(ctx context.Context, p *raftstore.Peer, b *pebble.Batch) (*kvpb.RegionError, error) {
+// leadership, a split since r was checked) is returned separately so it
+// reaches the client as such.
+func (s *Server) propose(ctx context.Context, p *raftstore.Peer, r *kvpb.Region, b *pebble.Batch) (*kvpb.RegionError, error) {
 	if b.Empty() {
 		return nil, nil
 	}
-	err := s.store.Propose(ctx, p, b)
+	err := s.store.Propose(ctx, p, r.Epoch, b)
 	var re *raftstore.RegionErr
 	if errors.As(err, &re) {
 		return re.E, nil
@@ -89,7 +90,7 @@ func (s *Server) propose(ctx context.Context, p *raftstore.Peer, b *pebble.Batch
 // An error of fn that is a transaction-level error comes back as a
 // KeyError, and nothing is proposed.
 func (s *Server) write(ctx context.Context, rctx *kvpb.Context, keys [][]byte, fn func(b *pebble.Batch) error) (*kvpb.RegionError, *kvpb.KeyError, error) {
-	p, rerr := s.route(rctx, keys...)
+	p, r, rerr := s.route(rctx, keys...)
 	if rerr != nil {
 		return rerr, nil, nil
 	}
@@ -101,14 +102,14 @@ func (s *Server) write(ctx context.Context, rctx *kvpb.Context, keys [][]byte, f
 		ke, err := keyError(err)
 		return nil, ke, err
 	}
-	rerr, err := s.propose(ctx, p, b)
+	rerr, err := s.propose(ctx, p, r, b)
 	return rerr, nil, err
 }
 
 // KvGet implements kvpb.KvServer.
 func (s *Server) KvGet(ctx context.Context, req *kvpb.GetRequest) (*kvpb.GetResponse, error) {
 	resp := &kvpb.GetResponse{}
-	if _, rerr := s.route(req.Context, req.Key); rerr != nil {
+	if _, _, rerr := s.route(req.Context, req.Key); rerr != nil {
 		resp.RegionError = rerr
 		return resp, nil
 	}
@@ -131,7 +132,7 @@ func (s *Server) KvGet(ctx context.Context, req *kvpb.GetRequest) (*kvpb.GetResp
 // KvBatchGet implements kvpb.KvServer.
 func (s *Server) KvBatchGet(ctx context.Context, req *kvpb.BatchGetRequest) (*kvpb.BatchGetResponse, error) {
 	resp := &kvpb.BatchGetResponse{}
-	if _, rerr := s.route(req.Context, req.Keys...); rerr != nil {
+	if _, _, rerr := s.route(req.Context, req.Keys...); rerr != nil {
 		resp.RegionError = rerr
 		return resp, nil
 	}
@@ -158,13 +159,14 @@ func (s *Server) KvBatchGet(ctx context.Context, req *kvpb.BatchGetRequest) (*kv
 // KvScan implements kvpb.KvServer.
 func (s *Server) KvScan(ctx context.Context, req *kvpb.ScanRequest) (*kvpb.ScanResponse, error) {
 	resp := &kvpb.ScanResponse{}
-	p, rerr := s.route(req.Context)
+	_, r, rerr := s.route(req.Context)
 	if rerr != nil {
 		resp.RegionError = rerr
 		return resp, nil
 	}
-	// Clip the scan to the region; the client walks region by region.
-	start, end := clip(p.Region(), req.StartKey, req.EndKey)
+	// Clip the scan to the region the request was checked against (the
+	// client's view of it); the client walks region by region.
+	start, end := clip(r, req.StartKey, req.EndKey)
 	s.cm.UpdateMaxTS(req.Version)
 	if err := s.cm.CheckReadRange(ctx, start, end, req.Version); err != nil {
 		return nil, err
@@ -211,7 +213,7 @@ func mutationKeys(ms []*kvpb.Mutation) [][]byte {
 func (s *Server) KvPrewrite(ctx context.Context, req *kvpb.PrewriteRequest) (*kvpb.PrewriteResponse, error) {
 	resp := &kvpb.PrewriteResponse{}
 	keys := mutationKeys(req.Mutations)
-	p, rerr := s.route(req.Context, keys...)
+	p, r, rerr := s.route(req.Context, keys...)
 	if rerr != nil {
 		resp.RegionError = rerr
 		return resp, nil
@@ -244,7 +246,7 @@ func (s *Server) KvPrewrite(ctx context.Context, req *kvpb.PrewriteRequest) (*kv
 			return resp, nil
 		}
 	}
-	if rerr, err := s.propose(ctx, p, b); rerr != nil || err != nil {
+	if rerr, err := s.propose(ctx, p, r, b); rerr != nil || err != nil {
 		resp.RegionError = rerr
 		return resp, err
 	}
@@ -328,14 +330,13 @@ func (s *Server) KvCheckTxnStatus(ctx context.Context, req *kvpb.CheckTxnStatusR
 // KvResolveLock implements kvpb.KvServer.
 func (s *Server) KvResolveLock(ctx context.Context, req *kvpb.ResolveLockRequest) (*kvpb.ResolveLockResponse, error) {
 	resp := &kvpb.ResolveLockResponse{}
-	p, rerr := s.route(req.Context, req.Keys...)
+	_, r, rerr := s.route(req.Context, req.Keys...)
 	if rerr != nil {
 		resp.RegionError = rerr
 		return resp, nil
 	}
 	keys := req.Keys
 	if len(keys) == 0 {
-		r := p.Region()
 		locks, err := mvcc.ScanLocks(s.db, r.StartKey, r.EndKey, req.StartVersion, 0)
 		if err != nil {
 			return nil, err
@@ -368,7 +369,7 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 	backoff := time.Millisecond
 	for {
 		resp := &kvpb.PessimisticLockResponse{}
-		p, rerr := s.route(req.Context, keys...)
+		p, r, rerr := s.route(req.Context, keys...)
 		if rerr != nil {
 			resp.RegionError = rerr
 			return resp, nil
@@ -396,7 +397,7 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 			}
 			return resp, nil
 		}
-		rerr, err = s.propose(ctx, p, b)
+		rerr, err = s.propose(ctx, p, r, b)
 		b.Close()
 		guard.Release()
 		resp.RegionError = rerr

@@ -7,8 +7,14 @@
 // store heartbeats (Heartbeat): every store reports the regions it holds
 // and which of them it leads.
 //
-// Scheduling (split, merge, balance, repair) is not part of this package
-// yet; with one store, the directory is the store's own regions.
+// Region ids of split-off regions and their peers come from the id
+// allocator (AllocIDs), which never hands out ids up to ReservedIDs. A
+// heartbeat carrying a region at a newer epoch (after a split) replaces
+// the older entry; a store reports at once after it splits a region.
+//
+// Scheduling (split by size or load, merge, balance, repair) is not part of
+// this package yet; with one store, the directory is the store's own
+// regions.
 package pd
 
 import (
@@ -34,6 +40,11 @@ var (
 )
 
 const idBatch = 1000
+
+// ReservedIDs is the highest id the allocator never hands out: ids up to
+// it are for what a node bootstraps before PD runs (its store, the system
+// and first data region, their peers).
+const ReservedIDs = 100
 
 // Server implements kvpb.PDServer.
 type Server struct {
@@ -68,7 +79,7 @@ func New(store *raftstore.Store) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.nextID, s.idLimit = idLimit, idLimit
+	s.nextID, s.idLimit = max(idLimit, ReservedIDs), idLimit
 	return s, nil
 }
 
@@ -93,7 +104,7 @@ func (s *Server) persistUint(ctx context.Context, key []byte, v uint64) error {
 	if err := b.Set(key, binary.BigEndian.AppendUint64(nil, v), nil); err != nil {
 		return err
 	}
-	return s.store.Propose(ctx, p, b)
+	return s.store.Propose(ctx, p, p.Region().Epoch, b)
 }
 
 func (s *Server) persistTSOLimit(ctx context.Context, limitMs int64) error {

@@ -27,8 +27,33 @@
 // followers the truncation point will be bounded by the slowest follower's
 // match index and snapshots).
 //
+// Split: Split proposes an admin command through the region's own log, so
+// every replica applies it at the same index. The command carries the
+// split key, the epoch it was decided under and the new region's id and
+// peer ids, allocated by PD before proposing. Applying it shrinks the
+// region to [start, splitKey) and creates a region [splitKey, end), both at
+// epoch version+1, with the same voters (new peer ids). The parent's new
+// descriptor, the new region's descriptor and its applied index
+// (raftInitIndex) go into the same apply batch as the parent's applied
+// index; the new region's initial Raft state (HardState and truncated
+// state at raftInitIndex, raftInitTerm, as if a snapshot had been applied)
+// is written to the Raft engine just before, only if none exists, so a
+// split replayed after a crash keeps the log the new region wrote since.
+// Once the batch is committed the store creates the new replica, which
+// campaigns at once if the parent was led from this store. Data does not
+// move: both regions read and write the same engine.
+//
+// Every write carries the epoch version it was computed under and is
+// applied only if the region still has it; a write proposed before a split
+// and committed after it is refused on every replica alike
+// (EpochNotMatch), never applied to a range the region no longer owns.
+// EpochNotMatch names the region and the regions split off it, so a client
+// can correct its cache without asking PD.
+//
 // Callers (package kvserver) must route a request to a peer with Peer,
-// check it with CheckRequest (region epoch, key range, leadership) and then
-// read the engine directly (the leader serves reads from applied state) or
-// Propose a write and wait for it to be applied.
+// check it with Check (region epoch, key range, leadership), which returns
+// the region it checked against, and then read the engine directly (the
+// leader serves reads from applied state, clipped to that region's range)
+// or Propose a write under that region's epoch and wait for it to be
+// applied.
 package raftstore

@@ -3,7 +3,6 @@ package raftstore
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,7 +31,9 @@ const (
 	electionTicks  = 10
 	heartbeatTicks = 2
 
-	cmdWriteBatch byte = 1
+	// maxChildrenRemembered bounds how many regions split off a region are
+	// named in its EpochNotMatch errors.
+	maxChildrenRemembered = 16
 )
 
 // A region's log is truncated once it holds this many entries or bytes
@@ -46,6 +47,15 @@ var (
 
 // ErrStopped is returned for proposals when the store is shutting down.
 var ErrStopped = errors.New("raftstore: store stopped")
+
+// ErrInvalidSplitKey is wrapped by Split errors for a split key that is not
+// strictly inside the region (empty, the region's start key, or outside
+// it): such a split would leave one half empty.
+var ErrInvalidSplitKey = errors.New("raftstore: invalid split key")
+
+// errEpochChanged marks a command refused at apply because the region's
+// epoch moved on since it was proposed; the proposer gets EpochNotMatch.
+var errEpochChanged = errors.New("raftstore: region epoch changed")
 
 var (
 	metricFsyncSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -82,8 +92,13 @@ type Transport interface {
 type Peer struct {
 	id      uint64
 	storage *peerStorage
+	store   *Store
 
 	region atomic.Pointer[kvpb.Region]
+	// children are the ids of the latest regions split off this one; their
+	// descriptors go into EpochNotMatch errors so that a client learns the
+	// new layout without asking PD.
+	children atomic.Pointer[[]uint64]
 
 	mu        sync.Mutex
 	rn        *raft.RawNode
@@ -100,6 +115,9 @@ type Peer struct {
 
 type proposal struct {
 	done chan error
+	// regions is what an applied split produced (left, right); set before
+	// done is signalled.
+	regions []*kvpb.Region
 }
 
 // Region returns the replica's current region descriptor (do not mutate).
@@ -281,7 +299,7 @@ func (s *Store) newPeer(r *kvpb.Region) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Peer{id: local.Id, storage: ps, rn: rn, proposals: make(map[uint64]*proposal)}
+	p := &Peer{id: local.Id, storage: ps, store: s, rn: rn, proposals: make(map[uint64]*proposal)}
 	p.region.Store(r)
 	return p, nil
 }
@@ -310,18 +328,18 @@ func (s *Store) Regions() []*kvpb.Region {
 // (0 when unknown).
 func (p *Peer) LeaderOf() uint64 { return p.leaderID.Load() }
 
-// CheckRequest validates a request context against this replica: it must
-// be the region's leader, ready to serve, and the client's epoch must be
-// current. Keys are checked with CheckKey.
-func (p *Peer) CheckRequest(ctx *kvpb.Context) *kvpb.RegionError {
+// Check validates a request against one snapshot of the replica's region
+// and returns that snapshot: the client's epoch (when given) must be
+// current, this replica must be the region's leader and ready to serve,
+// and every key must be in the region. A caller that goes on to read or
+// propose must use the returned region (its range for clipping, its epoch
+// for Propose), not a later Region(), which a split may have changed.
+func (p *Peer) Check(ctx *kvpb.Context, keys ...[]byte) (*kvpb.Region, *kvpb.RegionError) {
 	r := p.Region()
 	if ctx != nil && ctx.RegionEpoch != nil {
 		e := r.Epoch
 		if ctx.RegionEpoch.Version != e.GetVersion() || ctx.RegionEpoch.ConfVer != e.GetConfVer() {
-			return &kvpb.RegionError{
-				Message:       fmt.Sprintf("epoch not match for region %d", r.Id),
-				EpochNotMatch: &kvpb.EpochNotMatch{CurrentRegions: []*kvpb.Region{r}},
-			}
+			return nil, p.epochNotMatch(r)
 		}
 	}
 	if !p.leaderReady.Load() {
@@ -333,14 +351,26 @@ func (p *Peer) CheckRequest(ctx *kvpb.Context) *kvpb.RegionError {
 				}
 			}
 		}
-		return &kvpb.RegionError{Message: fmt.Sprintf("peer %d is not the ready leader of region %d", p.id, r.Id), NotLeader: nl}
+		return nil, &kvpb.RegionError{Message: fmt.Sprintf("peer %d is not the ready leader of region %d", p.id, r.Id), NotLeader: nl}
 	}
-	return nil
+	for _, k := range keys {
+		if rerr := keyInRegion(r, k); rerr != nil {
+			return nil, rerr
+		}
+	}
+	return r, nil
+}
+
+// CheckRequest is Check without keys.
+func (p *Peer) CheckRequest(ctx *kvpb.Context) *kvpb.RegionError {
+	_, rerr := p.Check(ctx)
+	return rerr
 }
 
 // CheckKey reports KeyNotInRegion when key is outside the region.
-func (p *Peer) CheckKey(key []byte) *kvpb.RegionError {
-	r := p.Region()
+func (p *Peer) CheckKey(key []byte) *kvpb.RegionError { return keyInRegion(p.Region(), key) }
+
+func keyInRegion(r *kvpb.Region, key []byte) *kvpb.RegionError {
 	if bytes.Compare(key, r.StartKey) < 0 || (len(r.EndKey) > 0 && bytes.Compare(key, r.EndKey) >= 0) {
 		return &kvpb.RegionError{
 			Message:        fmt.Sprintf("key %q is not in region %d", key, r.Id),
@@ -348,6 +378,25 @@ func (p *Peer) CheckKey(key []byte) *kvpb.RegionError {
 		}
 	}
 	return nil
+}
+
+// epochNotMatch is the error for a request or proposal made under an older
+// epoch of r. It names r and the regions split off it (as they are now),
+// which together cover the range an older epoch of r covered when r's
+// only changes were splits.
+func (p *Peer) epochNotMatch(r *kvpb.Region) *kvpb.RegionError {
+	current := []*kvpb.Region{r}
+	if ids := p.children.Load(); ids != nil && p.store != nil {
+		for _, id := range *ids {
+			if c, ok := p.store.Peer(id); ok {
+				current = append(current, c.Region())
+			}
+		}
+	}
+	return &kvpb.RegionError{
+		Message:       fmt.Sprintf("epoch not match for region %d (now version %d)", r.Id, r.Epoch.GetVersion()),
+		EpochNotMatch: &kvpb.EpochNotMatch{CurrentRegions: current},
+	}
 }
 
 // NotLeaderError builds the region error for a proposal that raft dropped.
@@ -368,23 +417,73 @@ func (s *Store) Engine() *pebble.DB { return s.db }
 
 // Propose replicates the writes in batch through the region's Raft group
 // and returns once they are committed (fsynced on a quorum) and applied on
-// this replica. The batch is not used after Propose returns.
-func (s *Store) Propose(ctx context.Context, p *Peer, batch *pebble.Batch) error {
+// this replica. epoch is the region epoch the batch was computed under
+// (the one Check returned): if a split changes the region before the entry
+// is applied, the entry is refused on every replica and Propose returns a
+// *RegionErr with EpochNotMatch. The batch is not used after Propose
+// returns.
+func (s *Store) Propose(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoch, batch *pebble.Batch) error {
 	if s.closed.Load() {
 		return ErrStopped
 	}
-	repr := batch.Repr()
+	if r := p.Region(); epoch.GetVersion() != r.Epoch.GetVersion() {
+		return &RegionErr{E: p.epochNotMatch(r)}
+	}
 	id := s.nextProp.Add(1)
-	data := make([]byte, 9+len(repr))
-	data[0] = cmdWriteBatch
-	binary.BigEndian.PutUint64(data[1:9], id)
-	copy(data[9:], repr)
+	prop, err := s.startProposal(p, id, encodeWrite(id, epoch.GetVersion(), batch.Repr()))
+	if err != nil {
+		return err
+	}
+	return s.wait(ctx, prop)
+}
 
+// Split splits p's region at splitKey through its Raft log: once applied,
+// the region keeps [start, splitKey) and a new region newRegionID gets
+// [splitKey, end), both at epoch version+1; the new region's replica on
+// store Peers[i].StoreId has id newPeerIDs[i]. The ids must be fresh (PD's
+// allocator). epoch is the region epoch the caller decided the split under;
+// if it changed by the time the split applies, nothing is split and a
+// *RegionErr with EpochNotMatch is returned. Data does not move: both
+// regions live in the same engine. Split returns the two regions as
+// applied.
+func (s *Store) Split(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoch, splitKey []byte, newRegionID uint64, newPeerIDs []uint64) (left, right *kvpb.Region, err error) {
+	if s.closed.Load() {
+		return nil, nil, ErrStopped
+	}
+	r := p.Region()
+	if epoch.GetVersion() != r.Epoch.GetVersion() || epoch.GetConfVer() != r.Epoch.GetConfVer() {
+		return nil, nil, &RegionErr{E: p.epochNotMatch(r)}
+	}
+	if err := validSplitKey(r, splitKey); err != nil {
+		return nil, nil, err
+	}
+	cmd := &splitCmd{confVer: epoch.GetConfVer(), version: epoch.GetVersion(), newRegionID: newRegionID,
+		newPeerIDs: newPeerIDs, splitKey: splitKey}
+	// Refuse now what the apply would refuse, without a log entry.
+	if _, _, err := splitRegion(r, cmd); err != nil {
+		return nil, nil, err
+	}
+	if _, ok := s.Peer(newRegionID); ok {
+		return nil, nil, fmt.Errorf("raftstore: split of region %d: region %d already exists", r.Id, newRegionID)
+	}
+	id := s.nextProp.Add(1)
+	prop, err := s.startProposal(p, id, encodeSplit(id, cmd))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.wait(ctx, prop); err != nil {
+		return nil, nil, err
+	}
+	return prop.regions[0], prop.regions[1], nil
+}
+
+// startProposal hands a command to p's RawNode and registers its waiter.
+func (s *Store) startProposal(p *Peer, id uint64, data []byte) (*proposal, error) {
 	prop := &proposal{done: make(chan error, 1)}
 	p.mu.Lock()
 	if !p.isLeader {
 		p.mu.Unlock()
-		return p.notLeaderError()
+		return nil, p.notLeaderError()
 	}
 	p.proposals[id] = prop
 	err := p.rn.Propose(data)
@@ -393,11 +492,16 @@ func (s *Store) Propose(ctx context.Context, p *Peer, batch *pebble.Batch) error
 	}
 	p.mu.Unlock()
 	if errors.Is(err, raft.ErrProposalDropped) {
-		return p.notLeaderError()
+		return nil, p.notLeaderError()
 	} else if err != nil {
-		return err
+		return nil, err
 	}
 	s.wake()
+	return prop, nil
+}
+
+// wait blocks until prop's entry is applied (or refused) on this replica.
+func (s *Store) wait(ctx context.Context, prop *proposal) error {
 	start := time.Now()
 	select {
 	case err := <-prop.done:
@@ -590,17 +694,42 @@ func noteStates(readies []readyPeer) {
 // applyRound applies ents[i] to readies[i].p for every replica in one
 // batch, together with each replica's new applied index, then wakes the
 // proposers of the applied entries.
+//
+// A split changes the region for the entries after it in the same round
+// (a write proposed under the old epoch is refused), and its effects go
+// into the same batch: the parent's shrunk descriptor, the new region's
+// descriptor and applied index (raftInitIndex). Only the new region's
+// initial Raft state lives in the Raft engine; it is written (synced)
+// before the batch commits, and only if the region has none, so a split
+// replayed after a crash keeps the log the new region wrote since. The new
+// replica is created once the batch is committed.
 func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 	ab := s.db.NewBatch()
 	defer ab.Close()
+	type result struct {
+		id      uint64
+		err     error          // a deterministic refusal, for the proposer
+		regions []*kvpb.Region // an applied split: left, right
+	}
 	type applied struct {
-		p     *Peer
-		ids   []uint64
-		reprs [][]byte
-		state engine.ApplyState
-		ready bool
+		p        *Peer
+		results  []result
+		reprs    [][]byte
+		writes   int
+		state    engine.ApplyState
+		ready    bool
+		isLeader bool
+		region   *kvpb.Region   // after this round's splits; nil if unchanged
+		children []*kvpb.Region // regions split off in this round
 	}
 	var done []applied
+	var raftBatch *pebble.Batch // new regions' initial Raft state
+	defer func() {
+		if raftBatch != nil {
+			raftBatch.Close()
+		}
+	}()
+	created := make(map[uint64]bool)
 	for i, r := range readies {
 		if len(ents[i]) == 0 {
 			continue
@@ -609,21 +738,60 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 		r.p.mu.Lock()
 		term, isLeader := r.p.term, r.p.isLeader
 		r.p.mu.Unlock()
+		a.isLeader = isLeader
+		region := r.p.Region()
 		for _, e := range ents[i] {
 			switch e.GetType() {
 			case pb.EntryNormal:
-				if len(e.Data) > 0 {
-					id, err := s.applyCommand(ab, e.Data)
-					if err != nil {
-						return fmt.Errorf("region %d entry %d: %w", r.p.Region().Id, e.GetIndex(), err)
-					}
-					a.ids = append(a.ids, id)
-					if s.onApply != nil {
-						a.reprs = append(a.reprs, e.Data[9:])
-					}
+				if len(e.Data) == 0 {
+					break
 				}
+				cmd, err := decodeCommand(e.Data)
+				if err != nil {
+					return fmt.Errorf("region %d entry %d: %w", region.Id, e.GetIndex(), err)
+				}
+				res := result{id: cmd.id}
+				switch cmd.kind {
+				case cmdWrite, cmdWriteBatch:
+					if cmd.kind == cmdWrite && cmd.version != region.Epoch.GetVersion() {
+						res.err = errEpochChanged
+						break
+					}
+					if err := applyWriteBatch(ab, cmd.id, cmd.repr); err != nil {
+						return fmt.Errorf("region %d entry %d: %w", region.Id, e.GetIndex(), err)
+					}
+					a.writes++
+					if s.onApply != nil {
+						a.reprs = append(a.reprs, cmd.repr)
+					}
+				case cmdSplit:
+					left, right, err := splitRegion(region, cmd.split)
+					if err == nil {
+						if _, exists := s.Peer(right.Id); exists || created[right.Id] {
+							err = fmt.Errorf("raftstore: split of region %d: region %d already exists", region.Id, right.Id)
+						}
+					}
+					if err != nil {
+						res.err = err
+						break
+					}
+					if err := stageSplit(ab, left, right); err != nil {
+						return err
+					}
+					if raftBatch == nil {
+						raftBatch = s.raftDB.NewBatch()
+					}
+					if err := stageInitialRaftState(s.raftDB, raftBatch, right.Id); err != nil {
+						return err
+					}
+					created[right.Id] = true
+					region, a.region = left, left
+					a.children = append(a.children, right)
+					res.regions = []*kvpb.Region{left, right}
+				}
+				a.results = append(a.results, res)
 			case pb.EntryConfChange, pb.EntryConfChangeV2:
-				return fmt.Errorf("raftstore: region %d: membership changes are not supported yet", r.p.Region().Id)
+				return fmt.Errorf("raftstore: region %d: membership changes are not supported yet", region.Id)
 			}
 			a.state.AppliedIndex = e.GetIndex()
 			if isLeader && e.GetTerm() == term {
@@ -631,7 +799,7 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 			}
 		}
 
-		if err := ab.Set(engine.ApplyStateKey(r.p.Region().Id), engine.EncodeAppliedIndex(a.state.AppliedIndex), nil); err != nil {
+		if err := ab.Set(engine.ApplyStateKey(region.Id), engine.EncodeAppliedIndex(a.state.AppliedIndex), nil); err != nil {
 			return err
 		}
 		done = append(done, a)
@@ -639,52 +807,137 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 	if len(done) == 0 {
 		return nil
 	}
+	if raftBatch != nil && !raftBatch.Empty() {
+		if err := raftBatch.Commit(pebble.Sync); err != nil {
+			return err
+		}
+	}
 	if err := ab.Commit(pebble.NoSync); err != nil {
 		return err
 	}
 	for _, a := range done {
+		// The new regions are registered before the parent's range
+		// shrinks, so a client sent away by the parent finds them.
+		for _, child := range a.children {
+			if err := s.addSplitPeer(a.p, child, a.isLeader); err != nil {
+				return err
+			}
+		}
+		if a.region != nil {
+			a.p.region.Store(a.region)
+		}
 		for _, repr := range a.reprs {
 			if err := s.onApply(repr); err != nil {
 				return err
 			}
 		}
 		a.p.storage.setApplied(a.state.AppliedIndex)
+		var stale *kvpb.RegionError
 		a.p.mu.Lock()
-		for _, id := range a.ids {
-			if prop, ok := a.p.proposals[id]; ok {
-				delete(a.p.proposals, id)
-				prop.done <- nil
+		for _, res := range a.results {
+			prop, ok := a.p.proposals[res.id]
+			if !ok {
+				continue
 			}
+			delete(a.p.proposals, res.id)
+			err := res.err
+			if errors.Is(err, errEpochChanged) {
+				if stale == nil {
+					stale = a.p.epochNotMatch(a.p.Region())
+				}
+				err = &RegionErr{E: stale}
+			}
+			prop.regions = res.regions
+			prop.done <- err
 		}
 		if a.ready && a.p.isLeader {
 			a.p.leaderReady.Store(true)
 		}
 		a.p.mu.Unlock()
-		metricProposals.Add(float64(len(a.ids)))
+		metricProposals.Add(float64(a.writes))
 	}
 	return nil
 }
 
-// applyCommand merges a proposal's writes into the apply batch and returns
-// the proposal id. The command is decoded in place: data belongs to the
-// Raft entry (also held by the in-memory log) and must not be handed to a
-// pooled Pebble batch, which would reuse it as a buffer.
-func (s *Store) applyCommand(ab *pebble.Batch, data []byte) (uint64, error) {
-	if len(data) < 9 || data[0] != cmdWriteBatch {
-		return 0, fmt.Errorf("raftstore: unknown command type %d", data[0])
+// stageSplit writes a split's region descriptors and the new region's
+// applied index into the apply batch.
+func stageSplit(ab *pebble.Batch, left, right *kvpb.Region) error {
+	for _, r := range []*kvpb.Region{left, right} {
+		data, err := proto.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if err := ab.Set(engine.RegionStateKey(r.Id), data, nil); err != nil {
+			return err
+		}
 	}
-	id := binary.BigEndian.Uint64(data[1:9])
-	repr := data[9:]
+	return ab.Set(engine.ApplyStateKey(right.Id), engine.EncodeAppliedIndex(raftInitIndex), nil)
+}
+
+// stageInitialRaftState writes the Raft state a region created by a split
+// starts from (as if a snapshot at raftInitIndex, raftInitTerm had been
+// applied), unless the Raft engine already holds a state for it: then the
+// split is being replayed after a crash, and the region's log since then
+// must be kept.
+func stageInitialRaftState(raftDB *pebble.DB, b *pebble.Batch, regionID uint64) error {
+	if _, ok, err := engine.GetCopy(raftDB, engine.TruncatedStateKey(regionID)); err != nil || ok {
+		return err
+	}
+	hs, err := proto.Marshal(&pb.HardState{Term: proto.Uint64(raftInitTerm), Commit: proto.Uint64(raftInitIndex)})
+	if err != nil {
+		return err
+	}
+	if err := b.Set(engine.HardStateKey(regionID), hs, nil); err != nil {
+		return err
+	}
+	return b.Set(engine.TruncatedStateKey(regionID), engine.EncodeTruncatedState(raftInitIndex, raftInitTerm), nil)
+}
+
+// addSplitPeer creates and registers the local replica of a region split
+// off parent (its state was just committed). It campaigns at once when
+// the parent's replica here was the leader, as TiKV does, so the new
+// region is served without waiting for an election timeout; a region
+// whose only voter is this store campaigns in any case.
+func (s *Store) addSplitPeer(parent *Peer, r *kvpb.Region, parentLeader bool) error {
+	cp, err := s.newPeer(r)
+	if err != nil {
+		return fmt.Errorf("raftstore: create region %d split off region %d: %w", r.Id, parent.Region().Id, err)
+	}
+	s.mu.Lock()
+	s.peers[r.Id] = cp
+	s.mu.Unlock()
+	var ids []uint64
+	if old := parent.children.Load(); old != nil {
+		ids = append(ids, *old...)
+	}
+	ids = append(ids, r.Id)
+	if len(ids) > maxChildrenRemembered {
+		ids = ids[len(ids)-maxChildrenRemembered:]
+	}
+	parent.children.Store(&ids)
+	if parentLeader || len(r.Peers) == 1 {
+		cp.mu.Lock()
+		err = cp.rn.Campaign()
+		cp.mu.Unlock()
+	}
+	return err
+}
+
+// applyWriteBatch merges a proposal's writes into the apply batch. The
+// representation is decoded in place: it belongs to the Raft entry (also
+// held by the in-memory log) and must not be handed to a pooled Pebble
+// batch, which would reuse it as a buffer.
+func applyWriteBatch(ab *pebble.Batch, id uint64, repr []byte) error {
 	h, ok := batchrepr.ReadHeader(repr)
 	if !ok {
-		return 0, fmt.Errorf("raftstore: proposal %d: %w", id, pebble.ErrInvalidBatch)
+		return fmt.Errorf("raftstore: proposal %d: %w", id, pebble.ErrInvalidBatch)
 	}
 	r := batchrepr.Read(repr)
 	var n uint32
 	for {
 		kind, k, v, ok, err := r.Next()
 		if err != nil {
-			return 0, fmt.Errorf("raftstore: proposal %d: %w", id, err)
+			return fmt.Errorf("raftstore: proposal %d: %w", id, err)
 		}
 		if !ok {
 			break
@@ -706,13 +959,13 @@ func (s *Store) applyCommand(ab *pebble.Batch, data []byte) (uint64, error) {
 			err = fmt.Errorf("raftstore: proposal %d: unsupported batch operation %v", id, kind)
 		}
 		if err != nil {
-			return 0, err
+			return err
 		}
 	}
 	if n != h.Count {
-		return 0, fmt.Errorf("raftstore: proposal %d: batch holds %d operations, header says %d", id, n, h.Count)
+		return fmt.Errorf("raftstore: proposal %d: batch holds %d operations, header says %d", id, n, h.Count)
 	}
-	return id, nil
+	return nil
 }
 
 // maybeRequestFlush starts a KV-engine flush when some single-voter

@@ -79,7 +79,7 @@ func put(t *testing.T, s *Store, p *Peer, k, v string) {
 	b := s.Engine().NewBatch()
 	defer b.Close()
 	b.Set([]byte(k), []byte(v), nil)
-	if err := s.Propose(context.Background(), p, b); err != nil {
+	if err := s.Propose(context.Background(), p, p.Region().Epoch, b); err != nil {
 		t.Fatalf("propose %s: %v", k, err)
 	}
 }
