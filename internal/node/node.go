@@ -266,6 +266,7 @@ func (n *Node) listen() error {
 			fmt.Fprintln(w, "ok")
 		})
 		mux.Handle("/metrics", promhttp.Handler())
+		n.registerAdmin(mux) // admin.go: /admin/split, /admin/regions
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
