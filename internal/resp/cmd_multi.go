@@ -103,15 +103,15 @@ func cmdExec(x *call) error {
 	if queueErr {
 		return replyError("EXECABORT Transaction discarded because of previous errors.")
 	}
-	s.runTxn(func(ks *keyspace, w *Writer) (bool, error) {
+	s.runBatched(func(ks *keyspace, w *Writer) error {
 		for _, wk := range watched {
 			m, ok, err := ks.lookup(wk.key)
 			if err != nil {
-				return false, err
+				return err
 			}
 			if ok != wk.live || m.stamp != wk.stamp {
 				w.WriteNullArray()
-				return false, nil
+				return nil
 			}
 		}
 		w.WriteArrayLen(len(queued))
@@ -121,9 +121,12 @@ func cmdExec(x *call) error {
 			if cmd.flags&flagData != 0 {
 				cx.ks = ks
 			}
+			before := ks.txn.Len()
 			if err := cmd.run(cx); err != nil {
-				if _, ok := asReplyError(err); !ok {
-					return false, err
+				if _, ok := asReplyError(err); !ok || ks.txn.Len() != before {
+					// Failed after writing: the batcher re-runs this EXEC
+					// alone (and then rolls it back).
+					return err
 				}
 				s.writeErr(w, err)
 			}
@@ -142,11 +145,11 @@ func cmdExec(x *call) error {
 					err = ks.txn.Delete(mk)
 				}
 				if err != nil {
-					return false, err
+					return err
 				}
 			}
 		}
-		return true, nil
+		return nil
 	})
 	return nil
 }

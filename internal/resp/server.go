@@ -70,6 +70,7 @@ type Server struct {
 	closed       bool
 
 	cursors cursorTable
+	batch   batcher
 	stats   serverStats
 
 	stop chan struct{}
@@ -93,8 +94,10 @@ func New(cfg Config, store kv.Storage) (*Server, error) {
 	s := &Server{cfg: cfg, store: store, ln: ln, started: time.Now(),
 		sessions: map[*session]struct{}{}, stop: make(chan struct{})}
 	s.cursors.init()
-	s.wg.Add(1)
+	s.batch = batcher{srv: s, jobs: make(chan *job, maxBatch)}
+	s.wg.Add(2)
 	go s.reapLoop()
+	go s.batch.loop()
 	return s, nil
 }
 
@@ -266,6 +269,13 @@ func (sess *session) dispatch(args [][]byte) {
 		}
 		return
 	}
+	if cmd.flags&flagWrite != 0 {
+		args = copyArgs(args) // the reader's buffer moves on while the batch runs
+		sess.runBatched(func(ks *keyspace, w *Writer) error {
+			return cmd.run(&call{sess: sess, ks: ks, w: w, args: args, cmd: cmd})
+		})
+		return
+	}
 	sess.runTxn(func(ks *keyspace, w *Writer) (bool, error) {
 		x := &call{sess: sess, ks: ks, w: w, args: args, cmd: cmd}
 		err := cmd.run(x)
@@ -287,14 +297,28 @@ func copyArgs(args [][]byte) [][]byte {
 	return out
 }
 
-// writeErr writes err as an error reply: Redis errors as they are, others
-// prefixed with ERR.
-func (sess *session) writeErr(w *Writer, err error) {
+// writeErr writes err as an error reply.
+func (sess *session) writeErr(w *Writer, err error) { writeError(w, err) }
+
+// writeError writes err as an error reply: Redis errors as they are,
+// others prefixed with ERR.
+func writeError(w *Writer, err error) {
 	if re, ok := asReplyError(err); ok {
 		w.WriteError(string(re))
 		return
 	}
 	w.WriteError("ERR " + strings.ReplaceAll(err.Error(), "\n", " "))
+}
+
+// runBatched runs fn in the node's shared write batch (batch.go) and
+// writes its reply.
+func (sess *session) runBatched(fn func(ks *keyspace, w *Writer) error) {
+	j := newJob(sess.w.Proto(), fn)
+	if err := sess.srv.batch.submit(j); err != nil {
+		writeError(sess.w, err)
+		return
+	}
+	sess.w.WriteRaw(j.buf.Bytes())
 }
 
 // runTxn runs fn in a transaction and writes its replies. fn writes its
