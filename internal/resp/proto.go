@@ -203,7 +203,9 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 //
 // To find out, Buffered parses the buffered bytes ahead (the work is not
 // repeated by ReadCommand); it does not read and does not disturb the
-// arguments of the command last returned.
+// arguments of the command last returned. A header beyond the
+// unauthenticated limits is left for ReadCommand to judge (Buffered returns
+// 0): the command last returned may be the AUTH that lifts them.
 func (r *Reader) Buffered() int {
 	if r.perr == nil {
 		r.advance(true)
