@@ -148,18 +148,14 @@ func (b *batcher) runAlone(j *job) {
 	}
 }
 
-// submit queues a job and waits for its reply.
-func (b *batcher) submit(j *job) error {
+var errShuttingDown = errors.New("server is shutting down")
+
+// enqueue queues a job; its done channel closes when the reply is ready.
+func (b *batcher) enqueue(j *job) error {
 	select {
 	case b.jobs <- j:
-	case <-b.srv.stop:
-		return errors.New("server is shutting down")
-	}
-	select {
-	case <-j.done:
 		return nil
 	case <-b.srv.stop:
-		<-j.done
-		return nil
+		return errShuttingDown
 	}
 }

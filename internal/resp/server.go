@@ -185,9 +185,11 @@ type session struct {
 
 	// attempt captures the replies of one transaction attempt; they reach
 	// the client only if it commits.
-	attempt    bytes.Buffer
-	attemptW   *Writer
-	argScratch []byte
+	attempt  bytes.Buffer
+	attemptW *Writer
+	// pending are this connection's write commands queued in the batcher,
+	// replies not yet written.
+	pending []*job
 }
 
 func (s *Server) newSession(c net.Conn) *session {
@@ -221,6 +223,7 @@ func (sess *session) serve() {
 		}
 		sess.dispatch(args)
 		if sess.closing || sess.r.Buffered() == 0 || sess.w.Buffered() > 64<<10 {
+			sess.drain()
 			if err := sess.w.Flush(); err != nil {
 				return
 			}
@@ -235,6 +238,11 @@ func (sess *session) serve() {
 func (sess *session) dispatch(args [][]byte) {
 	sess.srv.stats.commands.Add(1)
 	cmd := lookupCommand(args[0])
+	batched := cmd != nil && cmd.flags&(flagWrite|flagData) == flagWrite|flagData &&
+		!sess.inMulti && sess.authed && cmd.arityOK(len(args))
+	if len(sess.pending) > 0 && !batched {
+		sess.drain()
+	}
 	if cmd == nil {
 		if sess.inMulti {
 			sess.queueErr = true
@@ -269,7 +277,7 @@ func (sess *session) dispatch(args [][]byte) {
 		}
 		return
 	}
-	if cmd.flags&flagWrite != 0 {
+	if batched {
 		args = copyArgs(args) // the reader's buffer moves on while the batch runs
 		sess.runBatched(func(ks *keyspace, w *Writer) error {
 			return cmd.run(&call{sess: sess, ks: ks, w: w, args: args, cmd: cmd})
@@ -310,15 +318,37 @@ func writeError(w *Writer, err error) {
 	w.WriteError("ERR " + strings.ReplaceAll(err.Error(), "\n", " "))
 }
 
-// runBatched runs fn in the node's shared write batch (batch.go) and
-// writes its reply.
+// runBatched queues fn for the node's shared write batch (batch.go). Its
+// reply is written by drain, so consecutive pipelined writes of one
+// connection join batches without waiting for each other; any other
+// command drains them first, which keeps replies in order and lets a read
+// see the connection's earlier writes.
 func (sess *session) runBatched(fn func(ks *keyspace, w *Writer) error) {
 	j := newJob(sess.w.Proto(), fn)
-	if err := sess.srv.batch.submit(j); err != nil {
+	if err := sess.srv.batch.enqueue(j); err != nil {
+		sess.drain()
 		writeError(sess.w, err)
 		return
 	}
-	sess.w.WriteRaw(j.buf.Bytes())
+	sess.pending = append(sess.pending, j)
+	if len(sess.pending) >= maxBatch {
+		sess.drain()
+	}
+}
+
+// drain waits for the connection's queued write commands and writes their
+// replies in order.
+func (sess *session) drain() {
+	for i, j := range sess.pending {
+		select {
+		case <-j.done:
+		case <-sess.srv.stop:
+			<-j.done
+		}
+		sess.w.WriteRaw(j.buf.Bytes())
+		sess.pending[i] = nil
+	}
+	sess.pending = sess.pending[:0]
 }
 
 // runTxn runs fn in a transaction and writes its replies. fn writes its
