@@ -31,6 +31,8 @@ func main() {
 	switch os.Args[1] {
 	case "start":
 		err = start(os.Args[2:])
+	case "workload":
+		err = workloadCommand(os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println(versionString())
 	case "help", "-h", "--help":
