@@ -142,15 +142,13 @@ func (s *sqlStore) prepare(ctx context.Context) error {
 }
 
 func (s *sqlStore) Check(ctx context.Context) error {
-	var n int
-	err := s.db.QueryRowContext(ctx,
-		"SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-		s.dbName, s.schema.Table).Scan(&n)
-	if err == nil && n == 0 {
+	err := s.prepare(ctx)
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && (me.Number == 1146 || me.Number == 1049) {
+		// ER_NO_SUCH_TABLE, ER_BAD_DB_ERROR
 		return fmt.Errorf("table %s does not exist", s.table)
 	}
-	// A server without information_schema still tells us through prepare.
-	return s.prepare(ctx)
+	return err
 }
 
 func recordArgs(key string, fields [][]byte) []any {

@@ -23,6 +23,11 @@
 // inserts, redrawn when it lands on a record not yet inserted. Unlike YCSB,
 // the uniform chooser covers inserted records as well as loaded ones.
 //
+// Inserts number their records from Records on, in every run (YCSB's
+// insertstart): run d and e on a freshly loaded table (init --drop), or their
+// inserts collide with the previous run's (a duplicate-key error on sql; an
+// overwrite on resp and etcd).
+//
 // A read or read-modify-write of a record that is not there, and a scan
 // that returns nothing, fail (YCSB's NOT_FOUND), so a run against
 // half-loaded data shows errors instead of flattering throughput.
