@@ -103,7 +103,21 @@ func cmdExec(x *call) error {
 	if queueErr {
 		return replyError("EXECABORT Transaction discarded because of previous errors.")
 	}
-	s.runBatched(func(ks *keyspace, w *Writer) error {
+	var keys [][]byte
+	barrier := false
+	for _, wk := range watched {
+		keys = append(keys, wk.key)
+	}
+	for _, args := range queued {
+		cmd := lookupCommand(args[0])
+		switch {
+		case cmd.flags&flagData != 0:
+			keys = append(keys, cmd.keys(args)...)
+		case cmd.flags&flagWrite != 0:
+			barrier = true // FLUSHALL and the like touch everything
+		}
+	}
+	s.runBatched(keys, barrier, func(ks *keyspace, w *Writer) error {
 		for _, wk := range watched {
 			m, ok, err := ks.lookup(wk.key)
 			if err != nil {

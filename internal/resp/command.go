@@ -51,6 +51,23 @@ func (c *command) arityOK(n int) bool {
 	return n >= -c.arity
 }
 
+// keys returns the key arguments of an invocation, by the command's key
+// positions.
+func (c *command) keys(args [][]byte) [][]byte {
+	if c.firstKey == 0 || c.firstKey >= len(args) {
+		return nil
+	}
+	last := c.lastKey
+	if last < 0 {
+		last += len(args)
+	}
+	var out [][]byte
+	for i := c.firstKey; i <= last && i < len(args); i += c.step {
+		out = append(out, args[i])
+	}
+	return out
+}
+
 var commands = map[string]*command{}
 
 func register(cs ...*command) {

@@ -33,6 +33,9 @@ type Config struct {
 	// Default 20s.
 	CommandTimeout time.Duration
 	Logger         *slog.Logger
+	// BatchesInFlight is how many shared write batches (batch.go) may
+	// execute at once. Default 1.
+	BatchesInFlight int
 	// Now is the clock TTLs are measured with (tests move it by hand).
 	// Default time.Now.
 	Now func() time.Time
@@ -50,6 +53,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.BatchesInFlight <= 0 {
+		c.BatchesInFlight = 1
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -237,6 +243,7 @@ func (sess *session) serve() {
 // dispatch runs one command and writes its reply.
 func (sess *session) dispatch(args [][]byte) {
 	sess.srv.stats.commands.Add(1)
+	metricCommands.Inc()
 	cmd := lookupCommand(args[0])
 	batched := cmd != nil && cmd.flags&(flagWrite|flagData) == flagWrite|flagData &&
 		!sess.inMulti && sess.authed && cmd.arityOK(len(args))
@@ -279,7 +286,7 @@ func (sess *session) dispatch(args [][]byte) {
 	}
 	if batched {
 		args = copyArgs(args) // the reader's buffer moves on while the batch runs
-		sess.runBatched(func(ks *keyspace, w *Writer) error {
+		sess.runBatched(cmd.keys(args), false, func(ks *keyspace, w *Writer) error {
 			return cmd.run(&call{sess: sess, ks: ks, w: w, args: args, cmd: cmd})
 		})
 		return
@@ -323,8 +330,8 @@ func writeError(w *Writer, err error) {
 // connection join batches without waiting for each other; any other
 // command drains them first, which keeps replies in order and lets a read
 // see the connection's earlier writes.
-func (sess *session) runBatched(fn func(ks *keyspace, w *Writer) error) {
-	j := newJob(sess.w.Proto(), fn)
+func (sess *session) runBatched(keys [][]byte, barrier bool, fn func(ks *keyspace, w *Writer) error) {
+	j := newJob(sess, keys, barrier, fn)
 	if err := sess.srv.batch.enqueue(j); err != nil {
 		sess.drain()
 		writeError(sess.w, err)
@@ -396,6 +403,7 @@ func (s *Server) retry(ctx context.Context, attempt func() error) error {
 			return fmt.Errorf("gave up after %v of write conflicts: %w", s.cfg.CommandTimeout, err)
 		}
 		s.stats.retries.Add(1)
+		metricRetries.Inc()
 		d := backoff/2 + rand.N(backoff)
 		select {
 		case <-time.After(d):
