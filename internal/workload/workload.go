@@ -19,6 +19,11 @@
 //   - hist: per-worker HdrHistograms and the report format.
 //   - cli: the command line of `strata workload`.
 //
+// Loading is a phase of its own, as in cockroach workload: `strata workload
+// init ycsb|kv` creates the table (sql) and inserts the records with a
+// progress line; `run --init` does the same before running, and `--drop`
+// deletes the workload's earlier records first.
+//
 // Contract between the runner and a workload: the runner owns concurrency,
 // timing and counting. A Worker belongs to one goroutine; Next chooses the
 // operation (no I/O, not timed) and Exec performs it against the Store
