@@ -80,7 +80,7 @@ func TestAcknowledgedWritesSurviveKill9(t *testing.T) {
 		}
 		// Let writes flow, then kill the process under load.
 		deadline := time.Now().Add(20 * time.Second)
-		for ackedThisRound.Load() < 500 && time.Now().Before(deadline) {
+		for ackedThisRound.Load() < 1500 && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		n.Kill()

@@ -85,25 +85,34 @@ func TestExpiredKeysInvisible(t *testing.T) {
 	eachProto(t, func(t *testing.T, c *redis.Client) {
 		ctx := t.Context()
 		const life = 200 * time.Millisecond
-		noErr(t, c.Set(ctx, "s", "v", life))
-		noErr(t, c.HSet(ctx, "h", "f", "v", "g", "w"))
-		noErr(t, c.PExpire(ctx, "h", life))
-		noErr(t, c.MSet(ctx, "m1", "1", "m2", "2", "live", "3"))
-		noErr(t, c.PExpire(ctx, "m1", life))
-		noErr(t, c.PExpire(ctx, "m2", life))
-		noErr(t, c.Set(ctx, "later", "4", time.Hour))
-		// Keys the writes below reuse after they expire.
-		for _, k := range []string{"w:setnx", "w:incr", "w:append", "w:setxx", "w:getset", "w:msetnx", "w:rename", "w:expire", "w:setget"} {
-			noErr(t, c.Set(ctx, k, "old", life))
+		// Everything is created in one round trip, so that it all still
+		// exists when the check right after it runs.
+		created := time.Now()
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, "s", "v", life)
+			p.HSet(ctx, "h", "f", "v", "g", "w")
+			p.PExpire(ctx, "h", life)
+			p.MSet(ctx, "m1", "1", "m2", "2", "live", "3")
+			p.PExpire(ctx, "m1", life)
+			p.PExpire(ctx, "m2", life)
+			p.Set(ctx, "later", "4", time.Hour)
+			// Keys the writes below reuse after they expire.
+			for _, k := range []string{"w:setnx", "w:incr", "w:append", "w:setxx", "w:getset", "w:msetnx", "w:rename", "w:expire", "w:setget"} {
+				p.Set(ctx, k, "old", life)
+			}
+			for _, k := range []string{"w:hset", "w:hsetnx", "w:hincr"} {
+				p.HSet(ctx, k, "f", "old", "n", "41")
+				p.PExpire(ctx, k, life)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		noErr(t, c.HSet(ctx, "w:hset", "old", "x"))
-		noErr(t, c.PExpire(ctx, "w:hset", life))
-		noErr(t, c.HSet(ctx, "w:hsetnx", "f", "old"))
-		noErr(t, c.PExpire(ctx, "w:hsetnx", life))
-		noErr(t, c.HSet(ctx, "w:hincr", "n", "41"))
-		noErr(t, c.PExpire(ctx, "w:hincr", life))
-		eq(t, c.Get(ctx, "s"), "v")
-		eq(t, c.Exists(ctx, "s", "h", "m1", "m2"), int64(4))
+		exists := val(t, c.Exists(ctx, "s", "h", "m1", "m2", "w:hset"))
+		if time.Since(created) < life && exists != 5 {
+			t.Errorf("EXISTS s h m1 m2 w:hset before they expire: %d, want 5", exists)
+		}
 
 		time.Sleep(life + 150*time.Millisecond)
 
@@ -144,8 +153,8 @@ func TestExpiredKeysInvisible(t *testing.T) {
 		isErr(t, c.Rename(ctx, "w:rename", "w:renamed"), "ERR no such key")
 		eq(t, c.Expire(ctx, "w:expire", time.Hour), false)
 		isNil(t, c.SetArgs(ctx, "w:setget", "new", redis.SetArgs{Get: true}))
-		eq(t, c.HSet(ctx, "w:hset", "f", "v"), int64(1))
-		eq(t, c.HGetAll(ctx, "w:hset"), map[string]string{"f": "v"})
+		eq(t, c.HSet(ctx, "w:hset", "g", "v"), int64(1))
+		eq(t, c.HGetAll(ctx, "w:hset"), map[string]string{"g": "v"})
 		eq(t, c.HSetNX(ctx, "w:hsetnx", "f", "new"), true)
 		eq(t, c.HIncrBy(ctx, "w:hincr", "n", 1), int64(1))
 		for _, k := range []string{"w:setnx", "w:incr", "w:append", "w:getset", "w:msetnx", "w:setget", "w:hset", "w:hsetnx", "w:hincr"} {
@@ -184,7 +193,11 @@ func TestExpiredKeysReclaimed(t *testing.T) {
 	c := newClient(t, 3)
 	ctx := t.Context()
 	const life = 200 * time.Millisecond
+	// PERSIST must come before "persisted" expires, however slow the
+	// machine; the final checks run after that expiry time.
+	const persistedLife = 1500 * time.Millisecond
 	before := infoStat(t, c, "expired_keys")
+	created := time.Now()
 
 	pipe := c.Pipeline()
 	for i := 0; i < 50; i++ {
@@ -203,7 +216,7 @@ func TestExpiredKeysReclaimed(t *testing.T) {
 	pipe.Set(ctx, "rewritten", "old", life)
 	pipe.HSet(ctx, "rewrittenh", "old", "x")
 	pipe.PExpire(ctx, "rewrittenh", life)
-	pipe.Set(ctx, "persisted", "v", life)
+	pipe.Set(ctx, "persisted", "v", persistedLife)
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -226,9 +239,11 @@ func TestExpiredKeysReclaimed(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	want := []string{"keep:0", "keep:1", "keep:2", "keep:3", "keep:4", "rewritten", "rewrittenh", "persisted"}
-	// Give the reaper a few more rounds, then check that nothing came back
-	// and nothing live was taken.
+	// Give the reaper a few more rounds, and "persisted" time to pass its
+	// old expiry, then check that nothing came back and nothing live was
+	// taken.
 	time.Sleep(500 * time.Millisecond)
+	time.Sleep(time.Until(created.Add(persistedLife + 200*time.Millisecond)))
 	for round := 0; round < 2; round++ {
 		eq(t, c.DBSize(ctx), int64(len(want)))
 		sameSet(t, "KEYS *", val(t, c.Keys(ctx, "*")), want)
