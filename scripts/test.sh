@@ -6,7 +6,8 @@
 #
 # Steps, in order (each one's go test summary lines are printed as they come):
 #   1. tools: Debian packages the tests need (compiler for -race, git, the mariadb
-#      client, sysbench, redis-tools), and the Go toolchain named by go.mod when no
+#      client, sysbench, redis-tools; redis-server and etcd-server, which the
+#      strata workload driver tests run against), and the Go toolchain named by go.mod when no
 #      usable go is installed (fetched as the golang.org/toolchain module from the
 #      Go module proxy, exactly what GOTOOLCHAIN=auto downloads)
 #   2. go mod download, go vet ./..., go build ./...
@@ -94,7 +95,7 @@ skip_step() {
 }
 
 install_packages() {
-	local want=(ca-certificates curl unzip git gcc libc6-dev sysbench mariadb-client redis-tools)
+	local want=(ca-certificates curl unzip git gcc libc6-dev sysbench mariadb-client redis-tools redis-server etcd-server)
 	local missing=() p
 	for p in "${want[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
