@@ -280,6 +280,9 @@ func cmdHIncrByFloat(x *call) error {
 	if !ok {
 		return errNotFloat
 	}
+	if math.IsInf(by, 0) {
+		return replyError("ERR value is NaN or Infinity")
+	}
 	h, err := x.ks.openHash(x.args[1])
 	if err != nil {
 		return err
@@ -288,17 +291,17 @@ func cmdHIncrByFloat(x *call) error {
 	if err != nil {
 		return err
 	}
-	var cur float64
+	cur := []byte("0")
 	if exists {
-		if cur, ok = parseFloat(v); !ok {
+		if _, ok = parseFloat(v); !ok {
 			return errHashNotFloat
 		}
+		cur = v
 	}
-	n := cur + by
-	if math.IsNaN(n) || math.IsInf(n, 0) {
+	out, ok := incrFloat(cur, x.args[3])
+	if !ok {
 		return errNaN
 	}
-	out := formatFloat(n)
 	if _, err := h.set(x.args[2], out); err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ func init() {
 		&command{name: "exec", arity: 1, flags: flagNoQueue | flagNoScript | flagLoading | flagStale, acl: tx, run: cmdExec},
 		&command{name: "discard", arity: 1, flags: flagNoQueue | flagFast | flagNoScript | flagLoading | flagStale, acl: tx, run: cmdDiscard},
 		&command{name: "watch", arity: -2, flags: flagNoQueue | flagFast | flagNoScript | flagLoading | flagStale, firstKey: 1, lastKey: -1, step: 1, acl: tx, run: cmdWatch},
-		&command{name: "unwatch", arity: 1, flags: flagNoQueue | flagFast | flagNoScript | flagLoading | flagStale, acl: tx, run: cmdUnwatch},
+		&command{name: "unwatch", arity: 1, flags: flagFast | flagNoScript | flagLoading | flagStale, acl: tx, run: cmdUnwatch},
 	)
 }
 

@@ -135,7 +135,7 @@ func cmdHello(x *call) error {
 		}
 	}
 	if !s.authed && !authed {
-		return replyError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return replyError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 	}
 	if authed {
 		s.setAuthed()
@@ -300,22 +300,22 @@ func (s *Server) configParams() map[string]string {
 		port = s.cfg.Addr[i+1:]
 	}
 	return map[string]string{
-		"save":                  "",
-		"appendonly":            "yes",
-		"appendfsync":           "always",
-		"databases":             "1",
-		"maxmemory":             "0",
-		"maxmemory-policy":      "noeviction",
-		"timeout":               "0",
-		"proto-max-bulk-len":    strconv.Itoa(s.cfg.MaxValueSize),
-		"port":                  port,
-		"bind":                  strings.TrimSuffix(s.cfg.Addr, ":"+port),
-		"cluster-enabled":       "no",
-		"replica-read-only":     "yes",
-		"slave-read-only":       "yes",
-		"maxclients":            "10000",
+		"save":                   "",
+		"appendonly":             "yes",
+		"appendfsync":            "always",
+		"databases":              "1",
+		"maxmemory":              "0",
+		"maxmemory-policy":       "noeviction",
+		"timeout":                "0",
+		"proto-max-bulk-len":     strconv.Itoa(s.cfg.MaxValueSize),
+		"port":                   port,
+		"bind":                   strings.TrimSuffix(s.cfg.Addr, ":"+port),
+		"cluster-enabled":        "no",
+		"replica-read-only":      "yes",
+		"slave-read-only":        "yes",
+		"maxclients":             "10000",
 		"notify-keyspace-events": "",
-		"io-threads":            "1",
+		"io-threads":             "1",
 	}
 }
 

@@ -384,7 +384,7 @@ func cmdIncr(x *call) error {
 		by = n
 		if x.cmd.name == "decrby" {
 			if n == math.MinInt64 {
-				return errOverflow
+				return replyError("ERR decrement would overflow")
 			}
 			by = -n
 		}
@@ -421,8 +421,7 @@ func cmdIncr(x *call) error {
 }
 
 func cmdIncrByFloat(x *call) error {
-	by, ok := parseFloat(x.args[2])
-	if !ok {
+	if _, ok := parseFloat(x.args[2]); !ok {
 		return errNotFloat
 	}
 	k := x.args[1]
@@ -431,24 +430,23 @@ func cmdIncrByFloat(x *call) error {
 		return err
 	}
 	live := found && !old.expired(x.ks.now)
-	var cur float64
+	cur := []byte("0")
 	m := meta{typ: typeString}
 	if live {
 		if old.typ != typeString {
 			return errWrongType
 		}
-		v, ok := parseFloat(old.payload)
-		if !ok {
+		if _, ok := parseFloat(old.payload); !ok {
 			return errNotFloat
 		}
-		cur = v
+		cur = old.payload
 		m.expireAt = old.expireAt
 	}
-	n := cur + by
-	if math.IsNaN(n) || math.IsInf(n, 0) {
+	sum, ok := incrFloat(cur, x.args[2])
+	if !ok {
 		return errNaN
 	}
-	m.payload = formatFloat(n)
+	m.payload = sum
 	if err := x.ks.put(k, m, old, found); err != nil {
 		return err
 	}

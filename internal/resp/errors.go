@@ -42,11 +42,15 @@ func errInvalidExpire(name string) replyError {
 func errUnknownCommand(args [][]byte) replyError {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ERR unknown command '%.128s', with args beginning with: ", args[0])
+	// Like Redis: arguments are quoted until 128 bytes of them are shown.
+	shown := 0
 	for _, a := range args[1:] {
-		if b.Len() > 512 {
+		if shown >= 128 {
 			break
 		}
-		fmt.Fprintf(&b, "'%.128s' ", a)
+		a = a[:min(len(a), 128-shown)]
+		fmt.Fprintf(&b, "'%s' ", a)
+		shown += len(a) + 3
 	}
 	return replyError(b.String())
 }

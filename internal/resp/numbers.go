@@ -1,7 +1,9 @@
 package resp
 
 import (
+	"bytes"
 	"math"
+	"math/big"
 	"strconv"
 )
 
@@ -67,12 +69,34 @@ func parseFloat(b []byte) (float64, bool) {
 	return f, true
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
 
-// formatFloat renders a float the way INCRBYFLOAT replies: plain decimal,
-// no exponent, no trailing zeros.
-func formatFloat(f float64) []byte {
-	return strconv.AppendFloat(nil, f, 'f', -1, 64)
+// incrFloat adds incr to cur the way Redis's INCRBYFLOAT does: in x87
+// long double precision (a 64-bit mantissa), printed with 17 decimals and
+// trailing zeros removed, so 0.1 + 0.2 is "0.3" as in Redis. Both inputs
+// were validated by parseFloat; ok is false if the sum is not finite.
+func incrFloat(cur, incr []byte) ([]byte, bool) {
+	const prec = 64
+	a, _, err1 := big.ParseFloat(string(cur), 10, prec, big.ToNearestEven)
+	b, _, err2 := big.ParseFloat(string(incr), 10, prec, big.ToNearestEven)
+	if err1 != nil || err2 != nil || a.IsInf() || b.IsInf() {
+		return nil, false
+	}
+	sum := new(big.Float).SetPrec(prec).Add(a, b)
+	if f, _ := sum.Float64(); math.IsInf(f, 0) {
+		return nil, false
+	}
+	out := sum.Append(nil, 'f', 17)
+	if i := bytes.IndexByte(out, '.'); i >= 0 {
+		out = bytes.TrimRight(out, "0")
+		out = bytes.TrimSuffix(out, []byte("."))
+	}
+	if string(out) == "-0" {
+		out = []byte("0")
+	}
+	return out, true
 }
 
 // addInt adds with Redis's overflow check.

@@ -259,6 +259,12 @@ func (sess *session) dispatch(args [][]byte) {
 	}
 	sess.lastCmd = cmd.name
 	if !cmd.arityOK(len(args)) {
+		if sess.inMulti && cmd.name == "exec" {
+			// Redis discards the transaction when EXEC itself is refused.
+			sess.endMulti()
+			sess.w.WriteError("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(string(errArity(cmd.name)), "ERR "))
+			return
+		}
 		if sess.inMulti {
 			sess.queueErr = true
 		}
