@@ -30,6 +30,8 @@
 //
 //	invalid multibulk length      count not a number, or above 1024*1024 (Redis 7 allows up to 2^31-1)
 //	invalid bulk length           length not a number, negative, or above maxBulk
+//	command larger than the maximum value size
+//	                              all arguments together above maxBulk + 1 MiB
 //	expected '$', got 'x'         an array element is not a bulk string ('\r', '\n' print as ' ')
 //	too big mbulk count string    more than 64 KiB of a '*' line without its '\r'
 //	too big bulk count string     more than 64 KiB of a '$' line without its '\r'
@@ -117,6 +119,10 @@ const (
 	stBulkData                     // inside a bulk's data
 	stReady                        // a whole command is parsed, not yet returned
 )
+
+// commandSlack is how far all arguments of one command together may exceed
+// maxBulk.
+const commandSlack = 1 << 20
 
 // span locates an argument in the buffer, relative to the command's start.
 type span struct{ lo, hi int }
@@ -424,6 +430,13 @@ func (r *Reader) advance(lookahead bool) bool {
 			n, ok := parseLength(r.buf[r.pos+1 : cr])
 			if !ok || n < 0 || n > int64(r.maxBulk) {
 				r.fail("invalid bulk length")
+				return false
+			}
+			if int64(r.pos-r.start)+n > int64(r.maxBulk)+commandSlack {
+				// One command may carry one value of the largest size plus
+				// keys and small arguments, not many: this bounds the
+				// memory a connection can make the server hold.
+				r.fail("command larger than the maximum value size")
 				return false
 			}
 			if r.unauth && n > unauthMaxBulk {

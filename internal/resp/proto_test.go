@@ -1058,3 +1058,25 @@ func BenchmarkWriter(b *testing.B) {
 		}
 	}
 }
+
+// TestReaderRefusesCommandsAboveTheSizeLimit: arguments that are each under
+// the limit but together far above it are refused once they add up, before
+// their bytes are read, so one connection cannot make the server hold many
+// maximum-size values.
+func TestReaderRefusesCommandsAboveTheSizeLimit(t *testing.T) {
+	const maxBulk = 2 << 20
+	val := strings.Repeat("x", maxBulk)
+	in := "*3\r\n$4\r\nMSET\r\n$" + strconv.Itoa(maxBulk) + "\r\n" + val + "\r\n$" + strconv.Itoa(maxBulk) + "\r\n"
+	r := NewReader(strings.NewReader(in), maxBulk)
+	_, err := r.ReadCommand()
+	var pe *ProtocolError
+	if !errors.As(err, &pe) || pe.Msg != "Protocol error: command larger than the maximum value size" {
+		t.Fatalf("got %v, want the command-size protocol error", err)
+	}
+	// One value of the largest size with a key is fine.
+	in = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$" + strconv.Itoa(maxBulk) + "\r\n" + val + "\r\n"
+	args, err := NewReader(strings.NewReader(in), maxBulk).ReadCommand()
+	if err != nil || len(args) != 3 || len(args[2]) != maxBulk {
+		t.Fatalf("SET of a maximum-size value: %v", err)
+	}
+}
