@@ -245,8 +245,11 @@ func (sess *session) dispatch(args [][]byte) {
 	sess.srv.stats.commands.Add(1)
 	metricCommands.Inc()
 	cmd := lookupCommand(args[0])
-	batched := cmd != nil && cmd.flags&(flagWrite|flagData) == flagWrite|flagData &&
-		!sess.inMulti && sess.authed && cmd.arityOK(len(args))
+	// Writes go to the shared batch; so do reads of named keys while this
+	// connection has writes queued there (a pipeline mixing GET and SET),
+	// which keeps its replies in order without waiting for each write.
+	batched := cmd != nil && cmd.flags&flagData != 0 && !sess.inMulti && sess.authed && cmd.arityOK(len(args)) &&
+		(cmd.flags&flagWrite != 0 || (len(sess.pending) > 0 && cmd.firstKey != 0))
 	if len(sess.pending) > 0 && !batched {
 		sess.drain()
 	}
