@@ -35,7 +35,7 @@ cd "$REPO_ROOT"
 source "$REPO_ROOT/bench/lib.sh"
 
 PACKAGES=${PACKAGES:-./...}
-CORE_PACKAGES=${CORE_PACKAGES:-internal/engine internal/mvcc internal/raftstore internal/kvserver internal/pd client}
+CORE_PACKAGES=${CORE_PACKAGES:-internal/engine internal/mvcc internal/raftstore internal/kvserver internal/pd internal/resp client}
 GO_INSTALL_DIR=${GO_INSTALL_DIR:-/usr/local/go}
 RACE_TIMEOUT=${RACE_TIMEOUT:-10m}
 TEST_TIMEOUT=${TEST_TIMEOUT:-10m}
