@@ -23,9 +23,9 @@
 //
 // A lock record holds the lock type (Put, Del, Lock, PessimisticLock), the
 // primary key, start ts, TTL, for-update ts, min commit ts, transaction size
-// and, for values of at most 255 bytes, the value itself. A write record
+// and, for values of at most 4 KiB (maxShortValue), the value itself. A write record
 // holds its type (Put, Delete, Lock, Rollback), the start ts of the
-// transaction that committed it, and the value when it is at most 255 bytes.
+// transaction that committed it, and the value when it is at most 4 KiB.
 // Larger values are written to the data family once, at prewrite, and stay
 // there; commit moves only the small lock record.
 //
