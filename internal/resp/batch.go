@@ -102,14 +102,21 @@ func (b *batcher) loop() {
 			}
 		}
 	}
+	// waitFinished releases the next batch to finish; false when stopping.
+	waitFinished := func() bool {
+		select {
+		case done := <-finished:
+			release(done)
+			return true
+		case <-b.srv.stop:
+			return false
+		}
+	}
 	for {
 		// Wait until there is work and room for another batch.
 		for len(carry) == 0 || inFlight == maxInFlight {
-			if inFlight == maxInFlight || len(carry) > 0 {
-				select {
-				case done := <-finished:
-					release(done)
-				case <-b.srv.stop:
+			if inFlight == maxInFlight {
+				if !waitFinished() {
 					return
 				}
 				continue
@@ -165,10 +172,7 @@ func (b *batcher) loop() {
 		carry = rest
 		if len(batch) == 0 {
 			// Everything waits for an in-flight batch.
-			select {
-			case done := <-finished:
-				release(done)
-			case <-b.srv.stop:
+			if !waitFinished() {
 				return
 			}
 			continue

@@ -33,10 +33,11 @@ func init() {
 	)
 }
 
-func cmdDel(x *call) error {
+// countKeys replies how many of the key arguments fn counts.
+func countKeys(x *call, fn func(k []byte) (bool, error)) error {
 	var n int64
 	for _, k := range x.args[1:] {
-		ok, err := x.ks.del(k)
+		ok, err := fn(k)
 		if err != nil {
 			return err
 		}
@@ -48,19 +49,13 @@ func cmdDel(x *call) error {
 	return nil
 }
 
+func cmdDel(x *call) error { return countKeys(x, x.ks.del) }
+
 func cmdExists(x *call) error {
-	var n int64
-	for _, k := range x.args[1:] {
+	return countKeys(x, func(k []byte) (bool, error) {
 		_, ok, err := x.ks.lookup(k)
-		if err != nil {
-			return err
-		}
-		if ok {
-			n++
-		}
-	}
-	x.w.WriteInt(n)
-	return nil
+		return ok, err
+	})
 }
 
 func cmdType(x *call) error {

@@ -149,7 +149,7 @@ func cmdSet(x *call) error {
 		i++
 	}
 	k, v := x.args[1], x.args[2]
-	old, found, err := x.ks.lookupAny(k)
+	old, found, err := x.ks.lookupAny(k) // SET replaces a value of any type
 	if err != nil {
 		return err
 	}
@@ -227,13 +227,9 @@ func cmdSetEX(x *call) error {
 
 func cmdGetSet(x *call) error {
 	k := x.args[1]
-	old, found, err := x.ks.lookupAny(k)
+	old, found, live, err := x.ks.lookupForWrite(k, typeString)
 	if err != nil {
 		return err
-	}
-	live := found && !old.expired(x.ks.now)
-	if live && old.typ != typeString {
-		return errWrongType
 	}
 	if err := x.ks.put(k, meta{typ: typeString, payload: x.args[2]}, old, found); err != nil {
 		return err
@@ -357,11 +353,9 @@ func cmdMSet(x *call) error {
 		if err := x.ks.put(k, meta{typ: typeString, payload: x.args[i+1]}, p.old, p.found); err != nil {
 			return err
 		}
-		nm, _, err := x.ks.lookupAny(k)
-		if err != nil {
-			return err
-		}
-		olds[string(k)] = pair{nm, true}
+		// A later pair for the same key replaces what this one wrote: a
+		// string without TTL.
+		olds[string(k)] = pair{meta{typ: typeString}, true}
 	}
 	if nx {
 		x.w.WriteInt(1)
@@ -390,17 +384,13 @@ func cmdIncr(x *call) error {
 		}
 	}
 	k := x.args[1]
-	old, found, err := x.ks.lookupAny(k)
+	old, found, live, err := x.ks.lookupForWrite(k, typeString)
 	if err != nil {
 		return err
 	}
-	live := found && !old.expired(x.ks.now)
 	var cur int64
 	m := meta{typ: typeString}
 	if live {
-		if old.typ != typeString {
-			return errWrongType
-		}
 		v, ok := parseInt(old.payload)
 		if !ok {
 			return errNotInteger
@@ -425,17 +415,13 @@ func cmdIncrByFloat(x *call) error {
 		return errNotFloat
 	}
 	k := x.args[1]
-	old, found, err := x.ks.lookupAny(k)
+	old, found, live, err := x.ks.lookupForWrite(k, typeString)
 	if err != nil {
 		return err
 	}
-	live := found && !old.expired(x.ks.now)
 	cur := []byte("0")
 	m := meta{typ: typeString}
 	if live {
-		if old.typ != typeString {
-			return errWrongType
-		}
 		if _, ok := parseFloat(old.payload); !ok {
 			return errNotFloat
 		}
@@ -456,16 +442,12 @@ func cmdIncrByFloat(x *call) error {
 
 func cmdAppend(x *call) error {
 	k := x.args[1]
-	old, found, err := x.ks.lookupAny(k)
+	old, found, live, err := x.ks.lookupForWrite(k, typeString)
 	if err != nil {
 		return err
 	}
-	live := found && !old.expired(x.ks.now)
 	m := meta{typ: typeString}
 	if live {
-		if old.typ != typeString {
-			return errWrongType
-		}
 		m.expireAt = old.expireAt
 		if len(old.payload)+len(x.args[2]) > x.ks.maxValue {
 			return errValueTooLarge
@@ -547,13 +529,9 @@ func cmdSetRange(x *call) error {
 	}
 	val := x.args[3]
 	k := x.args[1]
-	old, found, err := x.ks.lookupAny(k)
+	old, found, live, err := x.ks.lookupForWrite(k, typeString)
 	if err != nil {
 		return err
-	}
-	live := found && !old.expired(x.ks.now)
-	if live && old.typ != typeString {
-		return errWrongType
 	}
 	var cur []byte
 	if live {

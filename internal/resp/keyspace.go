@@ -55,6 +55,18 @@ func (ks *keyspace) lookupType(k []byte, t valueType) (meta, bool, error) {
 	return m, ok, err
 }
 
+// lookupForWrite is lookupAny for a command about to rewrite k as type t:
+// found says whether a record exists (maybe expired), live whether k
+// exists; a live k of another type is WRONGTYPE.
+func (ks *keyspace) lookupForWrite(k []byte, t valueType) (old meta, found, live bool, err error) {
+	old, found, err = ks.lookupAny(k)
+	live = found && !old.expired(ks.now)
+	if err == nil && live && old.typ != t {
+		err = errWrongType
+	}
+	return old, found, live, err
+}
+
 // put writes k's metadata. old is what k held before (found says whether
 // it was present at all, expired or not): a hash being replaced by another
 // type loses its fields, and the expiry index follows the TTL.
@@ -114,21 +126,8 @@ func (ks *keyspace) del(k []byte) (bool, error) {
 
 func (ks *keyspace) deleteFields(k []byte) error {
 	p := fieldPrefix(k)
-	it, err := ks.txn.Iter(ks.ctx, p, prefixEnd(p), false)
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.Valid() {
-		if err := ks.txn.Delete(append([]byte(nil), it.Key()...)); err != nil {
-			return err
-		}
-		if err := it.Next(ks.ctx); err != nil {
-			return err
-		}
-	}
 	ks.wrote = true
-	return nil
+	return ks.fields(k, func(f, _ []byte) error { return ks.txn.Delete(fieldKey(p, f)) })
 }
 
 // setString makes k the string v with expireAt (0: no TTL), whatever k

@@ -396,7 +396,7 @@ func (r *Reader) advance(lookahead bool) bool {
 			if !ok {
 				return false
 			}
-			n, ok := parseLength(r.buf[r.pos+1 : cr])
+			n, ok := parseInt(r.buf[r.pos+1 : cr])
 			if !ok || n > maxMultibulk {
 				r.fail("invalid multibulk length")
 				return false
@@ -427,7 +427,7 @@ func (r *Reader) advance(lookahead bool) bool {
 				r.fail("expected '$', got '" + string([]byte{c}) + "'")
 				return false
 			}
-			n, ok := parseLength(r.buf[r.pos+1 : cr])
+			n, ok := parseInt(r.buf[r.pos+1 : cr])
 			if !ok || n < 0 || n > int64(r.maxBulk) {
 				r.fail("invalid bulk length")
 				return false
@@ -466,37 +466,6 @@ func (r *Reader) advance(lookahead bool) bool {
 	}
 }
 
-// parseLength parses a length the way Redis's string2ll does: an optional '-',
-// then digits without a leading zero ("0" alone is fine), fitting an int64.
-func parseLength(b []byte) (int64, bool) {
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 || b[0] < '1' || b[0] > '9' || len(b) > 19 {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + uint64(c-'0') // 19 digits cannot overflow a uint64
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(v), true
-}
 
 // isBlank is C's isspace in the C locale: what separates inline arguments
 // and may follow a closing quote.
