@@ -466,7 +466,6 @@ func (r *Reader) advance(lookahead bool) bool {
 	}
 }
 
-
 // isBlank is C's isspace in the C locale: what separates inline arguments
 // and may follow a closing quote.
 func isBlank(c byte) bool {

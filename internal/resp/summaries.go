@@ -9,7 +9,7 @@ var summaries = map[string]string{
 	"getdel": "Returns the string value of a key after deleting the key.", "getex": "Returns the string value of a key after setting its expiration time.",
 	"mget": "Atomically returns the string values of one or more keys.", "mset": "Atomically creates or modifies the string values of one or more keys.",
 	"msetnx": "Atomically modifies the string values of one or more keys only when all keys don't exist.",
-	"incr": "Increments the integer value of a key by one.", "decr": "Decrements the integer value of a key by one.",
+	"incr":   "Increments the integer value of a key by one.", "decr": "Decrements the integer value of a key by one.",
 	"incrby": "Increments the integer value of a key by a number.", "decrby": "Decrements a number from the integer value of a key.",
 	"incrbyfloat": "Increments the floating point value of a key by a number.", "append": "Appends a string to the value of a key.",
 	"strlen": "Returns the length of a string value.", "getrange": "Returns a substring of the string stored at a key.",
