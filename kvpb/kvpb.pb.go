@@ -1316,11 +1316,20 @@ func (x *KvPair) GetValue() []byte {
 	return nil
 }
 
+// GetRequest reads key at version. With latest set, version is ignored: the
+// leader returns the newest committed value it has applied, without a
+// timestamp (a linearizable single-key read that needs no TSO round trip;
+// it does not raise max_ts). A lock on the key is returned as a Locked
+// error unless its start ts is in bypass_locks (transactions the client
+// found uncommitted: their writes are not acknowledged yet, so reading
+// past them is linearizable).
 type GetRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
 	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
 	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	Latest        bool                   `protobuf:"varint,4,opt,name=latest,proto3" json:"latest,omitempty"`
+	BypassLocks   []uint64               `protobuf:"varint,5,rep,packed,name=bypass_locks,json=bypassLocks,proto3" json:"bypass_locks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1374,6 +1383,20 @@ func (x *GetRequest) GetVersion() uint64 {
 		return x.Version
 	}
 	return 0
+}
+
+func (x *GetRequest) GetLatest() bool {
+	if x != nil {
+		return x.Latest
+	}
+	return false
+}
+
+func (x *GetRequest) GetBypassLocks() []uint64 {
+	if x != nil {
+		return x.BypassLocks
+	}
+	return nil
 }
 
 type GetResponse struct {
@@ -3532,12 +3555,14 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x06KvPair\x12$\n" +
 	"\x05error\x18\x01 \x01(\v2\x0e.kvpb.KeyErrorR\x05error\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\fR\x05value\"a\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\"\x9c\x01\n" +
 	"\n" +
 	"GetRequest\x12'\n" +
 	"\acontext\x18\x01 \x01(\v2\r.kvpb.ContextR\acontext\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\fR\x03key\x12\x18\n" +
-	"\aversion\x18\x03 \x01(\x04R\aversion\"\x9c\x01\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x16\n" +
+	"\x06latest\x18\x04 \x01(\bR\x06latest\x12!\n" +
+	"\fbypass_locks\x18\x05 \x03(\x04R\vbypassLocks\"\x9c\x01\n" +
 	"\vGetResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.kvpb.KeyErrorR\x05error\x12\x14\n" +

@@ -19,6 +19,7 @@ package kvserver
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -113,11 +114,25 @@ func (s *Server) KvGet(ctx context.Context, req *kvpb.GetRequest) (*kvpb.GetResp
 		resp.RegionError = rerr
 		return resp, nil
 	}
-	s.cm.UpdateMaxTS(req.Version)
-	if err := s.cm.CheckReadKey(ctx, req.Key, req.Version); err != nil {
-		return nil, err
+	var (
+		val   []byte
+		found bool
+		err   error
+	)
+	if req.Latest {
+		// The newest applied committed value: every write acknowledged
+		// before this read was applied here first (or left a lock, which
+		// the client resolves). No snapshot timestamp, so max_ts stays,
+		// and in-memory locks of one-phase commits still in flight are not
+		// waited for: those writes are not acknowledged yet.
+		val, found, err = mvcc.Get(s.db, req.Key, math.MaxUint64, req.BypassLocks)
+	} else {
+		s.cm.UpdateMaxTS(req.Version)
+		if err := s.cm.CheckReadKey(ctx, req.Key, req.Version); err != nil {
+			return nil, err
+		}
+		val, found, err = s.get(req.Key, req.Version)
 	}
-	val, found, err := s.get(req.Key, req.Version)
 	if err != nil {
 		if ke := mvcc.KeyErrorOf(err); ke != nil {
 			resp.Error = ke

@@ -8,7 +8,7 @@ import (
 func init() {
 	str := []string{"@string"}
 	register(
-		&command{name: "get", arity: 2, flags: flagData | flagReadonly | flagFast, firstKey: 1, lastKey: 1, step: 1, acl: str, run: cmdGet},
+		&command{name: "get", arity: 2, flags: flagData | flagReadonly | flagFast | flagLatest, firstKey: 1, lastKey: 1, step: 1, acl: str, run: cmdGet},
 		&command{name: "set", arity: -3, flags: flagData | flagWrite | flagDenyOOM, firstKey: 1, lastKey: 1, step: 1, acl: str, run: cmdSet},
 		&command{name: "setnx", arity: 3, flags: flagData | flagWrite | flagDenyOOM | flagFast, firstKey: 1, lastKey: 1, step: 1, acl: str, run: cmdSetNX},
 		&command{name: "setex", arity: 4, flags: flagData | flagWrite | flagDenyOOM, firstKey: 1, lastKey: 1, step: 1, acl: str, run: cmdSetEX},

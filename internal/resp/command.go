@@ -19,6 +19,9 @@ const (
 	flagNoScript
 	flagLoading
 	flagStale
+	// flagLatest commands read one key's newest committed value without a
+	// transaction (keyspace.go, LatestGetter), when the store can.
+	flagLatest
 )
 
 var flagNames = []struct {

@@ -76,6 +76,9 @@ type Server struct {
 	closed       bool
 
 	cursors cursorTable
+	// latest is store when it can read a key's newest committed value
+	// outside a transaction; GET then needs no timestamp.
+	latest LatestGetter
 	batch   batcher
 	stats   serverStats
 
@@ -99,6 +102,7 @@ func New(cfg Config, store kv.Storage) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: store, ln: ln, started: time.Now(),
 		sessions: map[*session]struct{}{}, stop: make(chan struct{})}
+	s.latest, _ = store.(LatestGetter)
 	s.cursors.init()
 	s.batch = batcher{srv: s, jobs: make(chan *job, maxBatch)}
 	s.wg.Add(2)
@@ -286,6 +290,10 @@ func (sess *session) dispatch(args [][]byte) {
 		sess.w.WriteSimple("QUEUED")
 		return
 	}
+	if cmd.flags&flagLatest != 0 && sess.srv.latest != nil && !batched {
+		sess.getLatest(args[1])
+		return
+	}
 	if cmd.flags&flagData == 0 {
 		x := &call{sess: sess, w: sess.w, args: args, cmd: cmd}
 		if err := cmd.run(x); err != nil {
@@ -438,6 +446,40 @@ func (s *Server) attempt(ctx context.Context, fn func(ks *keyspace) (bool, error
 		return err
 	}
 	return txn.Commit(ctx)
+}
+
+// LatestGetter reads a key's newest committed value without a transaction
+// or a timestamp, linearizably for that one key (client.Client.GetLatest).
+type LatestGetter interface {
+	GetLatest(ctx context.Context, key []byte) ([]byte, error)
+}
+
+// getLatest serves GET from the newest committed value: a single-key read
+// needs no snapshot, so it takes no timestamp from the TSO (in a cluster,
+// a round trip to PD) and the region leader answers from applied state.
+func (sess *session) getLatest(k []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), sess.srv.cfg.CommandTimeout)
+	defer cancel()
+	b, err := sess.srv.latest.GetLatest(ctx, MetaKey(k))
+	if errors.Is(err, kv.ErrNotFound) {
+		sess.w.WriteNull()
+		return
+	}
+	if err != nil {
+		writeError(sess.w, err)
+		return
+	}
+	m, err := decodeMeta(b)
+	switch {
+	case err != nil:
+		writeError(sess.w, err)
+	case m.expired(sess.srv.cfg.Now().UnixMilli()):
+		sess.w.WriteNull()
+	case m.typ != typeString:
+		writeError(sess.w, errWrongType)
+	default:
+		sess.w.WriteBulk(m.payload)
+	}
 }
 
 // call is one command invocation as its handler sees it.

@@ -200,3 +200,15 @@ func (it *memIter) Key() []byte                    { return it.kvs[it.pos].Key }
 func (it *memIter) Value() []byte                  { return it.kvs[it.pos].Value }
 func (it *memIter) Next(ctx context.Context) error { it.pos++; return nil }
 func (it *memIter) Close()                         {}
+
+// GetLatest returns the newest committed value of key (the double of
+// client.Client.GetLatest).
+func (s *memStorage) GetLatest(ctx context.Context, key []byte) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vs := s.data[string(key)]
+	if len(vs) == 0 || vs[len(vs)-1].del {
+		return nil, kv.ErrNotFound
+	}
+	return append([]byte(nil), vs[len(vs)-1].value...), nil
+}
