@@ -77,7 +77,7 @@ func GC(r pebble.Reader, b *pebble.Batch, start, end []byte, safePoint uint64, l
 			}
 			valid = it.Next()
 		}
-		kept := false      // the newest Put or Delete at or below safePoint was seen
+		kept := false           // the newest Put or Delete at or below safePoint was seen
 		var deleteMarker []byte // the write key of that version when it is a Delete
 		cut := false
 		for ; valid && bytes.HasPrefix(it.Key(), prefix); valid = it.Next() {
