@@ -135,8 +135,8 @@ func (e *InvalidRequestError) Error() string {
 	return fmt.Sprintf("invalid request on key %s: %s", fmtKey(e.Key), e.Reason)
 }
 
-// TooOldError: a read (or a new transaction's write) at a timestamp below
-// the GC safe point. Versions it would need may have been garbage
+// TooOldError: a read at a timestamp below the GC safe point, or a
+// prewrite or pessimistic lock of a transaction that started at or below it. Versions it would need may have been garbage
 // collected, so it fails rather than return partial history; the
 // transaction is older than the GC life time and must start over.
 type TooOldError struct {
@@ -145,7 +145,7 @@ type TooOldError struct {
 }
 
 func (e *TooOldError) Error() string {
-	return fmt.Sprintf("GC life time is shorter than transaction duration: transaction ts %d is below the GC safe point %d", e.ReadTS, e.SafePoint)
+	return fmt.Sprintf("GC life time is shorter than transaction duration: transaction ts %d is too old for the GC safe point %d", e.ReadTS, e.SafePoint)
 }
 
 // KeyErrorOf converts a protocol error of this package into the wire form
