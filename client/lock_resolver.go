@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -254,4 +255,31 @@ func keyErrorAsError(ke *kvpb.KeyError) error {
 // secondaries), bounded by d.
 func cleanupContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), d)
+}
+
+// ResolveLocks settles the given locks (found by scanning a region's lock
+// column family) the way a reader would: it asks each transaction's primary
+// for its fate, rolling back one whose primary lock has expired, and then
+// commits or rolls back the lock. Locks of live transactions are left in
+// place and counted in live; they will commit above any timestamp taken
+// now. The GC of a region resolves the locks of old transactions this way
+// before collecting, so that no lock outlives its primary's commit record.
+func (c *Client) ResolveLocks(ctx context.Context, locks []*kvpb.LockInfo) (live int, err error) {
+	bo := newBackoffer(ctx, c.opts.BackoffBudget)
+	for _, l := range locks {
+		// The largest caller ts: ask for the fate without pushing the
+		// transaction's min commit ts.
+		status, _, err := c.resolver.txnStatus(&bo, math.MaxUint64, l)
+		if err != nil {
+			return live, err
+		}
+		if status.alive() {
+			live++
+			continue
+		}
+		if err := c.resolver.resolveLock(&bo, l, status.commitTS); err != nil {
+			return live, err
+		}
+	}
+	return live, nil
 }

@@ -14,11 +14,20 @@
 // and release the latches only after it is applied, so two writers never
 // decide from the same state. The same Server is called in-process (as a
 // plain method call by the client library) or over gRPC.
+//
+// GC garbage-collects a region's old versions at a safe point, in chunks
+// proposed through the region's Raft log like any write. Reads below the
+// store's GC safe point fail (mvcc.TooOldError) instead of returning
+// partial history; they check it before and after reading the engine, and
+// the leader raises it before it proposes deletions, so a read that
+// overlaps a GC never passes both checks. Prewrites and pessimistic locks
+// of transactions that started at or below it are refused too.
 package kvserver
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -124,9 +133,13 @@ func (s *Server) KvGet(ctx context.Context, req *kvpb.GetRequest) (*kvpb.GetResp
 		// before this read was applied here first (or left a lock, which
 		// the client resolves). No snapshot timestamp, so max_ts stays,
 		// and in-memory locks of one-phase commits still in flight are not
-		// waited for: those writes are not acknowledged yet.
+		// waited for: those writes are not acknowledged yet. GC never
+		// removes a key's newest version, so no safe-point check applies.
 		val, found, err = mvcc.Get(s.db, req.Key, math.MaxUint64, req.BypassLocks)
 	} else {
+		if resp.Error = s.checkReadTS(req.Version); resp.Error != nil {
+			return resp, nil
+		}
 		s.cm.UpdateMaxTS(req.Version)
 		if err := s.cm.CheckReadKey(ctx, req.Key, req.Version); err != nil {
 			return nil, err
@@ -140,6 +153,11 @@ func (s *Server) KvGet(ctx context.Context, req *kvpb.GetRequest) (*kvpb.GetResp
 		}
 		return nil, err
 	}
+	if !req.Latest {
+		if resp.Error = s.checkReadTS(req.Version); resp.Error != nil {
+			return resp, nil
+		}
+	}
 	resp.Value, resp.NotFound = val, !found
 	return resp, nil
 }
@@ -149,6 +167,9 @@ func (s *Server) KvBatchGet(ctx context.Context, req *kvpb.BatchGetRequest) (*kv
 	resp := &kvpb.BatchGetResponse{}
 	if _, _, rerr := s.route(req.Context, req.Keys...); rerr != nil {
 		resp.RegionError = rerr
+		return resp, nil
+	}
+	if resp.Error = s.checkReadTS(req.Version); resp.Error != nil {
 		return resp, nil
 	}
 	s.cm.UpdateMaxTS(req.Version)
@@ -168,6 +189,9 @@ func (s *Server) KvBatchGet(ctx context.Context, req *kvpb.BatchGetRequest) (*kv
 			resp.Pairs = append(resp.Pairs, &kvpb.KvPair{Key: k, Value: val})
 		}
 	}
+	if resp.Error = s.checkReadTS(req.Version); resp.Error != nil {
+		resp.Pairs = nil
+	}
 	return resp, nil
 }
 
@@ -182,6 +206,9 @@ func (s *Server) KvScan(ctx context.Context, req *kvpb.ScanRequest) (*kvpb.ScanR
 	// Clip the scan to the region the request was checked against (the
 	// client's view of it); the client walks region by region.
 	start, end := clip(r, req.StartKey, req.EndKey)
+	if resp.Error = s.checkReadTS(req.Version); resp.Error != nil {
+		return resp, nil
+	}
 	s.cm.UpdateMaxTS(req.Version)
 	if err := s.cm.CheckReadRange(ctx, start, end, req.Version); err != nil {
 		return nil, err
@@ -194,6 +221,9 @@ func (s *Server) KvScan(ctx context.Context, req *kvpb.ScanRequest) (*kvpb.ScanR
 		}
 		return nil, err
 	}
+	if resp.Error = s.checkReadTS(req.Version); resp.Error != nil {
+		return resp, nil
+	}
 	if req.KeyOnly {
 		for _, kv := range pairs {
 			kv.Value = nil
@@ -201,6 +231,21 @@ func (s *Server) KvScan(ctx context.Context, req *kvpb.ScanRequest) (*kvpb.ScanR
 	}
 	resp.Pairs = pairs
 	return resp, nil
+}
+
+// checkReadTS refuses a read at ts below the store's GC safe point.
+func (s *Server) checkReadTS(ts uint64) *kvpb.KeyError {
+	return mvcc.KeyErrorOf(s.locks.CheckReadTS(ts))
+}
+
+// checkStartTS refuses a prewrite or pessimistic lock of a transaction
+// that started at or below the GC safe point: its rollback record, which
+// keeps a late prewrite out, may have been collected.
+func (s *Server) checkStartTS(startTS uint64) *kvpb.KeyError {
+	if sp := s.locks.GCSafePoint(); startTS <= sp {
+		return mvcc.KeyErrorOf(&mvcc.TooOldError{ReadTS: startTS, SafePoint: sp})
+	}
+	return nil
 }
 
 func clip(r *kvpb.Region, start, end []byte) ([]byte, []byte) {
@@ -231,6 +276,10 @@ func (s *Server) KvPrewrite(ctx context.Context, req *kvpb.PrewriteRequest) (*kv
 	p, r, rerr := s.route(req.Context, keys...)
 	if rerr != nil {
 		resp.RegionError = rerr
+		return resp, nil
+	}
+	if ke := s.checkStartTS(req.StartVersion); ke != nil {
+		resp.Errors = []*kvpb.KeyError{ke}
 		return resp, nil
 	}
 	guard := s.cm.Acquire(keys)
@@ -377,6 +426,9 @@ func (s *Server) KvResolveLock(ctx context.Context, req *kvpb.ResolveLockRequest
 // the lock and reports a lock wait timeout.
 func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLockRequest) (*kvpb.PessimisticLockResponse, error) {
 	keys := mutationKeys(req.Mutations)
+	if ke := s.checkStartTS(req.StartVersion); ke != nil {
+		return &kvpb.PessimisticLockResponse{Errors: []*kvpb.KeyError{ke}}, nil
+	}
 	// A pessimistic transaction may later commit in one phase with a commit
 	// ts derived from max_ts; it must land above for_update_ts.
 	s.cm.UpdateMaxTS(req.ForUpdateTs)
@@ -459,4 +511,73 @@ func (s *Server) KvTxnHeartBeat(ctx context.Context, req *kvpb.TxnHeartBeatReque
 		resp.LockTtl = ttl
 	}
 	return resp, err
+}
+
+// GCStats is what one GC of a region deleted.
+type GCStats struct {
+	Versions, Values int // write records, data-CF values
+	Chunks           int // proposals
+}
+
+// GC garbage-collects the region regionID, led by this store, at
+// safePoint: the deletions of mvcc.GC over the region's range, computed
+// from applied state in chunks of at most chunk keys (<= 0: 4096), each
+// proposed through the region's Raft log under the region's epoch, so every
+// replica applies the same deletions and a crash replays them. Each chunk
+// also records the safe point (mvcc.PutGCSafePoint).
+//
+// Before the first chunk it raises the store's GC safe point: from then on
+// reads below safePoint fail. safePoint must not be below the store's
+// current one. The caller must have resolved the locks of transactions
+// that started at or below safePoint (see mvcc.GC). A region error (not
+// leader, split) ends the GC with an error; the next pass starts over.
+func (s *Server) GC(ctx context.Context, regionID, safePoint uint64, chunk int) (GCStats, error) {
+	var st GCStats
+	if chunk <= 0 {
+		chunk = 4096
+	}
+	p, ok := s.store.Peer(regionID)
+	if !ok {
+		return st, fmt.Errorf("kvserver: gc: region %d is not on this store", regionID)
+	}
+	r, rerr := p.Check(nil)
+	if rerr != nil {
+		return st, fmt.Errorf("kvserver: gc of region %d: %s", regionID, rerr.Message)
+	}
+	if cur := s.locks.GCSafePoint(); safePoint < cur {
+		return st, fmt.Errorf("kvserver: gc of region %d: safe point %d is below the store's %d", regionID, safePoint, cur)
+	}
+	s.locks.RaiseGCSafePoint(safePoint)
+	start := r.StartKey
+	for {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		b := s.engine.NewBatch()
+		res, err := mvcc.GC(s.db, b, start, r.EndKey, safePoint, chunk)
+		if err == nil && (res.Versions > 0 || st.Chunks == 0) {
+			// The record goes with the first chunk even when it deletes
+			// nothing, so the region's safe point is known after a restart.
+			err = mvcc.PutGCSafePoint(b, r.Id, safePoint)
+		}
+		if err != nil {
+			b.Close()
+			return st, err
+		}
+		rerr, err := s.propose(ctx, p, r, b)
+		b.Close()
+		if err != nil {
+			return st, err
+		}
+		if rerr != nil {
+			return st, fmt.Errorf("kvserver: gc of region %d: %s", regionID, rerr.Message)
+		}
+		st.Chunks++
+		st.Versions += res.Versions
+		st.Values += res.Values
+		if res.Resume == nil {
+			return st, nil
+		}
+		start = res.Resume
+	}
 }

@@ -11,6 +11,7 @@
 //	lock:  'z' 'l' + userKey                      -> lock record
 //	write: 'z' 'w' + escaped(userKey) + ^commitTS -> write record
 //	data:  'z' 'd' + escaped(userKey) + ^startTS  -> value
+//	gc:    'z' 'g' + regionID                     -> GC safe point (see below)
 //
 // Timestamps are stored big-endian and bit-inverted, so a key's newest
 // version sorts first and "the newest version at or below ts" is one SeekGE
@@ -50,6 +51,33 @@
 // Timestamps come from the TSO: physical milliseconds << 18 | logical
 // (PhysicalMs, ComposeTS). A lock's TTL counts milliseconds from the physical
 // part of its start ts.
+//
+// # Garbage collection
+//
+// Every write adds a version; GC removes the ones nobody can read any more.
+// The GC safe point is a timestamp below which no transaction reads (PD
+// keeps it: now minus the GC life time, never moving back). GC computes,
+// for a key range, the deletions that keep everything a read at or above
+// the safe point sees: per user key, every write record above the safe
+// point, and the newest Put at or below it. Older records, Rollback and
+// Lock records at or below it, and a Delete that is the newest version at
+// or below it (after everything under it) go, with the data-CF values of
+// deleted Puts. Locks are never touched. Deletions are bounded per call
+// (limit) and the call says where to resume; each chunk is proposed through
+// Raft like any write.
+//
+// A read below the safe point could see partial history, so it fails with
+// *TooOldError ("GC life time is shorter than transaction duration"), and so
+// do prewrites and pessimistic locks of transactions that started at or
+// below it (their rollback records may be gone). The KV service checks
+// LockSet.CheckReadTS before and after a read; the LockSet holds the
+// store's safe point, raised by the leader before it proposes deletions
+// (RaiseGCSafePoint) and on every replica by the record each GC batch
+// carries (PutGCSafePoint, under 'z' 'g' + region id; outside EngineSpans).
+// Before collecting at a safe point, the caller resolves every lock of a
+// transaction that started at or below it: a secondary lock whose primary
+// committed at or below the safe point would otherwise outlive the commit
+// record that decides it.
 //
 // # Contract with the KV service
 //

@@ -135,6 +135,19 @@ func (e *InvalidRequestError) Error() string {
 	return fmt.Sprintf("invalid request on key %s: %s", fmtKey(e.Key), e.Reason)
 }
 
+// TooOldError: a read at a timestamp below the GC safe point, or a
+// prewrite or pessimistic lock of a transaction that started at or below it. Versions it would need may have been garbage
+// collected, so it fails rather than return partial history; the
+// transaction is older than the GC life time and must start over.
+type TooOldError struct {
+	ReadTS    uint64
+	SafePoint uint64
+}
+
+func (e *TooOldError) Error() string {
+	return fmt.Sprintf("GC life time is shorter than transaction duration: transaction ts %d is too old for the GC safe point %d", e.ReadTS, e.SafePoint)
+}
+
 // KeyErrorOf converts a protocol error of this package into the wire form
 // the KV service returns. It returns nil for nil and for errors that are not
 // protocol outcomes (engine failures), which the service must treat as
@@ -154,6 +167,7 @@ func KeyErrorOf(err error) *kvpb.KeyError {
 		expired    *CommitTSExpiredError
 		pessGone   *PessimisticLockNotFoundError
 		invalid    *InvalidRequestError
+		tooOld     *TooOldError
 	)
 	switch {
 	case errors.As(err, &locked):
@@ -165,7 +179,7 @@ func KeyErrorOf(err error) *kvpb.KeyError {
 	case errors.As(err, &notFound):
 		return &kvpb.KeyError{TxnNotFound: &kvpb.TxnNotFound{StartTs: notFound.StartTS, PrimaryKey: notFound.Primary}}
 	case errors.As(err, &lockGone), errors.As(err, &committed), errors.As(err, &rolledBack),
-		errors.As(err, &expired), errors.As(err, &pessGone), errors.As(err, &invalid):
+		errors.As(err, &expired), errors.As(err, &pessGone), errors.As(err, &invalid), errors.As(err, &tooOld):
 		return &kvpb.KeyError{Abort: err.Error()}
 	}
 	return nil

@@ -27,10 +27,19 @@ import (
 //
 // When the set says a key may be locked, the reader looks in the engine as
 // before. The index is rebuilt from the lock column family at start.
+//
+// The set also tracks the store's GC safe point, the other piece of
+// applied state every read consults: the highest safe point any region of
+// the store has recorded (PutGCSafePoint) or is about to apply
+// (RaiseGCSafePoint). It only grows. A region split off a collected region
+// shares its collected data, which is why the bound is per store and not
+// per region.
 type LockSet struct {
 	n  atomic.Int64
 	mu sync.RWMutex
 	m  map[string]struct{}
+
+	gcSafePoint atomic.Uint64
 }
 
 // LoadLockSet builds the set from the engine's lock column family.
@@ -44,7 +53,42 @@ func LoadLockSet(r pebble.Reader) (*LockSet, error) {
 		ls.m[string(it.Key()[2:])] = struct{}{}
 	}
 	ls.n.Store(int64(len(ls.m)))
-	return ls, it.Close()
+	if err := it.Close(); err != nil {
+		return nil, err
+	}
+	sp, err := loadGCSafePoint(r)
+	if err != nil {
+		return nil, err
+	}
+	ls.gcSafePoint.Store(sp)
+	return ls, nil
+}
+
+// GCSafePoint returns the store's GC safe point: versions a read below it
+// would need may be gone, so such reads must fail (TooOldError).
+func (ls *LockSet) GCSafePoint() uint64 { return ls.gcSafePoint.Load() }
+
+// RaiseGCSafePoint raises the store's GC safe point to sp (a lower sp is
+// ignored). The leader calls it before it proposes GC deletions at sp, so
+// that no read below sp can start, or finish unnoticed (see
+// CheckReadTS), while they are applied.
+func (ls *LockSet) RaiseGCSafePoint(sp uint64) {
+	for {
+		cur := ls.gcSafePoint.Load()
+		if sp <= cur || ls.gcSafePoint.CompareAndSwap(cur, sp) {
+			return
+		}
+	}
+}
+
+// CheckReadTS returns *TooOldError when readTS is below the GC safe point.
+// A reader calls it before and after it reads the engine: the second call
+// catches a GC at a higher safe point that was applied during the read.
+func (ls *LockSet) CheckReadTS(readTS uint64) error {
+	if sp := ls.gcSafePoint.Load(); readTS < sp {
+		return &TooOldError{ReadTS: readTS, SafePoint: sp}
+	}
+	return nil
 }
 
 // MayBeLocked reports whether key may hold a lock.
@@ -58,8 +102,9 @@ func (ls *LockSet) MayBeLocked(key []byte) bool {
 	return ok
 }
 
-// Observe records the lock puts and deletes of an applied batch
-// representation. It must be called after the batch is in the engine.
+// Observe records the lock puts and deletes, and the GC safe point
+// records, of an applied batch representation. It must be called after the
+// batch is in the engine.
 func (ls *LockSet) Observe(repr []byte) error {
 	if len(repr) <= batchrepr.HeaderLen {
 		return nil
@@ -67,14 +112,24 @@ func (ls *LockSet) Observe(repr []byte) error {
 	r := batchrepr.Read(repr)
 	locked := false
 	for {
-		kind, k, _, ok, err := r.Next()
+		kind, k, v, ok, err := r.Next()
 		if err != nil {
 			return err
 		}
 		if !ok {
 			break
 		}
-		if len(k) < 2 || k[0] != Prefix || k[1] != lockCF {
+		if len(k) < 2 || k[0] != Prefix || (k[1] != lockCF && k[1] != gcCF) {
+			continue
+		}
+		if k[1] == gcCF {
+			if kind == pebble.InternalKeyKindSet {
+				sp, err := decodeGCSafePoint(k, v)
+				if err != nil {
+					return err
+				}
+				ls.RaiseGCSafePoint(sp)
+			}
 			continue
 		}
 		if !locked {

@@ -34,6 +34,7 @@ import (
 //	pessimistic_lock K... primary=K start=TS for_update=TS [ttl=MS] [return_values]
 //	pessimistic_rollback K... start=TS for_update=TS
 //	heartbeat primary=K start=TS ttl=MS
+//	gc [start=K] [end=K] safe_point=TS [limit=N]
 //	dump
 //
 // Keys and values accept Go escapes (a\x00b); a value "x*300" is 300 x's.
@@ -64,7 +65,7 @@ var reservedArgs = map[string]bool{
 	"primary": true, "start": true, "ttl": true, "for_update": true, "min_commit": true,
 	"pessimistic": true, "commit": true, "ts": true, "bypass": true, "end": true, "limit": true,
 	"reverse": true, "lock": true, "caller": true, "current": true, "rollback_if_not_exist": true,
-	"max_ts": true, "return_values": true,
+	"max_ts": true, "return_values": true, "safe_point": true,
 }
 
 func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.TestData) string {
@@ -244,6 +245,17 @@ func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.Te
 			return result(t, err)
 		}
 		return fmt.Sprintf("ttl=%d", ttl)
+
+	case "gc":
+		res, err := GC(r, b, args.key("start"), args.key("end"), args.ts("safe_point"), int(args.uint("limit")))
+		if err != nil {
+			t.Fatalf("gc: %v", err)
+		}
+		out := fmt.Sprintf("deleted %d versions, %d values", res.Versions, res.Values)
+		if res.Resume != nil {
+			out += "; resume at " + fmtKey(res.Resume)
+		}
+		return out
 
 	case "dump":
 		return ""

@@ -8,6 +8,9 @@
 // SQL runs through the client library to the region leader exactly as it
 // would in a cluster; the only shortcut is that the client calls the local
 // KV service as a function instead of over gRPC.
+//
+// In the background the node garbage-collects old MVCC versions of the
+// regions it leads (gc.go) and reports its regions to PD.
 package node
 
 import (
@@ -58,6 +61,13 @@ type Config struct {
 	Logger       *slog.Logger
 	// InMemory keeps all data in memory (tests only; nothing is durable).
 	InMemory bool
+	// GCInterval is how often old MVCC versions are garbage-collected
+	// (default 1 minute; negative: never in the background, RunGC only).
+	GCInterval time.Duration
+	// GCLifeTime is how long versions stay readable after they are
+	// overwritten (default 10 minutes, the client's MaxTxnLifetime): a
+	// transaction older than this fails its reads.
+	GCLifeTime time.Duration
 }
 
 // Node is a running Strata node.
@@ -152,6 +162,13 @@ func (n *Node) open(ctx context.Context) error {
 	n.client = client.New(localPD, router, client.Options{})
 	if n.sql, err = sql.NewEngine(ctx, n.client); err != nil {
 		return fmt.Errorf("node: start SQL engine: %w", err)
+	}
+	if interval := n.cfg.GCInterval; interval >= 0 {
+		if interval == 0 {
+			interval = defaultGCInterval
+		}
+		n.wg.Add(1)
+		go n.gcLoop(interval) // gc.go
 	}
 	return nil
 }

@@ -1,9 +1,9 @@
 // Package pd is the placement driver: it allocates timestamps (the TSO)
 // and ids, and keeps the region directory the client library routes by.
 //
-// Its durable state (the TSO high-water mark and the id allocator's mark)
-// lives in a Raft group of its own, the system region, replicated and
-// fsynced like any region. The region directory is soft state rebuilt from
+// Its durable state (the TSO high-water mark, the id allocator's mark and
+// the GC safe point) lives in a Raft group of its own, the system region,
+// replicated and fsynced like any region. The region directory is soft state rebuilt from
 // store heartbeats (Heartbeat): every store reports the regions it holds
 // and which of them it leads.
 //
@@ -35,8 +35,9 @@ import (
 const SystemRegionID = 1
 
 var (
-	tsoLimitKey = engine.PDKey("tso-limit")
-	idLimitKey  = engine.PDKey("id-limit")
+	tsoLimitKey    = engine.PDKey("tso-limit")
+	idLimitKey     = engine.PDKey("id-limit")
+	gcSafePointKey = engine.PDKey("gc-safe-point")
 )
 
 const idBatch = 1000
@@ -55,6 +56,9 @@ type Server struct {
 	idMu    sync.Mutex
 	nextID  uint64
 	idLimit uint64
+
+	gcMu        sync.Mutex
+	gcSafePoint uint64
 
 	dirMu   sync.RWMutex
 	regions []regionEntry // sorted by start key
@@ -80,7 +84,34 @@ func New(store *raftstore.Store) (*Server, error) {
 		return nil, err
 	}
 	s.nextID, s.idLimit = max(idLimit, ReservedIDs), idLimit
+	if s.gcSafePoint, err = readUint(db, gcSafePointKey); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// GCSafePoint returns the GC safe point: no transaction may read below it.
+func (s *Server) GCSafePoint() uint64 {
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
+	return s.gcSafePoint
+}
+
+// UpdateGCSafePoint advances the GC safe point to sp and returns the safe
+// point in force, which is never below an earlier one: a lower sp changes
+// nothing. The new value is persisted through the system region before it
+// is returned, so it never goes back across restarts.
+func (s *Server) UpdateGCSafePoint(ctx context.Context, sp uint64) (uint64, error) {
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
+	if sp <= s.gcSafePoint {
+		return s.gcSafePoint, nil
+	}
+	if err := s.persistUint(ctx, gcSafePointKey, sp); err != nil {
+		return 0, err
+	}
+	s.gcSafePoint = sp
+	return sp, nil
 }
 
 func readUint(db pebble.Reader, key []byte) (uint64, error) {
