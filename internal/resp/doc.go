@@ -10,9 +10,12 @@
 //     snapshot-isolated whichever regions its keys are in (MSET, DEL of many
 //     keys, RENAME, EXEC included). A write is acknowledged only after it
 //     is committed, i.e. fsynced through Raft.
-//   - Single-key commands are linearizable: a command reads at a timestamp
-//     from the timestamp oracle taken after it arrived, and a one-phase
-//     commit's timestamp never exceeds what the oracle hands out next.
+//   - Single-key commands are linearizable. GET reads the key's newest
+//     committed value on the region leader with no timestamp at all
+//     (client.Client.GetLatest: no TSO round trip); other reads take a
+//     snapshot at a timestamp from the oracle taken after the command
+//     arrived, and a one-phase commit's timestamp never exceeds what the
+//     oracle hands out next.
 //   - Write commands of all connections are run in shared batch
 //     transactions (batch.go): one commit for many commands, commands on
 //     one key in sequence. Replies are released after the commit. A write
