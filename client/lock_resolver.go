@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 
@@ -242,6 +244,8 @@ func keyErrorAsError(ke *kvpb.KeyError) error {
 		return fmt.Errorf("client: key %q already exists", ke.AlreadyExist.Key)
 	case ke.TxnNotFound != nil:
 		return fmt.Errorf("client: txn %d not found (primary %q)", ke.TxnNotFound.StartTs, ke.TxnNotFound.PrimaryKey)
+	case strings.HasPrefix(ke.Abort, kv.ErrTxnTooOld.Error()):
+		return fmt.Errorf("client: transaction aborted: %w%s", kv.ErrTxnTooOld, strings.TrimPrefix(ke.Abort, kv.ErrTxnTooOld.Error()))
 	case ke.Abort != "":
 		return errors.New("client: transaction aborted: " + ke.Abort)
 	case ke.Locked != nil:

@@ -27,6 +27,11 @@ import (
 // ErrNotFound is returned by Get when the key has no visible value.
 var ErrNotFound = errors.New("kv: key not found")
 
+// ErrTxnTooOld is wrapped by errors of a transaction that started before
+// the GC safe point: the versions it would read may be gone, so it must
+// start over (TiDB's error 9006). It is not retryable in place.
+var ErrTxnTooOld = errors.New("GC life time is shorter than transaction duration")
+
 // KeyValue is one entry returned by a scan.
 type KeyValue struct {
 	Key   []byte

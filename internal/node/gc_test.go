@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -124,7 +125,7 @@ func TestGCPassCollectsHotKey(t *testing.T) {
 		t.Fatalf("read after GC: %q %v", v, err)
 	}
 	_, err = old.Get(ctx, []byte("hot"))
-	if err == nil || kv.IsRetryable(err) || !strings.Contains(err.Error(), "GC life time is shorter than transaction duration") {
+	if err == nil || kv.IsRetryable(err) || !errors.Is(err, kv.ErrTxnTooOld) || !strings.Contains(err.Error(), "GC life time is shorter than transaction duration") {
 		t.Fatalf("read of a transaction older than the safe point: %v", err)
 	}
 	// The safe point does not go back, and a second pass finds nothing.

@@ -31,6 +31,9 @@ func wireError(err error) *mysql.SQLError {
 		}
 		return mysql.NewSQLError(sqlerr.ErLockDeadlock, "40001", "Deadlock found when trying to get lock; try restarting transaction: %s", re.Reason)
 	}
+	if errors.Is(err, kv.ErrTxnTooOld) {
+		return mysql.NewSQLError(sqlerr.ErGCTooEarly, "HY000", "%s", err.Error())
+	}
 	var me *mysql.SQLError
 	if errors.As(err, &me) {
 		return me

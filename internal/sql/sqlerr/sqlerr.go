@@ -58,4 +58,5 @@ const (
 	ErTooBigRowsize         = 1118 // 42000
 	ErQueryInterrupted      = 1317 // 70100
 	ErMemoryExceeded        = 8175 // HY000 (TiDB's code for a statement over its memory quota)
+	ErGCTooEarly            = 9006 // HY000 (TiDB: the transaction is older than the GC life time)
 )
