@@ -246,21 +246,23 @@ func TestEndToEndTransfersStayAtomicWhileSplitting(t *testing.T) {
 	if err := setup.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	total := func(txn kv.Txn) (int, error) {
+	// total sums the accounts as txn's snapshot sees them; balances
+	// lists them, for failure messages.
+	total := func(txn kv.Txn) (sum int, balances string, err error) {
 		rows, err := txn.Scan(ctx, []byte("e2e/bank/"), []byte("e2e/bank/~"), 0, false)
 		if err != nil {
-			return 0, err
+			return 0, "", err
 		}
 		if len(rows) != accounts {
-			return 0, fmt.Errorf("scan found %d accounts", len(rows))
+			return 0, "", fmt.Errorf("scan found %d accounts", len(rows))
 		}
-		sum := 0
 		for _, r := range rows {
 			var n int
 			fmt.Sscan(string(r.Value), &n)
 			sum += n
+			balances += fmt.Sprintf(" %s=%d", r.Key[len("e2e/bank/"):], n)
 		}
-		return sum, nil
+		return sum, balances, nil
 	}
 
 	stop := make(chan struct{})
@@ -325,13 +327,19 @@ func TestEndToEndTransfersStayAtomicWhileSplitting(t *testing.T) {
 				return
 			default:
 			}
-			sum, err := total(mustBegin(t, tn.remote, kv.TxnOptions{}))
+			txn := mustBegin(t, tn.remote, kv.TxnOptions{})
+			sum, balances, err := total(txn)
 			if err != nil {
 				t.Errorf("audit: %v", err)
 				return
 			}
 			if sum != accounts*initial {
-				t.Errorf("audit: total %d, want %d", sum, accounts*initial)
+				// Read the same snapshot again, now that the writes in
+				// flight have settled: a different answer means the first
+				// scan saw a commit half applied.
+				again, againBalances, err := total(txn)
+				t.Errorf("audit at ts %d: total %d, want %d:%s\nthe same snapshot read again: total %d (%v):%s",
+					txn.StartTS(), sum, accounts*initial, balances, again, err, againBalances)
 				return
 			}
 		}
@@ -346,9 +354,9 @@ func TestEndToEndTransfersStayAtomicWhileSplitting(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	sum, err := total(mustBegin(t, tn.node.Storage(), kv.TxnOptions{}))
+	sum, balances, err := total(mustBegin(t, tn.node.Storage(), kv.TxnOptions{}))
 	if err != nil || sum != accounts*initial {
-		t.Fatalf("final total %d (%v), want %d", sum, err, accounts*initial)
+		t.Fatalf("final total %d (%v), want %d:%s", sum, err, accounts*initial, balances)
 	}
 	regions := map[uint64]bool{}
 	for i := 0; i < accounts; i++ {

@@ -91,6 +91,22 @@
 // same state. Readers call Concurrency.UpdateMaxTS and then CheckReadKey or
 // CheckReadRange before they take their snapshot.
 //
+// # Reading the live engine
+//
+// The KV service reads applied state from the engine itself, not from a
+// snapshot, so every Get and every iterator sees the engine as of the
+// moment it is opened, and Raft applies commit in between. A read at
+// readTS therefore looks at a key's lock before its write records (Get
+// reads the lock first; Scan opens its lock iterator first). That order is
+// safe: a lock absent from the earlier view was either already committed
+// or rolled back, so its record is in the later view too, or it was
+// prewritten after the read began, so its transaction takes its commit ts
+// from the TSO after the read took readTS and commits above it. (One-phase
+// commits write no lock; Concurrency covers them.) The reverse order is
+// not: a commit landing between the two views shows neither the lock nor
+// the commit record, and the read returns the previous value of a key
+// whose new value it should see or wait for.
+//
 // Errors of the protocol (locked, write conflict, already exists, rolled
 // back, ...) are typed and deterministic; KeyErrorOf converts them into
 // kvpb.KeyError for the response. Any other error is an engine failure.

@@ -204,23 +204,30 @@ func Get(r pebble.Reader, key []byte, readTS uint64, bypassLocks []uint64) (valu
 // a key the scan reaches fails the whole scan with *LockedError.
 //
 // The scan walks one iterator over the write CF, jumping between keys with
-// seeks, merged with one iterator over the lock CF of the same range.
+// seeks, merged with one iterator over the lock CF of the same range. The
+// lock iterator is opened first: see "Reading the live engine" in the
+// package documentation.
 func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse bool) ([]*kvpb.KvPair, error) {
 	if len(end) > 0 && bytes.Compare(start, end) >= 0 {
 		return nil, nil
 	}
-	wLo, wHi := cfBounds(writeCF, start, end)
-	wIt, err := r.NewIter(&pebble.IterOptions{LowerBound: wLo, UpperBound: wHi})
-	if err != nil {
-		return nil, err
-	}
-	defer wIt.Close()
+	// Locks before write records: opened the other way round, a commit
+	// applied between the two opens is missed by both iterators (the write
+	// iterator predates its commit record, the lock iterator postdates its
+	// lock), and the scan returns the key's previous value although the
+	// commit is at or below readTS.
 	lLo, lHi := cfBounds(lockCF, start, end)
 	lIt, err := r.NewIter(&pebble.IterOptions{LowerBound: lLo, UpperBound: lHi})
 	if err != nil {
 		return nil, err
 	}
 	defer lIt.Close()
+	wLo, wHi := cfBounds(writeCF, start, end)
+	wIt, err := r.NewIter(&pebble.IterOptions{LowerBound: wLo, UpperBound: wHi})
+	if err != nil {
+		return nil, err
+	}
+	defer wIt.Close()
 
 	var wValid, lValid bool
 	if reverse {
