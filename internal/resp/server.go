@@ -79,8 +79,8 @@ type Server struct {
 	// latest is store when it can read a key's newest committed value
 	// outside a transaction; GET then needs no timestamp.
 	latest LatestGetter
-	batch   batcher
-	stats   serverStats
+	batch  batcher
+	stats  serverStats
 
 	stop chan struct{}
 	wg   sync.WaitGroup
