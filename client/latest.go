@@ -21,30 +21,9 @@ func (c *Client) GetLatest(ctx context.Context, key []byte) ([]byte, error) {
 	bo := newBackoffer(ctx, c.opts.BackoffBudget)
 	req := &kvpb.GetRequest{Key: key, Latest: true}
 	for {
-		e, err := c.regions.locate(ctx, key)
+		resp, err := c.sendGet(&bo, req)
 		if err != nil {
 			return nil, err
-		}
-		kvc, err := c.kvClient(e)
-		if err != nil {
-			if err := c.onSendFailure(&bo, e, err); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		req.Context = e.rpcCtx
-		resp, err := kvc.KvGet(ctx, req)
-		if err != nil {
-			if err := c.onSendFailure(&bo, e, err); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if resp.RegionError != nil {
-			if err := c.onRegionError(&bo, e, resp.RegionError); err != nil {
-				return nil, err
-			}
-			continue
 		}
 		if ke := resp.Error; ke != nil {
 			if ke.Locked == nil {

@@ -122,30 +122,9 @@ func (c *Client) snapshotGet(ctx context.Context, view readView, key []byte) ([]
 	bo := newBackoffer(ctx, c.opts.BackoffBudget)
 	req := &kvpb.GetRequest{Key: key, Version: view.ts}
 	for {
-		e, err := c.regions.locate(ctx, key)
+		resp, err := c.sendGet(&bo, req)
 		if err != nil {
 			return nil, err
-		}
-		kvc, err := c.kvClient(e)
-		if err != nil {
-			if err := c.onSendFailure(&bo, e, err); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		req.Context = e.rpcCtx
-		resp, err := kvc.KvGet(ctx, req)
-		if err != nil {
-			if err := c.onSendFailure(&bo, e, err); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if resp.RegionError != nil {
-			if err := c.onRegionError(&bo, e, resp.RegionError); err != nil {
-				return nil, err
-			}
-			continue
 		}
 		if ke := resp.Error; ke != nil {
 			if ke.Locked == nil {
@@ -160,6 +139,40 @@ func (c *Client) snapshotGet(ctx context.Context, view readView, key []byte) ([]
 			return nil, kv.ErrNotFound
 		}
 		return resp.Value, nil
+	}
+}
+
+// sendGet sends req to the leader of req.Key's region, retrying (within
+// bo) unreachable stores and region errors. The response it returns has no
+// region error; a key error (a lock, a conflict) is the caller's to handle.
+func (c *Client) sendGet(bo *backoffer, req *kvpb.GetRequest) (*kvpb.GetResponse, error) {
+	for {
+		e, err := c.regions.locate(bo.ctx, req.Key)
+		if err != nil {
+			return nil, err
+		}
+		kvc, err := c.kvClient(e)
+		if err != nil {
+			if err := c.onSendFailure(bo, e, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		req.Context = e.rpcCtx
+		resp, err := kvc.KvGet(bo.ctx, req)
+		if err != nil {
+			if err := c.onSendFailure(bo, e, err); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if resp.RegionError != nil {
+			if err := c.onRegionError(bo, e, resp.RegionError); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		return resp, nil
 	}
 }
 
