@@ -108,12 +108,11 @@ func cmdExec(x *call) error {
 	for _, wk := range watched {
 		keys = append(keys, wk.key)
 	}
-	for _, args := range queued {
-		cmd := lookupCommand(args[0])
+	for _, q := range queued {
 		switch {
-		case cmd.flags&flagData != 0:
-			keys = append(keys, cmd.keys(args)...)
-		case cmd.flags&flagWrite != 0:
+		case q.cmd.flags&flagData != 0:
+			keys = append(keys, q.cmd.keys(q.args)...)
+		case q.cmd.flags&flagWrite != 0:
 			barrier = true // FLUSHALL and the like touch everything
 		}
 	}
@@ -129,14 +128,14 @@ func cmdExec(x *call) error {
 			}
 		}
 		w.WriteArrayLen(len(queued))
-		for _, args := range queued {
-			cmd := lookupCommand(args[0])
-			cx := &call{sess: s, w: w, args: args, cmd: cmd}
-			if cmd.flags&flagData != 0 {
+		for _, q := range queued {
+			cx := *q
+			cx.w = w
+			if cx.cmd.flags&flagData != 0 {
 				cx.ks = ks
 			}
 			before := ks.txn.Len()
-			if err := cmd.run(cx); err != nil {
+			if err := cx.cmd.run(&cx); err != nil {
 				if _, ok := asReplyError(err); !ok || ks.txn.Len() != before {
 					// Failed after writing: the batcher re-runs this EXEC
 					// alone (and then rolls it back).

@@ -38,16 +38,26 @@ func (x *call) getString(k []byte) (meta, bool, error) {
 }
 
 func cmdGet(x *call) error {
-	m, ok, err := x.getString(x.args[1])
+	m, ok, err := x.ks.lookup(x.args[1])
 	if err != nil {
 		return err
 	}
-	if !ok {
-		x.w.WriteNull()
-		return nil
-	}
-	x.w.WriteBulk(m.payload)
+	writeGet(x.w, m, ok)
 	return nil
+}
+
+// writeGet replies to GET for a key whose metadata is m (live says whether
+// the key exists): its string, nil, or WRONGTYPE.
+func writeGet(w *Writer, m meta, live bool) {
+	m, live, err := ofType(m, live, typeString)
+	switch {
+	case err != nil:
+		writeError(w, err)
+	case !live:
+		w.WriteNull()
+	default:
+		w.WriteBulk(m.payload)
+	}
 }
 
 // expiryOption is a parsed EX/PX/EXAT/PXAT/KEEPTTL/PERSIST option.

@@ -49,10 +49,19 @@ func (ks *keyspace) lookup(k []byte) (meta, bool, error) {
 // another type.
 func (ks *keyspace) lookupType(k []byte, t valueType) (meta, bool, error) {
 	m, ok, err := ks.lookup(k)
-	if ok && m.typ != t {
+	if err != nil {
+		return meta{}, false, err
+	}
+	return ofType(m, ok, t)
+}
+
+// ofType passes live metadata of type t through and fails with WRONGTYPE
+// for another type.
+func ofType(m meta, live bool, t valueType) (meta, bool, error) {
+	if live && m.typ != t {
 		return meta{}, false, errWrongType
 	}
-	return m, ok, err
+	return m, live, nil
 }
 
 // lookupForWrite is lookupAny for a command about to rewrite k as type t:
@@ -250,11 +259,8 @@ func (h *hashWriter) del(field []byte) (bool, error) {
 // is gone (Redis has no empty hashes).
 func (h *hashWriter) close() error {
 	if !h.live() {
-		if h.found && !h.old.expired(h.ks.now) {
-			return h.ks.remove(h.key, h.old)
-		}
 		if h.found {
-			return h.ks.remove(h.key, meta{typ: h.old.typ, expireAt: h.old.expireAt})
+			return h.ks.remove(h.key, h.old)
 		}
 		return nil
 	}

@@ -189,7 +189,7 @@ type session struct {
 	// MULTI: queued commands (copied out of the reader's buffer) and
 	// whether one of them was refused while queueing.
 	inMulti  bool
-	queued   [][][]byte
+	queued   []*call // w and ks are set when EXEC runs them
 	queueErr bool
 	watched  []watchedKey
 
@@ -286,7 +286,7 @@ func (sess *session) dispatch(args [][]byte) {
 		return
 	}
 	if sess.inMulti && cmd.flags&flagNoQueue == 0 {
-		sess.queued = append(sess.queued, copyArgs(args))
+		sess.queued = append(sess.queued, &call{sess: sess, cmd: cmd, args: copyArgs(args)})
 		sess.w.WriteSimple("QUEUED")
 		return
 	}
@@ -470,16 +470,11 @@ func (sess *session) getLatest(k []byte) {
 		return
 	}
 	m, err := decodeMeta(b)
-	switch {
-	case err != nil:
+	if err != nil {
 		writeError(sess.w, err)
-	case m.expired(sess.srv.cfg.Now().UnixMilli()):
-		sess.w.WriteNull()
-	case m.typ != typeString:
-		writeError(sess.w, errWrongType)
-	default:
-		sess.w.WriteBulk(m.payload)
+		return
 	}
+	writeGet(sess.w, m, !m.expired(sess.srv.cfg.Now().UnixMilli()))
 }
 
 // call is one command invocation as its handler sees it.
