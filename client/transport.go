@@ -87,6 +87,10 @@ func (l localKv) KvTxnHeartBeat(ctx context.Context, in *kvpb.TxnHeartBeatReques
 	return l.srv.KvTxnHeartBeat(ctx, in)
 }
 
+func (l localKv) KvDestroyRange(ctx context.Context, in *kvpb.DestroyRangeRequest, _ ...grpc.CallOption) (*kvpb.DestroyRangeResponse, error) {
+	return l.srv.KvDestroyRange(ctx, in)
+}
+
 // LocalPD adapts a placement driver in the same process to kvpb.PDClient,
 // with the same sharing rules as LocalKv.
 func LocalPD(srv kvpb.PDServer) kvpb.PDClient { return localPD{srv: srv} }

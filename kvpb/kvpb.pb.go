@@ -2851,6 +2851,136 @@ func (x *TxnHeartBeatResponse) GetLockTtl() uint64 {
 	return 0
 }
 
+// DestroyRangeRequest deletes, outside MVCC, every record (locks, write
+// records, values) of every user key in [start_key, end_key) that lies in
+// the addressed region (the range is clamped to the region's bounds; an
+// empty end_key means +infinity), as one Raft proposal of range deletions.
+// It is TiKV's UnsafeDestroyRange, per region: no reader at or above
+// safe_point may need the data (the caller's promise, e.g. a table dropped
+// before safe_point), so nothing is checked. The store raises its GC safe
+// point to safe_point (which must be PD's, non-zero) in the same
+// proposal, so that reads below it fail instead of seeing the range empty.
+// Idempotent: a retry after a lost response deletes nothing more.
+type DestroyRangeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	StartKey      []byte                 `protobuf:"bytes,2,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
+	EndKey        []byte                 `protobuf:"bytes,3,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
+	SafePoint     uint64                 `protobuf:"varint,4,opt,name=safe_point,json=safePoint,proto3" json:"safe_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DestroyRangeRequest) Reset() {
+	*x = DestroyRangeRequest{}
+	mi := &file_kvpb_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DestroyRangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DestroyRangeRequest) ProtoMessage() {}
+
+func (x *DestroyRangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DestroyRangeRequest.ProtoReflect.Descriptor instead.
+func (*DestroyRangeRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *DestroyRangeRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *DestroyRangeRequest) GetStartKey() []byte {
+	if x != nil {
+		return x.StartKey
+	}
+	return nil
+}
+
+func (x *DestroyRangeRequest) GetEndKey() []byte {
+	if x != nil {
+		return x.EndKey
+	}
+	return nil
+}
+
+func (x *DestroyRangeRequest) GetSafePoint() uint64 {
+	if x != nil {
+		return x.SafePoint
+	}
+	return 0
+}
+
+type DestroyRangeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *RegionError           `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DestroyRangeResponse) Reset() {
+	*x = DestroyRangeResponse{}
+	mi := &file_kvpb_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DestroyRangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DestroyRangeResponse) ProtoMessage() {}
+
+func (x *DestroyRangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DestroyRangeResponse.ProtoReflect.Descriptor instead.
+func (*DestroyRangeResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *DestroyRangeResponse) GetRegionError() *RegionError {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *DestroyRangeResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type PDError struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Message       string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
@@ -2860,7 +2990,7 @@ type PDError struct {
 
 func (x *PDError) Reset() {
 	*x = PDError{}
-	mi := &file_kvpb_proto_msgTypes[41]
+	mi := &file_kvpb_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2872,7 +3002,7 @@ func (x *PDError) String() string {
 func (*PDError) ProtoMessage() {}
 
 func (x *PDError) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[41]
+	mi := &file_kvpb_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2885,7 +3015,7 @@ func (x *PDError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PDError.ProtoReflect.Descriptor instead.
 func (*PDError) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{41}
+	return file_kvpb_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PDError) GetMessage() string {
@@ -2904,7 +3034,7 @@ type TsoRequest struct {
 
 func (x *TsoRequest) Reset() {
 	*x = TsoRequest{}
-	mi := &file_kvpb_proto_msgTypes[42]
+	mi := &file_kvpb_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2916,7 +3046,7 @@ func (x *TsoRequest) String() string {
 func (*TsoRequest) ProtoMessage() {}
 
 func (x *TsoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[42]
+	mi := &file_kvpb_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2929,7 +3059,7 @@ func (x *TsoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoRequest.ProtoReflect.Descriptor instead.
 func (*TsoRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{42}
+	return file_kvpb_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TsoRequest) GetCount() uint32 {
@@ -2952,7 +3082,7 @@ type TsoResponse struct {
 
 func (x *TsoResponse) Reset() {
 	*x = TsoResponse{}
-	mi := &file_kvpb_proto_msgTypes[43]
+	mi := &file_kvpb_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2964,7 +3094,7 @@ func (x *TsoResponse) String() string {
 func (*TsoResponse) ProtoMessage() {}
 
 func (x *TsoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[43]
+	mi := &file_kvpb_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2977,7 +3107,7 @@ func (x *TsoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoResponse.ProtoReflect.Descriptor instead.
 func (*TsoResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{43}
+	return file_kvpb_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TsoResponse) GetError() *PDError {
@@ -3010,7 +3140,7 @@ type GetRegionRequest struct {
 
 func (x *GetRegionRequest) Reset() {
 	*x = GetRegionRequest{}
-	mi := &file_kvpb_proto_msgTypes[44]
+	mi := &file_kvpb_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3022,7 +3152,7 @@ func (x *GetRegionRequest) String() string {
 func (*GetRegionRequest) ProtoMessage() {}
 
 func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[44]
+	mi := &file_kvpb_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3035,7 +3165,7 @@ func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{44}
+	return file_kvpb_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetRegionRequest) GetKey() []byte {
@@ -3054,7 +3184,7 @@ type GetRegionByIDRequest struct {
 
 func (x *GetRegionByIDRequest) Reset() {
 	*x = GetRegionByIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[45]
+	mi := &file_kvpb_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3066,7 +3196,7 @@ func (x *GetRegionByIDRequest) String() string {
 func (*GetRegionByIDRequest) ProtoMessage() {}
 
 func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[45]
+	mi := &file_kvpb_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3079,7 +3209,7 @@ func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionByIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{45}
+	return file_kvpb_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetRegionByIDRequest) GetRegionId() uint64 {
@@ -3100,7 +3230,7 @@ type GetRegionResponse struct {
 
 func (x *GetRegionResponse) Reset() {
 	*x = GetRegionResponse{}
-	mi := &file_kvpb_proto_msgTypes[46]
+	mi := &file_kvpb_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3112,7 +3242,7 @@ func (x *GetRegionResponse) String() string {
 func (*GetRegionResponse) ProtoMessage() {}
 
 func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[46]
+	mi := &file_kvpb_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3125,7 +3255,7 @@ func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionResponse.ProtoReflect.Descriptor instead.
 func (*GetRegionResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{46}
+	return file_kvpb_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetRegionResponse) GetError() *PDError {
@@ -3160,7 +3290,7 @@ type ScanRegionsRequest struct {
 
 func (x *ScanRegionsRequest) Reset() {
 	*x = ScanRegionsRequest{}
-	mi := &file_kvpb_proto_msgTypes[47]
+	mi := &file_kvpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3172,7 +3302,7 @@ func (x *ScanRegionsRequest) String() string {
 func (*ScanRegionsRequest) ProtoMessage() {}
 
 func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[47]
+	mi := &file_kvpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3185,7 +3315,7 @@ func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsRequest.ProtoReflect.Descriptor instead.
 func (*ScanRegionsRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{47}
+	return file_kvpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ScanRegionsRequest) GetStartKey() []byte {
@@ -3220,7 +3350,7 @@ type ScanRegionsResponse struct {
 
 func (x *ScanRegionsResponse) Reset() {
 	*x = ScanRegionsResponse{}
-	mi := &file_kvpb_proto_msgTypes[48]
+	mi := &file_kvpb_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3232,7 +3362,7 @@ func (x *ScanRegionsResponse) String() string {
 func (*ScanRegionsResponse) ProtoMessage() {}
 
 func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[48]
+	mi := &file_kvpb_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3245,7 +3375,7 @@ func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsResponse.ProtoReflect.Descriptor instead.
 func (*ScanRegionsResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{48}
+	return file_kvpb_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ScanRegionsResponse) GetError() *PDError {
@@ -3278,7 +3408,7 @@ type GetStoreRequest struct {
 
 func (x *GetStoreRequest) Reset() {
 	*x = GetStoreRequest{}
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3290,7 +3420,7 @@ func (x *GetStoreRequest) String() string {
 func (*GetStoreRequest) ProtoMessage() {}
 
 func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3303,7 +3433,7 @@ func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreRequest.ProtoReflect.Descriptor instead.
 func (*GetStoreRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{49}
+	return file_kvpb_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetStoreRequest) GetStoreId() uint64 {
@@ -3323,7 +3453,7 @@ type GetStoreResponse struct {
 
 func (x *GetStoreResponse) Reset() {
 	*x = GetStoreResponse{}
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3335,7 +3465,7 @@ func (x *GetStoreResponse) String() string {
 func (*GetStoreResponse) ProtoMessage() {}
 
 func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3348,7 +3478,7 @@ func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreResponse.ProtoReflect.Descriptor instead.
 func (*GetStoreResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{50}
+	return file_kvpb_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetStoreResponse) GetError() *PDError {
@@ -3374,7 +3504,7 @@ type AllocIDRequest struct {
 
 func (x *AllocIDRequest) Reset() {
 	*x = AllocIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3386,7 +3516,7 @@ func (x *AllocIDRequest) String() string {
 func (*AllocIDRequest) ProtoMessage() {}
 
 func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3399,7 +3529,7 @@ func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDRequest.ProtoReflect.Descriptor instead.
 func (*AllocIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{51}
+	return file_kvpb_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *AllocIDRequest) GetCount() uint32 {
@@ -3419,7 +3549,7 @@ type AllocIDResponse struct {
 
 func (x *AllocIDResponse) Reset() {
 	*x = AllocIDResponse{}
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3431,7 +3561,7 @@ func (x *AllocIDResponse) String() string {
 func (*AllocIDResponse) ProtoMessage() {}
 
 func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3444,7 +3574,7 @@ func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDResponse.ProtoReflect.Descriptor instead.
 func (*AllocIDResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{52}
+	return file_kvpb_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *AllocIDResponse) GetError() *PDError {
@@ -3674,7 +3804,16 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x14TxnHeartBeatResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12$\n" +
 	"\x05error\x18\x02 \x01(\v2\x0e.kvpb.KeyErrorR\x05error\x12\x19\n" +
-	"\block_ttl\x18\x03 \x01(\x04R\alockTtl\"#\n" +
+	"\block_ttl\x18\x03 \x01(\x04R\alockTtl\"\x93\x01\n" +
+	"\x13DestroyRangeRequest\x12'\n" +
+	"\acontext\x18\x01 \x01(\v2\r.kvpb.ContextR\acontext\x12\x1b\n" +
+	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
+	"\aend_key\x18\x03 \x01(\fR\x06endKey\x12\x1d\n" +
+	"\n" +
+	"safe_point\x18\x04 \x01(\x04R\tsafePoint\"b\n" +
+	"\x14DestroyRangeResponse\x124\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"#\n" +
 	"\aPDError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\"\"\n" +
 	"\n" +
@@ -3725,7 +3864,7 @@ const file_kvpb_proto_rawDesc = "" +
 	"\bNoAction\x10\x00\x12\x15\n" +
 	"\x11TTLExpireRollback\x10\x01\x12\x18\n" +
 	"\x14LockNotExistRollback\x10\x02\x12\x15\n" +
-	"\x11MinCommitTSPushed\x10\x032\xee\x05\n" +
+	"\x11MinCommitTSPushed\x10\x032\xb7\x06\n" +
 	"\x02Kv\x12,\n" +
 	"\x05KvGet\x12\x10.kvpb.GetRequest\x1a\x11.kvpb.GetResponse\x12;\n" +
 	"\n" +
@@ -3739,7 +3878,8 @@ const file_kvpb_proto_rawDesc = "" +
 	"\rKvResolveLock\x12\x18.kvpb.ResolveLockRequest\x1a\x19.kvpb.ResolveLockResponse\x12P\n" +
 	"\x11KvPessimisticLock\x12\x1c.kvpb.PessimisticLockRequest\x1a\x1d.kvpb.PessimisticLockResponse\x12\\\n" +
 	"\x15KvPessimisticRollback\x12 .kvpb.PessimisticRollbackRequest\x1a!.kvpb.PessimisticRollbackResponse\x12G\n" +
-	"\x0eKvTxnHeartBeat\x12\x19.kvpb.TxnHeartBeatRequest\x1a\x1a.kvpb.TxnHeartBeatResponse2\xeb\x02\n" +
+	"\x0eKvTxnHeartBeat\x12\x19.kvpb.TxnHeartBeatRequest\x1a\x1a.kvpb.TxnHeartBeatResponse\x12G\n" +
+	"\x0eKvDestroyRange\x12\x19.kvpb.DestroyRangeRequest\x1a\x1a.kvpb.DestroyRangeResponse2\xeb\x02\n" +
 	"\x02PD\x12*\n" +
 	"\x03Tso\x12\x10.kvpb.TsoRequest\x1a\x11.kvpb.TsoResponse\x12<\n" +
 	"\tGetRegion\x12\x16.kvpb.GetRegionRequest\x1a\x17.kvpb.GetRegionResponse\x12D\n" +
@@ -3761,7 +3901,7 @@ func file_kvpb_proto_rawDescGZIP() []byte {
 }
 
 var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_kvpb_proto_goTypes = []any{
 	(Op)(0),                             // 0: kvpb.Op
 	(Action)(0),                         // 1: kvpb.Action
@@ -3806,18 +3946,20 @@ var file_kvpb_proto_goTypes = []any{
 	(*PessimisticRollbackResponse)(nil), // 40: kvpb.PessimisticRollbackResponse
 	(*TxnHeartBeatRequest)(nil),         // 41: kvpb.TxnHeartBeatRequest
 	(*TxnHeartBeatResponse)(nil),        // 42: kvpb.TxnHeartBeatResponse
-	(*PDError)(nil),                     // 43: kvpb.PDError
-	(*TsoRequest)(nil),                  // 44: kvpb.TsoRequest
-	(*TsoResponse)(nil),                 // 45: kvpb.TsoResponse
-	(*GetRegionRequest)(nil),            // 46: kvpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),        // 47: kvpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),           // 48: kvpb.GetRegionResponse
-	(*ScanRegionsRequest)(nil),          // 49: kvpb.ScanRegionsRequest
-	(*ScanRegionsResponse)(nil),         // 50: kvpb.ScanRegionsResponse
-	(*GetStoreRequest)(nil),             // 51: kvpb.GetStoreRequest
-	(*GetStoreResponse)(nil),            // 52: kvpb.GetStoreResponse
-	(*AllocIDRequest)(nil),              // 53: kvpb.AllocIDRequest
-	(*AllocIDResponse)(nil),             // 54: kvpb.AllocIDResponse
+	(*DestroyRangeRequest)(nil),         // 43: kvpb.DestroyRangeRequest
+	(*DestroyRangeResponse)(nil),        // 44: kvpb.DestroyRangeResponse
+	(*PDError)(nil),                     // 45: kvpb.PDError
+	(*TsoRequest)(nil),                  // 46: kvpb.TsoRequest
+	(*TsoResponse)(nil),                 // 47: kvpb.TsoResponse
+	(*GetRegionRequest)(nil),            // 48: kvpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),        // 49: kvpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),           // 50: kvpb.GetRegionResponse
+	(*ScanRegionsRequest)(nil),          // 51: kvpb.ScanRegionsRequest
+	(*ScanRegionsResponse)(nil),         // 52: kvpb.ScanRegionsResponse
+	(*GetStoreRequest)(nil),             // 53: kvpb.GetStoreRequest
+	(*GetStoreResponse)(nil),            // 54: kvpb.GetStoreResponse
+	(*AllocIDRequest)(nil),              // 55: kvpb.AllocIDRequest
+	(*AllocIDResponse)(nil),             // 56: kvpb.AllocIDResponse
 }
 var file_kvpb_proto_depIdxs = []int32{
 	2,  // 0: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
@@ -3878,55 +4020,59 @@ var file_kvpb_proto_depIdxs = []int32{
 	6,  // 55: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
 	7,  // 56: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
 	19, // 57: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
-	43, // 58: kvpb.TsoResponse.error:type_name -> kvpb.PDError
-	43, // 59: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
-	4,  // 60: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
-	3,  // 61: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
-	43, // 62: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
-	4,  // 63: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
-	3,  // 64: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
-	43, // 65: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
-	5,  // 66: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
-	43, // 67: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
-	21, // 68: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
-	23, // 69: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
-	25, // 70: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
-	27, // 71: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
-	29, // 72: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
-	31, // 73: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
-	33, // 74: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
-	35, // 75: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
-	37, // 76: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
-	39, // 77: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
-	41, // 78: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
-	44, // 79: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
-	46, // 80: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
-	47, // 81: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
-	49, // 82: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
-	51, // 83: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
-	53, // 84: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
-	22, // 85: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
-	24, // 86: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
-	26, // 87: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
-	28, // 88: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
-	30, // 89: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
-	32, // 90: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
-	34, // 91: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
-	36, // 92: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
-	38, // 93: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
-	40, // 94: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
-	42, // 95: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
-	45, // 96: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
-	48, // 97: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
-	48, // 98: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
-	50, // 99: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
-	52, // 100: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
-	54, // 101: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
-	85, // [85:102] is the sub-list for method output_type
-	68, // [68:85] is the sub-list for method input_type
-	68, // [68:68] is the sub-list for extension type_name
-	68, // [68:68] is the sub-list for extension extendee
-	0,  // [0:68] is the sub-list for field type_name
+	6,  // 58: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
+	7,  // 59: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
+	45, // 60: kvpb.TsoResponse.error:type_name -> kvpb.PDError
+	45, // 61: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
+	4,  // 62: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
+	3,  // 63: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
+	45, // 64: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
+	4,  // 65: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
+	3,  // 66: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
+	45, // 67: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
+	5,  // 68: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
+	45, // 69: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
+	21, // 70: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
+	23, // 71: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
+	25, // 72: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
+	27, // 73: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
+	29, // 74: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
+	31, // 75: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
+	33, // 76: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
+	35, // 77: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
+	37, // 78: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
+	39, // 79: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
+	41, // 80: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
+	43, // 81: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
+	46, // 82: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
+	48, // 83: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
+	49, // 84: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
+	51, // 85: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
+	53, // 86: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
+	55, // 87: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
+	22, // 88: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
+	24, // 89: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
+	26, // 90: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
+	28, // 91: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
+	30, // 92: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
+	32, // 93: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
+	34, // 94: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
+	36, // 95: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
+	38, // 96: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
+	40, // 97: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
+	42, // 98: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
+	44, // 99: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
+	47, // 100: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
+	50, // 101: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
+	50, // 102: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
+	52, // 103: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
+	54, // 104: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
+	56, // 105: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
+	88, // [88:106] is the sub-list for method output_type
+	70, // [70:88] is the sub-list for method input_type
+	70, // [70:70] is the sub-list for extension type_name
+	70, // [70:70] is the sub-list for extension extendee
+	0,  // [0:70] is the sub-list for field type_name
 }
 
 func init() { file_kvpb_proto_init() }
@@ -3940,7 +4086,7 @@ func file_kvpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvpb_proto_rawDesc), len(file_kvpb_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   53,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -35,6 +35,7 @@ const (
 	Kv_KvPessimisticLock_FullMethodName     = "/kvpb.Kv/KvPessimisticLock"
 	Kv_KvPessimisticRollback_FullMethodName = "/kvpb.Kv/KvPessimisticRollback"
 	Kv_KvTxnHeartBeat_FullMethodName        = "/kvpb.Kv/KvTxnHeartBeat"
+	Kv_KvDestroyRange_FullMethodName        = "/kvpb.Kv/KvDestroyRange"
 )
 
 // KvClient is the client API for Kv service.
@@ -52,6 +53,7 @@ type KvClient interface {
 	KvPessimisticLock(ctx context.Context, in *PessimisticLockRequest, opts ...grpc.CallOption) (*PessimisticLockResponse, error)
 	KvPessimisticRollback(ctx context.Context, in *PessimisticRollbackRequest, opts ...grpc.CallOption) (*PessimisticRollbackResponse, error)
 	KvTxnHeartBeat(ctx context.Context, in *TxnHeartBeatRequest, opts ...grpc.CallOption) (*TxnHeartBeatResponse, error)
+	KvDestroyRange(ctx context.Context, in *DestroyRangeRequest, opts ...grpc.CallOption) (*DestroyRangeResponse, error)
 }
 
 type kvClient struct {
@@ -172,6 +174,16 @@ func (c *kvClient) KvTxnHeartBeat(ctx context.Context, in *TxnHeartBeatRequest, 
 	return out, nil
 }
 
+func (c *kvClient) KvDestroyRange(ctx context.Context, in *DestroyRangeRequest, opts ...grpc.CallOption) (*DestroyRangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DestroyRangeResponse)
+	err := c.cc.Invoke(ctx, Kv_KvDestroyRange_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // KvServer is the server API for Kv service.
 // All implementations must embed UnimplementedKvServer
 // for forward compatibility.
@@ -187,6 +199,7 @@ type KvServer interface {
 	KvPessimisticLock(context.Context, *PessimisticLockRequest) (*PessimisticLockResponse, error)
 	KvPessimisticRollback(context.Context, *PessimisticRollbackRequest) (*PessimisticRollbackResponse, error)
 	KvTxnHeartBeat(context.Context, *TxnHeartBeatRequest) (*TxnHeartBeatResponse, error)
+	KvDestroyRange(context.Context, *DestroyRangeRequest) (*DestroyRangeResponse, error)
 	mustEmbedUnimplementedKvServer()
 }
 
@@ -229,6 +242,9 @@ func (UnimplementedKvServer) KvPessimisticRollback(context.Context, *Pessimistic
 }
 func (UnimplementedKvServer) KvTxnHeartBeat(context.Context, *TxnHeartBeatRequest) (*TxnHeartBeatResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method KvTxnHeartBeat not implemented")
+}
+func (UnimplementedKvServer) KvDestroyRange(context.Context, *DestroyRangeRequest) (*DestroyRangeResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvDestroyRange not implemented")
 }
 func (UnimplementedKvServer) mustEmbedUnimplementedKvServer() {}
 func (UnimplementedKvServer) testEmbeddedByValue()            {}
@@ -449,6 +465,24 @@ func _Kv_KvTxnHeartBeat_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Kv_KvDestroyRange_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DestroyRangeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KvServer).KvDestroyRange(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kv_KvDestroyRange_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KvServer).KvDestroyRange(ctx, req.(*DestroyRangeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Kv_ServiceDesc is the grpc.ServiceDesc for Kv service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -499,6 +533,10 @@ var Kv_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "KvTxnHeartBeat",
 			Handler:    _Kv_KvTxnHeartBeat_Handler,
+		},
+		{
+			MethodName: "KvDestroyRange",
+			Handler:    _Kv_KvDestroyRange_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
