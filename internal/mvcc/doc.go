@@ -79,6 +79,13 @@
 // committed at or below the safe point would otherwise outlive the commit
 // record that decides it.
 //
+// DestroyRange is the other way data goes (TiKV's UnsafeDestroyRange): for
+// a key range no reader at or above the safe point needs at all (a table
+// dropped before it), one range deletion per column family removes every
+// lock, write record and value at once, without reading them and without
+// leaving tombstones per key. LockSet.Observe drops the range's locks from
+// the lock index.
+//
 // # Contract with the KV service
 //
 // The functions are pure over a pebble.Reader (a snapshot or the DB): they

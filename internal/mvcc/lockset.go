@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"bytes"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -102,8 +103,8 @@ func (ls *LockSet) MayBeLocked(key []byte) bool {
 	return ok
 }
 
-// Observe records the lock puts and deletes, and the GC safe point
-// records, of an applied batch representation. It must be called after the
+// Observe records the lock puts, deletes and range deletions, and the GC
+// safe point records, of an applied batch representation. It must be called after the
 // batch is in the engine.
 func (ls *LockSet) Observe(repr []byte) error {
 	if len(repr) <= batchrepr.HeaderLen {
@@ -118,6 +119,25 @@ func (ls *LockSet) Observe(repr []byte) error {
 		}
 		if !ok {
 			break
+		}
+		if kind == pebble.InternalKeyKindRangeDelete {
+			// A destroyed range (DestroyRange): its locks are gone from
+			// the engine and must leave the set too, or every reader of
+			// those keys would keep looking them up in the engine.
+			lo, hi, ok := lockSpan(k, v)
+			if !ok {
+				continue
+			}
+			if !locked {
+				ls.mu.Lock()
+				locked = true
+			}
+			for key := range ls.m {
+				if key >= lo && (hi == nil || key < *hi) {
+					delete(ls.m, key)
+				}
+			}
+			continue
 		}
 		if len(k) < 2 || k[0] != Prefix || (k[1] != lockCF && k[1] != gcCF) {
 			continue
@@ -140,8 +160,6 @@ func (ls *LockSet) Observe(repr []byte) error {
 		case pebble.InternalKeyKindSet:
 			ls.m[string(k[2:])] = struct{}{}
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete, pebble.InternalKeyKindDeleteSized:
-			// (A range deletion over locks leaves them in the set: that
-			// only costs readers an engine lookup.)
 			delete(ls.m, string(k[2:]))
 		}
 	}
@@ -150,6 +168,30 @@ func (ls *LockSet) Observe(repr []byte) error {
 		ls.mu.Unlock()
 	}
 	return nil
+}
+
+// lockSpan intersects the engine key range [start, end) of a range
+// deletion with the lock column family and returns the user keys it
+// covers, [lo, *hi) (hi nil: no upper bound); ok is false when the range
+// holds no lock key.
+func lockSpan(start, end []byte) (lo string, hi *string, ok bool) {
+	cfLo, cfHi := []byte{Prefix, lockCF}, []byte{Prefix, lockCF + 1}
+	if bytes.Compare(start, cfLo) < 0 {
+		start = cfLo
+	}
+	if bytes.Compare(end, cfHi) > 0 {
+		end = cfHi
+	}
+	if bytes.Compare(start, end) >= 0 {
+		return "", nil, false
+	}
+	// Every engine key in [cfLo, cfHi) is 'z' 'l' + user key.
+	lo = string(start[2:])
+	if !bytes.Equal(end, cfHi) {
+		h := string(end[2:])
+		hi = &h
+	}
+	return lo, hi, true
 }
 
 // Reader wraps an engine reader so that point lookups of lock keys that

@@ -3,6 +3,7 @@ package mvcc
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,7 +36,9 @@ import (
 //	pessimistic_rollback K... start=TS for_update=TS
 //	heartbeat primary=K start=TS ttl=MS
 //	gc [start=K] [end=K] safe_point=TS [limit=N]
+//	destroy_range [start=K] [end=K]
 //	dump
+//	lockset  (the keys the lock index, fed every applied batch, holds)
 //
 // Keys and values accept Go escapes (a\x00b); a value "x*300" is 300 x's.
 func TestProtocol(t *testing.T) {
@@ -45,6 +48,12 @@ func TestProtocol(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
+		// The lock index sees every applied batch, as the store's apply
+		// path feeds it.
+		locks, err := LoadLockSet(db)
+		if err != nil {
+			t.Fatal(err)
+		}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			snap := db.NewSnapshot()
 			defer snap.Close()
@@ -53,8 +62,14 @@ func TestProtocol(t *testing.T) {
 			if err := db.Apply(b, pebble.NoSync); err != nil {
 				t.Fatal(err)
 			}
-			if d.Cmd == "dump" {
+			if err := locks.Observe(b.Repr()); err != nil {
+				t.Fatal(err)
+			}
+			switch d.Cmd {
+			case "dump":
 				return dump(t, db)
+			case "lockset":
+				return dumpLockSet(locks)
 			}
 			return out
 		})
@@ -257,7 +272,13 @@ func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.Te
 		}
 		return out
 
-	case "dump":
+	case "destroy_range":
+		if err := DestroyRange(b, args.key("start"), args.key("end")); err != nil {
+			t.Fatalf("destroy_range: %v", err)
+		}
+		return "ok"
+
+	case "dump", "lockset":
 		return ""
 	}
 	t.Fatalf("unknown command %q", d.Cmd)
@@ -393,6 +414,23 @@ func fmtLockInfo(l *kvpb.LockInfo) string {
 		s += fmt.Sprintf(" min_commit=%d", l.MinCommitTs)
 	}
 	return s
+}
+
+func dumpLockSet(ls *LockSet) string {
+	ls.mu.RLock()
+	keys := make([]string, 0, len(ls.m))
+	for k := range ls.m {
+		keys = append(keys, k)
+	}
+	ls.mu.RUnlock()
+	if len(keys) == 0 {
+		return "(empty)"
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		keys[i] = fmtKey([]byte(k))
+	}
+	return strings.Join(keys, " ")
 }
 
 // dump prints the whole MVCC keyspace decoded, in engine order.
