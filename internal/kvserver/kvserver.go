@@ -16,7 +16,9 @@
 // plain method call by the client library) or over gRPC.
 //
 // GC garbage-collects a region's old versions at a safe point, in chunks
-// proposed through the region's Raft log like any write. Reads below the
+// proposed through the region's Raft log like any write; KvDestroyRange
+// deletes a whole key range no reader needs (a dropped table's) in one
+// proposal of range deletions. Reads below the
 // store's GC safe point fail (mvcc.TooOldError) instead of returning
 // partial history; they check it before and after reading the engine, and
 // the leader raises it before it proposes deletions, so a read that
@@ -25,6 +27,7 @@
 package kvserver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -510,6 +513,52 @@ func (s *Server) KvTxnHeartBeat(ctx context.Context, req *kvpb.TxnHeartBeatReque
 	if resp.RegionError == nil && resp.Error == nil && err == nil {
 		resp.LockTtl = ttl
 	}
+	return resp, err
+}
+
+// KvDestroyRange implements kvpb.KvServer: TiKV's UnsafeDestroyRange for
+// the part of [start_key, end_key) in the region the request was checked
+// against. One proposal carries a range deletion per column family
+// (mvcc.DestroyRange), so every replica deletes the same records at the
+// same log index, and a record of the safe point (mvcc.PutGCSafePoint).
+// Like GC, the leader raises the store's GC safe point before it
+// proposes: a read below it, which could find the range empty instead of
+// its old contents, fails before or after it reads.
+//
+// No latches are taken and nothing is read: the caller promises that no
+// transaction reads or writes the range at or above the safe point (the
+// data of a table dropped before it). A record that an old transaction's
+// lock resolution writes into the range after it is destroyed stays as
+// garbage; it is never read.
+func (s *Server) KvDestroyRange(ctx context.Context, req *kvpb.DestroyRangeRequest) (*kvpb.DestroyRangeResponse, error) {
+	resp := &kvpb.DestroyRangeResponse{}
+	p, r, rerr := s.route(req.Context)
+	if rerr != nil {
+		resp.RegionError = rerr
+		return resp, nil
+	}
+	if req.SafePoint == 0 {
+		resp.Error = "destroy range: no GC safe point given"
+		return resp, nil
+	}
+	start, end := clip(r, req.StartKey, req.EndKey)
+	if len(end) > 0 && bytes.Compare(start, end) >= 0 {
+		return resp, nil // nothing of the range is in this region
+	}
+	// Never lower the region's record below the store's safe point, which
+	// may come from another region's GC.
+	sp := max(req.SafePoint, s.locks.GCSafePoint())
+	s.locks.RaiseGCSafePoint(sp)
+	b := s.engine.NewBatch()
+	defer b.Close()
+	if err := mvcc.DestroyRange(b, start, end); err != nil {
+		return nil, err
+	}
+	if err := mvcc.PutGCSafePoint(b, r.Id, sp); err != nil {
+		return nil, err
+	}
+	rerr, err := s.propose(ctx, p, r, b)
+	resp.RegionError = rerr
 	return resp, err
 }
 
