@@ -331,6 +331,23 @@ func (fc *fakeCluster) handle(store uint64, method string, req any) (any, error)
 			}
 		}
 		return &kvpb.PessimisticRollbackResponse{}, nil
+	case *kvpb.DestroyRangeRequest:
+		if re := fc.check(store, r.Context); re != nil {
+			return &kvpb.DestroyRangeResponse{RegionError: re}, nil
+		}
+		if r.SafePoint == 0 {
+			return &kvpb.DestroyRangeResponse{Error: "no safe point"}, nil
+		}
+		reg := fc.regionOf(r.StartKey).region
+		for k := range fc.keys {
+			b := []byte(k)
+			in := bytes.Compare(b, r.StartKey) >= 0 && (len(r.EndKey) == 0 || bytes.Compare(b, r.EndKey) < 0)
+			inRegion := bytes.Compare(b, reg.StartKey) >= 0 && (len(reg.EndKey) == 0 || bytes.Compare(b, reg.EndKey) < 0)
+			if in && inRegion {
+				delete(fc.keys, k)
+			}
+		}
+		return &kvpb.DestroyRangeResponse{}, nil
 	case *kvpb.TxnHeartBeatRequest:
 		if re := fc.check(store, r.Context, r.PrimaryLock); re != nil {
 			return &kvpb.TxnHeartBeatResponse{RegionError: re}, nil
@@ -602,4 +619,8 @@ func (s fakeStore) KvPessimisticRollback(_ context.Context, r *kvpb.PessimisticR
 
 func (s fakeStore) KvTxnHeartBeat(_ context.Context, r *kvpb.TxnHeartBeatRequest) (*kvpb.TxnHeartBeatResponse, error) {
 	return fakeCall[*kvpb.TxnHeartBeatResponse](s, "TxnHeartBeat", r)
+}
+
+func (s fakeStore) KvDestroyRange(_ context.Context, r *kvpb.DestroyRangeRequest) (*kvpb.DestroyRangeResponse, error) {
+	return fakeCall[*kvpb.DestroyRangeResponse](s, "DestroyRange", r)
 }

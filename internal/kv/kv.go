@@ -44,6 +44,16 @@ type Storage interface {
 	Begin(ctx context.Context, opts TxnOptions) (Txn, error)
 }
 
+// RangeDestroyer is implemented by storages that can delete a key range's
+// data outside MVCC, every version and lock at once (the client's
+// DestroyRange; TiKV's UnsafeDestroyRange). It is for data no transaction
+// reading or writing at or above safePoint, the GC safe point, can need:
+// the SQL engine destroys a dropped table's range once the safe point has
+// passed a timestamp at which the drop was committed.
+type RangeDestroyer interface {
+	DestroyRange(ctx context.Context, start, end []byte, safePoint uint64) error
+}
+
 // TxnOptions tunes a transaction.
 type TxnOptions struct {
 	// Pessimistic makes LockKeys wait for conflicting locks (up to
