@@ -37,8 +37,8 @@ func TestEndToEndDestroyRangeAcrossTwoRegions(t *testing.T) {
 		}
 		reg := regionOf(t, tn, key)
 		resp, err := tn.kv.KvPrewrite(ctx, &kvpb.PrewriteRequest{
-			Context:   &kvpb.Context{RegionId: reg.Id, RegionEpoch: reg.Epoch, Peer: reg.Peers[0]},
-			Mutations: []*kvpb.Mutation{{Op: kvpb.Op_Put, Key: []byte(key), Value: []byte("locked")}},
+			Context:     &kvpb.Context{RegionId: reg.Id, RegionEpoch: reg.Epoch, Peer: reg.Peers[0]},
+			Mutations:   []*kvpb.Mutation{{Op: kvpb.Op_Put, Key: []byte(key), Value: []byte("locked")}},
 			PrimaryLock: []byte(key), StartVersion: ts.Timestamp, LockTtl: 60000, TxnSize: 1,
 		})
 		if err != nil || resp.RegionError != nil || len(resp.Errors) > 0 {
