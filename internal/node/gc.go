@@ -17,10 +17,13 @@ import (
 // PD's GC safe point to the TSO's physical time minus GCLifeTime (no
 // transaction may live longer: the client stops a transaction's heartbeats
 // after its MaxTxnLifetime, 10 minutes by default), and collects every
-// data region it leads at the safe point in force. Per region: first the
-// locks of transactions that started at or below the safe point are
-// resolved (a lock must not outlive its primary's commit record), then
-// kvserver.GC proposes the deletions in bounded chunks.
+// data region it leads at the safe point in force. First the locks of
+// transactions that started at or below the new safe point are resolved
+// in every region (a lock must not outlive its primary's commit record),
+// then the safe point is published, then kvserver.GC proposes each
+// region's deletions in bounded chunks. The SQL engine destroys the ranges
+// of dropped tables once the published safe point passes the drop
+// (internal/sql/cleanup.go).
 
 const (
 	defaultGCInterval = time.Minute
@@ -61,9 +64,17 @@ func (n *Node) gcLifeTime() time.Duration {
 	return defaultGCLifeTime
 }
 
-// RunGC runs one pass of garbage collection: it advances the GC safe point
-// (TSO physical time minus the GC life time; it never goes back) and
-// collects every local data region at the safe point in force.
+// RunGC runs one pass of garbage collection, in TiDB's order: it takes
+// the new safe point (TSO physical time minus the GC life time, never
+// below the one in force), resolves the locks of transactions that started
+// at or below it in every data region this node leads, and only then
+// publishes it to PD (persisted, never going back) and collects those
+// regions at it. Publishing after resolving makes PD's safe point a
+// promise that no lock of a finished transaction at or below it remains;
+// the SQL engine relies on it before it destroys a dropped table's range,
+// which may hold the commit record such a lock would need. (One node leads
+// every region today; with several, the safe point must be published only
+// after every region is resolved, by one GC leader as in TiDB.)
 func (n *Node) RunGC(ctx context.Context) (GCPass, error) {
 	resp, err := n.pd.Tso(ctx, &kvpb.TsoRequest{Count: 1})
 	if err != nil {
@@ -77,29 +88,23 @@ func (n *Node) RunGC(ctx context.Context) (GCPass, error) {
 	if now <= life {
 		return GCPass{}, nil
 	}
-	sp, err := n.pd.UpdateGCSafePoint(ctx, mvcc.ComposeTS(now-life, 0))
-	if err != nil {
-		return GCPass{}, fmt.Errorf("node: gc: advance safe point: %w", err)
-	}
-	return n.gcAt(ctx, sp)
-}
-
-func (n *Node) gcAt(ctx context.Context, sp uint64) (GCPass, error) {
-	pass := GCPass{SafePoint: sp}
-	metricGCSafePoint.Set(float64(sp))
-	for _, r := range n.store.Regions() {
-		if r.Id == pd.SystemRegionID {
-			continue
-		}
-		p, ok := n.store.Peer(r.Id)
-		if !ok || p.CheckRequest(nil) != nil {
-			continue // led elsewhere: its leader collects it
-		}
-		live, err := n.resolveOldLocks(ctx, r, sp)
+	target := max(mvcc.ComposeTS(now-life, 0), n.pd.GCSafePoint())
+	var pass GCPass
+	regions := n.ledDataRegions()
+	for _, r := range regions {
+		live, err := n.resolveOldLocks(ctx, r, target)
 		pass.LiveLocks += live
 		if err != nil {
 			return pass, fmt.Errorf("node: gc of region %d: resolve locks: %w", r.Id, err)
 		}
+	}
+	sp, err := n.pd.UpdateGCSafePoint(ctx, target)
+	if err != nil {
+		return pass, fmt.Errorf("node: gc: advance safe point: %w", err)
+	}
+	pass.SafePoint = sp
+	metricGCSafePoint.Set(float64(sp))
+	for _, r := range regions {
 		st, err := n.kv.GC(ctx, r.Id, sp, gcChunk)
 		pass.Versions += st.Versions
 		pass.Values += st.Values
@@ -112,6 +117,28 @@ func (n *Node) gcAt(ctx context.Context, sp uint64) (GCPass, error) {
 	}
 	return pass, nil
 }
+
+// ledDataRegions returns the data regions this node leads; the others are
+// collected by their leaders.
+func (n *Node) ledDataRegions() []*kvpb.Region {
+	var out []*kvpb.Region
+	for _, r := range n.store.Regions() {
+		if r.Id == pd.SystemRegionID {
+			continue
+		}
+		if p, ok := n.store.Peer(r.Id); ok && p.CheckRequest(nil) == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// pdSafePoint gives the SQL engine PD's GC safe point
+// (sql.SafePointSource), which RunGC publishes only after resolving the
+// locks below it.
+type pdSafePoint struct{ pd *pd.Server }
+
+func (s pdSafePoint) GCSafePoint(context.Context) (uint64, error) { return s.pd.GCSafePoint(), nil }
 
 // resolveOldLocks resolves the locks in r of transactions that started at
 // or below sp and returns how many belong to live transactions (which
