@@ -10,7 +10,9 @@
 // KV service as a function instead of over gRPC.
 //
 // In the background the node garbage-collects old MVCC versions of the
-// regions it leads (gc.go) and reports its regions to PD.
+// regions it leads (gc.go), its SQL engine destroys the data of dropped
+// tables once the GC safe point passes the drop, and it reports its
+// regions to PD.
 package node
 
 import (
@@ -63,6 +65,8 @@ type Config struct {
 	InMemory bool
 	// GCInterval is how often old MVCC versions are garbage-collected
 	// (default 1 minute; negative: never in the background, RunGC only).
+	// The data of dropped tables is destroyed only once the GC safe point
+	// passes the drop, so with GC disabled it is kept.
 	GCInterval time.Duration
 	// GCLifeTime is how long versions stay readable after they are
 	// overwritten (default 10 minutes, the client's MaxTxnLifetime): a
@@ -78,6 +82,7 @@ type Node struct {
 	store  *raftstore.Store
 	pd     *pd.Server
 	kv     *kvserver.Server
+	locks  *mvcc.LockSet // the store's lock index, fed by the apply path
 	client *client.Client
 	router *client.GRPCRouter
 	sql    *sql.Engine
@@ -92,6 +97,10 @@ type Node struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 }
+
+// maxSQLCleanupInterval bounds how long the SQL engine waits between looks
+// for dropped data whose range the GC safe point has passed.
+const maxSQLCleanupInterval = 5 * time.Second
 
 const (
 	localStoreID  = 1
@@ -138,6 +147,7 @@ func (n *Node) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	n.locks = locks
 	store, err := raftstore.Open(eng, raftstore.Config{StoreID: localStoreID, Logger: n.log, OnApply: locks.Observe})
 	if err != nil {
 		return err
@@ -160,7 +170,14 @@ func (n *Node) open(ctx context.Context) error {
 	router.SetLocal(localStoreID, client.LocalKv(n.kv))
 	n.router = router
 	n.client = client.New(localPD, router, client.Options{})
-	if n.sql, err = sql.NewEngine(ctx, n.client); err != nil {
+	// The SQL engine destroys dropped tables' data once PD's safe point
+	// passes the drop; it looks as often as the safe point moves, at
+	// least every few seconds.
+	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}}
+	if iv := n.cfg.GCInterval; iv > 0 {
+		sqlOpts.CleanupInterval = min(iv, maxSQLCleanupInterval)
+	}
+	if n.sql, err = sql.NewEngine(ctx, n.client, sqlOpts); err != nil {
 		return fmt.Errorf("node: start SQL engine: %w", err)
 	}
 	if interval := n.cfg.GCInterval; interval >= 0 {

@@ -24,7 +24,8 @@ import (
 // runDDL commits any open transaction (MySQL's implicit commit) and runs
 // the statement in a transaction of its own, retrying conflicts with
 // concurrent DDL a few times. The data of dropped tables and indexes is
-// deleted afterwards in the background (catalog.GCJob).
+// destroyed in the background once the GC safe point passes the drop
+// (catalog.GCJob, cleanup.go).
 func (s *Session) runDDL(ctx context.Context, st ast.StmtNode) (*Result, error) {
 	if s.txn != nil {
 		if err := s.finish(ctx, true); err != nil {
@@ -56,7 +57,7 @@ func (s *Session) runDDL(ctx context.Context, st ast.StmtNode) (*Result, error) 
 			return nil, err
 		}
 		if err = s.e.commitDDL(ctx, txn); err == nil {
-			s.e.startGC()
+			s.e.kickCleanup()
 			return &Result{}, nil
 		}
 		if !kv.IsRetryable(err) {

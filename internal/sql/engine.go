@@ -19,7 +19,7 @@ package sql
 
 import (
 	"context"
-	"log/slog"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,11 +48,27 @@ type Engine struct {
 	globalVars map[string]types.Datum
 	nextConnID atomic.Uint32
 
-	gcRunning atomic.Bool
-	gcAgain   atomic.Bool
+	// The cleanup of dropped data (cleanup.go); nil safePoint: none.
+	safePoint SafePointSource
+	destroyer kv.RangeDestroyer
+	cleanupMu sync.Mutex    // one pass at a time
+	kick      chan struct{} // a DDL recorded a job
 	gcDone    sync.WaitGroup
 	gcCtx     context.Context // canceled by Close
 	gcStop    context.CancelFunc
+}
+
+// Options configures an Engine. The zero value never destroys the data of
+// dropped tables (the jobs stay recorded; see SafePoint).
+type Options struct {
+	// SafePoint tells the engine the GC safe point, so that it can destroy
+	// the data of dropped tables and indexes once no transaction can read
+	// it (cleanup.go). The storage must then implement kv.RangeDestroyer.
+	// Nil: dropped data is kept, its jobs stay recorded.
+	SafePoint SafePointSource
+	// CleanupInterval is how often the engine looks for dropped data to
+	// destroy (default 5s); a DDL that drops data also wakes it.
+	CleanupInterval time.Duration
 }
 
 // Close stops background work (the cleanup of dropped data) and waits for
@@ -63,8 +79,8 @@ func (e *Engine) Close() {
 }
 
 // NewEngine opens the SQL layer over store and loads the catalog.
-func NewEngine(ctx context.Context, store kv.Storage) (*Engine, error) {
-	e := &Engine{store: store, globalVars: map[string]types.Datum{}}
+func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, error) {
+	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1)}
 	e.gcCtx, e.gcStop = context.WithCancel(context.Background())
 	e.ids = &idAllocator{store: store, tables: map[int64]*idRange{}}
 	txn, err := store.Begin(ctx, kv.TxnOptions{})
@@ -77,103 +93,20 @@ func NewEngine(ctx context.Context, store kv.Storage) (*Engine, error) {
 		return nil, err
 	}
 	e.schema.Store(s)
-	jobs, err := catalog.GCJobs(ctx, txn)
-	if err != nil {
-		return nil, err
-	}
-	if len(jobs) > 0 {
-		e.startGC() // finish cleanups interrupted by a restart
+	if opts.SafePoint != nil {
+		d, ok := store.(kv.RangeDestroyer)
+		if !ok {
+			return nil, errors.New("sql: a GC safe point source needs a storage that destroys key ranges (kv.RangeDestroyer)")
+		}
+		e.safePoint, e.destroyer = opts.SafePoint, d
+		interval := opts.CleanupInterval
+		if interval <= 0 {
+			interval = defaultCleanupInterval
+		}
+		e.gcDone.Add(1)
+		go e.cleanupLoop(interval) // its first pass resumes jobs left by a restart
 	}
 	return e, nil
-}
-
-// gcBatch is how many keys one cleanup transaction deletes.
-const gcBatch = 1024
-
-// startGC deletes the data of dropped tables and indexes in the background,
-// one bounded transaction per batch; a job is removed once its range is
-// empty. At most one cleanup runs per engine; a request while it runs makes
-// it look for jobs once more.
-func (e *Engine) startGC() {
-	e.gcAgain.Store(true)
-	if e.gcCtx.Err() != nil || !e.gcRunning.CompareAndSwap(false, true) {
-		return
-	}
-	e.gcDone.Add(1)
-	go func() {
-		defer e.gcDone.Done()
-		defer func() {
-			// The storage may be closed under a cleanup still running when
-			// its owner did not call Close first; the jobs stay recorded and
-			// resume at the next start, so stop quietly instead of taking the
-			// process down.
-			if r := recover(); r != nil {
-				slog.Error("sql: cleanup of dropped data stopped; it resumes at the next start", "panic", r)
-				e.gcStop()
-			}
-			e.gcRunning.Store(false)
-		}()
-		ctx := e.gcCtx
-		for {
-			for e.gcAgain.Swap(false) {
-				if err := e.runGC(ctx); err != nil {
-					break // retried on the next DDL or restart
-				}
-			}
-			e.gcRunning.Store(false)
-			if !e.gcAgain.Load() || !e.gcRunning.CompareAndSwap(false, true) {
-				return
-			}
-		}
-	}()
-}
-
-func (e *Engine) runGC(ctx context.Context) error {
-	txn, err := e.store.Begin(ctx, kv.TxnOptions{})
-	if err != nil {
-		return err
-	}
-	jobs, err := catalog.GCJobs(ctx, txn)
-	txn.Rollback(ctx)
-	if err != nil {
-		return err
-	}
-	for _, j := range jobs {
-		// Resume each batch after the last key deleted: scanning from the
-		// job's start again would step over every tombstone written so
-		// far, quadratic in the size of the dropped table.
-		start := j.Start
-		for {
-			txn, err := e.store.Begin(ctx, kv.TxnOptions{})
-			if err != nil {
-				return err
-			}
-			kvs, err := txn.Scan(ctx, start, j.End, gcBatch, false)
-			if err == nil {
-				for _, p := range kvs {
-					if err = txn.Delete(p.Key); err != nil {
-						break
-					}
-				}
-			}
-			if err == nil && len(kvs) < gcBatch {
-				err = catalog.FinishGCJob(txn, j.ID)
-			}
-			if err == nil {
-				err = txn.Commit(ctx)
-			} else {
-				txn.Rollback(ctx)
-			}
-			if err != nil {
-				return err
-			}
-			if len(kvs) < gcBatch {
-				break
-			}
-			start = append(append([]byte(nil), kvs[len(kvs)-1].Key...), 0)
-		}
-	}
-	return nil
 }
 
 // schemaCheckInterval bounds how stale the cached schema may be with

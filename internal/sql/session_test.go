@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/kv/kvtest"
+	"github.com/strata-db/strata/internal/sql/catalog"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/tablecodec"
 	"github.com/strata-db/strata/internal/sql/types"
@@ -17,11 +20,16 @@ import (
 
 func newTestEngine(t *testing.T) *Engine {
 	t.Helper()
+	return newTestEngineWith(t, Options{})
+}
+
+func newTestEngineWith(t *testing.T, opts Options) *Engine {
+	t.Helper()
 	var store kv.Storage = kvtest.NewMemStorage()
 	if testStorage != nil {
 		store = testStorage(t)
 	}
-	e, err := NewEngine(context.Background(), store)
+	e, err := NewEngine(context.Background(), store, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,45 +454,102 @@ func TestPreparedSysbenchTransaction(t *testing.T) {
 	expectRows(t, s, "SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN 1 AND 4", "60")
 }
 
+// testSafePoint is a GC safe point the test moves by hand.
+type testSafePoint struct{ sp atomic.Uint64 }
+
+func (s *testSafePoint) GCSafePoint(context.Context) (uint64, error) { return s.sp.Load(), nil }
+
+// The data of a dropped table and of a dropped index stays until the GC
+// safe point reaches a timestamp at which the drop was committed (the
+// job's NotBefore), and is then destroyed and its job removed; the tables
+// and indexes kept, and a table re-created under the dropped one's name,
+// are untouched.
 func TestDropReclaimsData(t *testing.T) {
-	e := newTestEngine(t)
+	ctx := context.Background()
+	sp := &testSafePoint{}
+	e := newTestEngineWith(t, Options{SafePoint: sp, CleanupInterval: time.Hour})
 	s := e.NewSession("root", "")
 	setupSbtest(t, s)
 	mustExec(t, s, "CREATE TABLE other (a INT PRIMARY KEY, b INT, KEY b (b))")
 	mustExec(t, s, "INSERT INTO other VALUES (1, 1), (2, 2)")
-	// Enough rows for the cleanup to take several batches (gcBatch keys each).
 	var values []string
-	for i := 100; i < 100+2*gcBatch; i++ {
+	for i := 100; i < 300; i++ {
 		values = append(values, fmt.Sprintf("(%d, %d, 'c', 'p')", i, i))
 	}
 	mustExec(t, s, "INSERT INTO sbtest1 (id, k, c, pad) VALUES "+strings.Join(values, ","))
-	schema, err := s.currentSchema(context.Background())
+	schema, err := s.currentSchema(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sb, other := schema.Table("sbtest", "sbtest1"), schema.Table("sbtest", "other")
+	// count reads the keys still stored under prefix: a dropped table's
+	// rows are not deleted by the drop, only by the cleanup.
 	count := func(prefix []byte) int {
-		txn, err := e.store.Begin(context.Background(), kv.TxnOptions{})
+		txn, err := e.store.Begin(ctx, kv.TxnOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer txn.Rollback(context.Background())
-		kvs, err := txn.Scan(context.Background(), prefix, tablecodec.PrefixEnd(prefix), 0, false)
+		defer txn.Rollback(ctx)
+		kvs, err := txn.Scan(ctx, prefix, tablecodec.PrefixEnd(prefix), 0, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return len(kvs)
 	}
-	if count(tablecodec.TablePrefix(sb.ID)) == 0 {
-		t.Fatal("no data before drop")
+	jobs := func() []*catalog.GCJob {
+		txn, err := e.store.Begin(ctx, kv.TxnOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer txn.Rollback(ctx)
+		js, err := catalog.GCJobs(ctx, txn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return js
+	}
+	sbKeys := count(tablecodec.TablePrefix(sb.ID))
+	ixPrefix := tablecodec.IndexPrefix(other.ID, other.Index("b").ID)
+	if sbKeys < 200 || count(ixPrefix) != 2 {
+		t.Fatalf("before the drops: %d keys in sbtest1, %d in other's index", sbKeys, count(ixPrefix))
 	}
 	mustExec(t, s, "DROP INDEX b ON other")
 	mustExec(t, s, "DROP TABLE sbtest1")
-	e.gcDone.Wait()
+	mustExec(t, s, "CREATE TABLE sbtest1 (id INT PRIMARY KEY, k INT, KEY k_1 (k))")
+	mustExec(t, s, "INSERT INTO sbtest1 VALUES (1, 10), (2, 20)")
+
+	// Before the safe point passes: the jobs are marked, nothing goes.
+	if _, err := e.DestroyDroppedData(ctx); err != nil {
+		t.Fatal(err)
+	}
+	js := jobs()
+	if len(js) != 2 || js[0].NotBefore == 0 || js[1].NotBefore == 0 {
+		t.Fatalf("jobs after a pass: %+v", js)
+	}
+	notBefore := max(js[0].NotBefore, js[1].NotBefore)
+	sp.sp.Store(min(js[0].NotBefore, js[1].NotBefore) - 1)
+	pass, err := e.DestroyDroppedData(ctx)
+	if err != nil || pass.Destroyed != 0 {
+		t.Fatalf("pass below NotBefore: %+v %v", pass, err)
+	}
+	if n := count(tablecodec.TablePrefix(sb.ID)); n != sbKeys {
+		t.Fatalf("%d keys of the dropped table before the safe point passed, had %d", n, sbKeys)
+	}
+	if n := count(ixPrefix); n != 2 {
+		t.Fatalf("%d entries of the dropped index before the safe point passed", n)
+	}
+
+	// At NotBefore: both ranges are destroyed and the jobs removed.
+	sp.sp.Store(notBefore)
+	if _, err := e.DestroyDroppedData(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if js := jobs(); len(js) != 0 {
+		t.Fatalf("jobs left after the safe point passed: %+v", js)
+	}
 	if n := count(tablecodec.TablePrefix(sb.ID)); n != 0 {
 		t.Fatalf("%d keys of the dropped table remain", n)
 	}
-	ixPrefix := tablecodec.IndexPrefix(other.ID, other.Index("b").ID)
 	if n := count(ixPrefix); n != 0 {
 		t.Fatalf("%d entries of the dropped index remain", n)
 	}
@@ -492,6 +557,8 @@ func TestDropReclaimsData(t *testing.T) {
 		t.Fatalf("rows of the kept table: %d", n)
 	}
 	expectRows(t, s, "SELECT a FROM other WHERE b = 2", "2")
+	expectRows(t, s, "SELECT id, k FROM sbtest1 ORDER BY id", "1 10\n2 20")
+	expectRows(t, s, "SELECT id FROM sbtest1 WHERE k = 20", "2")
 }
 
 func TestSetOperationTypes(t *testing.T) {

@@ -212,3 +212,17 @@ func (s *memStorage) GetLatest(ctx context.Context, key []byte) ([]byte, error) 
 	}
 	return append([]byte(nil), vs[len(vs)-1].value...), nil
 }
+
+// DestroyRange implements kv.RangeDestroyer: every version of every key in
+// [start, end) is forgotten. The double keeps no safe point, so reads
+// below safePoint are not refused.
+func (s *memStorage) DestroyRange(ctx context.Context, start, end []byte, safePoint uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.data {
+		if bytes.Compare([]byte(k), start) >= 0 && (len(end) == 0 || bytes.Compare([]byte(k), end) < 0) {
+			delete(s.data, k)
+		}
+	}
+	return nil
+}

@@ -366,10 +366,17 @@ func IsIntegerType(ft *ptypes.FieldType) bool {
 // GCJob is a key range whose data belongs to a dropped table or index. DDL
 // records the job in its own transaction, so the range is reclaimed even if
 // the node stops before deleting it.
+//
+// The range is destroyed outside MVCC (every version at once) only when no
+// transaction can read it any more: once the GC safe point reaches
+// NotBefore, a timestamp at which the drop was already committed. The
+// first cleanup that sees the job records NotBefore (its own start
+// timestamp: the job was visible to it); zero means not seen yet.
 type GCJob struct {
-	ID    int64  `json:"id"`
-	Start []byte `json:"start"`
-	End   []byte `json:"end"`
+	ID        int64  `json:"id"`
+	Start     []byte `json:"start"`
+	End       []byte `json:"end"`
+	NotBefore uint64 `json:"not_before,omitempty"`
 }
 
 func gcKey(id int64) []byte { return tablecodec.AppendInt(append([]byte(nil), prefixGC...), id) }
@@ -380,11 +387,7 @@ func AddGCJob(ctx context.Context, txn kv.Txn, start, end []byte) error {
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(&GCJob{ID: id, Start: start, End: end})
-	if err != nil {
-		return err
-	}
-	return txn.Set(gcKey(id), b)
+	return PutGCJob(txn, &GCJob{ID: id, Start: start, End: end})
 }
 
 // GCJobs lists the pending jobs.
@@ -402,6 +405,15 @@ func GCJobs(ctx context.Context, txn kv.Txn) ([]*GCJob, error) {
 		out = append(out, &j)
 	}
 	return out, nil
+}
+
+// PutGCJob stores a job again after the caller changed it (NotBefore).
+func PutGCJob(txn kv.Txn, j *GCJob) error {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	return txn.Set(gcKey(j.ID), b)
 }
 
 // FinishGCJob removes a completed job.

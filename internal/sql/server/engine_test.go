@@ -17,7 +17,7 @@ import (
 // startEngineServer serves the real SQL engine over an in-memory store.
 func startEngineServer(t *testing.T) string {
 	t.Helper()
-	engine, err := strsql.NewEngine(context.Background(), kvtest.NewMemStorage())
+	engine, err := strsql.NewEngine(context.Background(), kvtest.NewMemStorage(), strsql.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
