@@ -79,7 +79,7 @@ func start(args []string) error {
 	respPassword := fs.String("resp-password", os.Getenv("STRATA_RESP_PASSWORD"),
 		"password Redis clients must give with AUTH (default empty: no AUTH needed)")
 	maxValueSize := fs.Int("max-value-size", 64<<20, "largest value (bytes) a Redis command may write or send")
-	gcInterval := fs.Duration("gc-interval", time.Minute, "how often old MVCC versions are garbage-collected (negative disables)")
+	gcInterval := fs.Duration("gc-interval", time.Minute, "how often old MVCC versions are garbage-collected (negative disables, and keeps the data of dropped tables)")
 	gcLifeTime := fs.Duration("gc-life-time", 10*time.Minute, "how long old versions are kept: the longest a transaction may run")
 	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "HTTP address for /healthz, /metrics and /debug/pprof")
 	grpcAddr := fs.String("grpc-addr", "127.0.0.1:20160", "gRPC address of the KV and PD services")

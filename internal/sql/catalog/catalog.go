@@ -8,7 +8,7 @@
 //	mDB{dbID}           DBInfo
 //	mTable{dbID}{tblID} TableInfo
 //	mAutoID{tblID}      high-water mark of the table's AUTO_INCREMENT / row-id allocator
-//	mGC{jobID}          a key range of dropped data still to be deleted (GCJob)
+//	mGC{jobID}          a key range of dropped data still to be destroyed (GCJob)
 //
 // Contract: every change goes through a kv.Txn the caller commits, so a DDL
 // statement is atomic. Readers load an immutable *Schema snapshot (Load) and
