@@ -32,12 +32,16 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
+
+// memTableSize is the size of each engine's memtables.
+const memTableSize = 64 << 20
 
 // Options configures Open.
 type Options struct {
@@ -63,7 +67,7 @@ func Open(dir string, o Options) (*pebble.DB, error) {
 	opts := &pebble.Options{
 		Comparer:                    Comparer,
 		Cache:                       cache,
-		MemTableSize:                64 << 20,
+		MemTableSize:                memTableSize,
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       24,
@@ -145,6 +149,8 @@ func TruncatedStateKey(regionID uint64) []byte { return raftPrefix(regionID, tru
 type Engines struct {
 	KV   *pebble.DB
 	Raft *pebble.DB
+
+	wal *walFS // the Raft engine's WAL files; nil in memory or on a test FS
 }
 
 // OpenEngines opens (creating if needed) the KV engine in dir/kv and the
@@ -161,17 +167,30 @@ func OpenEngines(dir string, o Options) (Engines, error) {
 	}
 	ro := o
 	ro.CacheBytes = 32 << 20
-	raft, err := Open(filepath.Join(dir, "raft"), ro)
+	raftDir := filepath.Join(dir, "raft")
+	var wal *walFS
+	if !o.InMemory && o.FS == nil && os.Getenv("STRATA_RAFT_WAL") != "buffered" {
+		// A spare holds about one memtable's worth of log.
+		if wal, err = newWALFS(vfs.Default, raftDir, memTableSize+memTableSize/8); err != nil {
+			kv.Close()
+			return Engines{}, err
+		}
+		ro.FS = wal
+	}
+	raft, err := Open(raftDir, ro)
 	if err != nil {
 		kv.Close()
 		return Engines{}, err
 	}
-	return Engines{KV: kv, Raft: raft}, nil
+	return Engines{KV: kv, Raft: raft, wal: wal}, nil
 }
 
 // Close closes both engines.
 func (e Engines) Close() error {
 	err := e.Raft.Close()
+	if e.wal != nil {
+		e.wal.close()
+	}
 	if err2 := e.KV.Close(); err == nil {
 		err = err2
 	}
