@@ -49,23 +49,24 @@ import (
 //   - a WAL Pebble deletes becomes a spare (up to maxSpares) rather than
 //     free space: its blocks are written, its old records carry an older
 //     log number, which Pebble's reader treats as the end of the log;
-//   - when no spare is left and the log being written has grown past
-//     fillTrigger, one more is zero-filled in the background.
+//   - when a WAL is opened and no spare is left, one more is zero-filled
+//     in the background (not for the first WAL, which Pebble opens with
+//     the DB: a store that is opened and not written fills nothing).
 //
 // Without a spare, or where O_DIRECT is refused (tmpfs), a WAL is an
 // ordinary file and Pebble syncs it with fdatasync as before.
 type walFS struct {
 	vfs.FS
-	dir         string // the engine directory: Pebble's WALs are dir/NNNNNN.log
-	spareDir    string
-	fileSize    int64 // size a spare is filled to: about one memtable of log
-	fillTrigger int64
-	maxSpares   int
+	dir       string // the engine directory: Pebble's WALs are dir/NNNNNN.log
+	spareDir  string
+	fileSize  int64 // size a spare is filled to: about one memtable of log
+	maxSpares int
 
 	mu      sync.Mutex
 	spares  []string // ready spares, oldest first
 	seq     int      // last spare file number used
 	filling bool
+	opens   int // WALs opened by Pebble
 	closed  bool
 	fillWG  sync.WaitGroup
 	direct  bool // false once O_DIRECT was refused on this filesystem
@@ -87,13 +88,12 @@ func init() { prometheus.MustRegister(metricWALFiles) }
 // are kept; a fill that was interrupted (*.tmp) is removed.
 func newWALFS(fs vfs.FS, dir string, fileSize int64) (*walFS, error) {
 	w := &walFS{
-		FS:          fs,
-		dir:         filepath.Clean(dir),
-		spareDir:    filepath.Join(dir, spareDirName),
-		fileSize:    fileSize,
-		fillTrigger: min(4<<20, fileSize/2),
-		maxSpares:   maxWALSpares,
-		direct:      directFlags != 0,
+		FS:        fs,
+		dir:       filepath.Clean(dir),
+		spareDir:  filepath.Join(dir, spareDirName),
+		fileSize:  fileSize,
+		maxSpares: maxWALSpares,
+		direct:    directFlags != 0,
 	}
 	if err := fs.MkdirAll(w.spareDir, 0o755); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
@@ -128,25 +128,49 @@ func (w *walFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, e
 	if !w.isWAL(name) {
 		return w.FS.Create(name, category)
 	}
-	if spare := w.takeSpare(); spare != "" {
-		if err := w.FS.Rename(spare, name); err != nil {
-			slog.Warn("engine: could not use a spare WAL file", "spare", spare, "err", err)
-		} else {
-			return w.openWritten(name, category)
-		}
+	defer w.opened()
+	if f, ok := w.fromSpare(name, category); ok {
+		return f, nil
 	}
 	f, err := w.FS.Create(name, category)
 	if err != nil {
 		return nil, err
 	}
 	metricWALFiles.WithLabelValues("buffered").Inc()
-	return &countingFile{File: f, w: w}, nil
+	return f, nil
 }
 
-// ReuseForWrite is Pebble recycling an obsolete WAL: its blocks are written.
+// fromSpare renames a spare to name and opens it, if one is ready.
+func (w *walFS) fromSpare(name string, category vfs.DiskWriteCategory) (vfs.File, bool) {
+	spare := w.takeSpare()
+	if spare == "" {
+		return nil, false
+	}
+	if err := w.FS.Rename(spare, name); err != nil {
+		slog.Warn("engine: could not use a spare WAL file", "spare", spare, "err", err)
+		return nil, false
+	}
+	f, err := w.openWritten(name, category)
+	if err != nil {
+		slog.Warn("engine: could not open a spare WAL file", "file", name, "err", err)
+		return nil, false
+	}
+	return f, true
+}
+
+// ReuseForWrite is Pebble recycling an obsolete WAL. Its blocks are
+// written, but it may be one of the small logs of Pebble's first
+// memtables (they start at 256 KiB and double): a spare replaces one of
+// those, so the new log is not appended past the old one's end.
 func (w *walFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	if !w.isWAL(newname) {
 		return w.FS.ReuseForWrite(oldname, newname, category)
+	}
+	defer w.opened()
+	if st, err := w.FS.Stat(oldname); err == nil && st.Size() < w.fileSize/2 {
+		if f, ok := w.fromSpare(newname, category); ok {
+			return f, w.FS.Remove(oldname)
+		}
 	}
 	if err := w.FS.Rename(oldname, newname); err != nil {
 		return nil, err
@@ -173,7 +197,7 @@ func (w *walFS) openWritten(name string, category vfs.DiskWriteCategory) (vfs.Fi
 		f, err := openDirect(name)
 		if err == nil {
 			metricWALFiles.WithLabelValues("direct").Inc()
-			return &countingFile{File: f, w: w}, nil
+			return f, nil
 		}
 		slog.Warn("engine: the filesystem refuses O_DIRECT; Raft WAL files are written through the page cache", "file", name, "err", err)
 		w.mu.Lock()
@@ -185,7 +209,7 @@ func (w *walFS) openWritten(name string, category vfs.DiskWriteCategory) (vfs.Fi
 		return nil, err
 	}
 	metricWALFiles.WithLabelValues("buffered").Inc()
-	return &countingFile{File: f, w: w}, nil
+	return f, nil
 }
 
 func (w *walFS) takeSpare() string {
@@ -218,15 +242,14 @@ func (w *walFS) keepAsSpare(name string) bool {
 	return true
 }
 
-// grew is told how far the WAL being written has grown; past fillTrigger
-// with no spare left, one is filled in the background.
-func (w *walFS) grew(size int64) {
-	if size < w.fillTrigger {
-		return
-	}
+// opened is told that Pebble opened a WAL. From the second one on (the
+// engine is being written to, not just opened), a spare is kept ready:
+// when none is left, one is filled in the background.
+func (w *walFS) opened() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || w.filling || len(w.spares) > 0 {
+	w.opens++
+	if w.opens < 2 || w.closed || w.filling || len(w.spares) > 0 {
 		return
 	}
 	w.filling = true
@@ -319,20 +342,6 @@ func (w *walFS) close() {
 	w.closed = true
 	w.mu.Unlock()
 	w.fillWG.Wait()
-}
-
-// countingFile tells the walFS how far a WAL has grown.
-type countingFile struct {
-	vfs.File
-	w    *walFS
-	size int64
-}
-
-func (c *countingFile) Write(p []byte) (int, error) {
-	n, err := c.File.Write(p)
-	c.size += int64(n)
-	c.w.grew(c.size)
-	return n, err
 }
 
 // directAlign is the alignment O_DIRECT needs of offsets, lengths and

@@ -235,13 +235,10 @@ func TestWALFSSpares(t *testing.T) {
 	if ls := listDir(t, dir); fmt.Sprint(ls) != fmt.Sprint([]string{spareDirName}) {
 		t.Fatalf("engine dir after removals: %v", ls)
 	}
-	// The next WAL takes the last spare; once it grows past the trigger,
-	// another is filled.
+	// The second WAL opened takes the last spare, and another is filled
+	// since none is left.
 	f, err = w.Create(filepath.Join(dir, "000013.log"), vfs.WriteCategoryUnspecified)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(make([]byte, w.fillTrigger)); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -253,6 +250,25 @@ func TestWALFSSpares(t *testing.T) {
 	st, err := os.Stat(filepath.Join(dir, spareDirName, ls[0]))
 	if err != nil || st.Size() < w.fileSize {
 		t.Fatalf("filled spare: %v %v", st, err)
+	}
+
+	// Pebble recycling a small log gets the spare instead; the small log
+	// is deleted.
+	os.WriteFile(filepath.Join(dir, "000014.log"), []byte("small"), 0o644)
+	f, err = w.ReuseForWrite(filepath.Join(dir, "000014.log"), filepath.Join(dir, "000015.log"), vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	w.fillWG.Wait() // and one more is filled
+	if ls := listDir(t, dir); fmt.Sprint(ls) != fmt.Sprint([]string{"000013.log", "000015.log", spareDirName}) {
+		t.Fatalf("engine dir after reuse: %v", ls)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "000015.log")); err != nil || st.Size() < w.fileSize {
+		t.Fatalf("recycled small WAL was not replaced by a spare: %v %v", st, err)
+	}
+	if ls := listDir(t, filepath.Join(dir, spareDirName)); len(ls) != 1 {
+		t.Fatalf("spares after reuse: %v", ls)
 	}
 }
 
