@@ -182,7 +182,7 @@ func Build(p plan.Plan) (Executor, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &sortExec{child: child, keys: n.Keys}, nil
+		return newSortExec(child, n.Keys), nil
 	case *plan.Limit:
 		child, err := Build(n.Child)
 		if err != nil {

@@ -1,7 +1,7 @@
 package exec
 
 import (
-	"sort"
+	"slices"
 
 	"github.com/strata-db/strata/internal/sql/expr"
 	"github.com/strata-db/strata/internal/sql/plan"
@@ -161,24 +161,58 @@ func compareNullsFirst(a, b types.Datum) (int, error) {
 	return types.Compare(a, b)
 }
 
-type sortRow struct {
-	keys []types.Datum
-	row  []types.Datum
-}
-
+// sortExec orders its input by the sort keys (stably: rows with equal keys
+// keep their input order) and, under a LIMIT, keeps only the first
+// offset+count rows (top-N).
+//
+// It sorts a permutation of row indices with slices.SortStableFunc rather
+// than the rows themselves with sort.SliceStable: the same algorithm (so the
+// same order, whatever the comparisons), without reflection, moving 8-byte
+// integers instead of row headers that the collector must see moved.
 type sortExec struct {
 	child Executor
 	keys  []plan.SortKey
 	limit *plan.Limit
-	rows  []sortRow
-	err   error
-	done  bool
-	pos   int
+	// cols is the row offset of every key when all keys are plain columns
+	// (the planner's usual shape): keys are then read from the rows in
+	// place. Otherwise vals holds the key values, row i's at
+	// vals[i*len(keys):].
+	cols   []int
+	maxCol int
+	rows   [][]types.Datum
+	vals   []types.Datum
+	perm   []int // rows in sorted order
+	err    error
+	done   bool
+	pos    int
 }
 
-func (s *sortExec) less(a, b sortRow) bool {
+func newSortExec(child Executor, keys []plan.SortKey) *sortExec {
+	s := &sortExec{child: child, keys: keys}
+	cols := make([]int, len(keys))
+	for i, k := range keys {
+		c, ok := k.Expr.(*expr.Column)
+		if !ok {
+			return s
+		}
+		cols[i] = c.Idx
+		s.maxCol = max(s.maxCol, c.Idx)
+	}
+	s.cols = cols
+	return s
+}
+
+// compare orders rows a and b by the keys, NULLs first.
+func (s *sortExec) compare(a, b int) int {
+	n := len(s.keys)
 	for i, k := range s.keys {
-		c, err := compareNullsFirst(a.keys[i], b.keys[i])
+		var c int
+		var err error
+		if s.cols != nil {
+			c, err = compareNullsFirst(s.rows[a][s.cols[i]], s.rows[b][s.cols[i]])
+		} else {
+			c, err = compareNullsFirst(s.vals[a*n+i], s.vals[b*n+i])
+		}
 		if err != nil && s.err == nil {
 			s.err = err
 		}
@@ -186,15 +220,67 @@ func (s *sortExec) less(a, b sortRow) bool {
 			continue
 		}
 		if k.Desc {
-			return c > 0
+			return -c
 		}
-		return c < 0
+		return c
 	}
-	return false
+	return 0
 }
 
+// sort fills s.perm with the rows' indices in sorted order.
 func (s *sortExec) sort() {
-	sort.SliceStable(s.rows, func(i, j int) bool { return s.less(s.rows[i], s.rows[j]) })
+	s.perm = s.perm[:0]
+	for i := range s.rows {
+		s.perm = append(s.perm, i)
+	}
+	slices.SortStableFunc(s.perm, s.compare)
+}
+
+// truncate keeps the first n rows of the sorted order (top-N), rebuilding
+// rows and vals in that order.
+func (s *sortExec) truncate(n int) {
+	rows := make([][]types.Datum, n, max(2*n, n+BatchSize))
+	var vals []types.Datum
+	if s.cols == nil {
+		vals = make([]types.Datum, 0, cap(rows)*len(s.keys))
+	}
+	for i, p := range s.perm[:n] {
+		rows[i] = s.rows[p]
+		if s.cols == nil {
+			vals = append(vals, s.vals[p*len(s.keys):(p+1)*len(s.keys)]...)
+		}
+	}
+	s.rows, s.vals = rows, vals
+	s.perm = s.perm[:n]
+	for i := range s.perm {
+		s.perm[i] = i
+	}
+}
+
+// add collects one input row and its key values.
+func (s *sortExec) add(c *Context, r []types.Datum) (size int64, err error) {
+	if s.cols != nil {
+		if s.maxCol >= len(r) {
+			// A row too short for a key: the column's own error.
+			for _, k := range s.keys {
+				if _, err := k.Expr.Eval(c.Eval, r); err != nil {
+					return 0, err
+				}
+			}
+		}
+		s.rows = append(s.rows, r)
+		return RowSize(r) + int64(24+40*len(s.keys)), nil
+	}
+	n := len(s.vals)
+	for _, k := range s.keys {
+		v, err := k.Expr.Eval(c.Eval, r)
+		if err != nil {
+			return 0, err
+		}
+		s.vals = append(s.vals, v)
+	}
+	s.rows = append(s.rows, r)
+	return RowSize(r) + RowSize(s.vals[n:]), nil
 }
 
 func (s *sortExec) Next(c *Context) ([][]types.Datum, error) {
@@ -217,39 +303,36 @@ func (s *sortExec) Next(c *Context) ([][]types.Datum, error) {
 				break
 			}
 			for _, r := range batch {
-				kv := make([]types.Datum, len(s.keys))
-				for i, k := range s.keys {
-					if kv[i], err = k.Expr.Eval(c.Eval, r); err != nil {
-						return nil, err
-					}
+				size, err := s.add(c, r)
+				if err != nil {
+					return nil, err
 				}
-				s.rows = append(s.rows, sortRow{keys: kv, row: r})
 				if keep < 0 || int64(len(s.rows)) <= keep {
-					if err := c.Mem.Consume(RowSize(r) + RowSize(kv)); err != nil {
+					if err := c.Mem.Consume(size); err != nil {
 						return nil, err
 					}
 				}
 			}
 			if keep >= 0 && int64(len(s.rows)) > 2*keep+BatchSize {
 				s.sort()
-				s.rows = s.rows[:keep]
+				s.truncate(int(keep))
 			}
 		}
 		s.sort()
 		if s.err != nil {
 			return nil, s.err
 		}
-		if keep >= 0 && int64(len(s.rows)) > keep {
-			s.rows = s.rows[:keep]
+		if keep >= 0 && int64(len(s.perm)) > keep {
+			s.perm = s.perm[:keep]
 		}
 	}
-	if s.pos >= len(s.rows) {
+	if s.pos >= len(s.perm) {
 		return nil, nil
 	}
-	end := min(s.pos+BatchSize, len(s.rows))
+	end := min(s.pos+BatchSize, len(s.perm))
 	out := make([][]types.Datum, 0, end-s.pos)
-	for _, r := range s.rows[s.pos:end] {
-		out = append(out, r.row)
+	for _, p := range s.perm[s.pos:end] {
+		out = append(out, s.rows[p])
 	}
 	s.pos = end
 	return out, nil
