@@ -20,12 +20,15 @@ import (
 // rowLayout is how a table's rows are stored: the handle column (when the
 // integer primary key is the handle) is not in the row value.
 type rowLayout struct {
-	table    *catalog.TableInfo
-	ids      []int64
-	fts      []*ptypes.FieldType
-	offsets  []int
-	width    int
-	handle   int // offset of the handle column or -1
+	table   *catalog.TableInfo
+	ids     []int64
+	fts     []*ptypes.FieldType
+	offsets []int
+	width   int
+	handle  int // offset of the handle column or -1
+	// first is the row offset of the first stored column when the stored
+	// columns are adjacent in the row (offsets[i] == first+i), else -1.
+	first    int
 	unsigned bool
 	// origin holds, per stored column, the value of rows written before the
 	// column existed (nil when every column is NULL-filled).
@@ -53,6 +56,15 @@ func layoutOf(t *catalog.TableInfo) *rowLayout {
 		l.ids = append(l.ids, c.ID)
 		l.fts = append(l.fts, c.Type)
 		l.offsets = append(l.offsets, c.Offset)
+	}
+	l.first = 0
+	if len(l.offsets) > 0 {
+		l.first = l.offsets[0]
+	}
+	for i, off := range l.offsets {
+		if off != l.first+i {
+			l.first = -1
+		}
 	}
 	for i, off := range l.offsets {
 		c := t.Columns[off]
@@ -88,8 +100,12 @@ func (l *rowLayout) decode(handle int64, value []byte, extra int) ([]types.Datum
 
 // decodeInto is decode into row, which must have width+extra zero values.
 func (l *rowLayout) decodeInto(row []types.Datum, handle int64, value []byte, extra int) ([]types.Datum, error) {
-	if len(l.offsets) == l.width && l.origin == nil {
-		if err := codec.DecodeRow(value, l.ids, l.fts, row); err != nil {
+	if l.first >= 0 {
+		// The stored columns are adjacent in the row (the handle, if any,
+		// is the first or last column): decode in place.
+		vals := row[l.first : l.first+len(l.offsets)]
+		copy(vals, l.origin)
+		if err := codec.DecodeRow(value, l.ids, l.fts, vals); err != nil {
 			return nil, err
 		}
 	} else {
