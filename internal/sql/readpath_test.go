@@ -2,12 +2,78 @@ package sql
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/strata-db/strata/internal/sql/types"
 )
+
+// TestRangeFilterWithParameters runs a prepared primary-key range with
+// parameters of every kind a client can bind. The range's filter is skipped
+// only for exact integer bounds; whatever the kinds, the rows must be those
+// the same predicate selects over a full scan (on id+0, which is no range).
+func TestRangeFilterWithParameters(t *testing.T) {
+	s := newTestSession(t)
+	ctx := context.Background()
+	mustExec(t, s, "CREATE DATABASE rf; USE rf")
+	mustExec(t, s, "CREATE TABLE r (id BIGINT PRIMARY KEY, v INT)")
+	mustExec(t, s, `INSERT INTO r VALUES (-9223372036854775808, 0), (-2, 1), (-1, 2), (0, 3), (1, 4), (2, 5), (3, 6),
+		(9007199254740992, 7), (9007199254740993, 8), (9007199254740994, 9), (9223372036854775807, 10)`)
+	dec := func(s string) types.Datum {
+		d, err := types.ParseDecimal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return types.NewDecimal(d)
+	}
+	vals := []types.Datum{
+		types.Null,
+		types.NewInt(-2), types.NewInt(0), types.NewInt(2), types.NewInt(3),
+		types.NewInt(-9223372036854775808), types.NewInt(9223372036854775807),
+		types.NewUint(2), types.NewUint(1 << 63), types.NewUint(1<<64 - 1),
+		types.NewFloat(1.5), types.NewFloat(2), types.NewFloat(9007199254740992),
+		dec("1.4"), dec("2.0"), dec("-1.5"),
+		types.NewString("2"), types.NewString("1x"),
+	}
+	for _, form := range []string{"%s BETWEEN ? AND ?", "%s > ? AND %[1]s <= ?", "%s >= ? AND %[1]s < ?"} {
+		got, err := s.Prepare(ctx, "SELECT id FROM r WHERE "+fmt.Sprintf(form, "id")+" ORDER BY id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := s.Prepare(ctx, "SELECT id FROM r WHERE "+fmt.Sprintf(form, "id+0")+" ORDER BY id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lo := range vals {
+			for _, hi := range vals {
+				if hi.Kind() == types.KindFloat64 && hi.Float() == 1<<53 {
+					// An upper bound of 2^53 as a double excludes
+					// 2^53+1 from the range although, compared as a
+					// double, 2^53+1 is 2^53: a known divergence of the
+					// range from the full scan, with or without the
+					// filter. As a lower bound it is exact, and checked.
+					continue
+				}
+				params := []types.Datum{lo, hi}
+				g, err := s.ExecutePrepared(ctx, got.ID, params)
+				if err != nil {
+					t.Fatalf("%s %v: %v", form, params, err)
+				}
+				w, err := s.ExecutePrepared(ctx, want.ID, params)
+				if err != nil {
+					t.Fatalf("%s %v: %v", form, params, err)
+				}
+				if rowsText(g.Rows) != rowsText(w.Rows) {
+					t.Errorf("%s with %v, %v:\ngot  %q\nwant %q", form, lo, hi, rowsText(g.Rows), rowsText(w.Rows))
+				}
+			}
+		}
+	}
+}
 
 // TestSortIsStable checks ORDER BY against a stable sort of the input done
 // here: keys of every direction, NULLs first, many ties (which must keep

@@ -164,7 +164,13 @@ func Build(p plan.Plan) (Executor, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &filterExec{child: child, cond: n.Cond}, nil
+		f := &filterExec{child: child, cond: n.Cond}
+		if n.ByRange {
+			if s := scanUnder(child); s != nil && s.p.Access == plan.TableRangeScan {
+				f.byRange = s
+			}
+		}
+		return f, nil
 	case *plan.Projection:
 		child, err := Build(n.Child)
 		if err != nil {

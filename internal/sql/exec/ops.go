@@ -11,6 +11,23 @@ import (
 type filterExec struct {
 	child Executor
 	cond  expr.Expr
+	// byRange is the scan under a plan.Filter.ByRange conjunct: when its
+	// range is exact, every row it returns satisfies cond.
+	byRange *scanExec
+}
+
+// scanUnder returns the scan at the bottom of a chain of filters, or nil.
+func scanUnder(e Executor) *scanExec {
+	for {
+		switch x := e.(type) {
+		case *filterExec:
+			e = x.child
+		case *scanExec:
+			return x
+		default:
+			return nil
+		}
+	}
 }
 
 func (f *filterExec) Next(c *Context) ([][]types.Datum, error) {
@@ -18,6 +35,9 @@ func (f *filterExec) Next(c *Context) ([][]types.Datum, error) {
 		batch, err := f.child.Next(c)
 		if err != nil || batch == nil {
 			return nil, err
+		}
+		if f.byRange != nil && f.byRange.exact {
+			return batch, nil
 		}
 		out := batch[:0]
 		for _, r := range batch {

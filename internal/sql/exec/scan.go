@@ -143,6 +143,10 @@ type scanExec struct {
 	// range scans
 	ranges [][2][]byte
 	iter   kv.Iterator
+	// exact is set by computeRanges when every bound of a primary-key
+	// range was exact (handleBound): the scan then returns exactly the rows
+	// that satisfy its plan.Filter.ByRange conjuncts.
+	exact bool
 	// index lookups
 	index bool
 }
@@ -406,6 +410,7 @@ func (s *scanExec) computeRanges(c *Context) error {
 		return nil
 	case plan.TableRangeScan:
 		ft := s.handleType()
+		s.exact = true
 		for _, r := range s.p.Ranges {
 			lo, hi := int64(-1<<63), int64(1<<63-1)
 			loIncl, hiIncl := true, true
@@ -415,24 +420,26 @@ func (s *scanExec) computeRanges(c *Context) error {
 				if err != nil {
 					return err
 				}
-				v, incl, ok, null := handleBound(d, ft, r.Low.Inclusive)
+				v, incl, ok, null, exact := handleBound(d, ft, r.Low.Inclusive)
 				if null {
 					empty = true
 				} else if ok {
 					lo, loIncl = v, incl
 				}
+				s.exact = s.exact && exact
 			}
 			if r.High.Value != nil {
 				d, err := r.High.Value.Eval(c.Eval, nil)
 				if err != nil {
 					return err
 				}
-				v, incl, ok, null := handleBound(d, ft, r.High.Inclusive)
+				v, incl, ok, null, exact := handleBound(d, ft, r.High.Inclusive)
 				if null {
 					empty = true
 				} else if ok {
 					hi, hiIncl = v, incl
 				}
+				s.exact = s.exact && exact
 			}
 			if !loIncl {
 				if lo == 1<<63-1 {
@@ -475,32 +482,36 @@ func (s *scanExec) computeRanges(c *Context) error {
 
 // handleBound converts a range bound to a handle. ok=false means the bound
 // cannot be expressed (scan unbounded on that side: the filter above
-// decides); a lossy conversion makes the bound inclusive.
-func handleBound(d types.Datum, ft *ptypes.FieldType, incl bool) (v int64, inclusive, ok, null bool) {
+// decides); a lossy conversion makes the bound inclusive. exact reports
+// that the bound is an integer equal to the handle v, so the key range
+// selects exactly the rows the comparison with d does (integers compare
+// with the integer handle exactly; a float would compare as a double).
+func handleBound(d types.Datum, ft *ptypes.FieldType, incl bool) (v int64, inclusive, ok, null, exact bool) {
 	if d.IsNull() {
-		return 0, false, false, true
+		return 0, false, false, true, true
 	}
 	if d.IsStringLike() || d.Kind() == types.KindTime {
-		return 0, false, false, false
+		return 0, false, false, false, false
 	}
 	cv, err := types.Convert(d, ft)
 	if err != nil {
-		return 0, false, false, false
+		return 0, false, false, false, false
 	}
 	c, err := types.Compare(cv, d)
 	if err != nil {
-		return 0, false, false, false
+		return 0, false, false, false, false
 	}
 	if c != 0 {
 		incl = true
 	}
+	exact = c == 0 && (d.Kind() == types.KindInt64 || d.Kind() == types.KindUint64)
 	if cv.Kind() == types.KindUint64 {
 		if cv.Uint() > 1<<63-1 {
-			return 0, false, false, false
+			return 0, false, false, false, false
 		}
-		return int64(cv.Uint()), incl, true, false
+		return int64(cv.Uint()), incl, true, false, exact
 	}
-	return cv.Int(), incl, true, false
+	return cv.Int(), incl, true, false, exact
 }
 
 // indexValue converts a value for an index column; exact=false when the

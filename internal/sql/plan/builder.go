@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -570,15 +571,16 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		if len(mine) == 0 {
 			continue
 		}
+		var byRange []ast.ExprNode
 		if l.scan != nil {
-			b.chooseAccess(l.scan, l.scope, mine)
+			byRange = b.chooseAccess(l.scan, l.scope, mine)
 		}
 		for _, m := range mine {
 			e, err := expr.Compile(m, l.scope)
 			if err != nil {
 				return nil, nil, err
 			}
-			l.plan = &Filter{base: base{l.plan.Columns()}, Child: l.plan, Cond: e}
+			l.plan = &Filter{base: base{l.plan.Columns()}, Child: l.plan, Cond: e, ByRange: slices.Contains(byRange, m)}
 		}
 	}
 	// Join order: greedily add a table connected to the joined ones by
