@@ -296,6 +296,23 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 				if err != nil {
 					return nil, err
 				}
+				// ORDER BY c where c is also selected: sort on the selected
+				// column rather than a hidden copy (which would also keep a
+				// DISTINCT from sharing the sort: exec's keysAmong).
+				if ci, ok := expr.ColumnIndex(e); ok {
+					for i, v := range proj.Exprs[:visible] {
+						if vi, ok := expr.ColumnIndex(v); ok && vi == ci {
+							idx = i
+							break
+						}
+					}
+				}
+			}
+			if idx < 0 {
+				e, err := expr.Compile(it.Expr, out)
+				if err != nil {
+					return nil, err
+				}
 				idx = len(proj.Exprs)
 				proj.Exprs = append(proj.Exprs, e)
 				proj.cols = append(proj.cols, &Column{Name: e.String(), Type: e.Type()})
