@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"encoding/binary"
 	"slices"
 
 	"github.com/strata-db/strata/internal/sql/expr"
@@ -185,10 +186,15 @@ func compareNullsFirst(a, b types.Datum) (int, error) {
 // keep their input order) and, under a LIMIT, keeps only the first
 // offset+count rows (top-N).
 //
-// It sorts a permutation of row indices with slices.SortStableFunc rather
-// than the rows themselves with sort.SliceStable: the same algorithm (so the
-// same order, whatever the comparisons), without reflection, moving 8-byte
-// integers instead of row headers that the collector must see moved.
+// It sorts small entries (a row index and a prefix of its first key) with
+// slices.SortStableFunc rather than the rows with sort.SliceStable: the same
+// algorithm, so the same order whatever the comparisons, without reflection
+// and without moving pointers. The prefix is an unsigned integer whose order
+// is the first key's order (see prefixes): most comparisons stop there.
+//
+// With distinct > 0 it also does the work of a DISTINCT over the first
+// distinct columns below it (Build fuses them when every sort key is one of
+// those columns): see dedupe.
 type sortExec struct {
 	child Executor
 	keys  []plan.SortKey
@@ -197,14 +203,21 @@ type sortExec struct {
 	// (the planner's usual shape): keys are then read from the rows in
 	// place. Otherwise vals holds the key values, row i's at
 	// vals[i*len(keys):].
-	cols   []int
-	maxCol int
-	rows   [][]types.Datum
-	vals   []types.Datum
-	perm   []int // rows in sorted order
-	err    error
-	done   bool
-	pos    int
+	cols     []int
+	maxCol   int
+	distinct int
+	rows     [][]types.Datum
+	vals     []types.Datum
+	ents     []sortEnt // rows in sorted order
+	err      error
+	done     bool
+	pos      int
+}
+
+// sortEnt is a row to sort: its index and the prefix of its first key.
+type sortEnt struct {
+	prefix uint64
+	row    int
 }
 
 func newSortExec(child Executor, keys []plan.SortKey) *sortExec {
@@ -222,17 +235,18 @@ func newSortExec(child Executor, keys []plan.SortKey) *sortExec {
 	return s
 }
 
+// key returns key i of row r.
+func (s *sortExec) key(r, i int) types.Datum {
+	if s.cols != nil {
+		return s.rows[r][s.cols[i]]
+	}
+	return s.vals[r*len(s.keys)+i]
+}
+
 // compare orders rows a and b by the keys, NULLs first.
 func (s *sortExec) compare(a, b int) int {
-	n := len(s.keys)
 	for i, k := range s.keys {
-		var c int
-		var err error
-		if s.cols != nil {
-			c, err = compareNullsFirst(s.rows[a][s.cols[i]], s.rows[b][s.cols[i]])
-		} else {
-			c, err = compareNullsFirst(s.vals[a*n+i], s.vals[b*n+i])
-		}
+		c, err := compareNullsFirst(s.key(a, i), s.key(b, i))
 		if err != nil && s.err == nil {
 			s.err = err
 		}
@@ -247,13 +261,119 @@ func (s *sortExec) compare(a, b int) int {
 	return 0
 }
 
-// sort fills s.perm with the rows' indices in sorted order.
-func (s *sortExec) sort() {
-	s.perm = s.perm[:0]
-	for i := range s.rows {
-		s.perm = append(s.perm, i)
+func (s *sortExec) compareEnts(a, b sortEnt) int {
+	if a.prefix != b.prefix {
+		if (a.prefix < b.prefix) != s.keys[0].Desc {
+			return -1
+		}
+		return 1
 	}
-	slices.SortStableFunc(s.perm, s.compare)
+	return s.compare(a.row, b.row)
+}
+
+// prefixes gives every row the prefix of its first key: when that key is
+// NULL or a string in every row, its first 8 bytes big-endian (zero
+// padded), and when it is NULL or a signed integer in every row, the
+// integer with its sign bit flipped. Either way a smaller prefix means a
+// smaller key under compareNullsFirst (NULL has the smallest prefix, 0,
+// and strings compare byte-wise), and equal prefixes say nothing. With
+// other kinds, or mixed ones, every prefix is 0 and compare decides.
+func (s *sortExec) prefixes() {
+	const (
+		none = iota
+		str
+		integer
+		mixed
+	)
+	class := none
+	if len(s.keys) == 0 {
+		class = mixed
+	}
+	for r := range s.rows {
+		if class == mixed {
+			break
+		}
+		k := s.key(r, 0)
+		c := mixed
+		switch {
+		case k.IsNull():
+			continue
+		case k.IsStringLike():
+			c = str
+		case k.Kind() == types.KindInt64:
+			c = integer
+		}
+		if class != none && c != class {
+			class = mixed
+			break
+		}
+		class = c
+	}
+	for r := range s.rows {
+		var p uint64
+		if class == mixed {
+			s.ents = append(s.ents, sortEnt{row: r})
+			continue
+		}
+		if k := s.key(r, 0); !k.IsNull() {
+			switch class {
+			case str:
+				var b [8]byte
+				copy(b[:], k.Bytes())
+				p = binary.BigEndian.Uint64(b[:])
+			case integer:
+				p = uint64(k.Int()) ^ 1<<63
+			}
+		}
+		s.ents = append(s.ents, sortEnt{prefix: p, row: r})
+	}
+}
+
+// sort fills s.ents with the rows in sorted order.
+func (s *sortExec) sort() {
+	s.ents = s.ents[:0]
+	s.prefixes()
+	slices.SortStableFunc(s.ents, s.compareEnts)
+}
+
+// dedupe drops, from the sorted rows, every row whose first distinct
+// columns equal those of an earlier row, as distinctExec would have before
+// the sort: rows DISTINCT finds equal (same hash key) have equal sort keys,
+// the sort keys being among those columns, so they sit in one run of rows
+// with equal sort keys, where the stable sort kept their input order; the
+// first of them stays. A run of one row, the usual case, needs no hashing.
+func (s *sortExec) dedupe(c *Context) error {
+	kept := s.ents[:0]
+	run := 0 // kept[run:] is the current run
+	var seen map[string]struct{}
+	var key []byte
+	for _, e := range s.ents {
+		if len(kept) > run && s.compare(kept[run].row, e.row) != 0 {
+			run = len(kept)
+			clear(seen)
+		}
+		if len(kept) > run {
+			if seen == nil {
+				seen = map[string]struct{}{}
+			}
+			if len(seen) == 0 {
+				for _, k := range kept[run:] {
+					seen[string(hashRow(key[:0], s.rows[k.row][:s.distinct]))] = struct{}{}
+				}
+			}
+			key = hashRow(key[:0], s.rows[e.row][:s.distinct])
+			if _, dup := seen[string(key)]; dup {
+				continue
+			}
+			if err := c.Mem.Consume(int64(len(key)) + 16); err != nil {
+				return err
+			}
+			seen[string(key)] = struct{}{}
+		}
+		kept = append(kept, e)
+	}
+	s.ents = kept
+	return nil
 }
 
 // truncate keeps the first n rows of the sorted order (top-N), rebuilding
@@ -264,17 +384,13 @@ func (s *sortExec) truncate(n int) {
 	if s.cols == nil {
 		vals = make([]types.Datum, 0, cap(rows)*len(s.keys))
 	}
-	for i, p := range s.perm[:n] {
-		rows[i] = s.rows[p]
+	for i, e := range s.ents[:n] {
+		rows[i] = s.rows[e.row]
 		if s.cols == nil {
-			vals = append(vals, s.vals[p*len(s.keys):(p+1)*len(s.keys)]...)
+			vals = append(vals, s.vals[e.row*len(s.keys):(e.row+1)*len(s.keys)]...)
 		}
 	}
 	s.rows, s.vals = rows, vals
-	s.perm = s.perm[:n]
-	for i := range s.perm {
-		s.perm[i] = i
-	}
 }
 
 // add collects one input row and its key values.
@@ -333,26 +449,33 @@ func (s *sortExec) Next(c *Context) ([][]types.Datum, error) {
 					}
 				}
 			}
-			if keep >= 0 && int64(len(s.rows)) > 2*keep+BatchSize {
+			// Top-N: drop rows that cannot make it (not under DISTINCT,
+			// where a dropped row could be needed after duplicates go).
+			if keep >= 0 && s.distinct == 0 && int64(len(s.rows)) > 2*keep+BatchSize {
 				s.sort()
 				s.truncate(int(keep))
 			}
 		}
 		s.sort()
+		if s.distinct > 0 && s.err == nil {
+			if err := s.dedupe(c); err != nil {
+				return nil, err
+			}
+		}
 		if s.err != nil {
 			return nil, s.err
 		}
-		if keep >= 0 && int64(len(s.perm)) > keep {
-			s.perm = s.perm[:keep]
+		if keep >= 0 && int64(len(s.ents)) > keep {
+			s.ents = s.ents[:keep]
 		}
 	}
-	if s.pos >= len(s.perm) {
+	if s.pos >= len(s.ents) {
 		return nil, nil
 	}
-	end := min(s.pos+BatchSize, len(s.perm))
+	end := min(s.pos+BatchSize, len(s.ents))
 	out := make([][]types.Datum, 0, end-s.pos)
-	for _, p := range s.perm[s.pos:end] {
-		out = append(out, s.rows[p])
+	for _, e := range s.ents[s.pos:end] {
+		out = append(out, s.rows[e.row])
 	}
 	s.pos = end
 	return out, nil
