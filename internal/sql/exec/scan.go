@@ -23,6 +23,7 @@ type rowLayout struct {
 	table   *catalog.TableInfo
 	ids     []int64
 	fts     []*ptypes.FieldType
+	kinds   []types.Kind // types.KindForFieldType of fts
 	offsets []int
 	width   int
 	handle  int // offset of the handle column or -1
@@ -55,6 +56,7 @@ func layoutOf(t *catalog.TableInfo) *rowLayout {
 		}
 		l.ids = append(l.ids, c.ID)
 		l.fts = append(l.fts, c.Type)
+		l.kinds = append(l.kinds, types.KindForFieldType(c.Type))
 		l.offsets = append(l.offsets, c.Offset)
 	}
 	l.first = 0
@@ -105,13 +107,13 @@ func (l *rowLayout) decodeInto(row []types.Datum, handle int64, value []byte, ex
 		// is the first or last column): decode in place.
 		vals := row[l.first : l.first+len(l.offsets)]
 		copy(vals, l.origin)
-		if err := codec.DecodeRow(value, l.ids, l.fts, vals); err != nil {
+		if err := codec.DecodeRowKinds(value, l.ids, l.fts, l.kinds, vals); err != nil {
 			return nil, err
 		}
 	} else {
 		vals := make([]types.Datum, len(l.offsets))
 		copy(vals, l.origin)
-		if err := codec.DecodeRow(value, l.ids, l.fts, vals); err != nil {
+		if err := codec.DecodeRowKinds(value, l.ids, l.fts, l.kinds, vals); err != nil {
 			return nil, err
 		}
 		for i, off := range l.offsets {
