@@ -331,7 +331,7 @@ func (s *sortExec) prefixes() {
 
 // sort fills s.ents with the rows in sorted order.
 func (s *sortExec) sort() {
-	s.ents = s.ents[:0]
+	s.ents = slices.Grow(s.ents[:0], len(s.rows))
 	s.prefixes()
 	slices.SortStableFunc(s.ents, s.compareEnts)
 }
@@ -437,6 +437,10 @@ func (s *sortExec) Next(c *Context) ([][]types.Datum, error) {
 			}
 			if batch == nil {
 				break
+			}
+			s.rows = slices.Grow(s.rows, len(batch))
+			if s.cols == nil {
+				s.vals = slices.Grow(s.vals, len(batch)*len(s.keys))
 			}
 			for _, r := range batch {
 				size, err := s.add(c, r)

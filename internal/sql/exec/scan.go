@@ -145,6 +145,10 @@ type scanExec struct {
 	// range scans
 	ranges [][2][]byte
 	iter   kv.Iterator
+	// rowsHint, when > 0, bounds the rows the ranges left can hold (a
+	// primary-key range holds at most hi-lo+1): allocations are sized by
+	// it. 0 means unknown.
+	rowsHint int
 	// exact is set by computeRanges when every bound of a primary-key
 	// range was exact (handleBound): the scan then returns exactly the rows
 	// that satisfy its plan.Filter.ByRange conjuncts.
@@ -207,10 +211,21 @@ func (s *scanExec) Next(c *Context) ([][]types.Datum, error) {
 	}
 }
 
+// slabRows is how many rows to allocate for at once.
+func (s *scanExec) slabRows() int {
+	if s.rowsHint > 0 {
+		return min(s.rowsHint, BatchSize)
+	}
+	return 64
+}
+
 // readBatch reads up to BatchSize rows from the current iterator, closing
 // it when exhausted.
 func (s *scanExec) readBatch(c *Context) ([][]types.Datum, error) {
 	var rows [][]types.Datum
+	if !s.index {
+		rows = make([][]types.Datum, 0, s.slabRows())
+	}
 	var handles []int64
 	for s.iter.Valid() && len(rows)+len(handles) < BatchSize {
 		if s.index {
@@ -227,7 +242,10 @@ func (s *scanExec) readBatch(c *Context) ([][]types.Datum, error) {
 			// Rows of a batch are carved from one slab.
 			w := s.layout.width + s.extra
 			if len(s.slab) < w {
-				s.slab = make([]types.Datum, w*min(BatchSize, 64))
+				s.slab = make([]types.Datum, w*s.slabRows())
+			}
+			if s.rowsHint > 0 {
+				s.rowsHint--
 			}
 			row, err := s.layout.decodeInto(s.slab[:w:w], h, s.iter.Value(), s.extra)
 			s.slab = s.slab[w:]
@@ -464,6 +482,15 @@ func (s *scanExec) computeRanges(c *Context) error {
 				end = tablecodec.RecordKey(t.ID, hi)
 			}
 			s.ranges = append(s.ranges, [2][]byte{start, end})
+			// At most hi-lo+1 rows (hi-lo when hi is exclusive).
+			if span := uint64(hi) - uint64(lo); span < BatchSize {
+				s.rowsHint += int(span)
+				if hiIncl {
+					s.rowsHint++
+				}
+			} else {
+				s.rowsHint += BatchSize
+			}
 		}
 		return nil
 	case plan.IndexLookup:
