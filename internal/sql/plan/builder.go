@@ -307,15 +307,11 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 						}
 					}
 				}
-			}
-			if idx < 0 {
-				e, err := expr.Compile(it.Expr, out)
-				if err != nil {
-					return nil, err
+				if idx < 0 {
+					idx = len(proj.Exprs)
+					proj.Exprs = append(proj.Exprs, e)
+					proj.cols = append(proj.cols, &Column{Name: e.String(), Type: e.Type()})
 				}
-				idx = len(proj.Exprs)
-				proj.Exprs = append(proj.Exprs, e)
-				proj.cols = append(proj.cols, &Column{Name: e.String(), Type: e.Type()})
 			}
 			keys = append(keys, SortKey{Expr: expr.NewColumn(idx, proj.cols[idx].Type, proj.cols[idx].Name), Desc: it.Desc})
 		}

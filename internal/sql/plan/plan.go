@@ -17,8 +17,8 @@
 // never baked into the plan. A WHERE clause is always kept as a filter above
 // the access path, so an access path only has to return a superset of the
 // matching rows; exec skips only the filters marked Filter.ByRange, and only
-// when it could express their range exactly. Plans are not safe for concurrent execution: a session
-// executes its cached plans one at a time.
+// when it could express their range exactly. Plans are not safe for
+// concurrent execution: a session executes its cached plans one at a time.
 package plan
 
 import (
