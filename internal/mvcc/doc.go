@@ -112,7 +112,10 @@
 // commits write no lock; Concurrency covers them.) The reverse order is
 // not: a commit landing between the two views shows neither the lock nor
 // the commit record, and the read returns the previous value of a key
-// whose new value it should see or wait for.
+// whose new value it should see or wait for. Through LockSet.Reader, the
+// lock set stands in for the lock view (Get skips the lock lookup, Scan its
+// lock iterator, when the set has no lock there); LockSet explains why that
+// view is as good as the engine's, and it is taken at the same point.
 //
 // Errors of the protocol (locked, write conflict, already exists, rolled
 // back, ...) are typed and deterministic; KeyErrorOf converts them into

@@ -53,7 +53,12 @@ var errBadEscape = errors.New("mvcc: malformed escaped key")
 // decodeEscaped decodes an escaped key from the front of b and returns the
 // user key and what follows the terminator.
 func decodeEscaped(b []byte) (key, rest []byte, err error) {
-	key = make([]byte, 0, len(b))
+	return appendUnescaped(make([]byte, 0, len(b)), b)
+}
+
+// appendUnescaped is decodeEscaped appending the user key to dst.
+func appendUnescaped(dst, b []byte) (key, rest []byte, err error) {
+	key = dst
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		if c != 0 {
@@ -117,10 +122,18 @@ func versionPrefixEnd(p []byte) []byte {
 
 // decodeWriteKey splits a write-CF engine key into user key and commit ts.
 func decodeWriteKey(k []byte) (key []byte, commitTS uint64, err error) {
+	return appendWriteKeyUserKey(nil, k)
+}
+
+// appendWriteKeyUserKey is decodeWriteKey appending the user key to dst.
+func appendWriteKeyUserKey(dst, k []byte) (key []byte, commitTS uint64, err error) {
 	if len(k) < 2 || k[0] != Prefix || k[1] != writeCF {
 		return nil, 0, fmt.Errorf("mvcc: %q is not a write key", k)
 	}
-	key, rest, err := decodeEscaped(k[2:])
+	if dst == nil {
+		dst = make([]byte, 0, len(k))
+	}
+	key, rest, err := appendUnescaped(dst, k[2:])
 	if err != nil {
 		return nil, 0, err
 	}

@@ -103,6 +103,29 @@ func (ls *LockSet) MayBeLocked(key []byte) bool {
 	return ok
 }
 
+// maxLockSetScan is how many locks mayHaveLockIn looks at one by one;
+// with more it answers true.
+const maxLockSetScan = 64
+
+// mayHaveLockIn reports whether a key in [start, end) may hold a lock (an
+// empty end means no upper bound).
+func (ls *LockSet) mayHaveLockIn(start, end []byte) bool {
+	if ls.n.Load() == 0 {
+		return false
+	}
+	ls.mu.RLock()
+	defer ls.mu.RUnlock()
+	if len(ls.m) > maxLockSetScan {
+		return true
+	}
+	for k := range ls.m {
+		if k >= string(start) && (len(end) == 0 || k < string(end)) {
+			return true
+		}
+	}
+	return false
+}
+
 // Observe records the lock puts, deletes and range deletions, and the GC
 // safe point records, of an applied batch representation. It must be called after the
 // batch is in the engine.
@@ -197,13 +220,17 @@ func lockSpan(start, end []byte) (lo string, hi *string, ok bool) {
 // Reader wraps an engine reader so that point lookups of lock keys that
 // the set knows to be absent return pebble.ErrNotFound without touching the
 // engine. Every MVCC function reads locks through Get, so passing the
-// wrapped reader makes reads and writes alike skip the lookup.
+// wrapped reader makes reads and writes alike skip the lookup; Scan skips
+// its lock iterator when the set has no lock in the range.
 func (ls *LockSet) Reader(r pebble.Reader) pebble.Reader { return lockSetReader{Reader: r, ls: ls} }
 
 type lockSetReader struct {
 	pebble.Reader
 	ls *LockSet
 }
+
+// mayHaveLockIn lets Scan skip its lock iterator (lockIndex).
+func (r lockSetReader) mayHaveLockIn(start, end []byte) bool { return r.ls.mayHaveLockIn(start, end) }
 
 func (r lockSetReader) Get(key []byte) ([]byte, io.Closer, error) {
 	if len(key) >= 2 && key[0] == Prefix && key[1] == lockCF && !r.ls.MayBeLocked(key[2:]) {

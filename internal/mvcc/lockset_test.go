@@ -1,11 +1,14 @@
 package mvcc
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/strata-db/strata/internal/engine"
+	"github.com/strata-db/strata/kvpb"
 )
 
 // A range deletion removes from the lock index exactly the locks whose
@@ -66,4 +69,101 @@ func TestLockSetForgetsLocksOfRangeDeletions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// iterCounter counts the iterators a read opens.
+type iterCounter struct {
+	pebble.Reader
+	iters int
+}
+
+func (r *iterCounter) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
+	r.iters++
+	return r.Reader.NewIter(o)
+}
+
+// A scan through LockSet.Reader opens no lock iterator when the set holds
+// no lock in the scanned range, and still meets every lock in it.
+func TestScanSkipsTheLockIteratorWhenTheLockSetHasNoneInRange(t *testing.T) {
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ls, err := LoadLockSet(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(fn func(b *pebble.Batch) error) {
+		t.Helper()
+		b := db.NewBatch()
+		defer b.Close()
+		if err := fn(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Apply(b, pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if err := ls.Observe(b.Repr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prewrite := func(startTS uint64, keys ...string) {
+		t.Helper()
+		var ms []*kvpb.Mutation
+		for _, k := range keys {
+			ms = append(ms, &kvpb.Mutation{Op: kvpb.Op_Put, Key: []byte(k), Value: []byte("v" + k)})
+		}
+		apply(func(b *pebble.Batch) error {
+			errs, err := Prewrite(db, b, &kvpb.PrewriteRequest{PrimaryLock: []byte(keys[0]), StartVersion: startTS, LockTtl: 3000, Mutations: ms})
+			if err == nil {
+				err = errors.Join(errs...)
+			}
+			return err
+		})
+	}
+	keys := []string{"k1", "k2", "k3", "k4", "k5"}
+	prewrite(10, keys...)
+	apply(func(b *pebble.Batch) error {
+		var ks [][]byte
+		for _, k := range keys {
+			ks = append(ks, []byte(k))
+		}
+		return Commit(db, b, ks, 10, 11)
+	})
+
+	scan := func(start, end string) (pairs int, iters int, err error) {
+		r := &iterCounter{Reader: db}
+		ps, err := Scan(ls.Reader(r), []byte(start), []byte(end), 0, 30, false)
+		return len(ps), r.iters, err
+	}
+	check := func(start, end string, wantPairs, wantIters int, wantLocked bool) {
+		t.Helper()
+		n, iters, err := scan(start, end)
+		var le *LockedError
+		if locked := errors.As(err, &le); locked != wantLocked || (err != nil && !locked) {
+			t.Fatalf("scan [%s, %s): %v, want locked=%v", start, end, err, wantLocked)
+		}
+		if !wantLocked && n != wantPairs {
+			t.Errorf("scan [%s, %s): %d pairs, want %d", start, end, n, wantPairs)
+		}
+		if iters != wantIters {
+			t.Errorf("scan [%s, %s) opened %d iterators, want %d", start, end, iters, wantIters)
+		}
+	}
+	check("k1", "", 5, 1, false) // no lock anywhere: the write iterator only
+
+	prewrite(20, "k3") // a lock that blocks a read at 30
+	check("k1", "k3", 2, 1, false)
+	check("k4", "", 2, 1, false)
+	check("k3", "k4", 0, 2, true)
+	check("k1", "", 0, 2, true)
+
+	// With more locks than the set looks at one by one, it cannot tell.
+	var many []string
+	for i := range maxLockSetScan {
+		many = append(many, fmt.Sprintf("x%03d", i))
+	}
+	prewrite(21, many...)
+	check("k1", "k3", 2, 2, false)
 }

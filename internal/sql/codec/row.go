@@ -173,6 +173,13 @@ func decodeValue(b []byte) (types.Datum, error) {
 // stored value's kind differs from the kind of fts[i] (the column's type was
 // altered), the value is converted with types.Convert. Decoded strings alias b.
 func DecodeRow(b []byte, colIDs []int64, fts []*ptypes.FieldType, out []types.Datum) error {
+	return DecodeRowKinds(b, colIDs, fts, nil, out)
+}
+
+// DecodeRowKinds is DecodeRow for callers that decode many rows of one
+// layout: kinds, when not nil, holds types.KindForFieldType(fts[i]), so it
+// is not worked out again for every value.
+func DecodeRowKinds(b []byte, colIDs []int64, fts []*ptypes.FieldType, kinds []types.Kind, out []types.Datum) error {
 	if len(out) < len(colIDs) {
 		return fmt.Errorf("codec: %d outputs for %d columns", len(out), len(colIDs))
 	}
@@ -235,7 +242,7 @@ func DecodeRow(b []byte, colIDs []int64, fts []*ptypes.FieldType, out []types.Da
 			if err != nil {
 				return err
 			}
-			if fts != nil && fts[i] != nil && !d.IsNull() && d.Kind() != types.KindForFieldType(fts[i]) {
+			if fts != nil && fts[i] != nil && !d.IsNull() && d.Kind() != kindOf(kinds, fts, i) {
 				if d, err = types.Convert(d, fts[i]); err != nil {
 					return err
 				}
@@ -245,4 +252,12 @@ func DecodeRow(b []byte, colIDs []int64, fts []*ptypes.FieldType, out []types.Da
 		}
 	}
 	return nil
+}
+
+// kindOf returns the value kind of column i's type.
+func kindOf(kinds []types.Kind, fts []*ptypes.FieldType, i int) types.Kind {
+	if kinds != nil {
+		return kinds[i]
+	}
+	return types.KindForFieldType(fts[i])
 }

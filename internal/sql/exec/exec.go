@@ -164,7 +164,13 @@ func Build(p plan.Plan) (Executor, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &filterExec{child: child, cond: n.Cond}, nil
+		f := &filterExec{child: child, cond: n.Cond}
+		if n.ByRange {
+			if s := scanUnder(child); s != nil && s.p.Access == plan.TableRangeScan {
+				f.byRange = s
+			}
+		}
+		return f, nil
 	case *plan.Projection:
 		child, err := Build(n.Child)
 		if err != nil {
@@ -178,11 +184,22 @@ func Build(p plan.Plan) (Executor, error) {
 		}
 		return &aggExec{child: child, p: n}, nil
 	case *plan.Sort:
+		if d, ok := n.Child.(*plan.Distinct); ok && keysAmong(n.Keys, d.N) {
+			// DISTINCT then ORDER BY some of the distinct columns: one
+			// sort that drops duplicates (sortExec.dedupe), no hash set.
+			child, err := Build(d.Child)
+			if err != nil {
+				return nil, err
+			}
+			s := newSortExec(child, n.Keys)
+			s.distinct = d.N
+			return s, nil
+		}
 		child, err := Build(n.Child)
 		if err != nil {
 			return nil, err
 		}
-		return &sortExec{child: child, keys: n.Keys}, nil
+		return newSortExec(child, n.Keys), nil
 	case *plan.Limit:
 		child, err := Build(n.Child)
 		if err != nil {
@@ -220,6 +237,16 @@ func Build(p plan.Plan) (Executor, error) {
 		return &setOpExec{left: l, right: r, p: n}, nil
 	}
 	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support executing %T", p)
+}
+
+// keysAmong reports whether every sort key is one of the first n columns.
+func keysAmong(keys []plan.SortKey, n int) bool {
+	for _, k := range keys {
+		if i, ok := expr.ColumnIndex(k.Expr); !ok || i >= n {
+			return false
+		}
+	}
+	return true
 }
 
 type dualExec struct{ done bool }

@@ -1,7 +1,8 @@
 package exec
 
 import (
-	"sort"
+	"encoding/binary"
+	"slices"
 
 	"github.com/strata-db/strata/internal/sql/expr"
 	"github.com/strata-db/strata/internal/sql/plan"
@@ -11,6 +12,23 @@ import (
 type filterExec struct {
 	child Executor
 	cond  expr.Expr
+	// byRange is the scan under a plan.Filter.ByRange conjunct: when its
+	// range is exact, every row it returns satisfies cond.
+	byRange *scanExec
+}
+
+// scanUnder returns the scan at the bottom of a chain of filters, or nil.
+func scanUnder(e Executor) *scanExec {
+	for {
+		switch x := e.(type) {
+		case *filterExec:
+			e = x.child
+		case *scanExec:
+			return x
+		default:
+			return nil
+		}
+	}
 }
 
 func (f *filterExec) Next(c *Context) ([][]types.Datum, error) {
@@ -18,6 +36,9 @@ func (f *filterExec) Next(c *Context) ([][]types.Datum, error) {
 		batch, err := f.child.Next(c)
 		if err != nil || batch == nil {
 			return nil, err
+		}
+		if f.byRange != nil && f.byRange.exact {
+			return batch, nil
 		}
 		out := batch[:0]
 		for _, r := range batch {
@@ -161,24 +182,71 @@ func compareNullsFirst(a, b types.Datum) (int, error) {
 	return types.Compare(a, b)
 }
 
-type sortRow struct {
-	keys []types.Datum
-	row  []types.Datum
-}
-
+// sortExec orders its input by the sort keys (stably: rows with equal keys
+// keep their input order) and, under a LIMIT, keeps only the first
+// offset+count rows (top-N).
+//
+// It sorts small entries (a row index and a prefix of its first key) with
+// slices.SortStableFunc rather than the rows with sort.SliceStable: the same
+// algorithm, so the same order whatever the comparisons, without reflection
+// and without moving pointers. The prefix is an unsigned integer whose order
+// is the first key's order (see prefixes): most comparisons stop there.
+//
+// With distinct > 0 it also does the work of a DISTINCT over the first
+// distinct columns below it (Build fuses them when every sort key is one of
+// those columns): see dedupe.
 type sortExec struct {
 	child Executor
 	keys  []plan.SortKey
 	limit *plan.Limit
-	rows  []sortRow
-	err   error
-	done  bool
-	pos   int
+	// cols is the row offset of every key when all keys are plain columns
+	// (the planner's usual shape): keys are then read from the rows in
+	// place. Otherwise vals holds the key values, row i's at
+	// vals[i*len(keys):].
+	cols     []int
+	maxCol   int
+	distinct int
+	rows     [][]types.Datum
+	vals     []types.Datum
+	ents     []sortEnt // rows in sorted order
+	err      error
+	done     bool
+	pos      int
 }
 
-func (s *sortExec) less(a, b sortRow) bool {
+// sortEnt is a row to sort: its index and the prefix of its first key.
+type sortEnt struct {
+	prefix uint64
+	row    int
+}
+
+func newSortExec(child Executor, keys []plan.SortKey) *sortExec {
+	s := &sortExec{child: child, keys: keys}
+	cols := make([]int, len(keys))
+	for i, k := range keys {
+		c, ok := k.Expr.(*expr.Column)
+		if !ok {
+			return s
+		}
+		cols[i] = c.Idx
+		s.maxCol = max(s.maxCol, c.Idx)
+	}
+	s.cols = cols
+	return s
+}
+
+// key returns key i of row r.
+func (s *sortExec) key(r, i int) types.Datum {
+	if s.cols != nil {
+		return s.rows[r][s.cols[i]]
+	}
+	return s.vals[r*len(s.keys)+i]
+}
+
+// compare orders rows a and b by the keys, NULLs first.
+func (s *sortExec) compare(a, b int) int {
 	for i, k := range s.keys {
-		c, err := compareNullsFirst(a.keys[i], b.keys[i])
+		c, err := compareNullsFirst(s.key(a, i), s.key(b, i))
 		if err != nil && s.err == nil {
 			s.err = err
 		}
@@ -186,15 +254,169 @@ func (s *sortExec) less(a, b sortRow) bool {
 			continue
 		}
 		if k.Desc {
-			return c > 0
+			return -c
 		}
-		return c < 0
+		return c
 	}
-	return false
+	return 0
 }
 
+func (s *sortExec) compareEnts(a, b sortEnt) int {
+	if a.prefix != b.prefix {
+		if (a.prefix < b.prefix) != s.keys[0].Desc {
+			return -1
+		}
+		return 1
+	}
+	return s.compare(a.row, b.row)
+}
+
+// prefixes gives every row the prefix of its first key: when that key is
+// NULL or a string in every row, its first 8 bytes big-endian (zero
+// padded), and when it is NULL or a signed integer in every row, the
+// integer with its sign bit flipped. Either way a smaller prefix means a
+// smaller key under compareNullsFirst (NULL has the smallest prefix, 0,
+// and strings compare byte-wise), and equal prefixes say nothing. With
+// other kinds, or mixed ones, every prefix is 0 and compare decides.
+func (s *sortExec) prefixes() {
+	const (
+		none = iota
+		str
+		integer
+		mixed
+	)
+	class := none
+	if len(s.keys) == 0 {
+		class = mixed
+	}
+	for r := range s.rows {
+		if class == mixed {
+			break
+		}
+		k := s.key(r, 0)
+		c := mixed
+		switch {
+		case k.IsNull():
+			continue
+		case k.IsStringLike():
+			c = str
+		case k.Kind() == types.KindInt64:
+			c = integer
+		}
+		if class != none && c != class {
+			class = mixed
+			break
+		}
+		class = c
+	}
+	for r := range s.rows {
+		var p uint64
+		if class == mixed {
+			s.ents = append(s.ents, sortEnt{row: r})
+			continue
+		}
+		if k := s.key(r, 0); !k.IsNull() {
+			switch class {
+			case str:
+				var b [8]byte
+				copy(b[:], k.Bytes())
+				p = binary.BigEndian.Uint64(b[:])
+			case integer:
+				p = uint64(k.Int()) ^ 1<<63
+			}
+		}
+		s.ents = append(s.ents, sortEnt{prefix: p, row: r})
+	}
+}
+
+// sort fills s.ents with the rows in sorted order.
 func (s *sortExec) sort() {
-	sort.SliceStable(s.rows, func(i, j int) bool { return s.less(s.rows[i], s.rows[j]) })
+	s.ents = slices.Grow(s.ents[:0], len(s.rows))
+	s.prefixes()
+	slices.SortStableFunc(s.ents, s.compareEnts)
+}
+
+// dedupe drops, from the sorted rows, every row whose first distinct
+// columns equal those of an earlier row, as distinctExec would have before
+// the sort: rows DISTINCT finds equal (same hash key) have equal sort keys,
+// the sort keys being among those columns, so they sit in one run of rows
+// with equal sort keys, where the stable sort kept their input order; the
+// first of them stays. A run of one row, the usual case, needs no hashing.
+func (s *sortExec) dedupe(c *Context) error {
+	kept := s.ents[:0]
+	run := 0 // kept[run:] is the current run
+	var seen map[string]struct{}
+	var key []byte
+	for _, e := range s.ents {
+		if len(kept) > run && s.compare(kept[run].row, e.row) != 0 {
+			run = len(kept)
+			clear(seen)
+		}
+		if len(kept) > run {
+			if seen == nil {
+				seen = map[string]struct{}{}
+			}
+			if len(seen) == 0 {
+				for _, k := range kept[run:] {
+					seen[string(hashRow(key[:0], s.rows[k.row][:s.distinct]))] = struct{}{}
+				}
+			}
+			key = hashRow(key[:0], s.rows[e.row][:s.distinct])
+			if _, dup := seen[string(key)]; dup {
+				continue
+			}
+			if err := c.Mem.Consume(int64(len(key)) + 16); err != nil {
+				return err
+			}
+			seen[string(key)] = struct{}{}
+		}
+		kept = append(kept, e)
+	}
+	s.ents = kept
+	return nil
+}
+
+// truncate keeps the first n rows of the sorted order (top-N), rebuilding
+// rows and vals in that order.
+func (s *sortExec) truncate(n int) {
+	rows := make([][]types.Datum, n, max(2*n, n+BatchSize))
+	var vals []types.Datum
+	if s.cols == nil {
+		vals = make([]types.Datum, 0, cap(rows)*len(s.keys))
+	}
+	for i, e := range s.ents[:n] {
+		rows[i] = s.rows[e.row]
+		if s.cols == nil {
+			vals = append(vals, s.vals[e.row*len(s.keys):(e.row+1)*len(s.keys)]...)
+		}
+	}
+	s.rows, s.vals = rows, vals
+}
+
+// add collects one input row and its key values.
+func (s *sortExec) add(c *Context, r []types.Datum) (size int64, err error) {
+	if s.cols != nil {
+		if s.maxCol >= len(r) {
+			// A row too short for a key: the column's own error.
+			for _, k := range s.keys {
+				if _, err := k.Expr.Eval(c.Eval, r); err != nil {
+					return 0, err
+				}
+			}
+		}
+		s.rows = append(s.rows, r)
+		return RowSize(r) + int64(24+40*len(s.keys)), nil
+	}
+	n := len(s.vals)
+	for _, k := range s.keys {
+		v, err := k.Expr.Eval(c.Eval, r)
+		if err != nil {
+			return 0, err
+		}
+		s.vals = append(s.vals, v)
+	}
+	s.rows = append(s.rows, r)
+	return RowSize(r) + RowSize(s.vals[n:]), nil
 }
 
 func (s *sortExec) Next(c *Context) ([][]types.Datum, error) {
@@ -216,40 +438,48 @@ func (s *sortExec) Next(c *Context) ([][]types.Datum, error) {
 			if batch == nil {
 				break
 			}
+			s.rows = slices.Grow(s.rows, len(batch))
+			if s.cols == nil {
+				s.vals = slices.Grow(s.vals, len(batch)*len(s.keys))
+			}
 			for _, r := range batch {
-				kv := make([]types.Datum, len(s.keys))
-				for i, k := range s.keys {
-					if kv[i], err = k.Expr.Eval(c.Eval, r); err != nil {
-						return nil, err
-					}
+				size, err := s.add(c, r)
+				if err != nil {
+					return nil, err
 				}
-				s.rows = append(s.rows, sortRow{keys: kv, row: r})
 				if keep < 0 || int64(len(s.rows)) <= keep {
-					if err := c.Mem.Consume(RowSize(r) + RowSize(kv)); err != nil {
+					if err := c.Mem.Consume(size); err != nil {
 						return nil, err
 					}
 				}
 			}
-			if keep >= 0 && int64(len(s.rows)) > 2*keep+BatchSize {
+			// Top-N: drop rows that cannot make it (not under DISTINCT,
+			// where a dropped row could be needed after duplicates go).
+			if keep >= 0 && s.distinct == 0 && int64(len(s.rows)) > 2*keep+BatchSize {
 				s.sort()
-				s.rows = s.rows[:keep]
+				s.truncate(int(keep))
 			}
 		}
 		s.sort()
+		if s.distinct > 0 && s.err == nil {
+			if err := s.dedupe(c); err != nil {
+				return nil, err
+			}
+		}
 		if s.err != nil {
 			return nil, s.err
 		}
-		if keep >= 0 && int64(len(s.rows)) > keep {
-			s.rows = s.rows[:keep]
+		if keep >= 0 && int64(len(s.ents)) > keep {
+			s.ents = s.ents[:keep]
 		}
 	}
-	if s.pos >= len(s.rows) {
+	if s.pos >= len(s.ents) {
 		return nil, nil
 	}
-	end := min(s.pos+BatchSize, len(s.rows))
+	end := min(s.pos+BatchSize, len(s.ents))
 	out := make([][]types.Datum, 0, end-s.pos)
-	for _, r := range s.rows[s.pos:end] {
-		out = append(out, r.row)
+	for _, e := range s.ents[s.pos:end] {
+		out = append(out, s.rows[e.row])
 	}
 	s.pos = end
 	return out, nil

@@ -20,12 +20,16 @@ import (
 // rowLayout is how a table's rows are stored: the handle column (when the
 // integer primary key is the handle) is not in the row value.
 type rowLayout struct {
-	table    *catalog.TableInfo
-	ids      []int64
-	fts      []*ptypes.FieldType
-	offsets  []int
-	width    int
-	handle   int // offset of the handle column or -1
+	table   *catalog.TableInfo
+	ids     []int64
+	fts     []*ptypes.FieldType
+	kinds   []types.Kind // types.KindForFieldType of fts
+	offsets []int
+	width   int
+	handle  int // offset of the handle column or -1
+	// first is the row offset of the first stored column when the stored
+	// columns are adjacent in the row (offsets[i] == first+i), else -1.
+	first    int
 	unsigned bool
 	// origin holds, per stored column, the value of rows written before the
 	// column existed (nil when every column is NULL-filled).
@@ -52,7 +56,17 @@ func layoutOf(t *catalog.TableInfo) *rowLayout {
 		}
 		l.ids = append(l.ids, c.ID)
 		l.fts = append(l.fts, c.Type)
+		l.kinds = append(l.kinds, types.KindForFieldType(c.Type))
 		l.offsets = append(l.offsets, c.Offset)
+	}
+	l.first = 0
+	if len(l.offsets) > 0 {
+		l.first = l.offsets[0]
+	}
+	for i, off := range l.offsets {
+		if off != l.first+i {
+			l.first = -1
+		}
 	}
 	for i, off := range l.offsets {
 		c := t.Columns[off]
@@ -88,14 +102,18 @@ func (l *rowLayout) decode(handle int64, value []byte, extra int) ([]types.Datum
 
 // decodeInto is decode into row, which must have width+extra zero values.
 func (l *rowLayout) decodeInto(row []types.Datum, handle int64, value []byte, extra int) ([]types.Datum, error) {
-	if len(l.offsets) == l.width && l.origin == nil {
-		if err := codec.DecodeRow(value, l.ids, l.fts, row); err != nil {
+	if l.first >= 0 {
+		// The stored columns are adjacent in the row (the handle, if any,
+		// is the first or last column): decode in place.
+		vals := row[l.first : l.first+len(l.offsets)]
+		copy(vals, l.origin)
+		if err := codec.DecodeRowKinds(value, l.ids, l.fts, l.kinds, vals); err != nil {
 			return nil, err
 		}
 	} else {
 		vals := make([]types.Datum, len(l.offsets))
 		copy(vals, l.origin)
-		if err := codec.DecodeRow(value, l.ids, l.fts, vals); err != nil {
+		if err := codec.DecodeRowKinds(value, l.ids, l.fts, l.kinds, vals); err != nil {
 			return nil, err
 		}
 		for i, off := range l.offsets {
@@ -127,6 +145,14 @@ type scanExec struct {
 	// range scans
 	ranges [][2][]byte
 	iter   kv.Iterator
+	// rowsHint, when > 0, bounds the rows the ranges left can hold (a
+	// primary-key range holds at most hi-lo+1): allocations are sized by
+	// it. 0 means unknown.
+	rowsHint int
+	// exact is set by computeRanges when every bound of a primary-key
+	// range was exact (handleBound): the scan then returns exactly the rows
+	// that satisfy its plan.Filter.ByRange conjuncts.
+	exact bool
 	// index lookups
 	index bool
 }
@@ -185,10 +211,21 @@ func (s *scanExec) Next(c *Context) ([][]types.Datum, error) {
 	}
 }
 
+// slabRows is how many rows to allocate for at once.
+func (s *scanExec) slabRows() int {
+	if s.rowsHint > 0 {
+		return min(s.rowsHint, BatchSize)
+	}
+	return 64
+}
+
 // readBatch reads up to BatchSize rows from the current iterator, closing
 // it when exhausted.
 func (s *scanExec) readBatch(c *Context) ([][]types.Datum, error) {
 	var rows [][]types.Datum
+	if !s.index {
+		rows = make([][]types.Datum, 0, s.slabRows())
+	}
 	var handles []int64
 	for s.iter.Valid() && len(rows)+len(handles) < BatchSize {
 		if s.index {
@@ -205,7 +242,10 @@ func (s *scanExec) readBatch(c *Context) ([][]types.Datum, error) {
 			// Rows of a batch are carved from one slab.
 			w := s.layout.width + s.extra
 			if len(s.slab) < w {
-				s.slab = make([]types.Datum, w*min(BatchSize, 64))
+				s.slab = make([]types.Datum, w*s.slabRows())
+			}
+			if s.rowsHint > 0 {
+				s.rowsHint--
 			}
 			row, err := s.layout.decodeInto(s.slab[:w:w], h, s.iter.Value(), s.extra)
 			s.slab = s.slab[w:]
@@ -390,6 +430,7 @@ func (s *scanExec) computeRanges(c *Context) error {
 		return nil
 	case plan.TableRangeScan:
 		ft := s.handleType()
+		s.exact = true
 		for _, r := range s.p.Ranges {
 			lo, hi := int64(-1<<63), int64(1<<63-1)
 			loIncl, hiIncl := true, true
@@ -399,24 +440,26 @@ func (s *scanExec) computeRanges(c *Context) error {
 				if err != nil {
 					return err
 				}
-				v, incl, ok, null := handleBound(d, ft, r.Low.Inclusive)
+				v, incl, ok, null, exact := handleBound(d, ft, r.Low.Inclusive)
 				if null {
 					empty = true
 				} else if ok {
 					lo, loIncl = v, incl
 				}
+				s.exact = s.exact && exact
 			}
 			if r.High.Value != nil {
 				d, err := r.High.Value.Eval(c.Eval, nil)
 				if err != nil {
 					return err
 				}
-				v, incl, ok, null := handleBound(d, ft, r.High.Inclusive)
+				v, incl, ok, null, exact := handleBound(d, ft, r.High.Inclusive)
 				if null {
 					empty = true
 				} else if ok {
 					hi, hiIncl = v, incl
 				}
+				s.exact = s.exact && exact
 			}
 			if !loIncl {
 				if lo == 1<<63-1 {
@@ -439,6 +482,15 @@ func (s *scanExec) computeRanges(c *Context) error {
 				end = tablecodec.RecordKey(t.ID, hi)
 			}
 			s.ranges = append(s.ranges, [2][]byte{start, end})
+			// At most hi-lo+1 rows (hi-lo when hi is exclusive).
+			if span := uint64(hi) - uint64(lo); span < BatchSize {
+				s.rowsHint += int(span)
+				if hiIncl {
+					s.rowsHint++
+				}
+			} else {
+				s.rowsHint += BatchSize
+			}
 		}
 		return nil
 	case plan.IndexLookup:
@@ -459,32 +511,36 @@ func (s *scanExec) computeRanges(c *Context) error {
 
 // handleBound converts a range bound to a handle. ok=false means the bound
 // cannot be expressed (scan unbounded on that side: the filter above
-// decides); a lossy conversion makes the bound inclusive.
-func handleBound(d types.Datum, ft *ptypes.FieldType, incl bool) (v int64, inclusive, ok, null bool) {
+// decides); a lossy conversion makes the bound inclusive. exact reports
+// that the bound is an integer equal to the handle v, so the key range
+// selects exactly the rows the comparison with d does (integers compare
+// with the integer handle exactly; a float would compare as a double).
+func handleBound(d types.Datum, ft *ptypes.FieldType, incl bool) (v int64, inclusive, ok, null, exact bool) {
 	if d.IsNull() {
-		return 0, false, false, true
+		return 0, false, false, true, true
 	}
 	if d.IsStringLike() || d.Kind() == types.KindTime {
-		return 0, false, false, false
+		return 0, false, false, false, false
 	}
 	cv, err := types.Convert(d, ft)
 	if err != nil {
-		return 0, false, false, false
+		return 0, false, false, false, false
 	}
 	c, err := types.Compare(cv, d)
 	if err != nil {
-		return 0, false, false, false
+		return 0, false, false, false, false
 	}
 	if c != 0 {
 		incl = true
 	}
+	exact = c == 0 && (d.Kind() == types.KindInt64 || d.Kind() == types.KindUint64)
 	if cv.Kind() == types.KindUint64 {
 		if cv.Uint() > 1<<63-1 {
-			return 0, false, false, false
+			return 0, false, false, false, false
 		}
-		return int64(cv.Uint()), incl, true, false
+		return int64(cv.Uint()), incl, true, false, exact
 	}
-	return cv.Int(), incl, true, false
+	return cv.Int(), incl, true, false, exact
 }
 
 // indexValue converts a value for an index column; exact=false when the

@@ -16,6 +16,8 @@ type colPred struct {
 	low, high ast.ExprNode
 	lowIncl   bool
 	highIncl  bool
+	// lowSrc and highSrc are the conjuncts low and high came from.
+	lowSrc, highSrc ast.ExprNode
 }
 
 // isConst reports whether an AST expression is constant for one execution
@@ -105,9 +107,9 @@ func analyze(conds []ast.ExprNode, sc *scope) map[int]*colPred {
 			case opcode.EQ:
 				p.eq = val
 			case opcode.GT, opcode.GE:
-				p.low, p.lowIncl = val, op == opcode.GE
+				p.low, p.lowIncl, p.lowSrc = val, op == opcode.GE, c
 			case opcode.LT, opcode.LE:
-				p.high, p.highIncl = val, op == opcode.LE
+				p.high, p.highIncl, p.highSrc = val, op == opcode.LE, c
 			}
 		case *ast.BetweenExpr:
 			idx, isCol := columnOf(x.Expr, sc)
@@ -116,6 +118,7 @@ func analyze(conds []ast.ExprNode, sc *scope) map[int]*colPred {
 			}
 			p := get(idx)
 			p.low, p.lowIncl, p.high, p.highIncl = x.Left, true, x.Right, true
+			p.lowSrc, p.highSrc = c, c
 		case *ast.PatternInExpr:
 			idx, isCol := columnOf(x.Expr, sc)
 			if x.Not || x.Sel != nil || !isCol || len(x.List) == 0 {
@@ -162,10 +165,16 @@ func compileBound(n ast.ExprNode, incl bool, sc *scope) (Bound, bool) {
 // conjuncts. Preference: point get / batch point get on the integer primary
 // key, an index with the longest equality prefix (a fully matched unique
 // index first), a primary-key range, an index range, a full scan.
-func (b *Builder) chooseAccess(s *Scan, sc *scope, conds []ast.ExprNode) {
+//
+// For a primary-key range it also returns the conjuncts the range stands
+// for exactly (see Filter.ByRange): each is the source of every bound it
+// gave (a later conjunct on the same side replaces a bound), and the
+// bounds are constants or parameters, which the scan and the filter
+// evaluate alike and without per-row side effects.
+func (b *Builder) chooseAccess(s *Scan, sc *scope, conds []ast.ExprNode) (byRange []ast.ExprNode) {
 	preds := analyze(conds, sc)
 	if len(preds) == 0 {
-		return
+		return nil
 	}
 	t := s.Table
 	if t.PKIsHandle {
@@ -173,13 +182,13 @@ func (b *Builder) chooseAccess(s *Scan, sc *scope, conds []ast.ExprNode) {
 			if p.eq != nil {
 				if es, ok := compileAll([]ast.ExprNode{p.eq}, sc); ok {
 					s.Access, s.Handles = PointGet, es
-					return
+					return nil
 				}
 			}
 			if p.in != nil {
 				if es, ok := compileAll(p.in, sc); ok {
 					s.Access, s.Handles = BatchPointGet, es
-					return
+					return nil
 				}
 			}
 		}
@@ -200,7 +209,7 @@ func (b *Builder) chooseAccess(s *Scan, sc *scope, conds []ast.ExprNode) {
 	// Full equality on a unique index beats a primary-key range.
 	if best != nil && best.Unique && bestScore >= 100*len(best.Columns) {
 		s.Access, s.Index, s.Ranges = IndexLookup, best, bestRanges
-		return
+		return nil
 	}
 	// Unsigned handles at or above 2^63 are stored as negative int64 and so
 	// sort first: a handle range would miss them.
@@ -210,13 +219,34 @@ func (b *Builder) chooseAccess(s *Scan, sc *scope, conds []ast.ExprNode) {
 			hi, ok2 := compileBound(p.high, p.highIncl, sc)
 			if ok1 && ok2 {
 				s.Access, s.Ranges = TableRangeScan, []Range{{Low: lo, High: hi}}
-				return
+				plain := func(bd Bound) bool {
+					_, param := expr.IsParam(bd.Value)
+					return bd.Value == nil || param || expr.IsConstant(bd.Value)
+				}
+				if !plain(lo) || !plain(hi) {
+					return nil
+				}
+				for _, c := range conds {
+					switch unparen(c).(type) {
+					case *ast.BetweenExpr:
+						if p.lowSrc == c && p.highSrc == c {
+							byRange = append(byRange, c)
+						}
+					case *ast.BinaryOperationExpr:
+						// A comparison gives one bound.
+						if p.lowSrc == c || p.highSrc == c {
+							byRange = append(byRange, c)
+						}
+					}
+				}
+				return byRange
 			}
 		}
 	}
 	if best != nil {
 		s.Access, s.Index, s.Ranges = IndexLookup, best, bestRanges
 	}
+	return nil
 }
 
 // indexRanges builds the ranges of one index: equalities on a prefix of its

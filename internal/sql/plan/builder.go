@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -295,9 +296,22 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 				if err != nil {
 					return nil, err
 				}
-				idx = len(proj.Exprs)
-				proj.Exprs = append(proj.Exprs, e)
-				proj.cols = append(proj.cols, &Column{Name: e.String(), Type: e.Type()})
+				// ORDER BY c where c is also selected: sort on the selected
+				// column rather than a hidden copy (which would also keep a
+				// DISTINCT from sharing the sort: exec's keysAmong).
+				if ci, ok := expr.ColumnIndex(e); ok {
+					for i, v := range proj.Exprs[:visible] {
+						if vi, ok := expr.ColumnIndex(v); ok && vi == ci {
+							idx = i
+							break
+						}
+					}
+				}
+				if idx < 0 {
+					idx = len(proj.Exprs)
+					proj.Exprs = append(proj.Exprs, e)
+					proj.cols = append(proj.cols, &Column{Name: e.String(), Type: e.Type()})
+				}
 			}
 			keys = append(keys, SortKey{Expr: expr.NewColumn(idx, proj.cols[idx].Type, proj.cols[idx].Name), Desc: it.Desc})
 		}
@@ -570,15 +584,16 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		if len(mine) == 0 {
 			continue
 		}
+		var byRange []ast.ExprNode
 		if l.scan != nil {
-			b.chooseAccess(l.scan, l.scope, mine)
+			byRange = b.chooseAccess(l.scan, l.scope, mine)
 		}
 		for _, m := range mine {
 			e, err := expr.Compile(m, l.scope)
 			if err != nil {
 				return nil, nil, err
 			}
-			l.plan = &Filter{base: base{l.plan.Columns()}, Child: l.plan, Cond: e}
+			l.plan = &Filter{base: base{l.plan.Columns()}, Child: l.plan, Cond: e, ByRange: slices.Contains(byRange, m)}
 		}
 	}
 	// Join order: greedily add a table connected to the joined ones by

@@ -16,8 +16,9 @@
 // parameter values are read from expr.EvalContext.Params at execution time,
 // never baked into the plan. A WHERE clause is always kept as a filter above
 // the access path, so an access path only has to return a superset of the
-// matching rows. Plans are not safe for concurrent execution: a session
-// executes its cached plans one at a time.
+// matching rows; exec skips only the filters marked Filter.ByRange, and only
+// when it could express their range exactly. Plans are not safe for
+// concurrent execution: a session executes its cached plans one at a time.
 package plan
 
 import (
@@ -178,10 +179,22 @@ type Filter struct {
 	base
 	Child Plan
 	Cond  expr.Expr
+	// ByRange marks a conjunct that the primary-key range of the Scan
+	// under this chain of filters was built from: when, at execution, the
+	// scan could express the range's bounds exactly (integers that fit the
+	// handle), every row it returns satisfies Cond and exec skips it.
+	// EXPLAIN shows such a filter with "[by range]": whether it is skipped
+	// is only known at run time.
+	ByRange bool
 }
 
 func (f *Filter) Children() []Plan { return []Plan{f.Child} }
-func (f *Filter) Explain() string  { return "Filter " + f.Cond.String() }
+func (f *Filter) Explain() string {
+	if f.ByRange {
+		return "Filter " + f.Cond.String() + " [by range]"
+	}
+	return "Filter " + f.Cond.String()
+}
 
 // Projection computes Exprs over each input row.
 type Projection struct {

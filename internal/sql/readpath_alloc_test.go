@@ -1,0 +1,72 @@
+package sql_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/strata-db/strata/internal/node"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+// TestPreparedRangeAllocations bounds the allocations of sysbench's range
+// selects from the SQL session down to the MVCC scan in an in-process node.
+// They do not grow with the rows read: the scan carves pairs, keys and
+// values from a few slabs, the executor decodes rows into slabs sized by the
+// range, skips the filter the range implies, and sorts (with DISTINCT) one
+// array of entries. The bounds leave room for allocations of the node's
+// background work, which the count includes.
+func TestPreparedRangeAllocations(t *testing.T) {
+	ctx := context.Background()
+	n, err := node.Start(ctx, node.Config{DataDir: t.TempDir(), InMemory: true, GCInterval: -1})
+	if err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	t.Cleanup(func() { n.Close() })
+	s := n.SQL().NewSession("root", "localhost")
+	exec := func(q string) {
+		t.Helper()
+		if _, err := s.Execute(ctx, q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	exec("CREATE DATABASE sbtest")
+	exec("USE sbtest")
+	exec("CREATE TABLE sbtest1 (id INTEGER NOT NULL, k INTEGER DEFAULT '0' NOT NULL, c CHAR(120) DEFAULT '' NOT NULL, pad CHAR(60) DEFAULT '' NOT NULL, PRIMARY KEY (id))")
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO sbtest1 VALUES ")
+	for i := 1; i <= 300; i++ {
+		if i > 1 {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "(%d, %d, '%011d-%011d', 'pad')", i, i%7, (i*7919)%1000, i)
+	}
+	exec(sb.String())
+	for _, c := range []struct {
+		query string
+		rows  int
+		max   float64
+	}{
+		{"SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ?", 100, 50},
+		{"SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN ? AND ?", 1, 55},
+		{"SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c", 100, 55},
+		{"SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c", 100, 55},
+	} {
+		ps, err := s.Prepare(ctx, c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		params := []types.Datum{types.NewInt(101), types.NewInt(200)}
+		allocs := testing.AllocsPerRun(200, func() {
+			r, err := s.ExecutePrepared(ctx, ps.ID, params)
+			if err != nil || len(r.Rows) != c.rows {
+				t.Fatalf("%s: %d rows, %v", c.query, len(r.Rows), err)
+			}
+		})
+		t.Logf("%s: %.0f allocations", c.query, allocs)
+		if allocs > c.max {
+			t.Errorf("%s allocates %.0f times, want <= %.0f", c.query, allocs, c.max)
+		}
+	}
+}
