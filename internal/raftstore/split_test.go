@@ -401,10 +401,16 @@ func TestWritesRacingASplit(t *testing.T) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
+			after := -1 // the iteration at which the split was seen
 			for i := 0; ; i++ {
 				select {
 				case <-splitted:
-					if i > 50 {
+					// Go on for 50 more writes after the split, whatever
+					// number of writes raced it.
+					if after < 0 {
+						after = i
+					}
+					if i > after+50 {
 						return
 					}
 				default:
