@@ -306,6 +306,12 @@ func (n *Node) listen() error {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		// The LSM shape of both engines (levels, files, compactions, write
+		// amplification): Pebble's own metrics report.
+		mux.HandleFunc("/debug/lsm", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "KV engine (%s/kv)\n%s\n", n.cfg.DataDir, n.eng.KV.Metrics())
+			fmt.Fprintf(w, "Raft engine (%s/raft)\n%s\n", n.cfg.DataDir, n.eng.Raft.Metrics())
+		})
 		n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go n.http.Serve(ln)
 	}
