@@ -71,6 +71,15 @@ func versionString() string {
 	return fmt.Sprintf("strata %s (commit %s, MySQL protocol 8.0.11-strata)", Version, commit)
 }
 
+// versionCacheSize maps the flag (0 disables) to node.Config (0 is the
+// default there, negative disables).
+func versionCacheSize(flagValue int64) int64 {
+	if flagValue <= 0 {
+		return -1
+	}
+	return flagValue
+}
+
 func start(args []string) error {
 	fs := flag.NewFlagSet("start", flag.ExitOnError)
 	dataDir := fs.String("data-dir", "./strata-data", "directory for all persistent data")
@@ -81,6 +90,8 @@ func start(args []string) error {
 	maxValueSize := fs.Int("max-value-size", 64<<20, "largest value (bytes) a Redis command may write or send")
 	gcInterval := fs.Duration("gc-interval", time.Minute, "how often old MVCC versions are garbage-collected (negative disables, and keeps the data of dropped tables)")
 	gcLifeTime := fs.Duration("gc-life-time", 10*time.Minute, "how long old versions are kept: the longest a transaction may run")
+	versionCache := fs.Int64("version-cache-size", node.DefaultVersionCacheSize,
+		"bytes of memory for the cache of each key's newest version, which answers point reads without the LSM (0 disables)")
 	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "HTTP address for /healthz, /metrics and /debug/pprof")
 	grpcAddr := fs.String("grpc-addr", "127.0.0.1:20160", "gRPC address of the KV and PD services")
 	rootPassword := fs.String("root-password", os.Getenv("STRATA_ROOT_PASSWORD"),
@@ -99,17 +110,18 @@ func start(args []string) error {
 	defer cancel()
 	begin := time.Now()
 	n, err := node.Start(ctx, node.Config{
-		DataDir:      *dataDir,
-		SQLAddr:      *sqlAddr,
-		RESPAddr:     *respAddr,
-		RESPPassword: *respPassword,
-		MaxValueSize: *maxValueSize,
-		GCInterval:   *gcInterval,
-		GCLifeTime:   *gcLifeTime,
-		HTTPAddr:     *httpAddr,
-		GRPCAddr:     *grpcAddr,
-		RootPassword: *rootPassword,
-		Logger:       logger,
+		DataDir:          *dataDir,
+		SQLAddr:          *sqlAddr,
+		RESPAddr:         *respAddr,
+		RESPPassword:     *respPassword,
+		MaxValueSize:     *maxValueSize,
+		GCInterval:       *gcInterval,
+		GCLifeTime:       *gcLifeTime,
+		VersionCacheSize: versionCacheSize(*versionCache),
+		HTTPAddr:         *httpAddr,
+		GRPCAddr:         *grpcAddr,
+		RootPassword:     *rootPassword,
+		Logger:           logger,
 	})
 	if err != nil {
 		return err

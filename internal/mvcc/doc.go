@@ -117,6 +117,11 @@
 // lock iterator, when the set has no lock there); LockSet explains why that
 // view is as good as the engine's, and it is taken at the same point.
 //
+// Point reads and the prewrite check for newer commits consult the
+// lock set's VersionCache (through LockSet.Reader) for the key's newest
+// write record before they open an iterator; it documents why its entries
+// are exact.
+//
 // Errors of the protocol (locked, write conflict, already exists, rolled
 // back, ...) are typed and deterministic; KeyErrorOf converts them into
 // kvpb.KeyError for the response. Any other error is an engine failure.

@@ -35,12 +35,17 @@ import (
 // (RaiseGCSafePoint). It only grows. A region split off a collected region
 // shares its collected data, which is why the bound is per store and not
 // per region.
+//
+// It owns the store's VersionCache (nil when there is none), which it
+// feeds with every applied batch before its own locks, so that a reader
+// that finds a key unlocked finds the key's commit in the cache too.
 type LockSet struct {
 	n  atomic.Int64
 	mu sync.RWMutex
 	m  map[string]struct{}
 
 	gcSafePoint atomic.Uint64
+	versions    *VersionCache
 }
 
 // LoadLockSet builds the set from the engine's lock column family.
@@ -64,6 +69,17 @@ func LoadLockSet(r pebble.Reader) (*LockSet, error) {
 	ls.gcSafePoint.Store(sp)
 	return ls, nil
 }
+
+// SetVersionCache makes c the cache of newest versions that readers from
+// Reader consult. It must be called before the store applies anything.
+func (ls *LockSet) SetVersionCache(c *VersionCache) { ls.versions = c }
+
+// VersionCache returns the cache set by SetVersionCache, or nil.
+func (ls *LockSet) VersionCache() *VersionCache { return ls.versions }
+
+// BeforeApply must see every batch representation Observe will see,
+// before the batch commits to the engine (see VersionCache).
+func (ls *LockSet) BeforeApply(repr []byte) error { return ls.versions.BeforeApply(repr) }
 
 // GCSafePoint returns the store's GC safe point: versions a read below it
 // would need may be gone, so such reads must fail (TooOldError).
@@ -127,11 +143,17 @@ func (ls *LockSet) mayHaveLockIn(start, end []byte) bool {
 }
 
 // Observe records the lock puts, deletes and range deletions, and the GC
-// safe point records, of an applied batch representation. It must be called after the
-// batch is in the engine.
+// safe point records, of an applied batch representation, and passes it
+// to the version cache. It must be called after the batch is in the
+// engine.
 func (ls *LockSet) Observe(repr []byte) error {
 	if len(repr) <= batchrepr.HeaderLen {
 		return nil
+	}
+	// The cache first: once a lock leaves the set, its commit must be
+	// visible to readers, in the cache as in the engine.
+	if err := ls.versions.Observe(repr); err != nil {
+		return err
 	}
 	r := batchrepr.Read(repr)
 	locked := false
@@ -228,6 +250,9 @@ type lockSetReader struct {
 	pebble.Reader
 	ls *LockSet
 }
+
+// versionCache lets point reads use the cache of newest versions.
+func (r lockSetReader) versionCache() *VersionCache { return r.ls.versions }
 
 // mayHaveLockIn lets Scan skip its lock iterator (lockIndex).
 func (r lockSetReader) mayHaveLockIn(start, end []byte) bool { return r.ls.mayHaveLockIn(start, end) }

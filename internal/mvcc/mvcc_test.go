@@ -41,39 +41,73 @@ import (
 //	lockset  (the keys the lock index, fed every applied batch, holds)
 //
 // Keys and values accept Go escapes (a\x00b); a value "x*300" is 300 x's.
+//
+// Every script runs twice: reading snapshots of the engine, and reading the
+// live engine through LockSet.Reader with a VersionCache, fed around each
+// apply as the store's apply path feeds it. The expected output is the
+// same: the cache must never change an answer.
 func TestProtocol(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer})
-		if err != nil {
-			t.Fatal(err)
+	for _, cached := range []bool{false, true} {
+		name := "engine"
+		if cached {
+			name = "version_cache"
 		}
-		defer db.Close()
-		// The lock index sees every applied batch, as the store's apply
-		// path feeds it.
-		locks, err := LoadLockSet(db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+		t.Run(name, func(t *testing.T) {
+			var hits uint64
+			datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+				hits += runProtocolScript(t, path, cached)
+			})
+			if cached && hits == 0 {
+				t.Fatal("no read was answered by the version cache")
+			}
+			t.Logf("version cache hits: %d", hits)
+		})
+	}
+}
+
+func runProtocolScript(t *testing.T, path string, cached bool) (cacheHits uint64) {
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// The lock index sees every applied batch, as the store's apply
+	// path feeds it.
+	locks, err := LoadLockSet(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cached {
+		locks.SetVersionCache(NewVersionCache(1 << 20))
+		defer func() { cacheHits = locks.VersionCache().Stats().Hits }()
+	}
+	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+		var r pebble.Reader = locks.Reader(db)
+		if !cached {
 			snap := db.NewSnapshot()
 			defer snap.Close()
-			b := db.NewBatch()
-			out := runCommand(t, snap, b, d)
-			if err := db.Apply(b, pebble.NoSync); err != nil {
-				t.Fatal(err)
-			}
-			if err := locks.Observe(b.Repr()); err != nil {
-				t.Fatal(err)
-			}
-			switch d.Cmd {
-			case "dump":
-				return dump(t, db)
-			case "lockset":
-				return dumpLockSet(locks)
-			}
-			return out
-		})
+			r = snap
+		}
+		b := db.NewBatch()
+		out := runCommand(t, r, b, d)
+		if err := locks.BeforeApply(b.Repr()); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Apply(b, pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if err := locks.Observe(b.Repr()); err != nil {
+			t.Fatal(err)
+		}
+		switch d.Cmd {
+		case "dump":
+			return dump(t, db)
+		case "lockset":
+			return dumpLockSet(locks)
+		}
+		return out
 	})
+	return cacheHits
 }
 
 var reservedArgs = map[string]bool{

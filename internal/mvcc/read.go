@@ -3,6 +3,7 @@ package mvcc
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 
@@ -61,15 +62,59 @@ func getWriteAt(r pebble.Reader, key []byte, commitTS uint64) (*write, error) {
 
 // forEachVersion calls fn with key's write records whose commitTS <= maxTS,
 // newest first, until fn returns false. w.value is valid only during fn.
+//
+// When r carries a VersionCache (LockSet.Reader), the newest record comes
+// from the cache if it is there; a miss reads the newest record from the
+// engine (seeking from the top, then stepping down to maxTS) and offers it
+// to the cache.
 func forEachVersion(r pebble.Reader, key []byte, maxTS uint64, fn func(commitTS uint64, w *write) (more bool, err error)) error {
 	prefix := versionPrefix(writeCF, key)
+	gen := noFill
+	vc := versionCacheOf(r)
+	if vc != nil {
+		commitTS, w, ok, g := vc.lookup(prefix)
+		if ok {
+			if invariantsEnabled {
+				checkCachedVersion(r, prefix, commitTS, &w)
+			}
+			if commitTS <= maxTS {
+				more, err := fn(commitTS, &w)
+				if err != nil || !more || commitTS == 0 {
+					return err
+				}
+				// The rest is below the newest record: the engine's.
+				maxTS = commitTS - 1
+			}
+		}
+		gen = g
+	}
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: versionPrefixEnd(prefix)})
 	if err != nil {
 		return err
 	}
 	// SeekPrefixGE: the engine's comparer splits off the timestamp, so
 	// Pebble consults prefix bloom filters and skips SSTs without key.
-	for valid := it.SeekPrefixGE(appendInvertedTS(prefix, maxTS)); valid; valid = it.Next() {
+	var valid bool
+	if gen == noFill {
+		valid = it.SeekPrefixGE(appendInvertedTS(prefix, maxTS))
+	} else if valid = it.SeekPrefixGE(appendInvertedTS(prefix, math.MaxUint64)); valid {
+		// The newest record, for the cache; then down to maxTS (usually
+		// there already), seeking when many versions are above it.
+		w, err := decodeWrite(it.Value())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		vc.fill(prefix, gen, ^bigEndianTS(it.Key()[len(prefix):]), &w)
+		for steps := 0; valid && ^bigEndianTS(it.Key()[len(prefix):]) > maxTS; steps++ {
+			if steps == maxVersionSteps {
+				valid = it.SeekPrefixGE(appendInvertedTS(prefix, maxTS))
+				break
+			}
+			valid = it.Next()
+		}
+	}
+	for ; valid; valid = it.Next() {
 		k := it.Key()
 		commitTS := ^bigEndianTS(k[len(prefix):])
 		w, err := decodeWrite(it.Value())
@@ -88,6 +133,35 @@ func forEachVersion(r pebble.Reader, key []byte, maxTS uint64, fn func(commitTS 
 		return err
 	}
 	return it.Close()
+}
+
+// checkCachedVersion panics when a cached newest record of a key is
+// contradicted by the engine (invariants builds only). The engine may hold
+// a newer record, committed after the lookup; it may not hold an older
+// newest one, or a different record at the same commit ts.
+func checkCachedVersion(r pebble.Reader, prefix []byte, commitTS uint64, cw *write) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: versionPrefixEnd(prefix)})
+	if err != nil {
+		panic(err)
+	}
+	defer it.Close()
+	if !it.SeekPrefixGE(appendInvertedTS(prefix, math.MaxUint64)) {
+		panic(fmt.Sprintf("mvcc: version cache holds %q@%d, the engine nothing", prefix, commitTS))
+	}
+	ts := ^bigEndianTS(it.Key()[len(prefix):])
+	if ts < commitTS {
+		panic(fmt.Sprintf("mvcc: version cache holds %q@%d, the engine's newest is @%d", prefix, commitTS, ts))
+	}
+	if ts == commitTS {
+		w, err := decodeWrite(it.Value())
+		if err != nil {
+			panic(err)
+		}
+		if w.kind != cw.kind || w.startTS != cw.startTS || w.hasValue != cw.hasValue ||
+			w.overlappedRollback != cw.overlappedRollback || !bytes.Equal(w.value, cw.value) {
+			panic(fmt.Sprintf("mvcc: version cache record of %q@%d differs from the engine's", prefix, commitTS))
+		}
+	}
 }
 
 func bigEndianTS(b []byte) uint64 {

@@ -140,8 +140,9 @@ type Store struct {
 	mu    sync.RWMutex
 	peers map[uint64]*Peer
 
-	transport Transport
-	onApply   func(repr []byte) error
+	transport   Transport
+	onApply     func(repr []byte) error
+	beforeApply func(repr []byte) error
 
 	// Log truncation waits for a KV-engine flush (see truncateLogs):
 	// flushDone is the pending flush, flushApplied the applied index of
@@ -164,6 +165,10 @@ type Config struct {
 	// applied proposal, after it is committed to the engine and before its
 	// proposer is woken (mvcc.LockSet uses it).
 	OnApply func(repr []byte) error
+	// BeforeApply, when set, sees the same representations as OnApply,
+	// each before the apply batch holding it commits to the engine (the
+	// version cache of mvcc.LockSet uses it).
+	BeforeApply func(repr []byte) error
 }
 
 // BootstrapRegion writes the initial state of a region with a single
@@ -210,16 +215,17 @@ func BootstrapRegion(eng engine.Engines, region *kvpb.Region) error {
 func Open(eng engine.Engines, cfg Config) (*Store, error) {
 	db := eng.KV
 	s := &Store{
-		db:        db,
-		raftDB:    eng.Raft,
-		storeID:   cfg.StoreID,
-		log:       cfg.Logger,
-		peers:     make(map[uint64]*Peer),
-		transport: cfg.Transport,
-		onApply:   cfg.OnApply,
-		notify:    make(chan struct{}, 1),
-		stop:      make(chan struct{}),
-		stopped:   make(chan struct{}),
+		db:          db,
+		raftDB:      eng.Raft,
+		storeID:     cfg.StoreID,
+		log:         cfg.Logger,
+		peers:       make(map[uint64]*Peer),
+		transport:   cfg.Transport,
+		onApply:     cfg.OnApply,
+		beforeApply: cfg.BeforeApply,
+		notify:      make(chan struct{}, 1),
+		stop:        make(chan struct{}),
+		stopped:     make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -776,7 +782,7 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 						return fmt.Errorf("region %d entry %d: %w", region.Id, e.GetIndex(), err)
 					}
 					a.writes++
-					if s.onApply != nil {
+					if s.onApply != nil || s.beforeApply != nil {
 						a.reprs = append(a.reprs, cmd.repr)
 					}
 				case cmdSplit:
@@ -827,6 +833,15 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 			return err
 		}
 	}
+	if s.beforeApply != nil {
+		for _, a := range done {
+			for _, repr := range a.reprs {
+				if err := s.beforeApply(repr); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	if err := ab.Commit(pebble.NoSync); err != nil {
 		return err
 	}
@@ -841,9 +856,11 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 		if a.region != nil {
 			a.p.region.Store(a.region)
 		}
-		for _, repr := range a.reprs {
-			if err := s.onApply(repr); err != nil {
-				return err
+		if s.onApply != nil {
+			for _, repr := range a.reprs {
+				if err := s.onApply(repr); err != nil {
+					return err
+				}
 			}
 		}
 		a.p.storage.setApplied(a.state.AppliedIndex)

@@ -1,0 +1,37 @@
+package node
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/strata-db/strata/internal/mvcc"
+)
+
+// metricsVersionCache is the version cache the metrics below report: the
+// node started last in this process (one, outside tests).
+var metricsVersionCache atomic.Pointer[mvcc.VersionCache]
+
+func registerVersionCacheMetrics(c *mvcc.VersionCache) { metricsVersionCache.Store(c) }
+
+func versionCacheStats() mvcc.VersionCacheStats { return metricsVersionCache.Load().Stats() }
+
+func init() {
+	prometheus.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "strata", Subsystem: "version_cache", Name: "hits_total",
+			Help: "Point reads of a key's versions answered by the cache of newest versions.",
+		}, func() float64 { return float64(versionCacheStats().Hits) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "strata", Subsystem: "version_cache", Name: "misses_total",
+			Help: "Point reads of a key's versions that went to the engine.",
+		}, func() float64 { return float64(versionCacheStats().Misses) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "strata", Subsystem: "version_cache", Name: "bytes",
+			Help: "Approximate memory held by the cache of newest versions.",
+		}, func() float64 { return float64(versionCacheStats().Bytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "strata", Subsystem: "version_cache", Name: "entries",
+			Help: "Keys in the cache of newest versions.",
+		}, func() float64 { return float64(versionCacheStats().Entries) }),
+	)
+}
