@@ -44,6 +44,20 @@ func getLock(r pebble.Reader, key []byte) (*lock, error) {
 
 // getWriteAt returns the write record of key at exactly commitTS, if any.
 func getWriteAt(r pebble.Reader, key []byte, commitTS uint64) (*write, error) {
+	if vc := versionCacheOf(r); vc != nil {
+		// Usually commitTS is above every record of the key (a new
+		// commit), which the key's newest record shows.
+		if e, ok, _ := vc.lookup(versionPrefix(writeCF, key)); ok {
+			switch {
+			case e.absent || e.commitTS < commitTS:
+				return nil, nil
+			case e.commitTS == commitTS:
+				w := e.w
+				w.value = slices.Clone(w.value)
+				return &w, nil
+			}
+		}
+	}
 	v, closer, err := r.Get(writeKey(key, commitTS))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
@@ -72,8 +86,12 @@ func forEachVersion(r pebble.Reader, key []byte, maxTS uint64, fn func(commitTS 
 	gen := noFill
 	vc := versionCacheOf(r)
 	if vc != nil {
-		commitTS, w, ok, g := vc.lookup(prefix)
+		e, ok, g := vc.lookup(prefix)
+		if ok && e.absent {
+			return nil
+		}
 		if ok {
+			commitTS, w := e.commitTS, e.w
 			if invariantsEnabled {
 				checkCachedVersion(r, prefix, commitTS, &w)
 			}
@@ -97,7 +115,9 @@ func forEachVersion(r pebble.Reader, key []byte, maxTS uint64, fn func(commitTS 
 	var valid bool
 	if gen == noFill {
 		valid = it.SeekPrefixGE(appendInvertedTS(prefix, maxTS))
-	} else if valid = it.SeekPrefixGE(appendInvertedTS(prefix, math.MaxUint64)); valid {
+	} else if valid = it.SeekPrefixGE(appendInvertedTS(prefix, math.MaxUint64)); !valid && it.Error() == nil {
+		vc.fillAbsent(prefix, gen)
+	} else if valid {
 		// The newest record, for the cache; then down to maxTS (usually
 		// there already), seeking when many versions are above it.
 		w, err := decodeWrite(it.Value())

@@ -12,10 +12,11 @@ import (
 
 // VersionCache remembers, for recently read or written user keys, the
 // newest write record in the engine: its commit ts, its kind and, for an
-// inlined Put, the value. A read whose timestamp is at or above that
+// inlined Put, the value; or that the key has none. A read whose timestamp is at or above that
 // commit ts is answered from memory, without a Pebble iterator; so is a
 // prewrite's check for newer commits when the newest record is below the
-// transaction's start ts. Everything else goes to the engine as before.
+// transaction's start ts, and a commit's check for a record at its own
+// commit ts. Everything else goes to the engine as before.
 //
 // The engine keeps every version of a key in an LSM, so finding "the
 // newest version at or below ts" costs an iterator over every level
@@ -84,6 +85,9 @@ type versionShard struct {
 type cachedVersion struct {
 	commitTS uint64
 	w        write // w.value is owned by the cache and never modified
+	// absent: the key has no write record at all (commitTS is 0). Any
+	// record Observe sees for the key is newer and replaces the entry.
+	absent bool
 }
 
 // NewVersionCache returns a cache holding about capacity bytes of keys
@@ -132,32 +136,44 @@ const noFill = ^uint64(0)
 // lookup returns the newest record of the key whose write-CF version
 // prefix is prefix. On a miss it returns the generation a later fill must
 // present (noFill when none may happen).
-func (c *VersionCache) lookup(prefix []byte) (commitTS uint64, w write, ok bool, gen uint64) {
+func (c *VersionCache) lookup(prefix []byte) (e cachedVersion, ok bool, gen uint64) {
 	if c.destroying.Load() > 0 {
 		c.misses.Add(1)
-		return 0, write{}, false, noFill
+		return e, false, noFill
 	}
 	s := c.shard(prefix)
 	s.mu.Lock()
 	if s.pending > 0 {
 		s.mu.Unlock()
 		c.misses.Add(1)
-		return 0, write{}, false, noFill
+		return e, false, noFill
 	}
-	e, ok := s.m[string(prefix)]
+	e, ok = s.m[string(prefix)]
 	gen = s.gen
 	s.mu.Unlock()
 	if ok {
 		c.hits.Add(1)
-		return e.commitTS, e.w, true, noFill
+		return e, true, noFill
 	}
 	c.misses.Add(1)
-	return 0, write{}, false, gen
+	return e, false, gen
 }
 
 // fill records w at commitTS as the newest record of prefix's key, read
 // from an engine view opened after lookup returned gen.
 func (c *VersionCache) fill(prefix []byte, gen, commitTS uint64, w *write) {
+	e := cachedVersion{commitTS: commitTS, w: *w}
+	e.w.value = bytes.Clone(w.value)
+	c.put(prefix, gen, e)
+}
+
+// fillAbsent records that prefix's key has no write record, as read from
+// an engine view opened after lookup returned gen.
+func (c *VersionCache) fillAbsent(prefix []byte, gen uint64) {
+	c.put(prefix, gen, cachedVersion{absent: true})
+}
+
+func (c *VersionCache) put(prefix []byte, gen uint64, e cachedVersion) {
 	if gen == noFill || c.destroying.Load() > 0 {
 		return
 	}
@@ -170,8 +186,6 @@ func (c *VersionCache) fill(prefix []byte, gen, commitTS uint64, w *write) {
 	if _, ok := s.m[string(prefix)]; ok {
 		return
 	}
-	e := cachedVersion{commitTS: commitTS, w: *w}
-	e.w.value = bytes.Clone(w.value)
 	s.m[string(prefix)] = e
 	s.bytes += entrySize(prefix, &e)
 	c.evict(s)

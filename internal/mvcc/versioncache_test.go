@@ -120,6 +120,21 @@ func TestVersionCacheServesTheNewestVersion(t *testing.T) {
 	if h.locks.VersionCache().Stats().Hits != hits+1 {
 		t.Fatal("the read after a write to a cached key was not a cache hit")
 	}
+	// A key without versions is remembered as absent until it is written.
+	if got := h.get("new", 40); got != "<none>" {
+		t.Fatalf("get new@40 = %q", got)
+	}
+	hits = h.locks.VersionCache().Stats().Hits
+	if got := h.get("new", 40); got != "<none>" {
+		t.Fatalf("get new@40 = %q", got)
+	}
+	if h.locks.VersionCache().Stats().Hits != hits+1 {
+		t.Fatal("the second read of an absent key was not a cache hit")
+	}
+	h.onePC("new", "n1", 50, 51)
+	if got := h.get("new", 60); got != "n1" {
+		t.Fatalf("get new@60 = %q", got)
+	}
 	// Reads below the newest version go to the engine and see history.
 	if got := h.get("k", 20); got != "v1" {
 		t.Fatalf("get@20 = %q", got)
@@ -146,7 +161,7 @@ func TestVersionCacheDoesNotServeKeysBeingApplied(t *testing.T) {
 	if err := h.locks.BeforeApply(b.Repr()); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok, _ := c.lookup(versionPrefix(writeCF, []byte("k"))); ok {
+	if _, ok, _ := c.lookup(versionPrefix(writeCF, []byte("k"))); ok {
 		t.Fatal("a key being applied was served from the cache")
 	}
 	if err := h.db.Apply(b, pebble.NoSync); err != nil {
@@ -158,26 +173,28 @@ func TestVersionCacheDoesNotServeKeysBeingApplied(t *testing.T) {
 	if err := h.locks.Observe(b.Repr()); err != nil {
 		t.Fatal(err)
 	}
-	commitTS, w, ok, _ := c.lookup(versionPrefix(writeCF, []byte("k")))
-	if !ok || commitTS != 31 || string(w.value) != "v2" {
-		t.Fatalf("after Observe the cache holds %v %d %q", ok, commitTS, w.value)
+	e, ok, _ := c.lookup(versionPrefix(writeCF, []byte("k")))
+	if !ok || e.commitTS != 31 || string(e.w.value) != "v2" {
+		t.Fatalf("after Observe the cache holds %v %d %q", ok, e.commitTS, e.w.value)
 	}
 }
 
 func TestVersionCacheDropsFillsFromAnOvertakenView(t *testing.T) {
 	h := newCacheHarness(t, 1<<20)
 	h.onePC("k", "v1", 10, 11)
+	// A fresh cache, so that k is not cached.
+	h.locks.SetVersionCache(NewVersionCache(1 << 20))
 	c := h.locks.VersionCache()
 	prefix := versionPrefix(writeCF, []byte("k"))
-	_, _, ok, gen := c.lookup(prefix)
+	_, ok, gen := c.lookup(prefix)
 	if ok || gen == noFill {
 		t.Fatalf("lookup of an uncached key: ok=%v gen=%d", ok, gen)
 	}
 	// The reader read v1; meanwhile v2 is applied.
 	h.onePC("k", "v2", 20, 21)
 	c.fill(prefix, gen, 11, &write{kind: writePut, startTS: 10, hasValue: true, value: []byte("v1")})
-	if commitTS, w, ok, _ := c.lookup(prefix); ok && (commitTS != 21 || string(w.value) != "v2") {
-		t.Fatalf("a fill from a view older than an apply was kept: %d %q", commitTS, w.value)
+	if e, ok, _ := c.lookup(prefix); ok && (e.commitTS != 21 || string(e.w.value) != "v2") {
+		t.Fatalf("a fill from a view older than an apply was kept: %d %q", e.commitTS, e.w.value)
 	}
 	if got := h.get("k", 30); got != "v2" {
 		t.Fatalf("get@30 = %q", got)
@@ -204,7 +221,7 @@ func TestVersionCacheAfterGCAndDestroyRange(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok, _ := h.locks.VersionCache().lookup(versionPrefix(writeCF, []byte("a"))); ok {
+	if e, ok, _ := h.locks.VersionCache().lookup(versionPrefix(writeCF, []byte("a"))); ok && !e.absent {
 		t.Fatal("the cache kept a record GC deleted")
 	}
 	if got := h.get("a", 30); got != "<none>" {
