@@ -80,8 +80,9 @@ type Config struct {
 }
 
 // DefaultVersionCacheSize is the version cache's default memory: enough
-// for sysbench's 4 x 100,000 rows.
-const DefaultVersionCacheSize = 128 << 20
+// for sysbench's 4 x 100,000 rows and their index entries (about 180 MiB
+// with the cache's overhead per entry).
+const DefaultVersionCacheSize = 256 << 20
 
 // Node is a running Strata node.
 type Node struct {
