@@ -2,7 +2,9 @@ package mvcc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/maphash"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -55,36 +57,61 @@ import (
 // The LockSet owns the cache and observes it before its own locks, so a
 // reader that finds a key unlocked also finds its commit in the cache.
 //
-// Memory is bounded: each of the shards evicts arbitrary entries past its
-// share of the capacity.
+// # Memory
+//
+// The cache holds no Go pointers per entry, so the garbage collector
+// neither scans nor frees entries: each shard appends its entries to a
+// ring of fixed-size segments (a byte slice allocated once; pages are
+// resident only once written) and indexes them by a 64-bit hash of the
+// key in a map[uint64]uint32. An update appends the new record and leaves
+// the old one as dead bytes. When the ring comes round to a segment again,
+// the entries still indexed there are evicted (first in, first out) and
+// the segment is reused. A hash collision evicts one of the two keys: a
+// lookup compares the stored key and misses, which is always safe.
 type VersionCache struct {
-	shards     [versionCacheShards]versionShard
-	shardLimit int64
-	seed       maphash.Seed
+	shards    []versionShard
+	shardMask uint64
+	segSize   int
+	seed      maphash.Seed
 	// destroying counts range deletions between BeforeApply and Observe.
 	destroying atomic.Int32
 
 	hits, misses atomic.Uint64
 }
 
-const versionCacheShards = 256
-
-// entryOverhead approximates the memory of an entry beyond its key and
-// value bytes (map slot, string header, record).
-const entryOverhead = 96
+const (
+	maxVersionCacheShards = 256
+	segmentsPerShard      = 4
+	// minSegmentSize holds an entry with the largest inlined value.
+	minSegmentSize = 2*maxShortValue + 1024
+)
 
 type versionShard struct {
 	mu      sync.Mutex
 	gen     uint64
 	pending int
-	bytes   int64
-	m       map[string]cachedVersion
+	index   map[uint64]uint32 // key hash -> offset of its entry in ring
+	ring    []byte            // segmentsPerShard segments of segSize bytes
+	seg     int               // the segment being appended to
+	used    [segmentsPerShard]int
 	_       [40]byte // keep shards on separate cache lines
 }
 
+// Entry layout in a segment:
+//
+//	0  uint32 total length
+//	4  uint64 key hash
+//	12 uint16 key length
+//	14 uint64 commit ts
+//	22 uint64 start ts
+//	30 byte   kind (0: the key has no record)
+//	31 byte   flags (writeFlagOverlappedRollback, writeFlagHasValue)
+//	32 key (the write-CF version prefix), then the inlined value
+const entryHeader = 32
+
 type cachedVersion struct {
 	commitTS uint64
-	w        write // w.value is owned by the cache and never modified
+	w        write // w.value is a copy owned by the caller
 	// absent: the key has no write record at all (commitTS is 0). Any
 	// record Observe sees for the key is newer and replaces the entry.
 	absent bool
@@ -96,9 +123,16 @@ func NewVersionCache(capacity int64) *VersionCache {
 	if capacity <= 0 {
 		return nil
 	}
-	c := &VersionCache{shardLimit: max(capacity/versionCacheShards, 4<<10), seed: maphash.MakeSeed()}
+	shards := maxVersionCacheShards
+	for shards > 1 && capacity/int64(shards) < segmentsPerShard*minSegmentSize {
+		shards /= 2
+	}
+	segSize := max(int(capacity/int64(shards)/segmentsPerShard), minSegmentSize)
+	c := &VersionCache{shards: make([]versionShard, shards), shardMask: uint64(shards - 1), segSize: segSize,
+		seed: maphash.MakeSeed()}
 	for i := range c.shards {
-		c.shards[i].m = make(map[string]cachedVersion)
+		c.shards[i].index = make(map[uint64]uint32)
+		c.shards[i].ring = make([]byte, segSize*segmentsPerShard)
 	}
 	return c
 }
@@ -107,7 +141,7 @@ func NewVersionCache(capacity int64) *VersionCache {
 type VersionCacheStats struct {
 	Hits, Misses uint64
 	Entries      int
-	Bytes        int64
+	Bytes        int64 // bytes of the rings written so far (entries, dead ones included)
 }
 
 // Stats returns the cache's counters (zero for a nil cache).
@@ -119,15 +153,117 @@ func (c *VersionCache) Stats() VersionCacheStats {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		st.Entries += len(s.m)
-		st.Bytes += s.bytes
+		st.Entries += len(s.index)
+		for _, u := range s.used {
+			st.Bytes += int64(u)
+		}
 		s.mu.Unlock()
 	}
 	return st
 }
 
-func (c *VersionCache) shard(prefix []byte) *versionShard {
-	return &c.shards[maphash.Bytes(c.seed, prefix)%versionCacheShards]
+func (c *VersionCache) locate(prefix []byte) (uint64, *versionShard) {
+	h := maphash.Bytes(c.seed, prefix)
+	return h, &c.shards[(h>>56)&c.shardMask]
+}
+
+// find returns the offset of prefix's entry in s, if indexed. s.mu held.
+func (s *versionShard) find(h uint64, prefix []byte) (int, bool) {
+	off, ok := s.index[h]
+	if !ok {
+		return 0, false
+	}
+	e := s.ring[off:]
+	klen := int(binary.LittleEndian.Uint16(e[12:]))
+	if !bytes.Equal(e[entryHeader:entryHeader+klen], prefix) {
+		return 0, false // another key with the same hash
+	}
+	return int(off), true
+}
+
+// read decodes the entry at off, copying its value. s.mu held.
+func (s *versionShard) read(off int) cachedVersion {
+	e := s.ring[off:]
+	n := int(binary.LittleEndian.Uint32(e))
+	klen := int(binary.LittleEndian.Uint16(e[12:]))
+	v := cachedVersion{commitTS: binary.LittleEndian.Uint64(e[14:])}
+	if e[30] == 0 {
+		v.absent = true
+		return v
+	}
+	v.w.kind = writeKind(e[30])
+	v.w.startTS = binary.LittleEndian.Uint64(e[22:])
+	v.w.overlappedRollback = e[31]&writeFlagOverlappedRollback != 0
+	v.w.hasValue = e[31]&writeFlagHasValue != 0
+	if v.w.hasValue {
+		v.w.value = bytes.Clone(e[entryHeader+klen : n])
+		if v.w.value == nil {
+			v.w.value = []byte{}
+		}
+	}
+	return v
+}
+
+// commitTSAt returns the commit ts of the entry at off. s.mu held.
+func (s *versionShard) commitTSAt(off int) uint64 {
+	return binary.LittleEndian.Uint64(s.ring[off+14:])
+}
+
+// append writes an entry for prefix and indexes it, evicting the oldest
+// segment's entries when the ring comes round. s.mu held.
+func (c *VersionCache) append(s *versionShard, h uint64, prefix []byte, commitTS uint64, w *write, absent bool) {
+	n := entryHeader + len(prefix)
+	if !absent && w.hasValue {
+		n += len(w.value)
+	}
+	if len(prefix) > math.MaxUint16 || n > c.segSize {
+		delete(s.index, h) // too big to cache; the old entry is stale
+		return
+	}
+	if s.used[s.seg]+n > c.segSize {
+		s.seg = (s.seg + 1) % segmentsPerShard
+		c.recycle(s, s.seg)
+	}
+	off := s.seg*c.segSize + s.used[s.seg]
+	e := s.ring[off : off+n]
+	binary.LittleEndian.PutUint32(e, uint32(n))
+	binary.LittleEndian.PutUint64(e[4:], h)
+	binary.LittleEndian.PutUint16(e[12:], uint16(len(prefix)))
+	binary.LittleEndian.PutUint64(e[14:], commitTS)
+	if absent {
+		binary.LittleEndian.PutUint64(e[22:], 0)
+		e[30], e[31] = 0, 0
+	} else {
+		binary.LittleEndian.PutUint64(e[22:], w.startTS)
+		e[30] = byte(w.kind)
+		var flags byte
+		if w.overlappedRollback {
+			flags |= writeFlagOverlappedRollback
+		}
+		if w.hasValue {
+			flags |= writeFlagHasValue
+			copy(e[entryHeader+len(prefix):], w.value)
+		}
+		e[31] = flags
+	}
+	copy(e[entryHeader:], prefix)
+	s.used[s.seg] += n
+	s.index[h] = uint32(off)
+}
+
+// recycle evicts the entries of segment seg that are still indexed and
+// empties it. s.mu held.
+func (c *VersionCache) recycle(s *versionShard, seg int) {
+	base := seg * c.segSize
+	for off := base; off < base+s.used[seg]; {
+		e := s.ring[off:]
+		h := binary.LittleEndian.Uint64(e[4:])
+		if cur, ok := s.index[h]; ok && int(cur) == off {
+			delete(s.index, h)
+		}
+		off += int(binary.LittleEndian.Uint32(e))
+	}
+	s.used[seg] = 0
 }
 
 // noFill is the generation lookup returns when the reader must not fill.
@@ -141,14 +277,17 @@ func (c *VersionCache) lookup(prefix []byte) (e cachedVersion, ok bool, gen uint
 		c.misses.Add(1)
 		return e, false, noFill
 	}
-	s := c.shard(prefix)
+	h, s := c.locate(prefix)
 	s.mu.Lock()
 	if s.pending > 0 {
 		s.mu.Unlock()
 		c.misses.Add(1)
 		return e, false, noFill
 	}
-	e, ok = s.m[string(prefix)]
+	off, ok := s.find(h, prefix)
+	if ok {
+		e = s.read(off)
+	}
 	gen = s.gen
 	s.mu.Unlock()
 	if ok {
@@ -162,52 +301,29 @@ func (c *VersionCache) lookup(prefix []byte) (e cachedVersion, ok bool, gen uint
 // fill records w at commitTS as the newest record of prefix's key, read
 // from an engine view opened after lookup returned gen.
 func (c *VersionCache) fill(prefix []byte, gen, commitTS uint64, w *write) {
-	e := cachedVersion{commitTS: commitTS, w: *w}
-	e.w.value = bytes.Clone(w.value)
-	c.put(prefix, gen, e)
+	c.put(prefix, gen, commitTS, w, false)
 }
 
 // fillAbsent records that prefix's key has no write record, as read from
 // an engine view opened after lookup returned gen.
 func (c *VersionCache) fillAbsent(prefix []byte, gen uint64) {
-	c.put(prefix, gen, cachedVersion{absent: true})
+	c.put(prefix, gen, 0, nil, true)
 }
 
-func (c *VersionCache) put(prefix []byte, gen uint64, e cachedVersion) {
+func (c *VersionCache) put(prefix []byte, gen, commitTS uint64, w *write, absent bool) {
 	if gen == noFill || c.destroying.Load() > 0 {
 		return
 	}
-	s := c.shard(prefix)
+	h, s := c.locate(prefix)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gen != gen || s.pending > 0 {
 		return
 	}
-	if _, ok := s.m[string(prefix)]; ok {
+	if _, ok := s.find(h, prefix); ok {
 		return
 	}
-	s.m[string(prefix)] = e
-	s.bytes += entrySize(prefix, &e)
-	c.evict(s)
-}
-
-func entrySize(prefix []byte, e *cachedVersion) int64 {
-	return int64(len(prefix)+len(e.w.value)) + entryOverhead
-}
-
-// evict drops arbitrary entries of s (map iteration order is random)
-// until it is within its share of the capacity.
-func (c *VersionCache) evict(s *versionShard) {
-	if s.bytes <= c.shardLimit {
-		return
-	}
-	for k, e := range s.m {
-		delete(s.m, k)
-		s.bytes -= entrySize([]byte(k), &e)
-		if s.bytes <= c.shardLimit*7/8 {
-			return
-		}
-	}
+	c.append(s, h, prefix, commitTS, w, absent)
 }
 
 // BeforeApply marks the keys an applied batch writes as pending. It must
@@ -221,7 +337,7 @@ func (c *VersionCache) BeforeApply(repr []byte) error {
 			c.destroying.Add(1)
 			return nil
 		}
-		s := c.shard(k[:len(k)-8])
+		_, s := c.locate(k[:len(k)-8])
 		s.mu.Lock()
 		s.pending++
 		s.gen++
@@ -244,32 +360,27 @@ func (c *VersionCache) Observe(repr []byte) error {
 		}
 		prefix := k[:len(k)-8]
 		commitTS := ^bigEndianTS(k[len(k)-8:])
-		s := c.shard(prefix)
+		h, s := c.locate(prefix)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.pending--
 		s.gen++
-		e, ok := s.m[string(prefix)]
-		if !ok || commitTS < e.commitTS {
+		off, ok := s.find(h, prefix)
+		if !ok || commitTS < s.commitTSAt(off) {
 			return nil // not cached, or not the newest record
 		}
-		s.bytes -= entrySize(prefix, &e)
 		if kind != pebble.InternalKeyKindSet {
 			// The newest record was deleted (GC): what is newest now is
 			// not known here.
-			delete(s.m, string(prefix))
+			delete(s.index, h)
 			return nil
 		}
 		w, err := decodeWrite(v)
 		if err != nil {
-			delete(s.m, string(prefix))
+			delete(s.index, h)
 			return err
 		}
-		e = cachedVersion{commitTS: commitTS, w: w}
-		e.w.value = bytes.Clone(w.value)
-		s.m[string(prefix)] = e
-		s.bytes += entrySize(prefix, &e)
-		c.evict(s)
+		c.append(s, h, prefix, commitTS, &w, false)
 		return nil
 	})
 }
@@ -308,8 +419,9 @@ func (c *VersionCache) clear() {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		clear(s.m)
-		s.bytes = 0
+		clear(s.index)
+		s.used = [segmentsPerShard]int{}
+		s.seg = 0
 		s.gen++
 		s.mu.Unlock()
 	}

@@ -361,3 +361,39 @@ func TestVersionCacheAgreesWithTheEngine(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionCacheEvictsOldestSegmentsAndChecksKeys(t *testing.T) {
+	c := NewVersionCache(1) // the smallest cache: one shard of four minimal segments
+	if len(c.shards) != 1 {
+		t.Fatalf("%d shards", len(c.shards))
+	}
+	value := bytes.Repeat([]byte("v"), 1000)
+	prefixOf := func(i int) []byte { return versionPrefix(writeCF, fmt.Appendf(nil, "key%04d", i)) }
+	const n = 200 // about 1 KB each: several times the cache
+	for i := range n {
+		_, ok, gen := c.lookup(prefixOf(i))
+		if ok {
+			t.Fatalf("key %d cached before it was filled", i)
+		}
+		c.fill(prefixOf(i), gen, uint64(i+1), &write{kind: writePut, startTS: uint64(i), hasValue: true, value: value})
+	}
+	if e, ok, _ := c.lookup(prefixOf(n - 1)); !ok || e.commitTS != n || !bytes.Equal(e.w.value, value) {
+		t.Fatalf("the newest fill is not served: %v %d", ok, e.commitTS)
+	}
+	if _, ok, _ := c.lookup(prefixOf(0)); ok {
+		t.Fatal("the oldest fill survived a cache several times too small")
+	}
+	st := c.Stats()
+	if max := int64(segmentsPerShard * c.segSize); st.Bytes > max || st.Entries*1000 > int(max) {
+		t.Fatalf("%d entries in %d bytes exceed the ring of %d bytes", st.Entries, st.Bytes, max)
+	}
+	// An index slot that points at another key's entry (a hash collision)
+	// is a miss, never that key's record.
+	s := &c.shards[0]
+	h, _ := c.locate(prefixOf(n - 1))
+	other, _ := c.locate(prefixOf(12345))
+	s.index[other] = s.index[h]
+	if _, ok, _ := c.lookup(prefixOf(12345)); ok {
+		t.Fatal("a lookup returned the entry of another key with the same index slot")
+	}
+}
