@@ -79,7 +79,10 @@ func runProtocolScript(t *testing.T, path string, cached bool) (cacheHits uint64
 	}
 	if cached {
 		locks.SetVersionCache(NewVersionCache(1 << 20))
-		defer func() { cacheHits = locks.VersionCache().Stats().Hits }()
+		defer func() {
+			cacheHits = locks.VersionCache().Stats().Hits
+			locks.VersionCache().Close()
+		}()
 	}
 	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 		var r pebble.Reader = locks.Reader(db)

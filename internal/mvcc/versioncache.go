@@ -61,8 +61,8 @@ import (
 //
 // The cache holds no Go pointers per entry, so the garbage collector
 // neither scans nor frees entries: each shard appends its entries to a
-// ring of fixed-size segments (a byte slice allocated once; pages are
-// resident only once written) and indexes them by a 64-bit hash of the
+// ring of fixed-size segments (memory mapped once, outside the Go heap;
+// pages are resident only once written) and indexes them by a 64-bit hash of the
 // key in a map[uint64]uint32. An update appends the new record and leaves
 // the old one as dead bytes. When the ring comes round to a segment again,
 // the entries still indexed there are evicted (first in, first out) and
@@ -77,6 +77,10 @@ type VersionCache struct {
 	destroying atomic.Int32
 
 	hits, misses atomic.Uint64
+
+	mem       []byte // every shard's ring, outside the Go heap (allocRing)
+	closeOnce sync.Once
+	closeErr  error
 }
 
 const (
@@ -128,13 +132,37 @@ func NewVersionCache(capacity int64) *VersionCache {
 		shards /= 2
 	}
 	segSize := max(int(capacity/int64(shards)/segmentsPerShard), minSegmentSize)
+	ring, err := allocRing(shards * segmentsPerShard * segSize)
+	if err != nil {
+		// Not enough address space or memory: run without a cache.
+		return nil
+	}
 	c := &VersionCache{shards: make([]versionShard, shards), shardMask: uint64(shards - 1), segSize: segSize,
-		seed: maphash.MakeSeed()}
+		seed: maphash.MakeSeed(), mem: ring}
 	for i := range c.shards {
 		c.shards[i].index = make(map[uint64]uint32)
-		c.shards[i].ring = make([]byte, segSize*segmentsPerShard)
+		n := segmentsPerShard * segSize
+		c.shards[i].ring = ring[i*n : (i+1)*n : (i+1)*n]
 	}
 	return c
+}
+
+// Close releases the cache's memory. Lookups after Close miss, and
+// nothing is filled or updated; Close must not race with BeforeApply and
+// Observe of a batch (the store is closed first).
+func (c *VersionCache) Close() error {
+	if c == nil {
+		return nil
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.ring = nil
+		clear(s.index)
+		s.mu.Unlock()
+	}
+	c.closeOnce.Do(func() { c.closeErr = freeRing(c.mem) })
+	return c.closeErr
 }
 
 // VersionCacheStats are counters for metrics.
@@ -170,7 +198,7 @@ func (c *VersionCache) locate(prefix []byte) (uint64, *versionShard) {
 // find returns the offset of prefix's entry in s, if indexed. s.mu held.
 func (s *versionShard) find(h uint64, prefix []byte) (int, bool) {
 	off, ok := s.index[h]
-	if !ok {
+	if !ok || s.ring == nil {
 		return 0, false
 	}
 	e := s.ring[off:]
@@ -215,6 +243,9 @@ func (c *VersionCache) append(s *versionShard, h uint64, prefix []byte, commitTS
 	n := entryHeader + len(prefix)
 	if !absent && w.hasValue {
 		n += len(w.value)
+	}
+	if s.ring == nil {
+		return // closed
 	}
 	if len(prefix) > math.MaxUint16 || n > c.segSize {
 		delete(s.index, h) // too big to cache; the old entry is stale

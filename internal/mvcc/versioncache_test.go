@@ -32,6 +32,7 @@ func newCacheHarness(t *testing.T, capacity int64) *cacheHarness {
 		t.Fatal(err)
 	}
 	locks.SetVersionCache(NewVersionCache(capacity))
+	t.Cleanup(func() { locks.VersionCache().Close() })
 	return &cacheHarness{t: t, db: db, locks: locks}
 }
 
@@ -364,6 +365,7 @@ func TestVersionCacheAgreesWithTheEngine(t *testing.T) {
 
 func TestVersionCacheEvictsOldestSegmentsAndChecksKeys(t *testing.T) {
 	c := NewVersionCache(1) // the smallest cache: one shard of four minimal segments
+	defer c.Close()
 	if len(c.shards) != 1 {
 		t.Fatalf("%d shards", len(c.shards))
 	}
@@ -396,4 +398,11 @@ func TestVersionCacheEvictsOldestSegmentsAndChecksKeys(t *testing.T) {
 	if _, ok, _ := c.lookup(prefixOf(12345)); ok {
 		t.Fatal("a lookup returned the entry of another key with the same index slot")
 	}
+	// After Close nothing is served and nothing is stored.
+	c.Close()
+	if _, ok, _ := c.lookup(prefixOf(n - 1)); ok {
+		t.Fatal("a closed cache served a lookup")
+	}
+	_, _, gen := c.lookup(prefixOf(7))
+	c.fill(prefixOf(7), gen, 1, &write{kind: writePut, hasValue: true, value: value})
 }

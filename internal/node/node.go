@@ -425,6 +425,9 @@ func (n *Node) Close() error {
 	if n.store != nil {
 		n.store.Close()
 	}
+	if n.locks != nil {
+		n.locks.VersionCache().Close()
+	}
 	if n.eng.KV != nil {
 		// Entries applied without fsync are covered by the synced Raft log;
 		// flush so a clean restart replays nothing.
