@@ -132,12 +132,16 @@ func (s *Server) KvGet(ctx context.Context, req *kvpb.GetRequest) (*kvpb.GetResp
 		err   error
 	)
 	if req.Latest {
-		// The newest applied committed value: every write acknowledged
-		// before this read was applied here first (or left a lock, which
-		// the client resolves). No snapshot timestamp, so max_ts stays,
-		// and in-memory locks of one-phase commits still in flight are not
-		// waited for: those writes are not acknowledged yet. GC never
-		// removes a key's newest version, so no safe-point check applies.
+		// The newest committed value. A one-phase commit is acknowledged
+		// once its entry is durable, possibly before it is applied here;
+		// its in-memory lock stays until the apply, so wait for those on
+		// the key, and every write acknowledged before this read is then
+		// applied (or left a lock, which the client resolves). No snapshot
+		// timestamp, so max_ts stays. GC never removes a key's newest
+		// version, so no safe-point check applies.
+		if err := s.cm.CheckReadKey(ctx, req.Key, math.MaxUint64); err != nil {
+			return nil, err
+		}
 		val, found, err = mvcc.Get(s.db, req.Key, math.MaxUint64, req.BypassLocks)
 	} else {
 		if resp.Error = s.checkReadTS(req.Version); resp.Error != nil {
@@ -286,24 +290,13 @@ func (s *Server) KvPrewrite(ctx context.Context, req *kvpb.PrewriteRequest) (*kv
 		return resp, nil
 	}
 	guard := s.cm.Acquire(keys)
-	defer guard.Release()
 	b := s.engine.NewBatch()
 	defer b.Close()
-	var commitTS uint64
 	if req.TryOnePc {
-		ml := s.cm.LockMemory(keys, req.StartVersion)
-		defer ml.Release()
-		commitTS = max(s.cm.MaxTS()+1, req.StartVersion+1, req.ForUpdateTs+1, req.MinCommitTs)
-		ml.SetCommitTS(commitTS)
-		errs, err := mvcc.OnePC(s.db, b, req, commitTS)
-		if err != nil {
-			return nil, err
-		}
-		if hasErr(errs) {
-			resp.Errors = keyErrors(errs)
-			return resp, nil
-		}
-	} else {
+		return s.onePC(ctx, req, keys, p, r, guard, b)
+	}
+	defer guard.Release()
+	{
 		errs, err := mvcc.Prewrite(s.db, b, req)
 		if err != nil {
 			return nil, err
@@ -315,6 +308,45 @@ func (s *Server) KvPrewrite(ctx context.Context, req *kvpb.PrewriteRequest) (*kv
 	}
 	if rerr, err := s.propose(ctx, p, r, b); rerr != nil || err != nil {
 		resp.RegionError = rerr
+		return resp, err
+	}
+	return resp, nil
+}
+
+// onePC runs a one-phase commit under guard (released here) into b. The
+// client hears of the commit once its entry is committed and durable
+// (raftstore.ProposeCommitted), while it is applied: until then the latches
+// keep writers off the keys and the memory locks make readers at or above
+// the commit ts wait (Concurrency), so no one sees the state before it.
+func (s *Server) onePC(ctx context.Context, req *kvpb.PrewriteRequest, keys [][]byte, p *raftstore.Peer, r *kvpb.Region,
+	guard *mvcc.Guard, b *pebble.Batch) (*kvpb.PrewriteResponse, error) {
+	resp := &kvpb.PrewriteResponse{}
+	ml := s.cm.LockMemory(keys, req.StartVersion)
+	release := func() {
+		ml.Release()
+		guard.Release()
+	}
+	commitTS := max(s.cm.MaxTS()+1, req.StartVersion+1, req.ForUpdateTs+1, req.MinCommitTs)
+	ml.SetCommitTS(commitTS)
+	errs, err := mvcc.OnePC(s.db, b, req, commitTS)
+	if err != nil || hasErr(errs) || b.Empty() {
+		release()
+		if err != nil {
+			return nil, err
+		}
+		resp.Errors = keyErrors(errs)
+		if !hasErr(errs) {
+			resp.OnePcCommitTs = commitTS
+		}
+		return resp, nil
+	}
+	err = s.store.ProposeCommitted(ctx, p, r.Epoch, b, release)
+	var re *raftstore.RegionErr
+	if errors.As(err, &re) {
+		resp.RegionError = re.E
+		return resp, nil
+	}
+	if err != nil {
 		return resp, err
 	}
 	resp.OnePcCommitTs = commitTS

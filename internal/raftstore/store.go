@@ -3,6 +3,7 @@ package raftstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -122,6 +123,23 @@ type proposal struct {
 	// regions is what an applied split produced (left, right); set before
 	// done is signalled.
 	regions []*kvpb.Region
+	// early: done is signalled once the entry is committed, durable here
+	// and certain to apply (ProposeCommitted); acked records that it was.
+	early, acked bool
+	// release, when set, runs once the entry is applied or the proposal
+	// fails, after done is signalled (ProposeCommitted).
+	release func()
+}
+
+// finish signals the proposer and runs release. p.mu held.
+func (prop *proposal) finish(err error) {
+	if !prop.acked {
+		prop.done <- err
+	}
+	if prop.release != nil {
+		prop.release()
+		prop.release = nil
+	}
 }
 
 // Region returns the replica's current region descriptor (do not mutate).
@@ -447,6 +465,34 @@ func (s *Store) Propose(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoch, b
 	return s.wait(ctx, prop)
 }
 
+// ProposeCommitted is Propose for a write whose effects no one can observe
+// before release runs (the caller holds latches and in-memory locks over
+// its keys until then): it returns once the entry is committed and durable
+// on this replica and nothing before it in the log can make its apply
+// refuse it (no split is applied between its proposal and its apply), so
+// the proposer's client hears of the write while it is being applied
+// instead of after. release runs on the store loop once the entry is
+// applied, or when the proposal fails; it always runs exactly once, also
+// when ProposeCommitted returns an error before proposing. It must not
+// block.
+func (s *Store) ProposeCommitted(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoch, batch *pebble.Batch, release func()) error {
+	if s.closed.Load() {
+		release()
+		return ErrStopped
+	}
+	if r := p.Region(); epoch.GetVersion() != r.Epoch.GetVersion() {
+		release()
+		return &RegionErr{E: p.epochNotMatch(r)}
+	}
+	id := s.nextProp.Add(1)
+	prop := &proposal{done: make(chan error, 1), early: true, release: release}
+	if err := s.register(p, id, prop, encodeWrite(id, epoch.GetVersion(), batch.Repr())); err != nil {
+		release()
+		return err
+	}
+	return s.wait(ctx, prop)
+}
+
 // Split splits p's region at splitKey through its Raft log: once applied,
 // the region keeps [start, splitKey) and a new region newRegionID gets
 // [splitKey, end), both at epoch version+1; the new region's replica on
@@ -490,10 +536,18 @@ func (s *Store) Split(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoch, spl
 // startProposal hands a command to p's RawNode and registers its waiter.
 func (s *Store) startProposal(p *Peer, id uint64, data []byte) (*proposal, error) {
 	prop := &proposal{done: make(chan error, 1)}
+	if err := s.register(p, id, prop, data); err != nil {
+		return nil, err
+	}
+	return prop, nil
+}
+
+// register hands a command to p's RawNode with prop as its waiter.
+func (s *Store) register(p *Peer, id uint64, prop *proposal, data []byte) error {
 	p.mu.Lock()
 	if !p.isLeader {
 		p.mu.Unlock()
-		return nil, p.notLeaderError()
+		return p.notLeaderError()
 	}
 	p.proposals[id] = prop
 	err := p.rn.Propose(data)
@@ -502,12 +556,12 @@ func (s *Store) startProposal(p *Peer, id uint64, data []byte) (*proposal, error
 	}
 	p.mu.Unlock()
 	if errors.Is(err, raft.ErrProposalDropped) {
-		return nil, p.notLeaderError()
+		return p.notLeaderError()
 	} else if err != nil {
-		return nil, err
+		return err
 	}
 	s.wake()
-	return prop, nil
+	return nil
 }
 
 // wait blocks until prop's entry is applied (or refused) on this replica.
@@ -661,6 +715,7 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 		persisted <- err
 	}()
 	// 1, continued: apply while the batch is being made durable.
+	s.ackCommitted(readies, pre)
 	applyErr := s.applyRound(readies, pre)
 	if err := <-persisted; err != nil {
 		return err
@@ -677,6 +732,7 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 	}
 
 	// 4. Apply what was committed but not yet durable locally before step 2.
+	s.ackCommitted(readies, post)
 	if err := s.applyRound(readies, post); err != nil {
 		return err
 	}
@@ -686,6 +742,42 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 		r.p.mu.Unlock()
 	}
 	return nil
+}
+
+// ackCommitted signals the proposers of ProposeCommitted writes among
+// ents[i] (committed entries of readies[i].p, durable here, about to be
+// applied in order) whose apply cannot refuse them: a write is refused
+// only when its epoch version is not the region's when it applies, and
+// the version changes only by an applied split. So a write proposed under
+// the region's current version, with no split before it among the entries
+// still to apply, will apply.
+func (s *Store) ackCommitted(readies []readyPeer, ents [][]*pb.Entry) {
+	for i, r := range readies {
+		if len(ents[i]) == 0 {
+			continue
+		}
+		version := r.p.Region().Epoch.GetVersion()
+		r.p.mu.Lock()
+		for _, e := range ents[i] {
+			if e.GetType() != pb.EntryNormal || len(e.Data) < cmdHeaderLen {
+				continue
+			}
+			kind := e.Data[0]
+			if kind == cmdSplit {
+				break // later writes wait for their apply
+			}
+			if kind != cmdWrite || len(e.Data) < cmdHeaderLen+8 ||
+				binary.BigEndian.Uint64(e.Data[cmdHeaderLen:]) != version {
+				continue
+			}
+			prop, ok := r.p.proposals[binary.BigEndian.Uint64(e.Data[1:cmdHeaderLen])]
+			if ok && prop.early && !prop.acked {
+				prop.acked = true
+				prop.done <- nil
+			}
+		}
+		r.p.mu.Unlock()
+	}
 }
 
 // noteStates records leadership changes (SoftState) and the current term
@@ -880,7 +972,12 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 				err = &RegionErr{E: stale}
 			}
 			prop.regions = res.regions
-			prop.done <- err
+			if prop.acked && err != nil {
+				// ackCommitted promised this entry would apply.
+				panic(fmt.Sprintf("raftstore: region %d: proposal %d acknowledged at commit was refused at apply: %v",
+					a.p.Region().Id, res.id, err))
+			}
+			prop.finish(err)
 		}
 		if a.ready && a.p.isLeader {
 			a.p.leaderReady.Store(true)
@@ -1082,8 +1179,13 @@ func (s *Store) truncateLogs(applied map[uint64]uint64) error {
 
 func (p *Peer) failProposalsLocked(err error) {
 	for id, prop := range p.proposals {
+		if prop.acked && !errors.Is(err, ErrStopped) {
+			// Committed: it will be applied here like every committed
+			// entry, and release must wait for that.
+			continue
+		}
 		delete(p.proposals, id)
-		prop.done <- err
+		prop.finish(err)
 	}
 }
 

@@ -240,11 +240,22 @@ func TestAcknowledgedWritesSurviveCrash(t *testing.T) {
 	for i := 0; i < n; i++ {
 		put(t, s, p, fmt.Sprintf("zc%05d", i), fmt.Sprintf("v%d", i))
 	}
+	// Truncation follows a KV-engine flush, which completes in the
+	// background; without the race detector the writes can outrun it.
+	deadline := time.Now().Add(10 * time.Second)
+	for p.storage.applyState().TruncatedIndex <= raftInitIndex && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	truncated := p.storage.applyState().TruncatedIndex
 	if truncated <= raftInitIndex {
 		t.Fatalf("the log was never truncated; the test would not cover truncation")
 	}
-	// Crash: the disk keeps only what was synced at this moment.
+	// A few more writes after the truncation, then crash: the disk keeps
+	// only what was synced at this moment.
+	for i := n; i < n+20; i++ {
+		put(t, s, p, fmt.Sprintf("zc%05d", i), fmt.Sprintf("v%d", i))
+	}
+	n += 20
 	fs = fs.CrashClone(vfs.CrashCloneCfg{})
 	s.Close()
 	eng.Close()

@@ -1,0 +1,165 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/strata-db/strata/internal/engine"
+)
+
+// ProposeCommitted returns once the entry is durable; release runs exactly
+// once per proposal, after the entry is applied.
+func TestProposeCommittedReleasesAfterApply(t *testing.T) {
+	dir := t.TempDir()
+	db, s := openStore(t, dir, true)
+	defer db.Close()
+	p := waitLeader(t, s, 2)
+	const writers, each = 8, 40
+	var (
+		wg       sync.WaitGroup
+		released atomic.Int64
+		notYet   atomic.Int64 // releases that ran before the write was in the engine
+	)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				key := fmt.Sprintf("zk%d-%03d", w, i)
+				b := s.Engine().NewBatch()
+				b.Set([]byte(key), []byte("v"), nil)
+				var once atomic.Int32
+				err := s.ProposeCommitted(context.Background(), p, p.Region().Epoch, b, func() {
+					if once.Add(1) != 1 {
+						t.Errorf("release of %s ran twice", key)
+					}
+					if _, ok, _ := engine.GetCopy(db.KV, []byte(key)); !ok {
+						notYet.Add(1)
+					}
+					released.Add(1)
+				})
+				b.Close()
+				if err != nil {
+					t.Errorf("propose %s: %v", key, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for released.Load() != writers*each && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := released.Load(); got != writers*each {
+		t.Fatalf("%d releases for %d proposals", got, writers*each)
+	}
+	if n := notYet.Load(); n != 0 {
+		t.Fatalf("%d releases ran before their write was applied", n)
+	}
+	s.Close()
+	// A closed store refuses, and still releases.
+	ran := false
+	b := s.Engine().NewBatch()
+	defer b.Close()
+	if err := s.ProposeCommitted(context.Background(), p, p.Region().Epoch, b, func() { ran = true }); !errors.Is(err, ErrStopped) || !ran {
+		t.Fatalf("after Close: err %v, released %v", err, ran)
+	}
+}
+
+// Writes acknowledged at commit that race a split: each is either applied
+// or refused with EpochNotMatch after its apply (never acknowledged and
+// then refused, which would panic the store loop), and every proposal is
+// released once.
+func TestProposeCommittedRacingASplit(t *testing.T) {
+	h := &splitHarness{t: t, fs: vfs.NewCrashableMem()}
+	defer h.close()
+	h.open(true)
+	parent, _ := h.s.Peer(2)
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		acked     []string
+		refused   int
+		proposals atomic.Int64
+		releases  atomic.Int64
+		splitted  = make(chan struct{})
+	)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			after := -1
+			for i := 0; ; i++ {
+				select {
+				case <-splitted:
+					if after < 0 {
+						after = i
+					}
+					if i > after+50 {
+						return
+					}
+				default:
+				}
+				key := fmt.Sprintf("%c%04d", "aknz"[w], i)
+				r, rerr := parent.Check(nil, []byte(key))
+				if rerr != nil {
+					if rerr.KeyNotInRegion != nil {
+						mu.Lock()
+						refused++
+						mu.Unlock()
+						continue
+					}
+					t.Errorf("check %s: %v", key, rerr)
+					return
+				}
+				b := h.s.Engine().NewBatch()
+				_ = b.Set([]byte(key), []byte("v"), nil)
+				proposals.Add(1)
+				err := h.s.ProposeCommitted(context.Background(), parent, r.Epoch, b, func() { releases.Add(1) })
+				b.Close()
+				var re *RegionErr
+				switch {
+				case err == nil:
+					mu.Lock()
+					acked = append(acked, key)
+					mu.Unlock()
+				case errors.As(err, &re) && re.E.EpochNotMatch != nil:
+					mu.Lock()
+					refused++
+					mu.Unlock()
+				default:
+					t.Errorf("propose %s: %v", key, err)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	if _, _, err := h.s.Split(context.Background(), parent, parent.Region().Epoch, []byte("m"), 100, []uint64{101}); err != nil {
+		t.Fatal(err)
+	}
+	close(splitted)
+	wg.Wait()
+	if refused == 0 {
+		t.Fatal("no write was refused: the test did not race the split")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for releases.Load() != proposals.Load() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if releases.Load() != proposals.Load() {
+		t.Fatalf("%d releases for %d proposals", releases.Load(), proposals.Load())
+	}
+	for _, k := range acked {
+		if _, ok, _ := engine.GetCopy(h.eng.KV, []byte(k)); !ok {
+			t.Fatalf("acknowledged write %s missing", k)
+		}
+	}
+}
