@@ -58,8 +58,32 @@ func metricValue(t *testing.T, m prometheus.Metric) float64 {
 	return out.Gauge.GetValue()
 }
 
+// settle waits until every acknowledged write to [start, end) is applied:
+// a one-phase commit is acknowledged once durable, and applied after; a
+// snapshot read at a fresh timestamp waits for it (its memory lock).
+func settle(t *testing.T, n *Node, start, end []byte) {
+	t.Helper()
+	ctx := context.Background()
+	txn, err := n.Storage().Begin(ctx, kv.TxnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Rollback(ctx)
+	it, err := txn.Iter(ctx, start, end, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	for it.Valid() {
+		if err := it.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func writeRecordCount(t *testing.T, n *Node, key string) int {
 	t.Helper()
+	settle(t, n, []byte(key), []byte(key+"\x00"))
 	span := mvcc.EngineSpans([]byte(key), []byte(key+"\x00"))[2] // data, lock, write
 	it, err := n.eng.KV.NewIter(&pebble.IterOptions{LowerBound: span[0], UpperBound: span[1]})
 	if err != nil {
