@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/btree"
@@ -92,23 +93,30 @@ func regionItemLess(a, b regionItem) bool { return bytes.Compare(a.start, b.star
 // safe for concurrent use.
 type regionCache struct {
 	pd   PD
-	mu   sync.RWMutex
+	mu   sync.Mutex // held by writers of tree
 	tree *btree.BTreeG[regionItem]
+	// snap is a read-only clone of tree, replaced after every change, so
+	// that lookups (every request makes one) take no lock: a shared
+	// RWMutex's reader count bounced between the cores on every read.
+	snap atomic.Pointer[btree.BTreeG[regionItem]]
 }
 
 func newRegionCache(pd PD) *regionCache {
-	return &regionCache{pd: pd, tree: btree.NewG(32, regionItemLess)}
+	c := &regionCache{pd: pd, tree: btree.NewG(32, regionItemLess)}
+	c.snap.Store(c.tree.Clone())
+	return c
 }
+
+// publish makes the current tree what lookups see. c.mu held.
+func (c *regionCache) publish() { c.snap.Store(c.tree.Clone()) }
 
 // lookup finds the cached region containing key, without I/O.
 func (c *regionCache) lookup(key []byte) *regionEntry {
 	var found *regionEntry
-	c.mu.RLock()
-	c.tree.DescendLessOrEqual(regionItem{start: key}, func(it regionItem) bool {
+	c.snap.Load().DescendLessOrEqual(regionItem{start: key}, func(it regionItem) bool {
 		found = it.entry
 		return false
 	})
-	c.mu.RUnlock()
 	if found != nil && found.contains(key) {
 		return found
 	}
@@ -119,13 +127,13 @@ func (c *regionCache) lookup(key []byte) *regionEntry {
 // (start < key <= end); an empty key means the last region.
 func (c *regionCache) lookupEndKey(key []byte) *regionEntry {
 	var found *regionEntry
-	c.mu.RLock()
+	tree := c.snap.Load()
 	if len(key) == 0 {
-		if it, ok := c.tree.Max(); ok {
+		if it, ok := tree.Max(); ok {
 			found = it.entry
 		}
 	} else {
-		c.tree.DescendLessOrEqual(regionItem{start: key}, func(it regionItem) bool {
+		tree.DescendLessOrEqual(regionItem{start: key}, func(it regionItem) bool {
 			if bytes.Equal(it.start, key) {
 				return true // starts at key: the one before it is wanted
 			}
@@ -133,7 +141,6 @@ func (c *regionCache) lookupEndKey(key []byte) *regionEntry {
 			return false
 		})
 	}
-	c.mu.RUnlock()
 	if found != nil && found.containsEndKey(key) {
 		return found
 	}
@@ -246,6 +253,7 @@ func (c *regionCache) insert(e *regionEntry) {
 		c.tree.Delete(it)
 	}
 	c.tree.ReplaceOrInsert(regionItem{start: start, entry: e})
+	c.publish()
 }
 
 // invalidate drops e if it is still the cached entry for its range.
@@ -254,6 +262,7 @@ func (c *regionCache) invalidate(e *regionEntry) {
 	defer c.mu.Unlock()
 	if it, ok := c.tree.Get(regionItem{start: e.startKey()}); ok && it.entry == e {
 		c.tree.Delete(it)
+		c.publish()
 	}
 }
 
@@ -264,6 +273,7 @@ func (c *regionCache) replace(old, repl *regionEntry) {
 	defer c.mu.Unlock()
 	if it, ok := c.tree.Get(regionItem{start: old.startKey()}); ok && it.entry == old {
 		c.tree.ReplaceOrInsert(regionItem{start: repl.startKey(), entry: repl})
+		c.publish()
 	}
 }
 

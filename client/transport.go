@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -129,8 +130,10 @@ type GRPCRouter struct {
 	pd       PD
 	dialOpts []grpc.DialOption
 
+	// local is read by every request: a copy-on-write map, no lock.
+	local atomic.Pointer[map[uint64]kvpb.KvClient]
+
 	mu      sync.RWMutex
-	local   map[uint64]kvpb.KvClient
 	clients map[uint64]kvpb.KvClient // by store id
 	addrs   map[uint64]string        // store id -> address
 	conns   map[string]*grpc.ClientConn
@@ -144,7 +147,6 @@ func NewGRPCRouter(pd PD, dialOpts ...grpc.DialOption) *GRPCRouter {
 	return &GRPCRouter{
 		pd:       pd,
 		dialOpts: opts,
-		local:    make(map[uint64]kvpb.KvClient),
 		clients:  make(map[uint64]kvpb.KvClient),
 		addrs:    make(map[uint64]string),
 		conns:    make(map[string]*grpc.ClientConn),
@@ -155,17 +157,26 @@ func NewGRPCRouter(pd PD, dialOpts ...grpc.DialOption) *GRPCRouter {
 // store) instead of dialing it.
 func (r *GRPCRouter) SetLocal(storeID uint64, kv kvpb.KvClient) {
 	r.mu.Lock()
-	r.local[storeID] = kv
+	local := map[uint64]kvpb.KvClient{storeID: kv}
+	if old := r.local.Load(); old != nil {
+		for id, c := range *old {
+			if id != storeID {
+				local[id] = c
+			}
+		}
+	}
+	r.local.Store(&local)
 	r.mu.Unlock()
 }
 
 // KvClient implements Router.
 func (r *GRPCRouter) KvClient(storeID uint64) (kvpb.KvClient, error) {
-	r.mu.RLock()
-	if c, ok := r.local[storeID]; ok {
-		r.mu.RUnlock()
-		return c, nil
+	if local := r.local.Load(); local != nil {
+		if c, ok := (*local)[storeID]; ok {
+			return c, nil
+		}
 	}
+	r.mu.RLock()
 	c, ok := r.clients[storeID]
 	closed := r.closed
 	r.mu.RUnlock()

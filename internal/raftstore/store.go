@@ -157,6 +157,9 @@ type Store struct {
 
 	mu    sync.RWMutex
 	peers map[uint64]*Peer
+	// peerSnap is a copy of peers for Peer, which every request calls:
+	// replaced (under mu) whenever peers changes, read without a lock.
+	peerSnap atomic.Pointer[map[uint64]*Peer]
 
 	transport   Transport
 	onApply     func(repr []byte) error
@@ -245,6 +248,7 @@ func Open(eng engine.Engines, cfg Config) (*Store, error) {
 		stop:        make(chan struct{}),
 		stopped:     make(chan struct{}),
 	}
+	s.publishPeers()
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -278,6 +282,7 @@ func Open(eng engine.Engines, cfg Config) (*Store, error) {
 		}
 		s.peers[r.Id] = p
 	}
+	s.publishPeers()
 	// A region with this store as its only voter elects itself at once.
 	for _, p := range s.peers {
 		if len(p.Region().Peers) == 1 {
@@ -334,10 +339,18 @@ func (s *Store) newPeer(r *kvpb.Region) (*Peer, error) {
 
 // Peer returns the local replica of a region.
 func (s *Store) Peer(regionID uint64) (*Peer, bool) {
-	s.mu.RLock()
-	p, ok := s.peers[regionID]
-	s.mu.RUnlock()
+	p, ok := (*s.peerSnap.Load())[regionID]
 	return p, ok
+}
+
+// publishPeers makes the current peers what Peer sees. s.mu held for
+// writing, or the store not yet shared.
+func (s *Store) publishPeers() {
+	snap := make(map[uint64]*Peer, len(s.peers))
+	for id, p := range s.peers {
+		snap[id] = p
+	}
+	s.peerSnap.Store(&snap)
 }
 
 // Regions returns the descriptors of all local replicas, ordered by start key.
@@ -1034,6 +1047,7 @@ func (s *Store) addSplitPeer(parent *Peer, r *kvpb.Region, parentLeader bool) er
 	}
 	s.mu.Lock()
 	s.peers[r.Id] = cp
+	s.publishPeers()
 	s.mu.Unlock()
 	var ids []uint64
 	if old := parent.children.Load(); old != nil {
