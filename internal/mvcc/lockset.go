@@ -254,6 +254,9 @@ type lockSetReader struct {
 // versionCache lets point reads use the cache of newest versions.
 func (r lockSetReader) versionCache() *VersionCache { return r.ls.versions }
 
+// mayBeLocked lets getLock skip building the lock key (lockIndex).
+func (r lockSetReader) mayBeLocked(key []byte) bool { return r.ls.MayBeLocked(key) }
+
 // mayHaveLockIn lets Scan skip its lock iterator (lockIndex).
 func (r lockSetReader) mayHaveLockIn(start, end []byte) bool { return r.ls.mayHaveLockIn(start, end) }
 

@@ -31,6 +31,9 @@ const maxVersionSteps = 8
 
 // getLock returns the lock on key, or nil.
 func getLock(r pebble.Reader, key []byte) (*lock, error) {
+	if li, ok := r.(lockIndex); ok && !li.mayBeLocked(key) {
+		return nil, nil // without building the lock key
+	}
 	v, closer, err := r.Get(lockKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
@@ -82,10 +85,13 @@ func getWriteAt(r pebble.Reader, key []byte, commitTS uint64) (*write, error) {
 // engine (seeking from the top, then stepping down to maxTS) and offers it
 // to the cache.
 func forEachVersion(r pebble.Reader, key []byte, maxTS uint64, fn func(commitTS uint64, w *write) (more bool, err error)) error {
-	prefix := versionPrefix(writeCF, key)
 	gen := noFill
 	vc := versionCacheOf(r)
 	if vc != nil {
+		// The cache answers most calls: its lookup takes the prefix from
+		// the stack; the engine gets a copy on the heap.
+		var buf [64]byte
+		prefix := appendEscaped(append(buf[:0], Prefix, writeCF), key)
 		e, ok, g := vc.lookup(prefix)
 		if ok && e.absent {
 			return nil
@@ -106,6 +112,7 @@ func forEachVersion(r pebble.Reader, key []byte, maxTS uint64, fn func(commitTS 
 		}
 		gen = g
 	}
+	prefix := versionPrefix(writeCF, key)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: versionPrefixEnd(prefix)})
 	if err != nil {
 		return err
@@ -192,6 +199,9 @@ func bigEndianTS(b []byte) uint64 {
 
 // putValue returns a copy of the value a put record stands for.
 func putValue(r pebble.Reader, key []byte, w *write) ([]byte, error) {
+	if w.hasValue && w.owned {
+		return w.value, nil
+	}
 	if w.hasValue {
 		return append([]byte{}, w.value...), nil
 	}
@@ -472,6 +482,7 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 // lock (LockSet.Reader).
 type lockIndex interface {
 	mayHaveLockIn(start, end []byte) bool
+	mayBeLocked(key []byte) bool
 }
 
 // ScanLocks returns up to limit (all when limit <= 0) locks in [start, end)

@@ -152,6 +152,9 @@ type write struct {
 	overlappedRollback bool
 	hasValue           bool // value is inlined; a put without it has its value in the data CF
 	value              []byte
+	// owned: value is a private copy (from the version cache), which a
+	// reader may return without copying it again.
+	owned bool
 }
 
 const (

@@ -228,6 +228,7 @@ func (s *versionShard) read(off int) cachedVersion {
 		if v.w.value == nil {
 			v.w.value = []byte{}
 		}
+		v.w.owned = true
 	}
 	return v
 }

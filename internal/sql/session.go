@@ -70,6 +70,7 @@ type compiled struct {
 type Session struct {
 	e          *Engine
 	user, host string
+	userHost   string // user@host, for USER() and friends
 	connID     uint32
 	parser     *parser.Parser
 
@@ -94,7 +95,7 @@ type Session struct {
 // NewSession opens a session for a connected client.
 func (e *Engine) NewSession(user, host string) *Session {
 	return &Session{
-		e: e, user: user, host: host, connID: e.nextConnID.Add(1),
+		e: e, user: user, host: host, userHost: user + "@" + host, connID: e.nextConnID.Add(1),
 		parser: parser.New(), autocommit: true,
 		vars: map[string]types.Datum{}, userVars: map[string]types.Datum{},
 		prepared: map[uint32]*prepared{},
@@ -312,7 +313,7 @@ func (s *Session) memQuota() int64 {
 func (s *Session) evalContext(params []types.Datum) *expr.EvalContext {
 	return &expr.EvalContext{
 		Params: params, Vars: s, Warnings: &s.warnings, Now: time.Now(), Database: s.db,
-		User: s.user + "@" + s.host, ConnectionID: uint64(s.connID), LastInsertID: s.lastInsertID,
+		User: s.userHost, ConnectionID: uint64(s.connID), LastInsertID: s.lastInsertID,
 	}
 }
 

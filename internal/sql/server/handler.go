@@ -40,6 +40,29 @@ type connState struct {
 	// stmts maps the statement ids vitess gives clients to the ids of the
 	// session's prepared statements.
 	stmts map[uint32]*strsql.PreparedStmt
+	// fields are the column definitions last sent, for the columns they
+	// were built from: a prepared statement's result columns are the same
+	// slice at every execution.
+	fields fieldCache
+}
+
+// fieldCache remembers the wire column definitions of one column list.
+type fieldCache struct {
+	cols   []*strsql.Column
+	fields []*querypb.Field
+}
+
+// get returns the definitions of cols, building them when cols is not the
+// list the cache holds (the same backing array and length).
+func (fc *fieldCache) get(cols []*strsql.Column) []*querypb.Field {
+	if fc == nil {
+		return wireFields(cols)
+	}
+	if len(cols) == len(fc.cols) && len(cols) > 0 && &cols[0] == &fc.cols[0] {
+		return fc.fields
+	}
+	fc.cols, fc.fields = cols, wireFields(cols)
+	return fc.fields
 }
 
 var _ mysql.Handler = (*handler)(nil)
@@ -193,20 +216,20 @@ func (h *handler) runQuery(ctx context.Context, c *mysql.Conn, st *connState, qu
 			"conn", c.ConnectionID, "results", len(results))
 		res = results[0]
 	}
-	return sendResult(res, false, func(r *sqltypes.Result) error { return callback(r, more) })
+	return sendResult(res, false, &st.fields, func(r *sqltypes.Result) error { return callback(r, more) })
 }
 
 // sendResult streams res to the protocol library: an OK packet when the
 // statement returned no columns, otherwise the column definitions and rows
 // in batches.
-func sendResult(res *strsql.Result, binary bool, send func(*sqltypes.Result) error) error {
+func sendResult(res *strsql.Result, binary bool, fc *fieldCache, send func(*sqltypes.Result) error) error {
 	if res == nil {
 		res = &strsql.Result{}
 	}
 	if len(res.Columns) == 0 {
 		return send(&sqltypes.Result{RowsAffected: res.AffectedRows, InsertID: res.LastInsertID})
 	}
-	fields := wireFields(res.Columns)
+	fields := fc.get(res.Columns)
 	enc := newRowEncoder(res.Columns, fields, binary)
 	rows := res.Rows
 	if len(rows) == 0 {
@@ -290,7 +313,7 @@ func (h *handler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *my
 	if err != nil {
 		return wireError(err)
 	}
-	return sendResult(res, true, callback)
+	return sendResult(res, true, &st.fields, callback)
 }
 
 // WarningCount implements mysql.Handler.
