@@ -389,6 +389,18 @@ func TestWritesRacingASplit(t *testing.T) {
 	h := &splitHarness{t: t, fs: vfs.NewCrashableMem()}
 	defer h.close()
 	h.open(true)
+	raceWritesAgainstSplit(t, h, func(p *Peer, epoch *kvpb.RegionEpoch, b *pebble.Batch) error {
+		return h.s.Propose(context.Background(), p, epoch, b)
+	})
+}
+
+// raceWritesAgainstSplit has four writers propose keys across region 2
+// with propose while region 2 splits at "m", and checks that every write
+// is either acknowledged and applied or refused (KeyNotInRegion before it
+// is proposed, EpochNotMatch after), and that the parent refuses the new
+// region's keys afterwards.
+func raceWritesAgainstSplit(t *testing.T, h *splitHarness, propose func(p *Peer, epoch *kvpb.RegionEpoch, b *pebble.Batch) error) {
+	t.Helper()
 	parent, _ := h.s.Peer(2)
 	var (
 		wg       sync.WaitGroup
@@ -429,7 +441,7 @@ func TestWritesRacingASplit(t *testing.T) {
 				}
 				b := h.s.Engine().NewBatch()
 				_ = b.Set([]byte(key), []byte("v"), nil)
-				err := h.s.Propose(context.Background(), parent, r.Epoch, b)
+				err := propose(parent, r.Epoch, b)
 				b.Close()
 				var re *RegionErr
 				switch {
@@ -457,9 +469,18 @@ func TestWritesRacingASplit(t *testing.T) {
 	if refused == 0 {
 		t.Fatal("no write was refused: the test did not race the split")
 	}
+	// A write acknowledged at commit (ProposeCommitted) is applied soon
+	// after; every acknowledged write must be there.
+	deadline := time.Now().Add(5 * time.Second)
 	for _, k := range acked {
-		if _, ok, _ := engine.GetCopy(h.eng.KV, []byte(k)); !ok {
-			t.Fatalf("acknowledged write %s missing", k)
+		for {
+			if _, ok, _ := engine.GetCopy(h.eng.KV, []byte(k)); ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("acknowledged write %s missing", k)
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
 	// After the split the parent refuses keys it no longer owns.
