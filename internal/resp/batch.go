@@ -71,7 +71,7 @@ func newJob(sess *session, keys [][]byte, barrier bool, run func(ks *keyspace, w
 	for i, k := range keys {
 		j.keys[i] = string(k)
 	}
-	j.w = NewWriter(&j.buf)
+	j.w = newWriterSize(&j.buf, 64)
 	j.w.SetProto(sess.w.Proto())
 	return j
 }

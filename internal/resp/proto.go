@@ -607,8 +607,14 @@ type Writer struct {
 }
 
 // NewWriter returns a RESP2 Writer to w.
-func NewWriter(w io.Writer) *Writer {
-	return &Writer{dst: w, buf: make([]byte, 0, writeBufSize), proto: 2}
+func NewWriter(w io.Writer) *Writer { return newWriterSize(w, writeBufSize) }
+
+// newWriterSize returns a RESP2 Writer to w whose buffer starts at size
+// bytes and grows as replies need (up to writeBufSize before it flushes).
+// A batched command's Writer holds one short reply: starting it at
+// writeBufSize cost a 16 KiB allocation per command.
+func newWriterSize(w io.Writer, size int) *Writer {
+	return &Writer{dst: w, buf: make([]byte, 0, size), proto: 2}
 }
 
 // SetProto selects the protocol version: 3 for RESP3, anything else RESP2.
