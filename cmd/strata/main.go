@@ -97,6 +97,9 @@ func start(args []string) error {
 	rootPassword := fs.String("root-password", os.Getenv("STRATA_ROOT_PASSWORD"),
 		"password of the root user (default empty: root may log in without a password from loopback only)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	gogc := fs.Int("gogc", defaultGOGC, "Go collector heap growth target in percent (the GOGC environment variable overrides it)")
+	memoryLimit := fs.Int64("memory-limit", 0,
+		"soft limit in bytes on the Go heap, past which the collector works harder (0: a quarter of RAM, negative: none; GOMEMLIMIT overrides it)")
 	fs.Parse(args)
 
 	var level slog.Level
@@ -105,6 +108,9 @@ func start(args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
+	if err := configureGC(logger, *gogc, *memoryLimit); err != nil {
+		return err
+	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()

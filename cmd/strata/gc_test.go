@@ -1,0 +1,77 @@
+package main
+
+import (
+	"io"
+	"os"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"testing"
+)
+
+func TestConfigureGC(t *testing.T) {
+	t.Setenv("GOGC", "") // registers a restore of the real value...
+	t.Setenv("GOMEMLIMIT", "")
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	oldPercent, oldLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	defer func() {
+		debug.SetGCPercent(oldPercent)
+		debug.SetMemoryLimit(oldLimit)
+	}()
+
+	// With the environment variables set, the flags change nothing.
+	if err := configureGC(logger, 700, 123<<20); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC set in the environment, yet --gogc changed the percent to %d", got)
+	}
+
+	for _, bad := range []int{0, -2} {
+		if err := configureGC(logger, bad, 0); err == nil {
+			t.Errorf("--gogc %d accepted", bad)
+		}
+	}
+}
+
+func TestConfigureGCFlags(t *testing.T) {
+	// unsetenv: the flags apply only where GOGC and GOMEMLIMIT are unset.
+	unsetenv(t, "GOGC")
+	unsetenv(t, "GOMEMLIMIT")
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	oldPercent, oldLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	defer func() {
+		debug.SetGCPercent(oldPercent)
+		debug.SetMemoryLimit(oldLimit)
+	}()
+
+	if err := configureGC(logger, 700, 123<<20); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetGCPercent(100); got != 700 {
+		t.Errorf("--gogc 700 set %d", got)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 123<<20 {
+		t.Errorf("--memory-limit 123 MiB set %d", got)
+	}
+
+	if err := configureGC(logger, defaultGOGC, 0); err != nil {
+		t.Fatal(err)
+	}
+	ram := physicalMemory()
+	if runtime.GOOS == "linux" && ram <= 0 {
+		t.Fatalf("physicalMemory() = %d on Linux", ram)
+	}
+	if got := debug.SetMemoryLimit(-1); ram > 0 && got != ram/4 {
+		t.Errorf("default memory limit %d, want a quarter of %d", got, ram)
+	}
+}
+
+// unsetenv removes key from the environment for the test and restores it
+// afterwards.
+func unsetenv(t *testing.T, key string) {
+	t.Setenv(key, "") // restores the old value (or absence) at cleanup
+	if err := os.Unsetenv(key); err != nil {
+		t.Fatal(err)
+	}
+}
