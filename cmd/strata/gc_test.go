@@ -2,8 +2,8 @@ package main
 
 import (
 	"io"
-	"os"
 	"log/slog"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"testing"
