@@ -31,6 +31,20 @@ func (d Datum) AppendText(buf []byte) []byte {
 	return buf
 }
 
+// TextSizeHint is about how many bytes AppendText appends for d: exact for
+// strings and bytes, an upper bound for numbers and times (a decimal may
+// exceed it). Callers size buffers with it so that appending does not grow
+// them again and again.
+func (d Datum) TextSizeHint() int {
+	switch d.k {
+	case KindString, KindBytes:
+		return len(d.b)
+	case KindNull:
+		return 0
+	}
+	return 32
+}
+
 // AppendFloat renders f like MySQL: the shortest digits that round-trip at
 // the given bit size (32 for FLOAT, 64 for DOUBLE), fixed notation for
 // 1e-15 <= |f| < 1e15 and otherwise mantissa 'e' exponent without '+'
