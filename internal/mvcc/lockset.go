@@ -46,6 +46,7 @@ type LockSet struct {
 
 	gcSafePoint atomic.Uint64
 	versions    *VersionCache
+	recent      *RecentWrites
 }
 
 // LoadLockSet builds the set from the engine's lock column family.
@@ -77,9 +78,23 @@ func (ls *LockSet) SetVersionCache(c *VersionCache) { ls.versions = c }
 // VersionCache returns the cache set by SetVersionCache, or nil.
 func (ls *LockSet) VersionCache() *VersionCache { return ls.versions }
 
+// SetRecentWrites makes rw the bound on recently applied records that
+// prewrite checks of readers from Reader consult (see RecentWrites). It
+// must be called before the store applies anything.
+func (ls *LockSet) SetRecentWrites(rw *RecentWrites) { ls.recent = rw }
+
+// RecentWrites returns the table set by SetRecentWrites, or nil.
+func (ls *LockSet) RecentWrites() *RecentWrites { return ls.recent }
+
 // BeforeApply must see every batch representation Observe will see,
-// before the batch commits to the engine (see VersionCache).
-func (ls *LockSet) BeforeApply(repr []byte) error { return ls.versions.BeforeApply(repr) }
+// before the batch commits to the engine (see VersionCache and
+// RecentWrites).
+func (ls *LockSet) BeforeApply(repr []byte) error {
+	if err := ls.recent.BeforeApply(repr); err != nil {
+		return err
+	}
+	return ls.versions.BeforeApply(repr)
+}
 
 // GCSafePoint returns the store's GC safe point: versions a read below it
 // would need may be gone, so such reads must fail (TooOldError).

@@ -47,26 +47,43 @@ import (
 // apply as the store's apply path feeds it. The expected output is the
 // same: the cache must never change an answer.
 func TestProtocol(t *testing.T) {
-	for _, cached := range []bool{false, true} {
-		name := "engine"
-		if cached {
-			name = "version_cache"
-		}
-		t.Run(name, func(t *testing.T) {
-			var hits uint64
+	for _, mode := range []protocolMode{
+		{name: "engine"},
+		{name: "version_cache", cache: true},
+		{name: "recent_writes", cache: true, recent: true},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			var total protocolStats
 			datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-				hits += runProtocolScript(t, path, cached)
+				st := runProtocolScript(t, path, mode)
+				total.cacheHits += st.cacheHits
+				total.sstOnly += st.sstOnly
 			})
-			if cached && hits == 0 {
+			if mode.cache && total.cacheHits == 0 {
 				t.Fatal("no read was answered by the version cache")
 			}
-			t.Logf("version cache hits: %d", hits)
+			if mode.recent && total.sstOnly == 0 {
+				t.Fatal("no newer-write check was answered from the SSTs alone")
+			}
+			t.Logf("version cache hits: %d, newer-write checks answered by the SSTs: %d", total.cacheHits, total.sstOnly)
 		})
 	}
 }
 
-func runProtocolScript(t *testing.T, path string, cached bool) (cacheHits uint64) {
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer})
+// protocolMode is how TestProtocol runs the scripts: reading a snapshot of
+// the engine, or the live engine through the version cache, or in
+// addition with the recent-write bounds, flushing the memtables after
+// every other command so that checks meet records both in memtables and
+// in SSTs.
+type protocolMode struct {
+	name          string
+	cache, recent bool
+}
+
+type protocolStats struct{ cacheHits, sstOnly uint64 }
+
+func runProtocolScript(t *testing.T, path string, mode protocolMode) (st protocolStats) {
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer, DisableWAL: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,16 +94,21 @@ func runProtocolScript(t *testing.T, path string, cached bool) (cacheHits uint64
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cached {
+	if mode.cache {
 		locks.SetVersionCache(NewVersionCache(1 << 20))
 		defer func() {
-			cacheHits = locks.VersionCache().Stats().Hits
+			st.cacheHits = locks.VersionCache().Stats().Hits
 			locks.VersionCache().Close()
 		}()
 	}
+	if mode.recent {
+		locks.SetRecentWrites(NewRecentWrites())
+		defer func() { st.sstOnly = locks.RecentWrites().Stats().SSTOnly }()
+	}
+	commands := 0
 	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 		var r pebble.Reader = locks.Reader(db)
-		if !cached {
+		if !mode.cache {
 			snap := db.NewSnapshot()
 			defer snap.Close()
 			r = snap
@@ -102,6 +124,11 @@ func runProtocolScript(t *testing.T, path string, cached bool) (cacheHits uint64
 		if err := locks.Observe(b.Repr()); err != nil {
 			t.Fatal(err)
 		}
+		if commands++; mode.recent && commands%2 == 0 {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		switch d.Cmd {
 		case "dump":
 			return dump(t, db)
@@ -110,7 +137,7 @@ func runProtocolScript(t *testing.T, path string, cached bool) (cacheHits uint64
 		}
 		return out
 	})
-	return cacheHits
+	return st
 }
 
 var reservedArgs = map[string]bool{

@@ -61,6 +61,9 @@ func getWriteAt(r pebble.Reader, key []byte, commitTS uint64) (*write, error) {
 			}
 		}
 	}
+	if noRecordSince(r, key, commitTS) {
+		return nil, nil // and the memtables were not searched
+	}
 	v, closer, err := r.Get(writeKey(key, commitTS))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
@@ -188,6 +191,28 @@ func checkCachedVersion(r pebble.Reader, prefix []byte, commitTS uint64, cw *wri
 			w.overlappedRollback != cw.overlappedRollback || !bytes.Equal(w.value, cw.value) {
 			panic(fmt.Sprintf("mvcc: version cache record of %q@%d differs from the engine's", prefix, commitTS))
 		}
+	}
+}
+
+// checkNoRecordSince panics when the full view of the engine holds a
+// record of prefix's key at or above ts while the key's recent-write bound
+// is below ts (invariants builds only): every such record passed
+// BeforeApply, which raised the bound first.
+func checkNoRecordSince(r pebble.Reader, stackPrefix []byte, ts uint64) {
+	lr := r.(lockSetReader)
+	prefix := append([]byte(nil), stackPrefix...)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: versionPrefixEnd(prefix)})
+	if err != nil {
+		panic(err)
+	}
+	defer it.Close()
+	if !it.SeekPrefixGE(appendInvertedTS(prefix, math.MaxUint64)) {
+		return
+	}
+	newest := ^bigEndianTS(it.Key()[len(prefix):])
+	if newest >= ts && lr.ls.recent.bound(prefix) < ts {
+		panic(fmt.Sprintf("mvcc: %q has a record @%d, yet its recent-write bound %d is below %d",
+			prefix, newest, lr.ls.recent.bound(prefix), ts))
 	}
 }
 

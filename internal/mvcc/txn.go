@@ -77,8 +77,15 @@ func checkStagedOp(op stagedOp) {
 // existing record at the same engine key: a rollback record there (of the
 // transaction whose start ts equals commitTS) survives as the
 // overlappedRollback flag; another transaction's commit there would mean two
-// commits of one key at one ts, which the protocol rules out.
-func (s *staged) putWrite(r pebble.Reader, key []byte, commitTS uint64, w *write) error {
+// commits of one key at one ts, which the protocol rules out. fresh: the
+// key is known to have no record at or above commitTS, so there is none
+// to look for.
+func (s *staged) putWrite(r pebble.Reader, key []byte, commitTS uint64, w *write, fresh bool) error {
+	if fresh {
+		// No record at or above its start ts, let alone at commitTS.
+		s.set(writeKey(key, commitTS), w.encode())
+		return nil
+	}
 	existing, err := getWriteAt(r, key, commitTS)
 	if err != nil {
 		return err
@@ -98,9 +105,11 @@ func (s *staged) putWrite(r pebble.Reader, key []byte, commitTS uint64, w *write
 }
 
 // commitLock stages the commit of lock l (of a prewrite) on key at commitTS.
-func (s *staged) commitLock(r pebble.Reader, key []byte, l *lock, commitTS uint64) error {
+// fresh: the prewrite's check found no record of key at or above the start
+// ts (noRecordSince), so none at commitTS either.
+func (s *staged) commitLock(r pebble.Reader, key []byte, l *lock, commitTS uint64, fresh bool) error {
 	w := &write{kind: writeKindOf(l.typ), startTS: l.startTS, hasValue: l.hasValue, value: l.value}
-	if err := s.putWrite(r, key, commitTS, w); err != nil {
+	if err := s.putWrite(r, key, commitTS, w, fresh && commitTS >= l.startTS); err != nil {
 		return err
 	}
 	s.del(lockKey(key))
@@ -145,13 +154,19 @@ var errAlreadyCommitted = errors.New("mvcc: already committed")
 // conflict. Rollback records of other transactions do not conflict. It also
 // detects the transaction's own rollback (*AlreadyRolledBackError) and its own
 // commit (errAlreadyCommitted).
-func checkNewerWrites(r pebble.Reader, key, primary []byte, startTS, snapshotTS uint64) error {
+//
+// fresh reports that the key certainly has no record at or above startTS.
+func checkNewerWrites(r pebble.Reader, key, primary []byte, startTS, snapshotTS uint64) (fresh bool, err error) {
 	// One walk down the versions, newest first, answers both questions: is
 	// there a commit above the snapshot (conflict), and is there our own
 	// rollback record at commit ts == startTS. It usually stops at the
-	// first version.
+	// first version. Most keys have no record at or above startTS; for
+	// one the version cache does not hold, the SSTs alone may say so.
+	if noRecordSince(r, key, startTS) {
+		return true, nil
+	}
 	var result error
-	err := forEachVersion(r, key, math.MaxUint64, func(commitTS uint64, w *write) (bool, error) {
+	err = forEachVersion(r, key, math.MaxUint64, func(commitTS uint64, w *write) (bool, error) {
 		if commitTS <= snapshotTS {
 			if commitTS > startTS {
 				return true, nil // walk down to startTS
@@ -182,15 +197,18 @@ func checkNewerWrites(r pebble.Reader, key, primary []byte, startTS, snapshotTS 
 		return false, nil
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
-	return result
+	return false, result
 }
 
 // prewriteCheck runs the prewrite checks of one mutation. It returns the lock
 // to write, or nil when the key needs no new state: an idempotent retry, a
 // CheckNotExists, a key already committed by this transaction.
-func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation, pessimistic, onePC bool) (newLock *lock, err error) {
+//
+// fresh reports that the key certainly has no write record at or above the
+// start ts (see checkNewerWrites).
+func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation, pessimistic, onePC bool) (newLock *lock, fresh bool, err error) {
 	key, startTS := m.Key, req.StartVersion
 	var typ kvpb.Op
 	switch m.Op {
@@ -201,21 +219,21 @@ func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation,
 	case kvpb.Op_Lock, kvpb.Op_CheckNotExists:
 		typ = kvpb.Op_Lock
 	default:
-		return nil, &InvalidRequestError{Key: key, Reason: "op " + m.Op.String() + " cannot be prewritten"}
+		return nil, false, &InvalidRequestError{Key: key, Reason: "op " + m.Op.String() + " cannot be prewritten"}
 	}
 
 	l, err := getLock(r, key)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	holdsPessimisticLock := false
 	switch {
 	case l != nil && l.startTS != startTS:
-		return nil, &LockedError{Lock: l.info(key)}
+		return nil, false, &LockedError{Lock: l.info(key)}
 	case l != nil && l.typ != kvpb.Op_PessimisticLock && onePC:
-		return nil, &InvalidRequestError{Key: key, Reason: "already prewritten by this transaction: commit it with Commit"}
+		return nil, false, &InvalidRequestError{Key: key, Reason: "already prewritten by this transaction: commit it with Commit"}
 	case l != nil && l.typ != kvpb.Op_PessimisticLock:
-		return nil, nil // prewritten already: idempotent
+		return nil, false, nil // prewritten already: idempotent
 	case l != nil:
 		holdsPessimisticLock = true // which checked conflicts up to its for-update ts
 	case pessimistic:
@@ -223,31 +241,31 @@ func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation,
 		// this is a duplicate of a prewrite that was already committed.
 		state, _, err := txnRecord(r, key, startTS)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if state == stateCommitted {
-			return nil, nil
+			return nil, false, nil
 		}
-		return nil, &PessimisticLockNotFoundError{Key: key, StartTS: startTS}
+		return nil, false, &PessimisticLockNotFoundError{Key: key, StartTS: startTS}
 	default:
-		if err := checkNewerWrites(r, key, req.PrimaryLock, startTS, startTS); err != nil {
+		if fresh, err = checkNewerWrites(r, key, req.PrimaryLock, startTS, startTS); err != nil {
 			if err == errAlreadyCommitted {
-				return nil, nil
+				return nil, false, nil
 			}
-			return nil, err
+			return nil, false, err
 		}
 	}
 
 	if m.Op == kvpb.Op_Insert || m.Op == kvpb.Op_CheckNotExists {
 		_, exists, err := latestValue(r, key, math.MaxUint64)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if exists {
-			return nil, &AlreadyExistError{Key: key}
+			return nil, false, &AlreadyExistError{Key: key}
 		}
 		if m.Op == kvpb.Op_CheckNotExists && !holdsPessimisticLock {
-			return nil, nil // a pure check: nothing to lock
+			return nil, false, nil // a pure check: nothing to lock
 		}
 	}
 	newLock = &lock{
@@ -264,7 +282,7 @@ func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation,
 	if typ == kvpb.Op_Put && len(m.Value) <= maxShortValue {
 		newLock.hasValue, newLock.value = true, m.Value
 	}
-	return newLock, nil
+	return newLock, fresh, nil
 }
 
 // Prewrite runs the first phase of two-phase commit: it checks every mutation
@@ -319,7 +337,7 @@ func prewrite(r pebble.Reader, b *pebble.Batch, req *kvpb.PrewriteRequest, onePC
 		}
 		seen[string(m.Key)] = struct{}{}
 		pessimistic := i < len(req.IsPessimisticLock) && req.IsPessimisticLock[i]
-		newLock, err := prewriteCheck(r, req, m, pessimistic, onePCCommitTS != 0)
+		newLock, fresh, err := prewriteCheck(r, req, m, pessimistic, onePCCommitTS != 0)
 		if err != nil {
 			if !isKeyError(err) {
 				return nil, err
@@ -340,7 +358,7 @@ func prewrite(r pebble.Reader, b *pebble.Batch, req *kvpb.PrewriteRequest, onePC
 			s.set(lockKey(m.Key), newLock.encode())
 			continue
 		}
-		if err := s.commitLock(r, m.Key, newLock, onePCCommitTS); err != nil {
+		if err := s.commitLock(r, m.Key, newLock, onePCCommitTS, fresh); err != nil {
 			if !isKeyError(err) {
 				return nil, err
 			}
@@ -395,7 +413,7 @@ func commitKey(r pebble.Reader, s *staged, key []byte, startTS, commitTS uint64)
 	if commitTS < l.minCommitTS {
 		return &CommitTSExpiredError{Key: key, StartTS: startTS, CommitTS: commitTS, MinCommitTS: l.minCommitTS}
 	}
-	return s.commitLock(r, key, l, commitTS)
+	return s.commitLock(r, key, l, commitTS, false)
 }
 
 // Rollback aborts transaction startTS on the keys: removes its locks (of any
@@ -520,7 +538,7 @@ func ResolveLock(r pebble.Reader, b *pebble.Batch, startTS, commitTS uint64, key
 		case commitTS < l.minCommitTS:
 			err = &CommitTSExpiredError{Key: key, StartTS: startTS, CommitTS: commitTS, MinCommitTS: l.minCommitTS}
 		default:
-			err = s.commitLock(r, key, l, commitTS)
+			err = s.commitLock(r, key, l, commitTS, false)
 		}
 		if err != nil {
 			return err
@@ -584,7 +602,7 @@ func pessimisticLockKey(r pebble.Reader, s *staged, req *kvpb.PessimisticLockReq
 		}
 		return nil, nil
 	}
-	if err := checkNewerWrites(r, key, req.PrimaryLock, startTS, req.ForUpdateTs); err != nil {
+	if _, err := checkNewerWrites(r, key, req.PrimaryLock, startTS, req.ForUpdateTs); err != nil {
 		if err == errAlreadyCommitted {
 			state, commitTS, err := txnRecord(r, key, startTS)
 			if err != nil {

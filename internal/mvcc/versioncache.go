@@ -330,6 +330,22 @@ func (c *VersionCache) lookup(prefix []byte) (e cachedVersion, ok bool, gen uint
 	return e, false, gen
 }
 
+// contains reports whether a lookup of prefix would hit now (without
+// counting a hit or a miss).
+func (c *VersionCache) contains(prefix []byte) bool {
+	if c.destroying.Load() > 0 {
+		return false
+	}
+	h, s := c.locate(prefix)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending > 0 {
+		return false
+	}
+	_, ok := s.find(h, prefix)
+	return ok
+}
+
 // fill records w at commitTS as the newest record of prefix's key, read
 // from an engine view opened after lookup returned gen.
 func (c *VersionCache) fill(prefix []byte, gen, commitTS uint64, w *write) {
@@ -364,7 +380,7 @@ func (c *VersionCache) BeforeApply(repr []byte) error {
 	if c == nil || len(repr) <= batchrepr.HeaderLen {
 		return nil
 	}
-	return c.eachWrite(repr, func(kind pebble.InternalKeyKind, k, _ []byte) error {
+	return eachWrite(repr, func(kind pebble.InternalKeyKind, k, _ []byte) error {
 		if kind == pebble.InternalKeyKindRangeDelete {
 			c.destroying.Add(1)
 			return nil
@@ -384,7 +400,7 @@ func (c *VersionCache) Observe(repr []byte) error {
 	if c == nil || len(repr) <= batchrepr.HeaderLen {
 		return nil
 	}
-	return c.eachWrite(repr, func(kind pebble.InternalKeyKind, k, v []byte) error {
+	return eachWrite(repr, func(kind pebble.InternalKeyKind, k, v []byte) error {
 		if kind == pebble.InternalKeyKindRangeDelete {
 			c.clear()
 			c.destroying.Add(-1)
@@ -419,7 +435,7 @@ func (c *VersionCache) Observe(repr []byte) error {
 
 // eachWrite calls fn for every write-CF point operation and every range
 // deletion overlapping the write CF in repr.
-func (c *VersionCache) eachWrite(repr []byte, fn func(kind pebble.InternalKeyKind, k, v []byte) error) error {
+func eachWrite(repr []byte, fn func(kind pebble.InternalKeyKind, k, v []byte) error) error {
 	r := batchrepr.Read(repr)
 	for {
 		kind, k, v, ok, err := r.Next()

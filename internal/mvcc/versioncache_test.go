@@ -22,7 +22,9 @@ type cacheHarness struct {
 
 func newCacheHarness(t *testing.T, capacity int64) *cacheHarness {
 	t.Helper()
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer})
+	// No WAL, as the store's KV engine: its memtables hold only applied
+	// batches, which RecentWrites relies on.
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer, DisableWAL: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,10 +250,26 @@ func TestVersionCacheAfterGCAndDestroyRange(t *testing.T) {
 // return the same result and both engines to end up identical, with reads
 // at every timestamp in between. A small capacity makes the cache evict.
 func TestVersionCacheAgreesWithTheEngine(t *testing.T) {
+	var sstOnly uint64 // newer-write checks answered by the SSTs alone
+	defer func() {
+		if !t.Failed() && sstOnly == 0 {
+			t.Error("no newer-write check was answered by the SSTs alone")
+		}
+		t.Logf("newer-write checks answered by the SSTs alone: %d", sstOnly)
+	}()
 	for seed := uint64(1); seed <= 40; seed++ {
-		for _, capacity := range []int64{1 << 20, 1} {
-			t.Run(fmt.Sprintf("seed=%d/capacity=%d", seed, capacity), func(t *testing.T) {
+		for _, tc := range []struct {
+			capacity int64
+			recent   bool
+		}{{1 << 20, false}, {1, false}, {1 << 20, true}, {1, true}} {
+			capacity := tc.capacity
+			t.Run(fmt.Sprintf("seed=%d/capacity=%d/recent_writes=%v", seed, capacity, tc.recent), func(t *testing.T) {
 				cached := newCacheHarness(t, capacity)
+				if tc.recent {
+					// Newer-write checks may read the SSTs alone; flushes
+					// at random move records from memtables into SSTs.
+					cached.locks.SetRecentWrites(NewRecentWrites())
+				}
 				plain, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer})
 				if err != nil {
 					t.Fatal(err)
@@ -277,6 +295,11 @@ func TestVersionCacheAgreesWithTheEngine(t *testing.T) {
 					b.Close()
 					if fmt.Sprint(got) != fmt.Sprint(want) {
 						t.Fatalf("%s: with the cache %v, without %v", name, got, want)
+					}
+					if tc.recent && rng.IntN(3) == 0 {
+						if err := cached.db.Flush(); err != nil {
+							t.Fatal(err)
+						}
 					}
 				}
 				ts := uint64(10)
@@ -357,6 +380,9 @@ func TestVersionCacheAgreesWithTheEngine(t *testing.T) {
 				}
 				if capacity == 1<<20 && cached.locks.VersionCache().Stats().Hits == 0 {
 					t.Fatal("no read was answered by the cache")
+				}
+				if tc.recent {
+					sstOnly += cached.locks.RecentWrites().Stats().SSTOnly
 				}
 			})
 		}

@@ -13,6 +13,13 @@ var metricsVersionCache atomic.Pointer[mvcc.VersionCache]
 
 func registerVersionCacheMetrics(c *mvcc.VersionCache) { metricsVersionCache.Store(c) }
 
+// metricsRecentWrites is the recent-write table the metrics below report.
+var metricsRecentWrites atomic.Pointer[mvcc.RecentWrites]
+
+func registerRecentWritesMetrics(rw *mvcc.RecentWrites) { metricsRecentWrites.Store(rw) }
+
+func recentWritesStats() mvcc.RecentWritesStats { return metricsRecentWrites.Load().Stats() }
+
 func versionCacheStats() mvcc.VersionCacheStats { return metricsVersionCache.Load().Stats() }
 
 func init() {
@@ -33,5 +40,13 @@ func init() {
 			Namespace: "strata", Subsystem: "version_cache", Name: "entries",
 			Help: "Keys in the cache of newest versions.",
 		}, func() float64 { return float64(versionCacheStats().Entries) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "strata", Subsystem: "mvcc", Name: "newer_write_checks_sst_only_total",
+			Help: "Checks for a record at or above a timestamp (prewrite conflicts, commit records) answered from the SSTs alone, without searching the memtables.",
+		}, func() float64 { return float64(recentWritesStats().SSTOnly) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "strata", Subsystem: "mvcc", Name: "newer_write_checks_full_total",
+			Help: "Checks for a record at or above a timestamp that had to search the memtables too (a recent write shared the key's slot, or the SSTs held a record).",
+		}, func() float64 { return float64(recentWritesStats().Full) }),
 	)
 }

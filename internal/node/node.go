@@ -163,6 +163,10 @@ func (n *Node) open(ctx context.Context) error {
 		cacheSize = DefaultVersionCacheSize
 	}
 	locks.SetVersionCache(mvcc.NewVersionCache(cacheSize))
+	// The KV engine has no WAL, so its memtables are empty now and every
+	// record they will hold passes the store's BeforeApply.
+	locks.SetRecentWrites(mvcc.NewRecentWrites())
+	registerRecentWritesMetrics(locks.RecentWrites())
 	registerVersionCacheMetrics(locks.VersionCache())
 	store, err := raftstore.Open(eng, raftstore.Config{StoreID: localStoreID, Logger: n.log,
 		BeforeApply: locks.BeforeApply, OnApply: locks.Observe})
