@@ -283,7 +283,13 @@ func (e *rowEncoder) encode(rows [][]types.Datum) ([][]sqltypes.Value, error) {
 	// Offsets into the arena are recorded first and turned into slices at
 	// the end, because the arena may move while it grows.
 	type span struct{ start, end int }
-	spans := make([]span, len(rows)*n)
+	var small [16]span // a point select's row needs no heap for its spans
+	spans := small[:0]
+	if len(rows)*n > len(small) {
+		spans = make([]span, len(rows)*n)
+	} else {
+		spans = small[:len(rows)*n]
+	}
 	for r, row := range rows {
 		if len(row) != n {
 			return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "internal error: row has %d values for %d columns", len(row), n)

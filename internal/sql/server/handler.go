@@ -40,29 +40,44 @@ type connState struct {
 	// stmts maps the statement ids vitess gives clients to the ids of the
 	// session's prepared statements.
 	stmts map[uint32]*strsql.PreparedStmt
-	// fields are the column definitions last sent, for the columns they
-	// were built from: a prepared statement's result columns are the same
-	// slice at every execution.
+	// fields are the column definitions sent for recent column lists: a
+	// prepared statement's result columns are the same slice at every
+	// execution, and a client alternates between several statements
+	// (sysbench prepares its point select once per table).
 	fields fieldCache
 }
 
-// fieldCache remembers the wire column definitions of one column list.
+// fieldCache remembers the wire column definitions of recent column
+// lists, keyed by the address of the list's first element (its backing
+// array) and checked by length.
 type fieldCache struct {
-	cols   []*strsql.Column
+	m map[**strsql.Column]cachedFields
+}
+
+type cachedFields struct {
+	n      int
 	fields []*querypb.Field
 }
 
-// get returns the definitions of cols, building them when cols is not the
+// maxCachedFieldLists bounds a connection's cache; it starts over when
+// full (column lists of statements closed or re-planned stay otherwise).
+const maxCachedFieldLists = 64
+
+// get returns the definitions of cols, building them when cols is not a
 // list the cache holds (the same backing array and length).
 func (fc *fieldCache) get(cols []*strsql.Column) []*querypb.Field {
-	if fc == nil {
+	if fc == nil || len(cols) == 0 {
 		return wireFields(cols)
 	}
-	if len(cols) == len(fc.cols) && len(cols) > 0 && &cols[0] == &fc.cols[0] {
-		return fc.fields
+	if e, ok := fc.m[&cols[0]]; ok && e.n == len(cols) {
+		return e.fields
 	}
-	fc.cols, fc.fields = cols, wireFields(cols)
-	return fc.fields
+	if fc.m == nil || len(fc.m) >= maxCachedFieldLists {
+		fc.m = make(map[**strsql.Column]cachedFields)
+	}
+	fields := wireFields(cols)
+	fc.m[&cols[0]] = cachedFields{n: len(cols), fields: fields}
+	return fields
 }
 
 var _ mysql.Handler = (*handler)(nil)
