@@ -62,8 +62,14 @@ func TestConfigureGCFlags(t *testing.T) {
 	if runtime.GOOS == "linux" && ram <= 0 {
 		t.Fatalf("physicalMemory() = %d on Linux", ram)
 	}
-	if got := debug.SetMemoryLimit(-1); ram > 0 && got != ram/4 {
-		t.Errorf("default memory limit %d, want a quarter of %d", got, ram)
+	if got := debug.SetMemoryLimit(-1); ram > 0 && got != min(ram/4, 1<<30) {
+		t.Errorf("default memory limit %d, want a quarter of %d capped at 1 GiB", got, ram)
+	}
+	if got := defaultMemoryLimit(2 << 30); got != 512<<20 {
+		t.Errorf("defaultMemoryLimit(2 GiB) = %d, want 512 MiB", got)
+	}
+	if got := defaultMemoryLimit(64 << 30); got != 1<<30 {
+		t.Errorf("defaultMemoryLimit(64 GiB) = %d, want 1 GiB", got)
 	}
 }
 

@@ -99,7 +99,7 @@ func start(args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	gogc := fs.Int("gogc", defaultGOGC, "Go collector heap growth target in percent (the GOGC environment variable overrides it)")
 	memoryLimit := fs.Int64("memory-limit", 0,
-		"soft limit in bytes on the Go heap, past which the collector works harder (0: a quarter of RAM, negative: none; GOMEMLIMIT overrides it)")
+		"soft limit in bytes on the Go heap, past which the collector works harder (0: a quarter of RAM, at most 1 GiB; negative: none; GOMEMLIMIT overrides it)")
 	fs.Parse(args)
 
 	var level slog.Level
