@@ -9,15 +9,21 @@ import (
 	"testing"
 )
 
+// gcTestSetup sets GOGC=100 for the test, restores the process's collector
+// settings when it ends, and returns a logger that discards.
+func gcTestSetup(t *testing.T) *slog.Logger {
+	oldPercent, oldLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	t.Cleanup(func() {
+		debug.SetGCPercent(oldPercent)
+		debug.SetMemoryLimit(oldLimit)
+	})
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
 func TestConfigureGC(t *testing.T) {
 	t.Setenv("GOGC", "") // registers a restore of the real value...
 	t.Setenv("GOMEMLIMIT", "")
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	oldPercent, oldLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
-	defer func() {
-		debug.SetGCPercent(oldPercent)
-		debug.SetMemoryLimit(oldLimit)
-	}()
+	logger := gcTestSetup(t)
 
 	// With the environment variables set, the flags change nothing.
 	if err := configureGC(logger, 700, 123<<20); err != nil {
@@ -38,12 +44,7 @@ func TestConfigureGCFlags(t *testing.T) {
 	// unsetenv: the flags apply only where GOGC and GOMEMLIMIT are unset.
 	unsetenv(t, "GOGC")
 	unsetenv(t, "GOMEMLIMIT")
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	oldPercent, oldLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
-	defer func() {
-		debug.SetGCPercent(oldPercent)
-		debug.SetMemoryLimit(oldLimit)
-	}()
+	logger := gcTestSetup(t)
 
 	if err := configureGC(logger, 700, 123<<20); err != nil {
 		t.Fatal(err)
