@@ -70,7 +70,10 @@ type Client struct {
 	// localPD is set when PD runs in this process (LocalPD): timestamps
 	// are then a method call, and batching them through the batcher's
 	// goroutine would only add two goroutine hand-offs per transaction.
-	localPD  kvpb.PDServer
+	localPD kvpb.PDServer
+	// localTS is localPD's protobuf-free timestamp method, when it has one
+	// (the node's PD does): two fewer allocations per transaction.
+	localTS  func(ctx context.Context) (uint64, error)
 	resolver *lockResolver
 	opts     Options
 
@@ -94,6 +97,11 @@ func New(pd PD, router Router, opts Options) *Client {
 	}
 	if lp, ok := pd.(localPD); ok {
 		c.localPD = lp.srv
+		if d, ok := lp.srv.(interface {
+			NextTimestamp(context.Context) (uint64, error)
+		}); ok {
+			c.localTS = d.NextTimestamp
+		}
 	}
 	c.resolver = newLockResolver(c)
 	c.closing, c.close = context.WithCancel(context.Background())
@@ -120,7 +128,12 @@ func (c *Client) Begin(ctx context.Context, opts kv.TxnOptions) (kv.Txn, error) 
 // getTS returns a fresh timestamp, retrying PD failures within the backoff
 // budget.
 func (c *Client) getTS(ctx context.Context) (uint64, error) {
-	if c.localPD != nil {
+	if c.localTS != nil {
+		ts, err := c.localTS(ctx)
+		if err == nil {
+			return ts, nil
+		}
+	} else if c.localPD != nil {
 		resp, err := c.localPD.Tso(ctx, &kvpb.TsoRequest{Count: 1})
 		if err == nil && resp.Error != nil {
 			err = fmt.Errorf("client: pd: %s", resp.Error.Message)

@@ -203,6 +203,12 @@ func (s *Server) Tso(ctx context.Context, req *kvpb.TsoRequest) (*kvpb.TsoRespon
 	return &kvpb.TsoResponse{Timestamp: ts, Count: req.Count}, nil
 }
 
+// NextTimestamp returns one timestamp, as Tso with Count 1 does, for a
+// client in this process (client.LocalPD), without the protobuf messages.
+func (s *Server) NextTimestamp(ctx context.Context) (uint64, error) {
+	return s.tso.Next(ctx, 1)
+}
+
 // GetRegion implements kvpb.PDServer.
 func (s *Server) GetRegion(ctx context.Context, req *kvpb.GetRegionRequest) (*kvpb.GetRegionResponse, error) {
 	s.dirMu.RLock()
