@@ -88,7 +88,17 @@ func getWriteAt(r pebble.Reader, key []byte, commitTS uint64) (*write, error) {
 // engine (seeking from the top, then stepping down to maxTS) and offers it
 // to the cache.
 func forEachVersion(r pebble.Reader, key []byte, maxTS uint64, fn func(commitTS uint64, w *write) (more bool, err error)) error {
+	_, err := forEachVersionSince(r, key, maxTS, 0, fn)
+	return err
+}
+
+// forEachVersionSince is forEachVersion for a caller that looks only for
+// records at or above minTS (0: any). When the cache does not hold the key
+// and the SSTs alone show it has no such record (noRecordSince), it calls
+// fn for nothing and returns none = true, without searching the memtables.
+func forEachVersionSince(r pebble.Reader, key []byte, maxTS, minTS uint64, fn func(commitTS uint64, w *write) (more bool, err error)) (none bool, err error) {
 	gen := noFill
+	cached := false
 	vc := versionCacheOf(r)
 	if vc != nil {
 		// The cache answers most calls: its lookup takes the prefix from
@@ -97,8 +107,9 @@ func forEachVersion(r pebble.Reader, key []byte, maxTS uint64, fn func(commitTS 
 		prefix := appendEscaped(append(buf[:0], Prefix, writeCF), key)
 		e, ok, g := vc.lookup(prefix)
 		if ok && e.absent {
-			return nil
+			return false, nil
 		}
+		cached = ok
 		if ok {
 			commitTS, w := e.commitTS, e.w
 			if invariantsEnabled {
@@ -107,7 +118,7 @@ func forEachVersion(r pebble.Reader, key []byte, maxTS uint64, fn func(commitTS 
 			if commitTS <= maxTS {
 				more, err := fn(commitTS, &w)
 				if err != nil || !more || commitTS == 0 {
-					return err
+					return false, err
 				}
 				// The rest is below the newest record: the engine's.
 				maxTS = commitTS - 1
@@ -115,10 +126,13 @@ func forEachVersion(r pebble.Reader, key []byte, maxTS uint64, fn func(commitTS 
 		}
 		gen = g
 	}
+	if minTS > 0 && !cached && noRecordSince(r, key, minTS) {
+		return true, nil
+	}
 	prefix := versionPrefix(writeCF, key)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: versionPrefixEnd(prefix)})
 	if err != nil {
-		return err
+		return false, err
 	}
 	// SeekPrefixGE: the engine's comparer splits off the timestamp, so
 	// Pebble consults prefix bloom filters and skips SSTs without key.
@@ -133,7 +147,7 @@ func forEachVersion(r pebble.Reader, key []byte, maxTS uint64, fn func(commitTS 
 		w, err := decodeWrite(it.Value())
 		if err != nil {
 			it.Close()
-			return err
+			return false, err
 		}
 		vc.fill(prefix, gen, ^bigEndianTS(it.Key()[len(prefix):]), &w)
 		for steps := 0; valid && ^bigEndianTS(it.Key()[len(prefix):]) > maxTS; steps++ {
@@ -150,19 +164,19 @@ func forEachVersion(r pebble.Reader, key []byte, maxTS uint64, fn func(commitTS 
 		w, err := decodeWrite(it.Value())
 		if err != nil {
 			it.Close()
-			return err
+			return false, err
 		}
 		more, err := fn(commitTS, &w)
 		if err != nil || !more {
 			it.Close()
-			return err
+			return false, err
 		}
 	}
 	if err := it.Error(); err != nil {
 		it.Close()
-		return err
+		return false, err
 	}
-	return it.Close()
+	return false, it.Close()
 }
 
 // checkCachedVersion panics when a cached newest record of a key is

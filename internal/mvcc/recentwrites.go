@@ -116,7 +116,8 @@ func (rw *RecentWrites) Stats() RecentWritesStats {
 
 // noRecordSince reports whether key certainly has no write record at or
 // above ts, reading only the KV engine's SSTs. false means "unknown": the
-// caller reads the full view.
+// caller reads the full view. Callers ask only after the version cache
+// missed the key (a hit answers without any engine read).
 func noRecordSince(r pebble.Reader, key []byte, ts uint64) bool {
 	lr, ok := r.(lockSetReader)
 	if !ok || lr.ls.recent == nil {
@@ -132,9 +133,6 @@ func noRecordSince(r pebble.Reader, key []byte, ts uint64) bool {
 	if rw.bound(prefix) >= ts {
 		rw.full.Add(1)
 		return false
-	}
-	if vc := lr.ls.versions; vc != nil && vc.contains(prefix) {
-		return false // the cache answers without any engine read
 	}
 	absent := sstNewestBelow(db, prefix, ts)
 	// An apply that raced the read raised the bound before its batch

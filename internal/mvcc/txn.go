@@ -162,11 +162,8 @@ func checkNewerWrites(r pebble.Reader, key, primary []byte, startTS, snapshotTS 
 	// rollback record at commit ts == startTS. It usually stops at the
 	// first version. Most keys have no record at or above startTS; for
 	// one the version cache does not hold, the SSTs alone may say so.
-	if noRecordSince(r, key, startTS) {
-		return true, nil
-	}
 	var result error
-	err = forEachVersion(r, key, math.MaxUint64, func(commitTS uint64, w *write) (bool, error) {
+	fresh, err = forEachVersionSince(r, key, math.MaxUint64, startTS, func(commitTS uint64, w *write) (bool, error) {
 		if commitTS <= snapshotTS {
 			if commitTS > startTS {
 				return true, nil // walk down to startTS
@@ -199,7 +196,7 @@ func checkNewerWrites(r pebble.Reader, key, primary []byte, startTS, snapshotTS 
 	if err != nil {
 		return false, err
 	}
-	return false, result
+	return fresh, result
 }
 
 // prewriteCheck runs the prewrite checks of one mutation. It returns the lock

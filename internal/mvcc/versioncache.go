@@ -330,22 +330,6 @@ func (c *VersionCache) lookup(prefix []byte) (e cachedVersion, ok bool, gen uint
 	return e, false, gen
 }
 
-// contains reports whether a lookup of prefix would hit now (without
-// counting a hit or a miss).
-func (c *VersionCache) contains(prefix []byte) bool {
-	if c.destroying.Load() > 0 {
-		return false
-	}
-	h, s := c.locate(prefix)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pending > 0 {
-		return false
-	}
-	_, ok := s.find(h, prefix)
-	return ok
-}
-
 // fill records w at commitTS as the newest record of prefix's key, read
 // from an engine view opened after lookup returned gen.
 func (c *VersionCache) fill(prefix []byte, gen, commitTS uint64, w *write) {
