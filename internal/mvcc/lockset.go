@@ -90,10 +90,14 @@ func (ls *LockSet) RecentWrites() *RecentWrites { return ls.recent }
 // before the batch commits to the engine (see VersionCache and
 // RecentWrites).
 func (ls *LockSet) BeforeApply(repr []byte) error {
-	if err := ls.recent.BeforeApply(repr); err != nil {
-		return err
+	if (ls.versions == nil && ls.recent == nil) || len(repr) <= batchrepr.HeaderLen {
+		return nil
 	}
-	return ls.versions.BeforeApply(repr)
+	return eachWrite(repr, func(kind pebble.InternalKeyKind, k, _ []byte) error {
+		ls.recent.beforeApply(kind, k)
+		ls.versions.beforeApply(kind, k)
+		return nil
+	})
 }
 
 // GCSafePoint returns the store's GC safe point: versions a read below it

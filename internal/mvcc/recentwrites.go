@@ -81,21 +81,16 @@ func (rw *RecentWrites) raise(prefix []byte, ts uint64) {
 // applied since the engine opened.
 func (rw *RecentWrites) bound(prefix []byte) uint64 { return rw.slot(prefix).Load() }
 
-// BeforeApply raises the bounds of the keys a batch writes or deletes in
-// the write CF. It must run before the batch commits to the engine. A
-// range deletion raises nothing: it only hides records, which the SST-only
-// view may still show (and then the full view decides).
-func (rw *RecentWrites) BeforeApply(repr []byte) error {
-	if rw == nil {
-		return nil
+// beforeApply raises the bound of the key of one write-CF record (a put
+// or a deletion) of a batch about to be applied; LockSet.BeforeApply calls
+// it for every record before the batch commits to the engine. A range
+// deletion raises nothing: it only hides records, which the SST-only view
+// may still show (and then the full view decides).
+func (rw *RecentWrites) beforeApply(kind pebble.InternalKeyKind, k []byte) {
+	if rw == nil || kind == pebble.InternalKeyKindRangeDelete {
+		return
 	}
-	return eachWrite(repr, func(kind pebble.InternalKeyKind, k, _ []byte) error {
-		if kind == pebble.InternalKeyKindRangeDelete {
-			return nil
-		}
-		rw.raise(k[:len(k)-8], ^bigEndianTS(k[len(k)-8:]))
-		return nil
-	})
+	rw.raise(k[:len(k)-8], ^bigEndianTS(k[len(k)-8:]))
 }
 
 // RecentWritesStats counts newer-write checks by the view that answered.

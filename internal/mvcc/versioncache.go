@@ -358,24 +358,23 @@ func (c *VersionCache) put(prefix []byte, gen, commitTS uint64, w *write, absent
 	c.append(s, h, prefix, commitTS, w, absent)
 }
 
-// BeforeApply marks the keys an applied batch writes as pending. It must
-// be called before the batch commits to the engine, and Observe after.
-func (c *VersionCache) BeforeApply(repr []byte) error {
-	if c == nil || len(repr) <= batchrepr.HeaderLen {
-		return nil
+// beforeApply marks the key of one write-CF record of a batch about to be
+// applied as pending (a range deletion: the whole cache). LockSet.BeforeApply
+// calls it for every record before the batch commits to the engine, and
+// Observe runs after.
+func (c *VersionCache) beforeApply(kind pebble.InternalKeyKind, k []byte) {
+	if c == nil {
+		return
 	}
-	return eachWrite(repr, func(kind pebble.InternalKeyKind, k, _ []byte) error {
-		if kind == pebble.InternalKeyKindRangeDelete {
-			c.destroying.Add(1)
-			return nil
-		}
-		_, s := c.locate(k[:len(k)-8])
-		s.mu.Lock()
-		s.pending++
-		s.gen++
-		s.mu.Unlock()
-		return nil
-	})
+	if kind == pebble.InternalKeyKindRangeDelete {
+		c.destroying.Add(1)
+		return
+	}
+	_, s := c.locate(k[:len(k)-8])
+	s.mu.Lock()
+	s.pending++
+	s.gen++
+	s.mu.Unlock()
 }
 
 // Observe applies the write-CF changes of a batch that BeforeApply saw
