@@ -28,8 +28,10 @@ func configureGC(logger *slog.Logger, gogc int, memoryLimit int64) error {
 	if gogc == 0 || gogc < -1 {
 		return fmt.Errorf("bad --gogc %d: want a percentage above 0, or -1 to collect only at the memory limit", gogc)
 	}
+	gcPercent := os.Getenv("GOGC")
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gogc)
+		gcPercent = strconv.Itoa(gogc)
 	}
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		limit := memoryLimit
@@ -41,8 +43,6 @@ func configureGC(logger *slog.Logger, gogc int, memoryLimit int64) error {
 		}
 		debug.SetMemoryLimit(limit)
 	}
-	gcPercent := debug.SetGCPercent(0) // reads the setting...
-	debug.SetGCPercent(gcPercent)      // ...and puts it back
 	logger.Debug("go collector", "gogc", gcPercent, "memory-limit", debug.SetMemoryLimit(-1))
 	return nil
 }
