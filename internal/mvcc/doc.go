@@ -122,8 +122,9 @@
 // write record before they open an iterator; it documents why its entries
 // are exact. For keys it does not hold, the checks for a record at or
 // above a timestamp (newer commits, a record at a commit's own ts) consult
-// the lock set's RecentWrites, and read the SSTs without the memtables when
-// it rules the memtables out; it documents why that is sound.
+// the lock set's RecentWrites, and read nothing when its bounds rule out
+// every record, or the SSTs without the memtables when they rule out the
+// memtables; it documents why that is sound.
 //
 // Errors of the protocol (locked, write conflict, already exists, rolled
 // back, ...) are typed and deterministic; KeyErrorOf converts them into

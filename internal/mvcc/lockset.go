@@ -100,6 +100,11 @@ func (ls *LockSet) BeforeApply(repr []byte) error {
 	})
 }
 
+// BeforeCommit must be called with the apply batch after BeforeApply has
+// seen every representation in it and before it commits: it may add the
+// recent-write table's new ceiling to it (see RecentWrites).
+func (ls *LockSet) BeforeCommit(ab *pebble.Batch) error { return ls.recent.BeforeCommit(ab) }
+
 // GCSafePoint returns the store's GC safe point: versions a read below it
 // would need may be gone, so such reads must fail (TooOldError).
 func (ls *LockSet) GCSafePoint() uint64 { return ls.gcSafePoint.Load() }

@@ -3,6 +3,7 @@ package mvcc
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +52,7 @@ func TestProtocol(t *testing.T) {
 		{name: "engine"},
 		{name: "version_cache", cache: true},
 		{name: "recent_writes", cache: true, recent: true},
+		{name: "bounded_writes", cache: true, recent: true, floor: true},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			var total protocolStats
@@ -58,14 +60,19 @@ func TestProtocol(t *testing.T) {
 				st := runProtocolScript(t, path, mode)
 				total.cacheHits += st.cacheHits
 				total.sstOnly += st.sstOnly
+				total.bounded += st.bounded
 			})
 			if mode.cache && total.cacheHits == 0 {
 				t.Fatal("no read was answered by the version cache")
 			}
-			if mode.recent && total.sstOnly == 0 {
+			if mode.recent && !mode.floor && total.sstOnly == 0 {
 				t.Fatal("no newer-write check was answered from the SSTs alone")
 			}
-			t.Logf("version cache hits: %d, newer-write checks answered by the SSTs: %d", total.cacheHits, total.sstOnly)
+			if mode.floor && total.bounded == 0 {
+				t.Fatal("no newer-write check was answered by the bounds alone")
+			}
+			t.Logf("version cache hits: %d, newer-write checks answered by the SSTs: %d, by the bounds: %d",
+				total.cacheHits, total.sstOnly, total.bounded)
 		})
 	}
 }
@@ -74,13 +81,28 @@ func TestProtocol(t *testing.T) {
 // the engine, or the live engine through the version cache, or in
 // addition with the recent-write bounds, flushing the memtables after
 // every other command so that checks meet records both in memtables and
-// in SSTs.
+// in SSTs; or with bounds that also know the engine's timestamp floor,
+// reloaded from the engine (as a restarted node does) after every fourth
+// command.
 type protocolMode struct {
-	name          string
-	cache, recent bool
+	name                 string
+	cache, recent, floor bool
 }
 
-type protocolStats struct{ cacheHits, sstOnly uint64 }
+type protocolStats struct{ cacheHits, sstOnly, bounded uint64 }
+
+// smallCeilingWindow makes the scripts' small timestamps cross ceilings.
+const smallCeilingWindow = 3
+
+func loadTestRecentWrites(t *testing.T, db *pebble.DB) *RecentWrites {
+	t.Helper()
+	rw, err := LoadRecentWrites(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw.window = smallCeilingWindow
+	return rw
+}
 
 func runProtocolScript(t *testing.T, path string, mode protocolMode) (st protocolStats) {
 	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer, DisableWAL: true})
@@ -101,9 +123,18 @@ func runProtocolScript(t *testing.T, path string, mode protocolMode) (st protoco
 			locks.VersionCache().Close()
 		}()
 	}
-	if mode.recent {
+	addStats := func() {
+		rs := locks.RecentWrites().Stats()
+		st.sstOnly += rs.SSTOnly
+		st.bounded += rs.Bounded
+	}
+	switch {
+	case mode.floor:
+		locks.SetRecentWrites(loadTestRecentWrites(t, db))
+		defer addStats()
+	case mode.recent:
 		locks.SetRecentWrites(NewRecentWrites())
-		defer func() { st.sstOnly = locks.RecentWrites().Stats().SSTOnly }()
+		defer addStats()
 	}
 	commands := 0
 	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
@@ -118,15 +149,25 @@ func runProtocolScript(t *testing.T, path string, mode protocolMode) (st protoco
 		if err := locks.BeforeApply(b.Repr()); err != nil {
 			t.Fatal(err)
 		}
+		repr := slices.Clone(b.Repr()) // what the store's OnApply sees: no ceiling
+		if err := locks.BeforeCommit(b); err != nil {
+			t.Fatal(err)
+		}
 		if err := db.Apply(b, pebble.NoSync); err != nil {
 			t.Fatal(err)
 		}
-		if err := locks.Observe(b.Repr()); err != nil {
+		if err := locks.Observe(repr); err != nil {
 			t.Fatal(err)
 		}
 		if commands++; mode.recent && commands%2 == 0 {
 			if err := db.Flush(); err != nil {
 				t.Fatal(err)
+			}
+			if mode.floor && commands%4 == 0 {
+				// A restart: the memtables are empty, the new table's
+				// floor is the persisted ceiling.
+				addStats()
+				locks.SetRecentWrites(loadTestRecentWrites(t, db))
 			}
 		}
 		switch d.Cmd {
@@ -544,6 +585,8 @@ func dump(t *testing.T, db *pebble.DB) string {
 				sb.WriteString(" overlapped_rollback")
 			}
 			sb.WriteString("\n")
+		case tsCeilingCF:
+			// The apply path's bookkeeping, not data (TestRecentWritesFloor).
 		default:
 			t.Fatalf("unexpected engine key %q", k)
 		}

@@ -2,6 +2,8 @@ package mvcc
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"sync/atomic"
@@ -36,13 +38,52 @@ import (
 // tombstone hides them) but never lacks one at or above the start ts when
 // the bound is below it. So only a "no such record" answer from the SSTs
 // is trusted; anything else is re-checked on the full view.
+//
+// A table loaded from the engine (LoadRecentWrites) also knows a floor:
+// every write-CF record the engine held when it opened has a timestamp
+// below it. The apply path keeps a ceiling above every record it applies
+// persisted in the same engine batch as the records (BeforeCommit), and
+// the ceiling found at open is the floor. When the key's bound is below ts
+// and the floor is at or below ts, no record of the key at or above ts
+// exists anywhere in the engine, and the check reads nothing at all.
+// Records that reach the engine other than through the apply path (a
+// future Raft snapshot's ingestion) must raise the floor; there are none
+// today.
 type RecentWrites struct {
 	slots []atomic.Uint64
 	mask  uint64
 	seed  maphash.Seed
 
-	sstOnly, full atomic.Uint64
+	// floor: every write-CF record the engine held at open is below it;
+	// math.MaxUint64 when unknown (an engine written before ceilings
+	// were kept, or a table from NewRecentWrites).
+	floor uint64
+	// keepCeiling is whether BeforeCommit persists ceilings (the floor of
+	// the next open). ceiling is the persisted one; pending the highest
+	// timestamp passed to beforeApply since the last BeforeCommit. Only
+	// the apply path touches them.
+	keepCeiling      bool
+	ceiling, pending uint64
+	anyPending       bool
+	window           uint64 // ceilingWindow; tests make it small
+
+	sstOnly, full, bounded atomic.Uint64
 }
+
+// ceilingWindow is how far above the highest applied timestamp a new
+// ceiling is set, so that one is written about once per second of TSO
+// time under a steady write load. A smaller window means more ceiling
+// writes; a larger one a higher floor after a restart, which keeps the
+// checks of transactions started in the first window after it on the
+// SSTs.
+const ceilingWindow = 1000 << logicalBits // 1 s
+
+// The ceiling record: 'z' 't' -> 8-byte timestamp. Like the GC safe point
+// record it is outside the lock, write and data families, so range
+// operations on user keys never see it.
+const tsCeilingCF byte = 't'
+
+var tsCeilingKey = []byte{Prefix, tsCeilingCF}
 
 // recentWriteSlots is the table size. A check falls back to the full view
 // only when some key sharing its key's slot was written at or above its
@@ -54,12 +95,83 @@ const recentWriteSlots = 1 << 18
 // LockSet.SetRecentWrites) before the store applies anything, and the KV
 // engine's memtables must then be empty: an engine without a WAL opens
 // with none.
+//
+// Its floor is unknown, so checks still read the SSTs; LoadRecentWrites
+// returns a table that knows it.
 func NewRecentWrites() *RecentWrites {
 	return &RecentWrites{
 		slots: make([]atomic.Uint64, recentWriteSlots),
 		mask:  recentWriteSlots - 1,
 		seed:  maphash.MakeSeed(),
+		floor:  math.MaxUint64,
+		window: ceilingWindow,
 	}
+}
+
+// LoadRecentWrites returns an empty table whose floor is the ceiling the
+// engine r persisted, and which persists ceilings from now on (through
+// BeforeCommit). An engine that holds write-CF records but no ceiling was
+// written before ceilings were kept: its floor stays unknown and no
+// ceiling is ever written to it, since one would not cover its older
+// records. The same conditions as NewRecentWrites hold: the KV engine's
+// memtables must be empty, and the table attached before the store applies
+// anything.
+func LoadRecentWrites(r pebble.Reader) (*RecentWrites, error) {
+	rw := NewRecentWrites()
+	v, closer, err := r.Get(tsCeilingKey)
+	switch {
+	case err == nil:
+		defer closer.Close()
+		if len(v) != 8 {
+			return nil, fmt.Errorf("mvcc: corrupt timestamp ceiling record %x", v)
+		}
+		rw.ceiling = binary.BigEndian.Uint64(v)
+		rw.floor, rw.keepCeiling = rw.ceiling, true
+		return rw, nil
+	case !errors.Is(err, pebble.ErrNotFound):
+		return nil, err
+	}
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{Prefix, writeCF}, UpperBound: []byte{Prefix, writeCF + 1}})
+	if err != nil {
+		return nil, err
+	}
+	empty := !it.First()
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return nil, err
+	}
+	if empty {
+		rw.floor, rw.keepCeiling = 0, true
+	}
+	return rw, nil
+}
+
+// Floor returns the table's floor (math.MaxUint64 when unknown): every
+// write-CF record the engine held when it opened is below it.
+func (rw *RecentWrites) Floor() uint64 { return rw.floor }
+
+// BeforeCommit adds to ab, the apply batch whose records beforeApply has
+// seen since the last call, a new ceiling when one of them reached the
+// persisted one. The ceiling thus commits atomically with the records it
+// covers: every state the engine can reopen in has its records below its
+// ceiling.
+func (rw *RecentWrites) BeforeCommit(ab *pebble.Batch) error {
+	if rw == nil {
+		return nil
+	}
+	if !rw.keepCeiling || !rw.anyPending || rw.pending < rw.ceiling {
+		rw.pending, rw.anyPending = 0, false
+		return nil
+	}
+	next := rw.pending + rw.window
+	if next < rw.pending {
+		next = math.MaxUint64
+	}
+	if err := ab.Set(tsCeilingKey, binary.BigEndian.AppendUint64(nil, next), nil); err != nil {
+		return err
+	}
+	rw.ceiling = next
+	rw.pending, rw.anyPending = 0, false
+	return nil
 }
 
 func (rw *RecentWrites) slot(prefix []byte) *atomic.Uint64 {
@@ -90,15 +202,19 @@ func (rw *RecentWrites) beforeApply(kind pebble.InternalKeyKind, k []byte) {
 	if rw == nil || kind == pebble.InternalKeyKindRangeDelete {
 		return
 	}
-	rw.raise(k[:len(k)-8], ^bigEndianTS(k[len(k)-8:]))
+	ts := ^bigEndianTS(k[len(k)-8:])
+	rw.raise(k[:len(k)-8], ts)
+	rw.pending, rw.anyPending = max(rw.pending, ts), true
 }
 
 // RecentWritesStats counts newer-write checks by the view that answered.
 type RecentWritesStats struct {
-	// SSTOnly checks found no newer record without reading the memtables;
-	// Full checks read them (the bound was too high, or the SSTs held a
-	// record at or above the start ts).
-	SSTOnly, Full uint64
+	// Bounded checks found no newer record without reading the engine
+	// (the key's bound and the floor were below the timestamp); SSTOnly
+	// checks found none without reading the memtables; Full checks read
+	// them (the bound was too high, or the SSTs held a record at or above
+	// the timestamp).
+	Bounded, SSTOnly, Full uint64
 }
 
 // Stats returns the counters (zero for a nil table).
@@ -106,12 +222,13 @@ func (rw *RecentWrites) Stats() RecentWritesStats {
 	if rw == nil {
 		return RecentWritesStats{}
 	}
-	return RecentWritesStats{SSTOnly: rw.sstOnly.Load(), Full: rw.full.Load()}
+	return RecentWritesStats{Bounded: rw.bounded.Load(), SSTOnly: rw.sstOnly.Load(), Full: rw.full.Load()}
 }
 
 // noRecordSince reports whether key certainly has no write record at or
-// above ts, reading only the KV engine's SSTs. false means "unknown": the
-// caller reads the full view. Callers ask only after the version cache
+// above ts, reading nothing (the bound and the floor rule one out) or only
+// the KV engine's SSTs. false means "unknown": the caller reads the full
+// view. Callers ask only after the version cache
 // missed the key (a hit answers without any engine read).
 func noRecordSince(r pebble.Reader, key []byte, ts uint64) bool {
 	lr, ok := r.(lockSetReader)
@@ -128,6 +245,15 @@ func noRecordSince(r pebble.Reader, key []byte, ts uint64) bool {
 	if rw.bound(prefix) >= ts {
 		rw.full.Add(1)
 		return false
+	}
+	if rw.floor <= ts {
+		// Records applied since open are at or below the bound, older
+		// ones below the floor.
+		rw.bounded.Add(1)
+		if invariantsEnabled {
+			checkNoRecordSince(lr, prefix, ts)
+		}
+		return true
 	}
 	absent := sstNewestBelow(db, prefix, ts)
 	// An apply that raced the read raised the bound before its batch

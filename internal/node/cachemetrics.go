@@ -41,6 +41,10 @@ func init() {
 			Help: "Keys in the cache of newest versions.",
 		}, func() float64 { return float64(versionCacheStats().Entries) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "strata", Subsystem: "mvcc", Name: "newer_write_checks_bounded_total",
+			Help: "Checks for a record at or above a timestamp (prewrite conflicts, commit records) answered without reading the engine: the key's recent-write bound and the engine's timestamp floor were both below it.",
+		}, func() float64 { return float64(recentWritesStats().Bounded) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Namespace: "strata", Subsystem: "mvcc", Name: "newer_write_checks_sst_only_total",
 			Help: "Checks for a record at or above a timestamp (prewrite conflicts, commit records) answered from the SSTs alone, without searching the memtables.",
 		}, func() float64 { return float64(recentWritesStats().SSTOnly) }),

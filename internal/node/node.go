@@ -164,12 +164,17 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	locks.SetVersionCache(mvcc.NewVersionCache(cacheSize))
 	// The KV engine has no WAL, so its memtables are empty now and every
-	// record they will hold passes the store's BeforeApply.
-	locks.SetRecentWrites(mvcc.NewRecentWrites())
+	// record they will hold passes the store's BeforeApply; the records
+	// it holds are below the timestamp ceiling the apply path persisted.
+	recent, err := mvcc.LoadRecentWrites(eng.KV)
+	if err != nil {
+		return err
+	}
+	locks.SetRecentWrites(recent)
 	registerRecentWritesMetrics(locks.RecentWrites())
 	registerVersionCacheMetrics(locks.VersionCache())
 	store, err := raftstore.Open(eng, raftstore.Config{StoreID: localStoreID, Logger: n.log,
-		BeforeApply: locks.BeforeApply, OnApply: locks.Observe})
+		BeforeApply: locks.BeforeApply, BeforeCommit: locks.BeforeCommit, OnApply: locks.Observe})
 	if err != nil {
 		return err
 	}

@@ -161,9 +161,10 @@ type Store struct {
 	// replaced (under mu) whenever peers changes, read without a lock.
 	peerSnap atomic.Pointer[map[uint64]*Peer]
 
-	transport   Transport
-	onApply     func(repr []byte) error
-	beforeApply func(repr []byte) error
+	transport    Transport
+	onApply      func(repr []byte) error
+	beforeApply  func(repr []byte) error
+	beforeCommit func(ab *pebble.Batch) error
 
 	// Log truncation waits for a KV-engine flush (see truncateLogs):
 	// flushDone is the pending flush, flushApplied the applied index of
@@ -190,6 +191,11 @@ type Config struct {
 	// each before the apply batch holding it commits to the engine (the
 	// version cache of mvcc.LockSet uses it).
 	BeforeApply func(repr []byte) error
+	// BeforeCommit, when set, is called with each apply batch after
+	// BeforeApply has seen every representation in it, just before it
+	// commits; it may add records of its own, which commit atomically
+	// with the batch (mvcc.LockSet persists its timestamp ceiling so).
+	BeforeCommit func(ab *pebble.Batch) error
 }
 
 // BootstrapRegion writes the initial state of a region with a single
@@ -236,17 +242,18 @@ func BootstrapRegion(eng engine.Engines, region *kvpb.Region) error {
 func Open(eng engine.Engines, cfg Config) (*Store, error) {
 	db := eng.KV
 	s := &Store{
-		db:          db,
-		raftDB:      eng.Raft,
-		storeID:     cfg.StoreID,
-		log:         cfg.Logger,
-		peers:       make(map[uint64]*Peer),
-		transport:   cfg.Transport,
-		onApply:     cfg.OnApply,
-		beforeApply: cfg.BeforeApply,
-		notify:      make(chan struct{}, 1),
-		stop:        make(chan struct{}),
-		stopped:     make(chan struct{}),
+		db:           db,
+		raftDB:       eng.Raft,
+		storeID:      cfg.StoreID,
+		log:          cfg.Logger,
+		peers:        make(map[uint64]*Peer),
+		transport:    cfg.Transport,
+		onApply:      cfg.OnApply,
+		beforeApply:  cfg.BeforeApply,
+		beforeCommit: cfg.BeforeCommit,
+		notify:       make(chan struct{}, 1),
+		stop:         make(chan struct{}),
+		stopped:      make(chan struct{}),
 	}
 	s.publishPeers()
 	if s.log == nil {
@@ -945,6 +952,11 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 					return err
 				}
 			}
+		}
+	}
+	if s.beforeCommit != nil {
+		if err := s.beforeCommit(ab); err != nil {
+			return err
 		}
 	}
 	if err := ab.Commit(pebble.NoSync); err != nil {
