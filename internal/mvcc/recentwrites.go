@@ -100,9 +100,9 @@ const recentWriteSlots = 1 << 18
 // returns a table that knows it.
 func NewRecentWrites() *RecentWrites {
 	return &RecentWrites{
-		slots: make([]atomic.Uint64, recentWriteSlots),
-		mask:  recentWriteSlots - 1,
-		seed:  maphash.MakeSeed(),
+		slots:  make([]atomic.Uint64, recentWriteSlots),
+		mask:   recentWriteSlots - 1,
+		seed:   maphash.MakeSeed(),
 		floor:  math.MaxUint64,
 		window: ceilingWindow,
 	}
