@@ -2,10 +2,12 @@ package mvcc
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/batchrepr"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/strata-db/strata/internal/engine"
 	"github.com/strata-db/strata/kvpb"
@@ -119,5 +121,68 @@ func TestRecentWritesFloor(t *testing.T) {
 	}
 	if _, err := LoadRecentWrites(db); err == nil {
 		t.Fatal("a corrupt ceiling record loaded")
+	}
+}
+
+// TestOnePCWritesNoLockTombstone checks what a one-phase commit puts in
+// the apply batch: the commit record alone for a key without a lock (a
+// deletion of a lock that was never stored would be a tombstone in every
+// memtable, flush and compaction), and the record plus the lock's deletion
+// for a key holding the transaction's pessimistic lock.
+func TestOnePCWritesNoLockTombstone(t *testing.T) {
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer, DisableWAL: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	kinds := func(b *pebble.Batch) (kinds []string) {
+		t.Helper()
+		r := batchrepr.Read(b.Repr())
+		for {
+			kind, k, _, ok, err := r.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				return kinds
+			}
+			kinds = append(kinds, fmt.Sprintf("%s %c", kind, k[1]))
+		}
+	}
+	onePC := func(key string, startTS, forUpdateTS uint64, pessimistic bool) []string {
+		t.Helper()
+		b := db.NewBatch()
+		defer b.Close()
+		req := &kvpb.PrewriteRequest{PrimaryLock: []byte(key), StartVersion: startTS, ForUpdateTs: forUpdateTS,
+			Mutations:         []*kvpb.Mutation{{Op: kvpb.Op_Put, Key: []byte(key), Value: []byte("v")}},
+			IsPessimisticLock: []bool{pessimistic}}
+		if errs, err := OnePC(db, b, req, max(startTS, forUpdateTS)+1); err != nil || hasError(errs) {
+			t.Fatal(err, errs)
+		}
+		got := kinds(b)
+		if err := db.Apply(b, pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := onePC("a", 10, 0, false); fmt.Sprint(got) != "[SET w]" {
+		t.Fatalf("one-phase commit of an unlocked key wrote %v, want the commit record alone", got)
+	}
+
+	b := db.NewBatch()
+	req := &kvpb.PessimisticLockRequest{PrimaryLock: []byte("b"), StartVersion: 20, ForUpdateTs: 20, LockTtl: 100,
+		Mutations: []*kvpb.Mutation{{Op: kvpb.Op_PessimisticLock, Key: []byte("b")}}}
+	if errs, _, err := PessimisticLock(db, b, req); err != nil || hasError(errs) {
+		t.Fatal(err, errs)
+	}
+	if err := db.Apply(b, pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if got := onePC("b", 20, 20, true); fmt.Sprint(got) != "[SET w DEL l]" {
+		t.Fatalf("one-phase commit over a pessimistic lock wrote %v, want the commit record and the lock's deletion", got)
+	}
+	if l, err := getLock(db, []byte("b")); err != nil || l != nil {
+		t.Fatalf("lock after the commit: %v %v", l, err)
 	}
 }

@@ -104,15 +104,20 @@ func (s *staged) putWrite(r pebble.Reader, key []byte, commitTS uint64, w *write
 	return nil
 }
 
-// commitLock stages the commit of lock l (of a prewrite) on key at commitTS.
-// fresh: the prewrite's check found no record of key at or above the start
-// ts (noRecordSince), so none at commitTS either.
-func (s *staged) commitLock(r pebble.Reader, key []byte, l *lock, commitTS uint64, fresh bool) error {
+// commitLock stages the commit of lock l (of a prewrite) on key at commitTS,
+// and the deletion of the lock record when stored: a one-phase commit's
+// lock never was, unless it replaces a pessimistic lock (a deletion of
+// nothing would still be a tombstone for every memtable, flush and
+// compaction to carry). fresh: the prewrite's check found no record of key
+// at or above the start ts (noRecordSince), so none at commitTS either.
+func (s *staged) commitLock(r pebble.Reader, key []byte, l *lock, commitTS uint64, fresh, stored bool) error {
 	w := &write{kind: writeKindOf(l.typ), startTS: l.startTS, hasValue: l.hasValue, value: l.value}
 	if err := s.putWrite(r, key, commitTS, w, fresh && commitTS >= l.startTS); err != nil {
 		return err
 	}
-	s.del(lockKey(key))
+	if stored {
+		s.del(lockKey(key))
+	}
 	return nil
 }
 
@@ -204,8 +209,9 @@ func checkNewerWrites(r pebble.Reader, key, primary []byte, startTS, snapshotTS 
 // CheckNotExists, a key already committed by this transaction.
 //
 // fresh reports that the key certainly has no write record at or above the
-// start ts (see checkNewerWrites).
-func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation, pessimistic, onePC bool) (newLock *lock, fresh bool, err error) {
+// start ts (see checkNewerWrites); locked, that it holds this transaction's
+// pessimistic lock, which the new lock replaces.
+func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation, pessimistic, onePC bool) (newLock *lock, fresh, locked bool, err error) {
 	key, startTS := m.Key, req.StartVersion
 	var typ kvpb.Op
 	switch m.Op {
@@ -216,21 +222,21 @@ func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation,
 	case kvpb.Op_Lock, kvpb.Op_CheckNotExists:
 		typ = kvpb.Op_Lock
 	default:
-		return nil, false, &InvalidRequestError{Key: key, Reason: "op " + m.Op.String() + " cannot be prewritten"}
+		return nil, false, false, &InvalidRequestError{Key: key, Reason: "op " + m.Op.String() + " cannot be prewritten"}
 	}
 
 	l, err := getLock(r, key)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	holdsPessimisticLock := false
 	switch {
 	case l != nil && l.startTS != startTS:
-		return nil, false, &LockedError{Lock: l.info(key)}
+		return nil, false, false, &LockedError{Lock: l.info(key)}
 	case l != nil && l.typ != kvpb.Op_PessimisticLock && onePC:
-		return nil, false, &InvalidRequestError{Key: key, Reason: "already prewritten by this transaction: commit it with Commit"}
+		return nil, false, false, &InvalidRequestError{Key: key, Reason: "already prewritten by this transaction: commit it with Commit"}
 	case l != nil && l.typ != kvpb.Op_PessimisticLock:
-		return nil, false, nil // prewritten already: idempotent
+		return nil, false, false, nil // prewritten already: idempotent
 	case l != nil:
 		holdsPessimisticLock = true // which checked conflicts up to its for-update ts
 	case pessimistic:
@@ -238,31 +244,31 @@ func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation,
 		// this is a duplicate of a prewrite that was already committed.
 		state, _, err := txnRecord(r, key, startTS)
 		if err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 		if state == stateCommitted {
-			return nil, false, nil
+			return nil, false, false, nil
 		}
-		return nil, false, &PessimisticLockNotFoundError{Key: key, StartTS: startTS}
+		return nil, false, false, &PessimisticLockNotFoundError{Key: key, StartTS: startTS}
 	default:
 		if fresh, err = checkNewerWrites(r, key, req.PrimaryLock, startTS, startTS); err != nil {
 			if err == errAlreadyCommitted {
-				return nil, false, nil
+				return nil, false, false, nil
 			}
-			return nil, false, err
+			return nil, false, false, err
 		}
 	}
 
 	if m.Op == kvpb.Op_Insert || m.Op == kvpb.Op_CheckNotExists {
 		_, exists, err := latestValue(r, key, math.MaxUint64)
 		if err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 		if exists {
-			return nil, false, &AlreadyExistError{Key: key}
+			return nil, false, false, &AlreadyExistError{Key: key}
 		}
 		if m.Op == kvpb.Op_CheckNotExists && !holdsPessimisticLock {
-			return nil, false, nil // a pure check: nothing to lock
+			return nil, false, false, nil // a pure check: nothing to lock
 		}
 	}
 	newLock = &lock{
@@ -279,7 +285,7 @@ func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation,
 	if typ == kvpb.Op_Put && len(m.Value) <= maxShortValue {
 		newLock.hasValue, newLock.value = true, m.Value
 	}
-	return newLock, fresh, nil
+	return newLock, fresh, holdsPessimisticLock, nil
 }
 
 // Prewrite runs the first phase of two-phase commit: it checks every mutation
@@ -334,7 +340,7 @@ func prewrite(r pebble.Reader, b *pebble.Batch, req *kvpb.PrewriteRequest, onePC
 		}
 		seen[string(m.Key)] = struct{}{}
 		pessimistic := i < len(req.IsPessimisticLock) && req.IsPessimisticLock[i]
-		newLock, fresh, err := prewriteCheck(r, req, m, pessimistic, onePCCommitTS != 0)
+		newLock, fresh, locked, err := prewriteCheck(r, req, m, pessimistic, onePCCommitTS != 0)
 		if err != nil {
 			if !isKeyError(err) {
 				return nil, err
@@ -355,7 +361,9 @@ func prewrite(r pebble.Reader, b *pebble.Batch, req *kvpb.PrewriteRequest, onePC
 			s.set(lockKey(m.Key), newLock.encode())
 			continue
 		}
-		if err := s.commitLock(r, m.Key, newLock, onePCCommitTS, fresh); err != nil {
+		// Latches keep other writers off the key until this batch is
+		// applied, so the lock the check saw (or its absence) stands.
+		if err := s.commitLock(r, m.Key, newLock, onePCCommitTS, fresh, locked); err != nil {
 			if !isKeyError(err) {
 				return nil, err
 			}
@@ -410,7 +418,7 @@ func commitKey(r pebble.Reader, s *staged, key []byte, startTS, commitTS uint64)
 	if commitTS < l.minCommitTS {
 		return &CommitTSExpiredError{Key: key, StartTS: startTS, CommitTS: commitTS, MinCommitTS: l.minCommitTS}
 	}
-	return s.commitLock(r, key, l, commitTS, false)
+	return s.commitLock(r, key, l, commitTS, false, true)
 }
 
 // Rollback aborts transaction startTS on the keys: removes its locks (of any
@@ -535,7 +543,7 @@ func ResolveLock(r pebble.Reader, b *pebble.Batch, startTS, commitTS uint64, key
 		case commitTS < l.minCommitTS:
 			err = &CommitTSExpiredError{Key: key, StartTS: startTS, CommitTS: commitTS, MinCommitTS: l.minCommitTS}
 		default:
-			err = s.commitLock(r, key, l, commitTS, false)
+			err = s.commitLock(r, key, l, commitTS, false, true)
 		}
 		if err != nil {
 			return err
