@@ -228,14 +228,17 @@ func (rw *RecentWrites) Stats() RecentWritesStats {
 // noRecordSince reports whether key certainly has no write record at or
 // above ts, reading nothing (the bound and the floor rule one out) or only
 // the KV engine's SSTs. false means "unknown": the caller reads the full
-// view. Callers ask only after the version cache
-// missed the key (a hit answers without any engine read).
+// view. Callers ask only after the version cache missed the key (a hit
+// answers without any engine read).
 func noRecordSince(r pebble.Reader, key []byte, ts uint64) bool {
 	lr, ok := r.(lockSetReader)
 	if !ok || lr.ls.recent == nil {
 		return false
 	}
-	db, ok := lr.Reader.(*pebble.DB) // OnlyReadGuaranteedDurable needs the DB itself
+	// Only the live engine: a batch or snapshot view may hold or lack
+	// records the bounds do not describe, and OnlyReadGuaranteedDurable
+	// needs the DB itself.
+	db, ok := lr.Reader.(*pebble.DB)
 	if !ok {
 		return false
 	}

@@ -701,15 +701,14 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 	// and what step 1 applies is durable already), so the fsync of this
 	// round's proposals starts without waiting for the last round's apply.
 	wb := s.raftDB.NewBatch()
+	defer wb.Close() // once handed to ApplyNoSyncWait, it is waited for (SyncWait) before any return
 	nEntries := 0
 	mustSync := false
 	for _, r := range readies {
 		if !raft.IsEmptySnap(r.rd.Snapshot) {
-			wb.Close()
 			return fmt.Errorf("raftstore: region %d: receiving snapshots is not supported", r.p.Region().Id)
 		}
 		if err := r.p.storage.stageAppend(wb, r.rd.Entries, r.rd.HardState); err != nil {
-			wb.Close()
 			return err
 		}
 		nEntries += len(r.rd.Entries)
@@ -729,7 +728,6 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 		err = wb.Commit(pebble.NoSync)
 	}
 	if err != nil {
-		wb.Close()
 		return err
 	}
 	// 1, continued: apply while the batch is being made durable.
@@ -737,13 +735,11 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 	applyErr := s.applyRound(readies, pre)
 	if synced {
 		if err := wb.SyncWait(); err != nil {
-			wb.Close()
 			return err
 		}
 		metricFsyncSeconds.Observe(time.Since(start).Seconds())
 		metricEntriesPerSync.Observe(float64(nEntries))
 	}
-	wb.Close()
 	if applyErr != nil {
 		return applyErr
 	}

@@ -284,11 +284,11 @@ func (e *rowEncoder) encode(rows [][]types.Datum) ([][]sqltypes.Value, error) {
 	// the end, because the arena may move while it grows.
 	type span struct{ start, end int }
 	var small [16]span // a point select's row needs no heap for its spans
-	spans := small[:0]
-	if len(rows)*n > len(small) {
-		spans = make([]span, len(rows)*n)
-	} else {
+	var spans []span
+	if len(rows)*n <= len(small) {
 		spans = small[:len(rows)*n]
+	} else {
+		spans = make([]span, len(rows)*n)
 	}
 	for r, row := range rows {
 		if len(row) != n {
