@@ -282,11 +282,11 @@ func (w *walFS) opened() {
 // spare under a spare's name.
 func (w *walFS) fill(seq int) (string, error) {
 	tmp := filepath.Join(w.spareDir, fmt.Sprintf("%06d.tmp", seq))
-	f, err := w.FS.Create(tmp, vfs.WriteCategoryUnspecified)
+	f, err := w.createFill(tmp)
 	if err != nil {
 		return "", err
 	}
-	zeros := make([]byte, 1<<20)
+	zeros := alignedBuffer(1 << 20)
 	for n := int64(0); n < w.fileSize; n += int64(len(zeros)) {
 		if w.isClosed() {
 			err = errors.New("closed")
@@ -295,11 +295,11 @@ func (w *walFS) fill(seq int) (string, error) {
 		if _, err = f.Write(zeros); err != nil {
 			break
 		}
-		// Write back as we go rather than leave 64 MiB of dirty pages for
-		// one sync to push out in front of the WAL's own writes.
-		if n%(8<<20) == 0 {
-			_, err = f.SyncTo(n)
-			if err != nil {
+		// Through the page cache: write back as we go rather than leave
+		// 64 MiB of dirty pages for one sync to push out in front of the
+		// WAL's own writes.
+		if bf, ok := f.(vfs.File); ok && n%(8<<20) == 0 {
+			if _, err = bf.SyncTo(n); err != nil {
 				break
 			}
 		}
@@ -322,6 +322,29 @@ func (w *walFS) fill(seq int) (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+// fillFile is a spare being filled.
+type fillFile interface {
+	io.Writer
+	Sync() error
+	Close() error
+}
+
+// createFill creates a spare to fill: written with O_DIRECT where the
+// filesystem allows. Through the page cache, a 72 MiB fill cost 0.6 s of
+// CPU (7% of a CPU profile of sysbench oltp_update_index, in which it
+// fell); direct writes of zeros leave the copying to the device.
+func (w *walFS) createFill(name string) (fillFile, error) {
+	w.mu.Lock()
+	direct := w.direct
+	w.mu.Unlock()
+	if direct {
+		if f, err := createDirect(name); err == nil {
+			return f, nil
+		}
+	}
+	return w.FS.Create(name, vfs.WriteCategoryUnspecified)
 }
 
 func syncDir(fs vfs.FS, dir string) error {

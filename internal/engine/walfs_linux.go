@@ -18,3 +18,9 @@ func openDirect(name string) (vfs.File, error) {
 	}
 	return &directFile{f: f, buf: alignedBuffer(64 << 10)}, nil
 }
+
+// createDirect creates name for writes that bypass the page cache (aligned
+// buffers and lengths; durable only after Sync).
+func createDirect(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_DIRECT, 0o644)
+}

@@ -4,6 +4,7 @@ package engine
 
 import (
 	"errors"
+	"os"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -13,3 +14,5 @@ import (
 const directFlags = 0
 
 func openDirect(string) (vfs.File, error) { return nil, errors.ErrUnsupported }
+
+func createDirect(string) (*os.File, error) { return nil, errors.ErrUnsupported }

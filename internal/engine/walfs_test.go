@@ -251,6 +251,10 @@ func TestWALFSSpares(t *testing.T) {
 	if err != nil || st.Size() < w.fileSize {
 		t.Fatalf("filled spare: %v %v", st, err)
 	}
+	// Written (with O_DIRECT where the filesystem allows) as zeros.
+	if data, err := os.ReadFile(filepath.Join(dir, spareDirName, ls[0])); err != nil || bytes.ContainsFunc(data, func(r rune) bool { return r != 0 }) {
+		t.Fatalf("filled spare is not zeros: %v", err)
+	}
 
 	// Pebble recycling a small log gets the spare instead; the small log
 	// is deleted.
