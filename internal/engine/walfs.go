@@ -282,7 +282,7 @@ func (w *walFS) opened() {
 // spare under a spare's name.
 func (w *walFS) fill(seq int) (string, error) {
 	tmp := filepath.Join(w.spareDir, fmt.Sprintf("%06d.tmp", seq))
-	f, err := w.createFill(tmp)
+	f, direct, err := w.createFill(tmp)
 	if err != nil {
 		return "", err
 	}
@@ -298,7 +298,7 @@ func (w *walFS) fill(seq int) (string, error) {
 		// Through the page cache: write back as we go rather than leave
 		// 64 MiB of dirty pages for one sync to push out in front of the
 		// WAL's own writes.
-		if bf, ok := f.(vfs.File); ok && n%(8<<20) == 0 {
+		if bf, ok := f.(vfs.File); ok && !direct && n%(8<<20) == 0 {
 			if _, err = bf.SyncTo(n); err != nil {
 				break
 			}
@@ -331,20 +331,22 @@ type fillFile interface {
 	Close() error
 }
 
-// createFill creates a spare to fill: written with O_DIRECT where the
-// filesystem allows. Through the page cache, a 72 MiB fill cost 0.6 s of
-// CPU (7% of a CPU profile of sysbench oltp_update_index, in which it
-// fell); direct writes of zeros leave the copying to the device.
-func (w *walFS) createFill(name string) (fillFile, error) {
+// createFill creates a spare to fill, written with O_DIRECT (direct) where
+// the filesystem allows. A fill through the page cache showed as 7% of a
+// CPU profile of sysbench oltp_update_index it fell into; written directly,
+// a 72 MiB fill costs the filler about half the CPU, leaves no writeback to
+// kernel threads and displaces no cached pages.
+func (w *walFS) createFill(name string) (f fillFile, direct bool, err error) {
 	w.mu.Lock()
-	direct := w.direct
+	direct = w.direct
 	w.mu.Unlock()
 	if direct {
 		if f, err := createDirect(name); err == nil {
-			return f, nil
+			return f, true, nil
 		}
 	}
-	return w.FS.Create(name, vfs.WriteCategoryUnspecified)
+	f, err = w.FS.Create(name, vfs.WriteCategoryUnspecified)
+	return f, false, err
 }
 
 func syncDir(fs vfs.FS, dir string) error {
