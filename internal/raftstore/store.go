@@ -761,7 +761,38 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 		r.p.rn.Advance(r.rd)
 		r.p.mu.Unlock()
 	}
+
+	// 5. Advance stepped the leader's acknowledgement of the entries this
+	// round made durable; those it committed come back as CommittedEntries
+	// of the next Ready and are applied there. Their ProposeCommitted
+	// proposers are told now instead of after the next round's batch is
+	// built and queued (about 25 us later under sysbench write load).
+	for _, r := range readies {
+		s.ackDurable(r)
+	}
 	return nil
+}
+
+// ackDurable acknowledges the ProposeCommitted writes among r's new
+// entries, just made durable here, that Advance committed, when every
+// entry before them is applied (so no split can come between).
+func (s *Store) ackDurable(r readyPeer) {
+	ents := r.rd.Entries
+	if len(ents) == 0 {
+		return
+	}
+	r.p.mu.Lock()
+	st := r.p.rn.BasicStatus()
+	r.p.mu.Unlock()
+	if st.Applied+1 < ents[0].GetIndex() {
+		return // committed entries before these are still to be applied
+	}
+	commit := st.HardState.GetCommit()
+	n := len(ents)
+	for n > 0 && ents[n-1].GetIndex() > commit {
+		n--
+	}
+	s.ackEntries(r.p, ents[:n])
 }
 
 // ackCommitted signals the proposers of ProposeCommitted writes among
@@ -773,30 +804,35 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 // still to apply, will apply.
 func (s *Store) ackCommitted(readies []readyPeer, ents [][]*pb.Entry) {
 	for i, r := range readies {
-		if len(ents[i]) == 0 {
+		s.ackEntries(r.p, ents[i])
+	}
+}
+
+// ackEntries is ackCommitted for one replica's entries.
+func (s *Store) ackEntries(p *Peer, ents []*pb.Entry) {
+	if len(ents) == 0 {
+		return
+	}
+	version := p.Region().Epoch.GetVersion()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range ents {
+		if e.GetType() != pb.EntryNormal || len(e.Data) < cmdHeaderLen {
 			continue
 		}
-		version := r.p.Region().Epoch.GetVersion()
-		r.p.mu.Lock()
-		for _, e := range ents[i] {
-			if e.GetType() != pb.EntryNormal || len(e.Data) < cmdHeaderLen {
-				continue
-			}
-			kind := e.Data[0]
-			if kind == cmdSplit {
-				break // later writes wait for their apply
-			}
-			if kind != cmdWrite || len(e.Data) < cmdHeaderLen+8 ||
-				binary.BigEndian.Uint64(e.Data[cmdHeaderLen:]) != version {
-				continue
-			}
-			prop, ok := r.p.proposals[binary.BigEndian.Uint64(e.Data[1:cmdHeaderLen])]
-			if ok && prop.early && !prop.acked {
-				prop.acked = true
-				prop.done <- nil
-			}
+		kind := e.Data[0]
+		if kind == cmdSplit {
+			break // later writes wait for their apply
 		}
-		r.p.mu.Unlock()
+		if kind != cmdWrite || len(e.Data) < cmdHeaderLen+8 ||
+			binary.BigEndian.Uint64(e.Data[cmdHeaderLen:]) != version {
+			continue
+		}
+		prop, ok := p.proposals[binary.BigEndian.Uint64(e.Data[1:cmdHeaderLen])]
+		if ok && prop.early && !prop.acked {
+			prop.acked = true
+			prop.done <- nil
+		}
 	}
 }
 
