@@ -12,7 +12,9 @@
 //  4. apply committed entries of all replicas in one batch which also
 //     carries each replica's applied index, so applied data and applied
 //     index move together (no double apply after a crash);
-//  5. wake the proposers whose entries were applied, then Advance.
+//  5. wake the proposers whose entries were applied, then Advance; a
+//     one-phase commit's proposer (ProposeCommitted) is woken as soon as
+//     its entry is durable, committed and certain to apply.
 //
 // A proposal is a Pebble batch representation built by the caller (the KV
 // service computes MVCC effects on the leader while holding latches; see
