@@ -51,6 +51,15 @@ const memTableSize = 64 << 20
 // cache instead. TiKV and CockroachDB use 32 KiB as well.
 const dataBlockSize = 32 << 10
 
+// l0CompactionThreshold is the L0 read amplification at which Pebble
+// compacts L0 into the level below (Pebble's default is 4). Rows updated
+// at random keys make every L0 file overlap the whole of that level, so a
+// compaction rewrites all of it; doubling the threshold halves how often.
+// Measured on sysbench oltp_update_index (4 x 100000 rows, 8 threads, 60
+// s): CPU per transaction 76.3 -> 69.6 us, throughput +6.5%; oltp_read_only
+// run right after the writes was not slower (2,555 -> 2,690 TPS).
+const l0CompactionThreshold = 8
+
 // Options configures Open.
 type Options struct {
 	// CacheBytes is the block cache size. Default 256 MiB.
@@ -77,7 +86,7 @@ func Open(dir string, o Options) (*pebble.DB, error) {
 		Cache:                       cache,
 		MemTableSize:                memTableSize,
 		MemTableStopWritesThreshold: 4,
-		L0CompactionThreshold:       4,
+		L0CompactionThreshold:       l0CompactionThreshold,
 		L0StopWritesThreshold:       24,
 		LBaseMaxBytes:               256 << 20,
 		CompactionConcurrencyRange:  func() (int, int) { return 1, 2 },
