@@ -55,7 +55,21 @@ func (m commandMetrics) observe(err error) {
 	}
 }
 
+// metricPolls counts pollReader's polls by how they ended: data (the
+// client's next request arrived while polling), idle (pollFor passed) or
+// other (another connection opened, end of stream, an error).
+var metricPolls = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Namespace: "strata", Subsystem: "mysql", Name: "socket_polls_total",
+	Help: "Polls of an idle server's client socket before waiting in the poller, by outcome: data, idle, other.",
+}, []string{"outcome"})
+
+var (
+	pollData  = metricPolls.WithLabelValues("data")
+	pollIdle  = metricPolls.WithLabelValues("idle")
+	pollOther = metricPolls.WithLabelValues("other")
+)
+
 func init() {
 	prometheus.MustRegister(metricConnectionsOpen, metricConnectionsTotal, metricConnectionsAborted,
-		metricPanics, metricCommands, metricCommandErrors)
+		metricPanics, metricCommands, metricCommandErrors, metricPolls)
 }
