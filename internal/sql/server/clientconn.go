@@ -47,10 +47,9 @@ const (
 
 type clientConn struct {
 	net.Conn
-	poll *pollReader // the socket's reads (pollread.go)
-	in   *bufio.Reader
-	buf  []byte // current packet as returned to the reader
-	out  []byte // unread rest of buf
+	in  *bufio.Reader // over the socket's pollReader (pollread.go)
+	buf []byte        // current packet as returned to the reader
+	out []byte        // unread rest of buf
 
 	// Server-to-client packet tracking, used only until authenticated is
 	// set; writes happen on the connection's goroutine.
@@ -70,12 +69,8 @@ func newClientConn(c net.Conn, handshakeTimeout time.Duration) *clientConn {
 	if handshakeTimeout > 0 {
 		_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
 	}
-	poll := newPollReader(c)
-	return &clientConn{Conn: c, poll: poll, in: bufio.NewReaderSize(poll, 16<<10), pending: map[uint64]string{}}
+	return &clientConn{Conn: c, in: bufio.NewReaderSize(newPollReader(c), 16<<10), pending: map[uint64]string{}}
 }
-
-// Close closes the socket.
-func (p *clientConn) Close() error { return p.poll.Close() }
 
 // Write passes b to the socket. Before authentication completes it also
 // follows the server's packets to notice the OK that ends the handshake.

@@ -89,6 +89,7 @@ func (h *handler) NewConnection(c *mysql.Conn) {
 	c.ClientData = &connState{stmts: make(map[uint32]*strsql.PreparedStmt)}
 	metricConnectionsTotal.Inc()
 	metricConnectionsOpen.Inc()
+	openConns.Add(1)
 	h.mu.Lock()
 	h.conns[c.ConnectionID] = c
 	h.mu.Unlock()
@@ -100,6 +101,7 @@ func (h *handler) ConnectionClosed(c *mysql.Conn) {
 	delete(h.conns, c.ConnectionID)
 	h.mu.Unlock()
 	metricConnectionsOpen.Dec()
+	openConns.Add(-1)
 	if st, ok := c.ClientData.(*connState); ok && st.sess != nil {
 		st.sess.Close()
 		st.sess = nil

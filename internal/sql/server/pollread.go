@@ -31,20 +31,19 @@ import (
 // goroutines and the CPU to other threads.
 type pollReader struct {
 	net.Conn
-	raw    syscall.RawConn // nil: never poll
-	closed atomic.Bool
+	raw syscall.RawConn // nil: never poll
 }
 
 // pollFor bounds one poll: longer than a client's turnaround on the same
 // machine (10-20 us), short against anything a person notices.
 const pollFor = 100 * time.Microsecond
 
-// openConns counts the client connections open (pollReaders not closed).
+// openConns counts the client connections open: the handler adds one in
+// NewConnection and takes it away in ConnectionClosed.
 var openConns atomic.Int64
 
 func newPollReader(c net.Conn) *pollReader {
 	r := &pollReader{Conn: c}
-	openConns.Add(1)
 	if sc, ok := c.(syscall.Conn); ok && pollSupported {
 		if raw, err := sc.SyscallConn(); err == nil {
 			r.raw = raw
@@ -90,12 +89,4 @@ func (r *pollReader) poll(b []byte) int {
 		runtime.Gosched()
 		yieldCPU()
 	}
-}
-
-// Close closes the socket; the connection no longer counts as open.
-func (r *pollReader) Close() error {
-	if !r.closed.Swap(true) {
-		openConns.Add(-1)
-	}
-	return r.Conn.Close()
 }

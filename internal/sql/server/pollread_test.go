@@ -63,7 +63,8 @@ func TestPollReader(t *testing.T) {
 	noClients(t)
 	client, server := tcpPair(t)
 	r := newPollReader(server)
-	defer r.Close()
+	openConns.Add(1) // as the handler's NewConnection does
+	defer openConns.Add(-1)
 	if r.raw == nil {
 		t.Fatal("a TCP connection offers no raw access")
 	}
@@ -99,8 +100,7 @@ func TestPollReader(t *testing.T) {
 	}
 
 	// While another client is connected, nobody polls.
-	_, server2 := tcpPair(t)
-	other := newPollReader(server2)
+	openConns.Add(1)
 	d1, i1, o1 := polls()
 	go client.Write([]byte("third"))
 	n, err = r.Read(buf)
@@ -110,7 +110,7 @@ func TestPollReader(t *testing.T) {
 	if d, i, o := polls(); d != d1 || i != i1 || o != o1 {
 		t.Fatal("a connection polled while another was open")
 	}
-	other.Close()
+	openConns.Add(-1)
 
 	// The end of the stream, whether the poll or the wait sees it first.
 	client.Close()
@@ -119,26 +119,27 @@ func TestPollReader(t *testing.T) {
 	}
 }
 
-// Close uncounts a connection once, however often it is called.
-func TestPollReaderClose(t *testing.T) {
+// A client connection counts as open from the handler's NewConnection to
+// its ConnectionClosed, once.
+func TestOpenConnsFollowsConnections(t *testing.T) {
+	ts := startDefaultServer(t)
 	noClients(t)
-	_, server := tcpPair(t)
-	r := newPollReader(server)
+	db := ts.openDB(t, "root", "test", "")
+	db.SetMaxOpenConns(1)
+	if err := db.Ping(); err != nil {
+		t.Fatal(err)
+	}
 	if got := openConns.Load(); got != 1 {
-		t.Fatalf("open connections %d, want 1", got)
+		t.Fatalf("open connections %d with one client, want 1", got)
 	}
-	r.Close()
-	r.Close()
-	if got := openConns.Load(); got != 0 {
-		t.Fatalf("open connections %d after Close, want 0", got)
-	}
+	db.Close()
+	noClients(t)
 }
 
 // Large reads through the poll keep the bytes in order.
 func TestPollReaderStream(t *testing.T) {
 	client, server := tcpPair(t)
 	r := newPollReader(server)
-	defer r.Close()
 	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<14) // 256 KiB
 	go func() {
 		for off := 0; off < len(want); off += 1000 {
