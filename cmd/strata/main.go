@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/strata-db/strata/internal/engine"
 	"github.com/strata-db/strata/internal/node"
 )
 
@@ -100,6 +101,8 @@ func start(args []string) error {
 	gogc := fs.Int("gogc", defaultGOGC, "Go collector heap growth target in percent (the GOGC environment variable overrides it)")
 	memoryLimit := fs.Int64("memory-limit", 0,
 		"soft limit in bytes on the Go heap, past which the collector works harder (0: a quarter of RAM, at most 1 GiB; negative: none; GOMEMLIMIT overrides it)")
+	walProc := fs.Bool("wal-proc", true,
+		"run one more Go processor than cores while durable Raft log writes keep a thread blocked (GOMAXPROCS in the environment overrides it)")
 	fs.Parse(args)
 
 	var level slog.Level
@@ -131,6 +134,9 @@ func start(args []string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if *walProc {
+		go walProcs(ctx, logger, engine.WALWriteTime)
 	}
 	logger.Info("strata started", "version", Version, "data-dir", *dataDir, "sql-addr", *sqlAddr,
 		"resp-addr", *respAddr, "http-addr", *httpAddr, "grpc-addr", *grpcAddr, "startup", time.Since(begin).Round(time.Millisecond))
