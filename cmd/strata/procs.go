@@ -63,7 +63,9 @@ func nextProcs(base, cur int, busy float64) int {
 // walProcs adjusts GOMAXPROCS to the WAL's load until ctx ends, unless the
 // GOMAXPROCS environment variable fixes it (the environment wins, as for
 // every Go program). writeTime reports the cumulative time spent in WAL
-// writes (engine.WALWriteTime).
+// writes (engine.WALWriteTime). The base count is the runtime's default at
+// start (the cores, or a container's CPU limit); once walProcs has set the
+// count, the runtime no longer follows a later change of that limit.
 func walProcs(ctx context.Context, logger *slog.Logger, writeTime func() time.Duration) {
 	base := runtime.GOMAXPROCS(0)
 	metricProcs.Set(float64(base))
