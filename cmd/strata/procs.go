@@ -32,8 +32,9 @@ import (
 // gap keeps a workload near one threshold from flapping; each change
 // stops the world for a few microseconds). Measured fractions at 8
 // threads: update_index 0.70, update_non_index 0.78, delete 0.77, insert
-// 0.77 (these get the P); read_write 0.45, whose range reads are CPU-bound
-// (it keeps the cores' count); the read-only workloads 0.
+// 0.77 (these get the P); read_write 0.26, whose range reads are CPU-bound
+// (it keeps the cores' count; with a third P its writes took longer and
+// the fraction rose to 0.45); the read-only workloads 0.
 const (
 	procsSampleInterval = 250 * time.Millisecond
 	procsRaiseBusy      = 0.60
@@ -45,7 +46,10 @@ var metricProcs = prometheus.NewGauge(prometheus.GaugeOpts{
 	Help: "Go processors (GOMAXPROCS): the cores, plus one while the Raft log's durable writes keep a thread blocked (see --wal-proc).",
 })
 
-func init() { prometheus.MustRegister(metricProcs) }
+func init() {
+	metricProcs.Set(float64(runtime.GOMAXPROCS(0))) // also right with --wal-proc=false
+	prometheus.MustRegister(metricProcs)
+}
 
 // nextProcs is the processor count for the next interval, given the base
 // count (the cores), the current count and the fraction of the last
@@ -68,7 +72,6 @@ func nextProcs(base, cur int, busy float64) int {
 // count, the runtime no longer follows a later change of that limit.
 func walProcs(ctx context.Context, logger *slog.Logger, writeTime func() time.Duration) {
 	base := runtime.GOMAXPROCS(0)
-	metricProcs.Set(float64(base))
 	if _, set := os.LookupEnv("GOMAXPROCS"); set {
 		return
 	}
