@@ -47,6 +47,7 @@ type LockSet struct {
 	gcSafePoint atomic.Uint64
 	versions    *VersionCache
 	recent      *RecentWrites
+	scanned     atomic.Uint64 // keys read by Scan through Reader
 }
 
 // LoadLockSet builds the set from the engine's lock column family.
@@ -85,6 +86,11 @@ func (ls *LockSet) SetRecentWrites(rw *RecentWrites) { ls.recent = rw }
 
 // RecentWrites returns the table set by SetRecentWrites, or nil.
 func (ls *LockSet) RecentWrites() *RecentWrites { return ls.recent }
+
+// ScannedKeys returns how many keys with committed versions Scan has read
+// through the set's readers since it was loaded. The store flushes its
+// memtable early only while it grows: see raftstore's memtableMaxAge.
+func (ls *LockSet) ScannedKeys() uint64 { return ls.scanned.Load() }
 
 // BeforeApply must see every batch representation Observe will see,
 // before the batch commits to the engine (see VersionCache and

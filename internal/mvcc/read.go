@@ -406,6 +406,10 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 	if limit > 0 {
 		pairs = make([]*kvpb.KvPair, 0, min(limit, scanSlab))
 	}
+	var visited uint64 // keys with write records: LockSet.ScannedKeys
+	if lr, ok := r.(lockSetReader); ok {
+		defer func() { lr.ls.scanned.Add(visited) }()
+	}
 	for (limit <= 0 || len(pairs) < limit) && (wValid || lValid) {
 		var wKey []byte
 		if wValid {
@@ -440,6 +444,7 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 		if !wValid || !bytes.Equal(wKey, cur) {
 			continue // a lock on a key without committed versions
 		}
+		visited++
 
 		// Find cur's newest version at or below readTS. The prefix (the
 		// write key without its timestamp) is copied into one scratch

@@ -174,7 +174,8 @@ func (n *Node) open(ctx context.Context) error {
 	registerRecentWritesMetrics(locks.RecentWrites())
 	registerVersionCacheMetrics(locks.VersionCache())
 	store, err := raftstore.Open(eng, raftstore.Config{StoreID: localStoreID, Logger: n.log,
-		BeforeApply: locks.BeforeApply, BeforeCommit: locks.BeforeCommit, OnApply: locks.Observe})
+		BeforeApply: locks.BeforeApply, BeforeCommit: locks.BeforeCommit, OnApply: locks.Observe,
+		ScannedKeys: locks.ScannedKeys})
 	if err != nil {
 		return err
 	}

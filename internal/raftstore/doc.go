@@ -27,7 +27,9 @@
 // for a KV-engine flush, and when it completes deletes the log up to the
 // applied index captured before the flush (single-voter regions; with
 // followers the truncation point will be bounded by the slowest follower's
-// match index and snapshots).
+// match index and snapshots). The store also asks for a flush when the
+// memtable is old while range scans run (memtableMaxAge), and truncates
+// the logs after it the same way.
 //
 // Split: Split proposes an admin command through the region's own log, so
 // every replica applies it at the same index. The command carries the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,6 +195,69 @@ func TestLogTruncation(t *testing.T) {
 	if _, ok, _ := engine.GetCopy(db.KV, []byte(fmt.Sprintf("zt%05d", int(raftLogGCCountThreshold)+99))); !ok {
 		t.Fatal("data lost across truncation and restart")
 	}
+}
+
+// The KV memtable is flushed once it is older than memtableMaxAge and
+// holds at least agedFlushBytes while range scans run, far below the
+// log-size thresholds, and the log is truncated with it. Without scans,
+// or under the byte floor, it is not flushed however old it gets.
+func TestAgedMemtableFlush(t *testing.T) {
+	defer func(age time.Duration, floor, scans uint64) {
+		memtableMaxAge, agedFlushBytes, agedFlushScannedKeys = age, floor, scans
+	}(memtableMaxAge, agedFlushBytes, agedFlushScannedKeys)
+	memtableMaxAge, agedFlushBytes, agedFlushScannedKeys = 100*time.Millisecond, 4<<10, 100
+
+	eng, err := engine.OpenEngines(t.TempDir(), engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if err := BootstrapRegion(eng, testRegion(2)); err != nil {
+		t.Fatal(err)
+	}
+	var scanned atomic.Uint64
+	s, err := Open(eng, Config{StoreID: 1, ScannedKeys: scanned.Load})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := waitLeader(t, s, 2)
+	flushes := func() int64 { return eng.KV.Metrics().Flush.Count }
+	big := string(bytes.Repeat([]byte("v"), 200))
+	// Each put is one store round, after which the store decides.
+	quiet := func(what string, n int, value string) {
+		t.Helper()
+		base := flushes()
+		for i := 0; i < n; i++ {
+			put(t, s, p, fmt.Sprintf("z%s%03d", what, i), value)
+			time.Sleep(memtableMaxAge / 4)
+		}
+		if got := flushes(); got != base {
+			t.Fatalf("%s: the memtable was flushed (%d -> %d flushes)", what, base, got)
+		}
+	}
+
+	// flushed puts values until the store has flushed and truncated the
+	// log past where it was.
+	flushed := func(what, value string) {
+		t.Helper()
+		base, truncated := flushes(), p.storage.applyState().TruncatedIndex
+		deadline := time.Now().Add(10 * time.Second)
+		for i := 0; flushes() == base || p.storage.applyState().TruncatedIndex <= truncated; i++ {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no early flush: %d flushes, apply state %+v", what, flushes(), p.storage.applyState())
+			}
+			put(t, s, p, fmt.Sprintf("z%s%03d", what, i), value)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	quiet("noscans", 40, big) // past the age and the floor, but nothing scans
+	scanned.Add(1000)
+	flushed("scans", "v") // now scans run, and the memtable is old and full
+	scanned.Add(1000)
+	quiet("small", 8, "v") // scans and age, but under the byte floor
+	flushed("aged", big)
 }
 
 func TestRequestChecks(t *testing.T) {
