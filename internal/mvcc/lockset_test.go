@@ -82,18 +82,26 @@ func (r *iterCounter) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
 	return r.Reader.NewIter(o)
 }
 
-// A scan through LockSet.Reader opens no lock iterator when the set holds
-// no lock in the scanned range, and still meets every lock in it.
-func TestScanSkipsTheLockIteratorWhenTheLockSetHasNoneInRange(t *testing.T) {
+// openLockSetEngine opens an empty in-memory engine, closed with the test,
+// and its lock set.
+func openLockSetEngine(t *testing.T) (*pebble.DB, *LockSet) {
+	t.Helper()
 	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	ls, err := LoadLockSet(db)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db, ls
+}
+
+// A scan through LockSet.Reader opens no lock iterator when the set holds
+// no lock in the scanned range, and still meets every lock in it.
+func TestScanSkipsTheLockIteratorWhenTheLockSetHasNoneInRange(t *testing.T) {
+	db, ls := openLockSetEngine(t)
 	apply := func(fn func(b *pebble.Batch) error) {
 		t.Helper()
 		b := db.NewBatch()
@@ -170,17 +178,9 @@ func TestScanSkipsTheLockIteratorWhenTheLockSetHasNoneInRange(t *testing.T) {
 
 // Scan through a LockSet reader counts the keys with committed versions it
 // read (the store's early-flush rule watches the count); scans of other
-// readers, and keys without versions, are not counted.
+// readers are not counted.
 func TestLockSetCountsScannedKeys(t *testing.T) {
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ls, err := LoadLockSet(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, ls := openLockSetEngine(t)
 	b := db.NewBatch()
 	req := &kvpb.PrewriteRequest{PrimaryLock: []byte("a"), StartVersion: 10, LockTtl: 1000}
 	for _, k := range []string{"a", "b", "c", "d"} {
