@@ -45,6 +45,11 @@ const (
 // flush of a 10 MiB memtable every few seconds, and each of the small L0
 // tables it made was compacted with all of Lbase (/debug/lsm showed a
 // write amplification of 12.5 into L5); at 256k the size bound decides.
+var (
+	raftLogGCCountThreshold uint64 = 256 << 10
+	raftLogGCSizeThreshold  uint64 = 48 << 20
+)
+
 // The KV memtable is also flushed early, once it is older than
 // memtableMaxAge and holds at least agedFlushBytes, while range scans run
 // (at least agedFlushScannedKeys keys read since the last flush). Every
@@ -65,11 +70,6 @@ var (
 	memtableMaxAge              = 2 * time.Second
 	agedFlushBytes       uint64 = 4 << 20
 	agedFlushScannedKeys uint64 = 64 << 10
-)
-
-var (
-	raftLogGCCountThreshold uint64 = 256 << 10
-	raftLogGCSizeThreshold  uint64 = 48 << 20
 )
 
 // ErrStopped is returned for proposals when the store is shutting down.
@@ -1254,6 +1254,7 @@ func (s *Store) memtableAged() bool {
 	return true
 }
 
+// restartMemtableAge starts the early-flush clock for a new memtable.
 func (s *Store) restartMemtableAge() {
 	s.memtableBytes, s.memtableSince = 0, time.Now()
 	if s.scannedKeys != nil {
