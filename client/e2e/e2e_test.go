@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,15 +49,27 @@ func startNode(t *testing.T, opts client.Options) *testNode {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	addr := freeAddr(t)
-	n, err := node.Start(ctx, node.Config{
-		DataDir:  t.TempDir(),
-		InMemory: true,
-		GRPCAddr: addr,
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
+	// A port found free can be taken by another process before the node
+	// binds it; then the node starts on another.
+	var (
+		addr string
+		n    *node.Node
+		err  error
+	)
+	for attempt := 1; ; attempt++ {
+		addr = freeAddr(t)
+		n, err = node.Start(ctx, node.Config{
+			DataDir:  t.TempDir(),
+			InMemory: true,
+			GRPCAddr: addr,
+			Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		})
+		if err == nil {
+			break
+		}
+		if attempt == 5 || !errors.Is(err, syscall.EADDRINUSE) {
+			t.Fatal(err)
+		}
 	}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,15 +27,26 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func startTestNode(t *testing.T, dir, httpAddr string) *Node {
+// startTestNode starts a node on dir serving HTTP on httpAddr; with
+// httpAddr "" on a free port, trying another when some other process takes
+// the port first. It returns the node and its HTTP address.
+func startTestNode(t *testing.T, dir, httpAddr string) (*Node, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	n, err := Start(ctx, Config{DataDir: dir, HTTPAddr: httpAddr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
+	for attempt := 1; ; attempt++ {
+		addr := httpAddr
+		if addr == "" {
+			addr = freeAddr(t)
+		}
+		n, err := Start(ctx, Config{DataDir: dir, HTTPAddr: addr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err == nil {
+			return n, addr
+		}
+		if httpAddr != "" || attempt == 5 || !errors.Is(err, syscall.EADDRINUSE) {
+			t.Fatal(err)
+		}
 	}
-	return n
 }
 
 func httpJSON(t *testing.T, method, u string, out any) int {
@@ -117,9 +129,8 @@ func read(t *testing.T, n *Node, key string) string {
 // regions, and the layout survives a restart.
 func TestAdminSplitOverHTTP(t *testing.T) {
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	n, addr := startTestNode(t, dir, "")
 	base := "http://" + addr
-	n := startTestNode(t, dir, addr)
 	defer func() { n.Close() }()
 	commit(t, n, map[string]string{"acct/a": "1", "acct/z": "2"})
 
@@ -183,7 +194,7 @@ func TestAdminSplitOverHTTP(t *testing.T) {
 	commit(t, n, map[string]string{"acct/a": "10", "acct/\x00\xff\x01": "11", "acct/z": "20"})
 
 	n.Close()
-	n = startTestNode(t, dir, addr)
+	n, _ = startTestNode(t, dir, addr)
 	if got := dataRegions(t, base); len(got) != 3 || got[0].Epoch.Version != 3 || got[2].ID != right.ID {
 		t.Fatalf("after restart: %+v", got)
 	}

@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -133,10 +134,6 @@ func StartNodeWith(t testing.TB, rootPassword string, extraArgs []string) *Node 
 		t:        t,
 		Bin:      Binary(t),
 		DataDir:  filepath.Join(dir, "data"),
-		SQLAddr:  freeAddr(t),
-		RESPAddr: freeAddr(t),
-		HTTPAddr: freeAddr(t),
-		GRPCAddr: freeAddr(t),
 		LogPath:  filepath.Join(dir, "strata.log"),
 		User:     "root",
 		Password: rootPassword,
@@ -151,24 +148,54 @@ func StartNodeWith(t testing.TB, rootPassword string, extraArgs []string) *Node 
 		}
 		n.Kill()
 	})
-	n.Start()
-	return n
+	// A port found free can be taken by another test process before the
+	// node binds it. The first start therefore retries on fresh ports when
+	// the process exits because an address was in use, on an emptied data
+	// directory, so no address of the failed run is remembered.
+	const attempts = 5
+	for i := 1; ; i++ {
+		n.SQLAddr, n.RESPAddr = pickAddr(t), pickAddr(t)
+		n.HTTPAddr, n.GRPCAddr = pickAddr(t), pickAddr(t)
+		err := n.start()
+		if err == nil {
+			return n
+		}
+		if i < attempts && errors.Is(err, errAddrInUse) {
+			t.Logf("start attempt %d: %v; retrying on other ports", i, err)
+			if err := os.RemoveAll(n.DataDir); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		t.Fatalf("node did not become ready: %v\nlog:\n%s", err, tail(n.LogPath, 40))
+	}
 }
+
+// errAddrInUse is returned by start when the process exited during startup
+// and its log says a listen address was taken.
+var errAddrInUse = errors.New("process exited during startup: address already in use")
 
 // Start runs the process (again) on the node's data directory and ports and
 // waits until it is ready.
 func (n *Node) Start() {
 	n.t.Helper()
+	if err := n.start(); err != nil {
+		n.t.Fatalf("node did not become ready: %v\nlog:\n%s", err, tail(n.LogPath, 40))
+	}
+}
+
+func (n *Node) start() error {
 	n.mu.Lock()
 	if n.cmd != nil {
 		n.mu.Unlock()
-		n.t.Fatal("node already running")
+		return errors.New("node already running")
 	}
 	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		n.mu.Unlock()
-		n.t.Fatal(err)
+		return err
 	}
+	logStart, _ := logf.Seek(0, io.SeekEnd)
 	fmt.Fprintf(logf, "=== harness: starting %s at %s\n", n.Bin, time.Now().Format(time.RFC3339Nano))
 	args := []string{"start",
 		"--data-dir", n.DataDir,
@@ -182,7 +209,7 @@ func (n *Node) Start() {
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		n.mu.Unlock()
-		n.t.Fatal(err)
+		return err
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -192,10 +219,23 @@ func (n *Node) Start() {
 	}()
 	n.cmd, n.exited = cmd, exited
 	n.mu.Unlock()
-	if err := n.waitReady(60 * time.Second); err != nil {
-		n.t.Fatalf("node did not become ready: %v\nlog:\n%s", err, tail(n.LogPath, 40))
+	err = n.waitReady(60 * time.Second)
+	if errors.Is(err, errExited) {
+		<-exited
+		n.mu.Lock()
+		if n.cmd == cmd {
+			n.cmd, n.exited = nil, nil
+		}
+		n.mu.Unlock()
+		if run, rerr := os.ReadFile(n.LogPath); rerr == nil && logStart <= int64(len(run)) &&
+			bytes.Contains(run[logStart:], []byte("address already in use")) {
+			return errAddrInUse
+		}
 	}
+	return err
 }
+
+var errExited = errors.New("process exited during startup")
 
 // PID is the process id of the running process, 0 when stopped.
 func (n *Node) PID() int {
@@ -217,7 +257,7 @@ func (n *Node) waitReady(timeout time.Duration) error {
 		n.mu.Unlock()
 		select {
 		case <-exited:
-			return errors.New("process exited during startup")
+			return errExited
 		default:
 		}
 		last = n.probe(client)
@@ -318,6 +358,10 @@ func (n *Node) DB(t testing.TB, db string) *sql.DB {
 	t.Cleanup(func() { pool.Close() })
 	return pool
 }
+
+// pickAddr chooses the listen addresses of new nodes; tests of the harness
+// replace it.
+var pickAddr = freeAddr
 
 // freeAddr returns a loopback address with a port that was free a moment
 // ago.

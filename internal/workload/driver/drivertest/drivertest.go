@@ -53,9 +53,34 @@ func lookBinary(t testing.TB, name, pkg string) string {
 	return p
 }
 
-func start(t testing.TB, addr string, bin string, args ...string) *Server {
+// startOnFreePorts starts bin with the arguments args returns for n free
+// loopback addresses and waits until it listens on the first. A port found
+// free can be taken by another process before the server binds it, so when
+// the server exits during startup it is tried again on other ports.
+func startOnFreePorts(t testing.TB, bin string, n int, args func(addrs []string) []string) *Server {
 	t.Helper()
-	s := &Server{Addr: addr, done: make(chan struct{}), log: &bytes.Buffer{}}
+	const attempts = 5
+	for i := 1; ; i++ {
+		addrs := make([]string, n)
+		for j := range addrs {
+			addrs[j] = FreeAddr(t)
+		}
+		s, exited := start(t, addrs[0], bin, args(addrs)...)
+		if !exited {
+			return s
+		}
+		if i == attempts {
+			t.Fatalf("%s exited during startup %d times; last output:\n%s", bin, attempts, s.log.String())
+		}
+		t.Logf("%s exited during startup; trying other ports. Output:\n%s", bin, s.log.String())
+	}
+}
+
+// start runs bin and waits until it listens on addr. It reports exited when
+// the process ended before that.
+func start(t testing.TB, addr string, bin string, args ...string) (s *Server, exited bool) {
+	t.Helper()
+	s = &Server{Addr: addr, done: make(chan struct{}), log: &bytes.Buffer{}}
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
@@ -73,11 +98,11 @@ func start(t testing.TB, addr string, bin string, args ...string) *Server {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			return s
+			return s, false
 		}
 		select {
 		case <-s.done:
-			t.Fatalf("%s exited during startup:\n%s", bin, s.log.String())
+			return s, true
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -106,21 +131,26 @@ func (s *Server) Kill() {
 func StartRedis(t testing.TB) *Server {
 	t.Helper()
 	bin := lookBinary(t, "redis-server", "redis-server")
-	addr := FreeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	return start(t, addr, bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir(), "--daemonize", "no")
+	dir := t.TempDir()
+	return startOnFreePorts(t, bin, 1, func(addrs []string) []string {
+		_, port, _ := net.SplitHostPort(addrs[0])
+		return []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", dir, "--daemonize", "no"}
+	})
 }
 
 // StartEtcd starts a single-member etcd.
 func StartEtcd(t testing.TB) *Server {
 	t.Helper()
 	bin := lookBinary(t, "etcd", "etcd-server")
-	client, peer := FreeAddr(t), FreeAddr(t)
-	return start(t, client, bin, "--name", "e1", "--data-dir", filepath.Join(t.TempDir(), "etcd"),
-		"--listen-client-urls", "http://"+client, "--advertise-client-urls", "http://"+client,
-		"--listen-peer-urls", "http://"+peer, "--initial-advertise-peer-urls", "http://"+peer,
-		"--initial-cluster", "e1=http://"+peer)
+	return startOnFreePorts(t, bin, 2, func(addrs []string) []string {
+		client, peer := addrs[0], addrs[1]
+		// A fresh data directory each time: etcd remembers its URLs.
+		return []string{"--name", "e1", "--data-dir", filepath.Join(t.TempDir(), "etcd"),
+			"--listen-client-urls", "http://" + client, "--advertise-client-urls", "http://" + client,
+			"--listen-peer-urls", "http://" + peer, "--initial-advertise-peer-urls", "http://" + peer,
+			"--initial-cluster", "e1=http://" + peer}
+	})
 }
 
 // Context is a test's context with a deadline well inside go test's.
