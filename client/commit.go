@@ -66,9 +66,18 @@ func newCommitter(t *Txn) *committer {
 	n := t.buf.len() + len(t.locked)
 	cm.muts = make([]*kvpb.Mutation, 0, n)
 	t.buf.each(func(e bufEntry) bool {
-		m := &kvpb.Mutation{Op: kvpb.Op_Put, Key: e.key, Value: e.value}
-		if e.deleted {
+		var m *kvpb.Mutation
+		switch {
+		case e.deleted && e.absent:
+			// Inserted, then deleted: nothing to write, but the key
+			// must still have had no value.
+			m = &kvpb.Mutation{Op: kvpb.Op_CheckNotExists, Key: e.key}
+		case e.deleted:
 			m = &kvpb.Mutation{Op: kvpb.Op_Del, Key: e.key}
+		case e.absent:
+			m = &kvpb.Mutation{Op: kvpb.Op_Insert, Key: e.key, Value: e.value}
+		default:
+			m = &kvpb.Mutation{Op: kvpb.Op_Put, Key: e.key, Value: e.value}
 		}
 		cm.muts = append(cm.muts, m)
 		return true

@@ -241,7 +241,7 @@ func keyErrorAsError(ke *kvpb.KeyError) error {
 	case ke.Retryable != "":
 		return retryable("transaction must be retried: "+ke.Retryable, false)
 	case ke.AlreadyExist != nil:
-		return fmt.Errorf("client: key %q already exists", ke.AlreadyExist.Key)
+		return &kv.KeyExistsError{Key: ke.AlreadyExist.Key}
 	case ke.TxnNotFound != nil:
 		return fmt.Errorf("client: txn %d not found (primary %q)", ke.TxnNotFound.StartTs, ke.TxnNotFound.PrimaryKey)
 	case strings.HasPrefix(ke.Abort, kv.ErrTxnTooOld.Error()):

@@ -6,11 +6,14 @@ import (
 	"github.com/google/btree"
 )
 
-// bufEntry is one buffered write: a value, or a delete marker.
+// bufEntry is one buffered write: a value, or a delete marker. absent
+// marks a key written by Insert: the commit checks that it has no
+// committed value.
 type bufEntry struct {
 	key     []byte
 	value   []byte
 	deleted bool
+	absent  bool
 }
 
 func bufEntryLess(a, b bufEntry) bool { return bytes.Compare(a.key, b.key) < 0 }
@@ -20,7 +23,8 @@ func bufEntryLess(a, b bufEntry) bool { return bytes.Compare(a.key, b.key) < 0 }
 // tree is allocated on the first write, so read-only transactions (point
 // selects) never pay for it.
 type memBuffer struct {
-	tree *btree.BTreeG[bufEntry]
+	tree    *btree.BTreeG[bufEntry]
+	absents bool // some entry is marked absent
 }
 
 func (m *memBuffer) put(e bufEntry) {
@@ -30,14 +34,26 @@ func (m *memBuffer) put(e bufEntry) {
 	m.tree.ReplaceOrInsert(e)
 }
 
-func (m *memBuffer) set(key, value []byte) {
+// set buffers key = value. absent asks the commit to check that key has
+// no committed value; a key already marked keeps its mark.
+func (m *memBuffer) set(key, value []byte, absent bool) {
 	v := make([]byte, len(value))
 	copy(v, value)
-	m.put(bufEntry{key: bytes.Clone(key), value: v})
+	m.put(bufEntry{key: bytes.Clone(key), value: v, absent: absent || m.marked(key)})
+	m.absents = m.absents || absent
 }
 
 func (m *memBuffer) delete(key []byte) {
-	m.put(bufEntry{key: bytes.Clone(key), deleted: true})
+	m.put(bufEntry{key: bytes.Clone(key), deleted: true, absent: m.marked(key)})
+}
+
+// marked reports whether key's buffered write is marked absent.
+func (m *memBuffer) marked(key []byte) bool {
+	if !m.absents {
+		return false
+	}
+	e, ok := m.get(key)
+	return ok && e.absent
 }
 
 // get returns the buffered write for key, if any.

@@ -86,7 +86,29 @@ func (t *Txn) Set(key, value []byte) error {
 	if len(key) == 0 {
 		return errors.New("client: empty key")
 	}
-	t.buf.set(key, value)
+	t.buf.set(key, value, false)
+	return nil
+}
+
+// Insert buffers key = value like Set; Commit checks, as it prewrites the
+// key, that key has no committed value, and otherwise fails with a
+// *kv.KeyExistsError and writes nothing (kv.Inserter). It saves the read
+// a caller would make before a write that must not overwrite.
+func (t *Txn) Insert(key, value []byte) error {
+	if t.finished {
+		return ErrTxnFinished
+	}
+	if len(key) == 0 {
+		return errors.New("client: empty key")
+	}
+	if e, ok := t.buf.get(key); ok {
+		if !e.deleted {
+			return &kv.KeyExistsError{Key: bytes.Clone(key)}
+		}
+		t.buf.set(key, value, false) // the transaction deleted it
+		return nil
+	}
+	t.buf.set(key, value, true)
 	return nil
 }
 

@@ -22,6 +22,7 @@ package kv
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // ErrNotFound is returned by Get when the key has no visible value.
@@ -95,6 +96,26 @@ type Txn interface {
 	// Len is the number of buffered writes.
 	Len() int
 }
+
+// Inserter is implemented by transactions that can leave the check that a
+// new key is absent to Commit, where the storage makes it while it takes
+// the key's lock, instead of a read before the write.
+type Inserter interface {
+	// Insert buffers key = value like Set, and makes Commit fail with a
+	// *KeyExistsError, writing nothing, when key has a committed value
+	// at the time the commit checks it. A key already written by this
+	// transaction is not checked again: over a buffered value Insert
+	// returns a *KeyExistsError at once, over a buffered delete it is a
+	// plain Set. Later Sets and Deletes of the key keep the check.
+	Insert(key, value []byte) error
+}
+
+// KeyExistsError is the failure of an Insert's check: Key has a value.
+type KeyExistsError struct {
+	Key []byte
+}
+
+func (e *KeyExistsError) Error() string { return fmt.Sprintf("kv: key %q already exists", e.Key) }
 
 // Iterator walks entries of a scan in order. Valid must be checked before
 // Key/Value; Next advances. Close releases resources.

@@ -353,12 +353,20 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 		return nil, err
 	}
 	auto := s.autocommitStmt()
+	var ec *exec.Context
+	lastInsertID := s.lastInsertID
 	defer func() {
 		if auto {
 			if err != nil {
 				s.finish(ctx, false)
 			} else if cerr := s.finish(ctx, true); cerr != nil {
+				// A key the statement left to the commit to check
+				// was taken: the statement's duplicate-key error.
+				if ec != nil {
+					cerr = ec.DeferredDup.Err(cerr)
+				}
 				res, err = nil, cerr
+				s.lastInsertID = lastInsertID
 			}
 		}
 	}()
@@ -373,9 +381,13 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 			p.cached = c
 		}
 	}
-	ec := &exec.Context{
+	ec = &exec.Context{
 		Ctx: ctx, Txn: s.txn, Eval: s.evalContext(params), IDs: s.e.ids,
 		Mem: exec.NewMemTracker(s.memQuota()),
+		// A statement that is its own transaction, with nothing written
+		// before it: its commit follows at once, so an INSERT may leave
+		// its primary key check to it.
+		DeferDupCheck: auto && s.txn.Len() == 0,
 	}
 	exec.BindSubqueries(ec, c.subqueries)
 	if c.query != nil {

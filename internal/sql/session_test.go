@@ -693,3 +693,103 @@ func TestMultiTableUpdateDelete(t *testing.T) {
 	expectRows(t, s, "SELECT id FROM cust", "1")
 	expectRows(t, s, "SELECT COUNT(*) FROM orders", "0")
 }
+
+// countingStorage counts the Gets of its transactions.
+type countingStorage struct {
+	kv.Storage
+	gets atomic.Int64
+}
+
+func (s *countingStorage) Begin(ctx context.Context, opts kv.TxnOptions) (kv.Txn, error) {
+	txn, err := s.Storage.Begin(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &countingTxn{Txn: txn, gets: &s.gets}, nil
+}
+
+type countingTxn struct {
+	kv.Txn
+	gets *atomic.Int64
+}
+
+func (t *countingTxn) Get(ctx context.Context, key []byte) ([]byte, error) {
+	t.gets.Add(1)
+	return t.Txn.Get(ctx, key)
+}
+
+func (t *countingTxn) Insert(key, value []byte) error { return t.Txn.(kv.Inserter).Insert(key, value) }
+
+// A single-row INSERT that is its own transaction leaves the primary key's
+// uniqueness to the commit (no read before the write) and still fails with
+// MySQL's 1062 and message, changing nothing; in an explicit transaction,
+// and for statements that act on the duplicate, the key is read first.
+func TestInsertDupCheckedAtCommit(t *testing.T) {
+	var store kv.Storage = kvtest.NewMemStorage()
+	if testStorage != nil {
+		store = testStorage(t)
+	}
+	cs := &countingStorage{Storage: store}
+	e, err := NewEngine(context.Background(), cs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	s := e.NewSession("root", "localhost")
+	setupSbtest(t, s)
+	reads := func(q string) int64 {
+		t.Helper()
+		before := cs.gets.Load()
+		_, _ = s.Execute(context.Background(), q)
+		return cs.gets.Load() - before
+	}
+
+	if n := reads("INSERT INTO sbtest1 (id, k, c, pad) VALUES (10, 1, 'new', 'p')"); n != 0 {
+		t.Errorf("autocommit single-row INSERT read %d keys, want 0", n)
+	}
+	expectRows(t, s, "SELECT LAST_INSERT_ID()", "1") // the first id setupSbtest's INSERT generated
+	se := expectCode(t, s, "INSERT INTO sbtest1 (id, k, c, pad) VALUES (10, 2, 'dup', 'p')", sqlerr.ErDupEntry)
+	if se.Msg != "Duplicate entry '10' for key 'sbtest1.PRIMARY'" || se.State != "23000" {
+		t.Errorf("deferred duplicate: %d %s %q", se.Code, se.State, se.Msg)
+	}
+	expectRows(t, s, "SELECT k, c FROM sbtest1 WHERE id = 10", "1 new")
+	expectRows(t, s, "SELECT COUNT(*), SUM(k) FROM sbtest1", "5 21")
+	// A failed insert leaves LAST_INSERT_ID alone, as when checked first.
+	mustExec(t, s, "INSERT INTO sbtest1 (k, c, pad) VALUES (0, 'auto', 'p')")
+	expectRows(t, s, "SELECT LAST_INSERT_ID()", "11")
+	expectCode(t, s, "INSERT INTO sbtest1 (id, k, c, pad) VALUES (2, 0, 'dup', 'p')", sqlerr.ErDupEntry)
+	expectRows(t, s, "SELECT LAST_INSERT_ID()", "11")
+
+	// A deleted row's key can be inserted again.
+	mustExec(t, s, "DELETE FROM sbtest1 WHERE id = 10")
+	mustExec(t, s, "INSERT INTO sbtest1 (id, k, c, pad) VALUES (10, 9, 'again', 'p')")
+	expectRows(t, s, "SELECT k, c FROM sbtest1 WHERE id = 10", "9 again")
+
+	// Checked before the write: inside a transaction (the statement's
+	// error must come at once and leave the transaction usable), for
+	// several rows, and where the duplicate is acted on.
+	mustExec(t, s, "BEGIN")
+	if n := reads("INSERT INTO sbtest1 (id, k, c, pad) VALUES (20, 1, 'tx', 'p')"); n == 0 {
+		t.Error("INSERT inside a transaction did not check its key")
+	}
+	expectCode(t, s, "INSERT INTO sbtest1 (id, k, c, pad) VALUES (20, 1, 'tx', 'p')", sqlerr.ErDupEntry)
+	mustExec(t, s, "COMMIT")
+	expectRows(t, s, "SELECT c FROM sbtest1 WHERE id = 20", "tx")
+	for _, q := range []string{
+		"INSERT INTO sbtest1 (id, k, c, pad) VALUES (30, 0, 'a', 'p'), (31, 0, 'b', 'p')",
+		"INSERT IGNORE INTO sbtest1 (id, k, c, pad) VALUES (1, 0, 'ignored', 'p')",
+		"INSERT INTO sbtest1 (id, k, c, pad) VALUES (2, 0, 'x', 'p') ON DUPLICATE KEY UPDATE k = k + 100",
+		"REPLACE INTO sbtest1 (id, k, c, pad) VALUES (3, 0, 'replaced', 'p')",
+	} {
+		if n := reads(q); n == 0 {
+			t.Errorf("%s: did not check its key before writing", q)
+		}
+	}
+	expectRows(t, s, "SELECT id, k, c FROM sbtest1 WHERE id IN (1, 2, 3, 30, 31) ORDER BY id",
+		"1 5 c1\n2 103 c2\n3 0 replaced\n30 0 a\n31 0 b")
+	se = expectCode(t, s, "INSERT INTO sbtest1 (id, k, c, pad) VALUES (40, 0, 'a', 'p'), (40, 0, 'b', 'p')", sqlerr.ErDupEntry)
+	if se.Msg != "Duplicate entry '40' for key 'sbtest1.PRIMARY'" {
+		t.Errorf("duplicate within one statement: %q", se.Msg)
+	}
+	expectRows(t, s, "SELECT COUNT(*) FROM sbtest1 WHERE id = 40", "0")
+}

@@ -43,6 +43,7 @@ type memTxn struct {
 	start  uint64
 	writes map[string]memVersion
 	locked map[string]bool
+	absent map[string]bool // keys written by Insert: checked at Commit
 	done   bool
 }
 
@@ -135,6 +136,22 @@ func (t *memTxn) Set(key, value []byte) error {
 	return nil
 }
 
+// Insert is kv.Inserter's: Set, with the check that key has no committed
+// value left to Commit.
+func (t *memTxn) Insert(key, value []byte) error {
+	if w, ok := t.writes[string(key)]; ok {
+		if !w.del {
+			return &kv.KeyExistsError{Key: bytes.Clone(key)}
+		}
+		return t.Set(key, value)
+	}
+	if t.absent == nil {
+		t.absent = map[string]bool{}
+	}
+	t.absent[string(key)] = true
+	return t.Set(key, value)
+}
+
 func (t *memTxn) Delete(key []byte) error {
 	t.writes[string(key)] = memVersion{del: true}
 	return nil
@@ -176,6 +193,11 @@ func (t *memTxn) Commit(ctx context.Context) error {
 	for k := range t.locked {
 		if t.conflict(k) {
 			return &kv.RetryableError{Reason: "write conflict on locked key"}
+		}
+	}
+	for k := range t.absent {
+		if vs := t.s.data[k]; len(vs) > 0 && !vs[len(vs)-1].del {
+			return &kv.KeyExistsError{Key: []byte(k)}
 		}
 	}
 	t.s.clock++

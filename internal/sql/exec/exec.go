@@ -15,7 +15,9 @@
 package exec
 
 import (
+	"bytes"
 	"context"
+	"errors"
 
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
@@ -48,9 +50,38 @@ type Context struct {
 	IDs    IDAllocator
 	Mem    *MemTracker
 
+	// DeferDupCheck lets a single-row INSERT leave the primary key's
+	// uniqueness check to the commit (kv.Inserter) instead of reading the
+	// key first. The session sets it only for a statement that is its own
+	// transaction with nothing written before it, so no other statement
+	// can read the row before the commit has checked it; the commit's
+	// *kv.KeyExistsError then becomes the statement's 1062 through
+	// DeferredDup.
+	DeferDupCheck bool
+	// DeferredDup is the duplicate-key error the statement reports if the
+	// commit finds its deferred key taken.
+	DeferredDup *DeferredDup
+
 	// Results of a DML statement.
 	AffectedRows uint64
 	LastInsertID uint64
+}
+
+// DeferredDup describes the key of a deferred uniqueness check.
+type DeferredDup struct {
+	Key []byte
+	w   *writer
+	val types.Datum
+}
+
+// Err is the statement's error when the commit failed with err: the 1062
+// error for the deferred key when err says the key exists, otherwise err.
+func (d *DeferredDup) Err(err error) error {
+	var ke *kv.KeyExistsError
+	if d == nil || !errors.As(err, &ke) || !bytes.Equal(ke.Key, d.Key) {
+		return err
+	}
+	return d.w.dupErr([]types.Datum{d.val}, "PRIMARY")
 }
 
 // Executor produces rows in batches.

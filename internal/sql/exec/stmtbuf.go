@@ -18,8 +18,9 @@ type StmtBuffer struct {
 }
 
 type stmtWrite struct {
-	value []byte
-	del   bool
+	value  []byte
+	del    bool
+	insert bool // flushed with kv.Inserter.Insert
 }
 
 // NewStmtBuffer returns an empty buffer over txn.
@@ -53,6 +54,21 @@ func (b *StmtBuffer) put(key []byte, w stmtWrite) {
 // Set stages a write.
 func (b *StmtBuffer) Set(key, value []byte) { b.put(key, stmtWrite{value: value}) }
 
+// Insert stages a write of a key the statement found absent in its own
+// writes but did not read from storage: the transaction's commit checks
+// that storage has no value for it (kv.Inserter), and fails with a
+// *kv.KeyExistsError otherwise. Only a statement that will be committed on
+// its own, before anything else reads or writes in its transaction, may
+// use it (see Context.DeferDupCheck).
+func (b *StmtBuffer) Insert(key, value []byte) { b.put(key, stmtWrite{value: value, insert: true}) }
+
+// Staged returns the statement's own write of key: its value, or del for
+// a staged delete; ok is false when the statement did not write key.
+func (b *StmtBuffer) Staged(key []byte) (value []byte, del, ok bool) {
+	w, ok := b.vals[string(key)]
+	return w.value, w.del, ok
+}
+
 // Delete stages a delete.
 func (b *StmtBuffer) Delete(key []byte) { b.put(key, stmtWrite{del: true}) }
 
@@ -67,9 +83,12 @@ func (b *StmtBuffer) Flush() error {
 	for _, k := range b.order {
 		w := b.vals[k]
 		var err error
-		if w.del {
+		switch {
+		case w.del:
 			err = b.txn.Delete([]byte(k))
-		} else {
+		case w.insert:
+			err = b.txn.(kv.Inserter).Insert([]byte(k), w.value)
+		default:
 			err = b.txn.Set([]byte(k), w.value)
 		}
 		if err != nil {

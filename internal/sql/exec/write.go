@@ -20,6 +20,9 @@ type writer struct {
 	c *Context
 	t *catalog.TableInfo
 	l *rowLayout
+	// deferPK: the row being inserted leaves its primary key's uniqueness
+	// check to the commit (canDeferDupCheck).
+	deferPK bool
 }
 
 func newWriter(c *Context, t *catalog.TableInfo) *writer {
@@ -62,7 +65,13 @@ func (w *writer) putRow(handle int64, row []types.Datum) error {
 	if err != nil {
 		return err
 	}
-	if err := w.set(tablecodec.RecordKey(w.t.ID, handle), v); err != nil {
+	rk := tablecodec.RecordKey(w.t.ID, handle)
+	if w.deferPK {
+		if err := w.c.Mem.Consume(int64(len(rk) + len(v) + 64)); err != nil {
+			return err
+		}
+		w.c.Writes.Insert(rk, v)
+	} else if err := w.set(rk, v); err != nil {
 		return err
 	}
 	for _, ix := range w.t.Indexes {
@@ -124,7 +133,7 @@ func (w *writer) dupErr(vals []types.Datum, key string) error {
 // 1062 error describing the collision and other the colliding row's handle;
 // err is a storage failure.
 func (w *writer) conflict(handle int64, row []types.Datum, self int64) (other int64, dup, err error) {
-	if w.t.PKIsHandle && handle != self {
+	if w.t.PKIsHandle && handle != self && !w.deferPK {
 		_, err := w.c.Writes.Get(w.c.Ctx, tablecodec.RecordKey(w.t.ID, handle))
 		if err == nil {
 			return handle, w.dupErr([]types.Datum{row[w.t.HandleOffset]}, "PRIMARY"), nil
@@ -402,6 +411,18 @@ func (w *writer) insertOne(p *plan.Insert, row []types.Datum) error {
 	var handle int64
 	if w.t.PKIsHandle {
 		handle = w.handleOf(row)
+		if w.deferPK = w.canDeferDupCheck(p); w.deferPK {
+			// The statement's own writes are checked here; storage's
+			// value, if any, by the commit.
+			key := tablecodec.RecordKey(w.t.ID, handle)
+			if _, del, ok := w.c.Writes.Staged(key); ok && !del {
+				return w.dupErr([]types.Datum{row[w.t.HandleOffset]}, "PRIMARY")
+			} else if ok {
+				w.deferPK = false // the statement deleted the row: no check
+			} else {
+				w.c.DeferredDup = &DeferredDup{Key: key, w: w, val: row[w.t.HandleOffset]}
+			}
+		}
 	} else {
 		var err error
 		if handle, err = w.c.IDs.Alloc(w.c.Ctx, w.t); err != nil {
@@ -471,6 +492,28 @@ func (w *writer) insertOne(p *plan.Insert, row []types.Datum) error {
 	}
 	w.c.AffectedRows++
 	return w.putRow(handle, row)
+}
+
+// canDeferDupCheck reports whether p's row may leave its primary key's
+// uniqueness check to the commit (Context.DeferDupCheck): a plain
+// single-row INSERT into a table whose only unique key is its integer
+// primary key. REPLACE, IGNORE and ON DUPLICATE KEY UPDATE act on the
+// duplicate, so they must find it now; with several rows or a unique
+// index, MySQL reports the first failing row's first failing key, which
+// a check at commit could not order.
+func (w *writer) canDeferDupCheck(p *plan.Insert) bool {
+	if !w.c.DeferDupCheck || p.Replace || p.Ignore || len(p.OnDup) > 0 || p.Select != nil || len(p.Rows) != 1 {
+		return false
+	}
+	if _, ok := w.c.Txn.(kv.Inserter); !ok {
+		return false
+	}
+	for _, ix := range w.t.Indexes {
+		if ix.Unique {
+			return false
+		}
+	}
+	return true
 }
 
 // update applies assigns to row handle, whose current values are old, and
