@@ -90,6 +90,8 @@ type Session struct {
 
 	prepared map[uint32]*prepared
 	nextStmt uint32
+
+	textPlans map[string]*textPlan // textplan.go
 }
 
 // NewSession opens a session for a connected client.
@@ -98,7 +100,7 @@ func (e *Engine) NewSession(user, host string) *Session {
 		e: e, user: user, host: host, userHost: user + "@" + host, connID: e.nextConnID.Add(1),
 		parser: parser.New(), autocommit: true,
 		vars: map[string]types.Datum{}, userVars: map[string]types.Datum{},
-		prepared: map[uint32]*prepared{},
+		prepared: map[uint32]*prepared{}, textPlans: map[string]*textPlan{},
 	}
 }
 
@@ -184,6 +186,12 @@ func (s *Session) autocommitStmt() bool { return s.autocommit && !s.explicit }
 // Execute runs every statement of query and returns one Result per
 // statement; on the first error it stops and returns the results so far.
 func (s *Session) Execute(ctx context.Context, query string) ([]*Result, error) {
+	if r, ok, err := s.runCachedInsert(ctx, query); ok {
+		if err != nil {
+			return []*Result{}, err
+		}
+		return []*Result{r}, nil
+	}
 	stmts, _, err := s.parser.ParseSQL(query)
 	if err != nil {
 		return nil, parseError(err)
