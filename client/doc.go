@@ -25,6 +25,7 @@
 //	v, err := txn.Get(ctx, []byte("k1"))       // kv.ErrNotFound if absent
 //	txn.Set([]byte("k1"), []byte("v2"))        // buffered until Commit
 //	txn.Delete([]byte("k2"))
+//	txn.Insert([]byte("k3"), []byte("v3"))     // Commit checks that k3 has no value
 //	rows, err := txn.Scan(ctx, start, end, 100, false)
 //	err = txn.Commit(ctx)
 //	if kv.IsRetryable(err) {
@@ -44,9 +45,11 @@
 // once. Under snapshot isolation a key changed by someone else after the
 // transaction's snapshot fails LockKeys with a retryable error.
 //
-// A failed Commit is one of: a *kv.RetryableError (nothing was written), an
-// error wrapping ErrResultUndetermined (the commit may or may not have
-// happened: do not retry blindly), or another error (nothing was written).
+// A failed Commit is one of: a *kv.RetryableError (nothing was written), a
+// *kv.KeyExistsError when a key written with Insert had a value (nothing was
+// written), an error wrapping ErrResultUndetermined (the commit may or may
+// not have happened: do not retry blindly), or another error (nothing was
+// written).
 //
 // # How it works
 //
