@@ -78,13 +78,21 @@ func (t *Txn) RefreshSnapshot(ctx context.Context) error {
 	return nil
 }
 
-// Set buffers key = value until Commit.
-func (t *Txn) Set(key, value []byte) error {
+// writable checks that a write of key may be buffered.
+func (t *Txn) writable(key []byte) error {
 	if t.finished {
 		return ErrTxnFinished
 	}
 	if len(key) == 0 {
 		return errors.New("client: empty key")
+	}
+	return nil
+}
+
+// Set buffers key = value until Commit.
+func (t *Txn) Set(key, value []byte) error {
+	if err := t.writable(key); err != nil {
+		return err
 	}
 	t.buf.set(key, value, false)
 	return nil
@@ -95,11 +103,8 @@ func (t *Txn) Set(key, value []byte) error {
 // *kv.KeyExistsError and writes nothing (kv.Inserter). It saves the read
 // a caller would make before a write that must not overwrite.
 func (t *Txn) Insert(key, value []byte) error {
-	if t.finished {
-		return ErrTxnFinished
-	}
-	if len(key) == 0 {
-		return errors.New("client: empty key")
+	if err := t.writable(key); err != nil {
+		return err
 	}
 	if e, ok := t.buf.get(key); ok {
 		if !e.deleted {
@@ -114,11 +119,8 @@ func (t *Txn) Insert(key, value []byte) error {
 
 // Delete buffers the deletion of key until Commit.
 func (t *Txn) Delete(key []byte) error {
-	if t.finished {
-		return ErrTxnFinished
-	}
-	if len(key) == 0 {
-		return errors.New("client: empty key")
+	if err := t.writable(key); err != nil {
+		return err
 	}
 	t.buf.delete(key)
 	return nil
