@@ -91,7 +91,9 @@ type Session struct {
 	prepared map[uint32]*prepared
 	nextStmt uint32
 
-	textPlans map[string]*textPlan // textplan.go
+	// textPlans: per literal-free INSERT form (textplan.go), its prepared
+	// statement, or nil when the form cannot be prepared.
+	textPlans map[string]*prepared
 }
 
 // NewSession opens a session for a connected client.
@@ -100,7 +102,7 @@ func (e *Engine) NewSession(user, host string) *Session {
 		e: e, user: user, host: host, userHost: user + "@" + host, connID: e.nextConnID.Add(1),
 		parser: parser.New(), autocommit: true,
 		vars: map[string]types.Datum{}, userVars: map[string]types.Datum{},
-		prepared: map[uint32]*prepared{}, textPlans: map[string]*textPlan{},
+		prepared: map[uint32]*prepared{}, textPlans: map[string]*prepared{},
 	}
 }
 

@@ -36,12 +36,6 @@ import (
 // maxTextPlans bounds a session's cache of text INSERT forms.
 const maxTextPlans = 256
 
-// textPlan is a cached form: its prepared statement, or nil when the form
-// cannot be prepared (it is then always parsed in full).
-type textPlan struct {
-	p *prepared
-}
-
 // runCachedInsert runs query through the session's text plan cache when it
 // is a single INSERT or REPLACE of a cacheable form. ok is false when the
 // caller must parse and run query itself.
@@ -54,18 +48,18 @@ func (s *Session) runCachedInsert(ctx context.Context, query string) (res *Resul
 		return nil, false, nil
 	}
 	key := s.db + "\x00" + form
-	tp, seen := s.textPlans[key]
+	p, seen := s.textPlans[key]
 	if !seen {
-		tp = &textPlan{p: s.prepareForm(form, len(params))}
+		p = s.prepareForm(form, len(params))
 		if len(s.textPlans) >= maxTextPlans {
 			clear(s.textPlans)
 		}
-		s.textPlans[key] = tp
+		s.textPlans[key] = p
 	}
-	if tp.p == nil {
+	if p == nil {
 		return nil, false, nil
 	}
-	res, err = s.run(ctx, tp.p.stmt, params, tp.p)
+	res, err = s.run(ctx, p.stmt, params, p)
 	return res, true, err
 }
 

@@ -65,13 +65,7 @@ func (w *writer) putRow(handle int64, row []types.Datum) error {
 	if err != nil {
 		return err
 	}
-	rk := tablecodec.RecordKey(w.t.ID, handle)
-	if w.deferPK {
-		if err := w.c.Mem.Consume(int64(len(rk) + len(v) + 64)); err != nil {
-			return err
-		}
-		w.c.Writes.Insert(rk, v)
-	} else if err := w.set(rk, v); err != nil {
+	if err := w.stage(tablecodec.RecordKey(w.t.ID, handle), v, w.deferPK); err != nil {
 		return err
 	}
 	for _, ix := range w.t.Indexes {
@@ -87,11 +81,19 @@ func (w *writer) putRow(handle int64, row []types.Datum) error {
 }
 
 // set stages a write, charging it to the statement's memory quota.
-func (w *writer) set(k, v []byte) error {
+func (w *writer) set(k, v []byte) error { return w.stage(k, v, false) }
+
+// stage is set; with insert, the commit checks that k has no value
+// (StmtBuffer.Insert).
+func (w *writer) stage(k, v []byte, insert bool) error {
 	if err := w.c.Mem.Consume(int64(len(k) + len(v) + 64)); err != nil {
 		return err
 	}
-	w.c.Writes.Set(k, v)
+	if insert {
+		w.c.Writes.Insert(k, v)
+	} else {
+		w.c.Writes.Set(k, v)
+	}
 	return nil
 }
 
