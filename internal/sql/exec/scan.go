@@ -34,6 +34,66 @@ type rowLayout struct {
 	// origin holds, per stored column, the value of rows written before the
 	// column existed (nil when every column is NULL-filled).
 	origin []types.Datum
+
+	// pruned caches the layouts that decode a subset of the columns
+	// (prunedLayout), by the mask of their column offsets.
+	prunedMu sync.RWMutex
+	pruned   map[uint64]*rowLayout
+}
+
+// maxPrunedLayouts bounds how many column subsets a table's layout caches.
+const maxPrunedLayouts = 64
+
+// prunedLayout returns a layout that decodes only the stored columns whose
+// offsets needed marks (plan.Scan.Needed); the rows it fills hold zero
+// Datums (NULL) in the other positions. The handle column, filled from the
+// key, is always set. It returns l itself when nothing can be left out.
+func (l *rowLayout) prunedLayout(needed []bool) *rowLayout {
+	if needed == nil || len(needed) != l.width || l.width > 64 {
+		return l
+	}
+	var mask uint64
+	for i, b := range needed {
+		if b {
+			mask |= 1 << i
+		}
+	}
+	l.prunedMu.RLock()
+	p, ok := l.pruned[mask]
+	l.prunedMu.RUnlock()
+	if ok {
+		return p
+	}
+	p = &rowLayout{table: l.table, width: l.width, handle: l.handle, unsigned: l.unsigned, first: -1}
+	for i, off := range l.offsets {
+		if !needed[off] {
+			continue
+		}
+		p.ids = append(p.ids, l.ids[i])
+		p.fts = append(p.fts, l.fts[i])
+		p.kinds = append(p.kinds, l.kinds[i])
+		p.offsets = append(p.offsets, off)
+		if l.origin != nil {
+			if p.origin == nil {
+				p.origin = make([]types.Datum, 0, len(l.offsets))
+			}
+			p.origin = append(p.origin, l.origin[i])
+		}
+	}
+	if len(p.offsets) == len(l.offsets) {
+		p = l
+	} else if len(p.offsets) > 0 && p.offsets[len(p.offsets)-1]-p.offsets[0] == len(p.offsets)-1 {
+		p.first = p.offsets[0] // adjacent columns: decoded in place
+	}
+	l.prunedMu.Lock()
+	if l.pruned == nil {
+		l.pruned = make(map[uint64]*rowLayout)
+	}
+	if len(l.pruned) < maxPrunedLayouts {
+		l.pruned[mask] = p
+	}
+	l.prunedMu.Unlock()
+	return p
 }
 
 // layouts caches the layout of each table ID for the TableInfo it was built
@@ -111,7 +171,13 @@ func (l *rowLayout) decodeInto(row []types.Datum, handle int64, value []byte, ex
 			return nil, err
 		}
 	} else {
-		vals := make([]types.Datum, len(l.offsets))
+		var small [8]types.Datum
+		var vals []types.Datum
+		if len(l.offsets) <= len(small) {
+			vals = small[:len(l.offsets)]
+		} else {
+			vals = make([]types.Datum, len(l.offsets))
+		}
 		copy(vals, l.origin)
 		if err := codec.DecodeRowKinds(value, l.ids, l.fts, l.kinds, vals); err != nil {
 			return nil, err
@@ -158,7 +224,7 @@ type scanExec struct {
 }
 
 func newScanExec(p *plan.Scan) *scanExec {
-	s := &scanExec{p: p, layout: layoutOf(p.Table), index: p.Access == plan.IndexLookup}
+	s := &scanExec{p: p, layout: layoutOf(p.Table).prunedLayout(p.Needed), index: p.Access == plan.IndexLookup}
 	if p.WithHandle {
 		s.extra = 1
 	}

@@ -42,7 +42,11 @@ func NewBuilder(schema *catalog.Schema, db string) *Builder {
 
 // BuildQuery plans a SELECT, a set operation or a parenthesized query.
 func (b *Builder) BuildQuery(node ast.ResultSetNode) (Plan, error) {
-	return b.buildResultSet(node, nil, nil)
+	p, err := b.buildResultSet(node, nil, nil)
+	if err == nil {
+		pruneColumns(p)
+	}
+	return p, err
 }
 
 func (b *Builder) buildResultSet(node ast.Node, parent *scope, sub *Subquery) (Plan, error) {

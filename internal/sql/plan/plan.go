@@ -101,6 +101,10 @@ type Scan struct {
 	// WithHandle appends the row handle as an extra trailing datum (for
 	// UPDATE / DELETE); it is not part of Columns.
 	WithHandle bool
+	// Needed, when not nil, marks the table columns the plan reads (by
+	// column offset); the others may be left NULL in the rows the scan
+	// returns (prune.go).
+	Needed []bool
 }
 
 func (*Scan) Children() []Plan { return nil }
@@ -129,6 +133,15 @@ func (s *Scan) Explain() string {
 	}
 	if s.Lock {
 		out += " lock"
+	}
+	if s.Needed != nil {
+		var cols []string
+		for i, c := range s.Table.Columns {
+			if s.Needed[i] {
+				cols = append(cols, c.Name)
+			}
+		}
+		out += " columns=" + strings.Join(cols, ",")
 	}
 	return out
 }
