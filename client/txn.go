@@ -341,6 +341,21 @@ func (t *Txn) Iter(ctx context.Context, start, end []byte, reverse bool) (kv.Ite
 	return newTxnIterator(ctx, t, start, end, reverse, t.c.opts.ScanBatchSize)
 }
 
+// IterSized implements kv.SizedIterer: when the caller expects at most
+// expect entries, the iterator's first request asks for expect+1 (one
+// more, so that a full answer still shows the range ends there), below
+// the usual batch size.
+func (t *Txn) IterSized(ctx context.Context, start, end []byte, reverse bool, expect int) (kv.Iterator, error) {
+	if t.finished {
+		return nil, ErrTxnFinished
+	}
+	batch := t.c.opts.ScanBatchSize
+	if expect > 0 && expect < batch {
+		batch = expect + 1
+	}
+	return newTxnIterator(ctx, t, start, end, reverse, batch)
+}
+
 // forEachParallel runs fn(0..n-1), concurrently when n > 1, and returns the
 // first error.
 func forEachParallel(n int, fn func(i int) error) error {

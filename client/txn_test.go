@@ -196,6 +196,52 @@ func TestIterSeesBufferAsOfCreation(t *testing.T) {
 	}
 }
 
+// TestIterSizedHintOnlySizes: the expected count of IterSized sizes the
+// first request (expect+1 entries, so a range that holds expect entries is
+// read in one request); a wrong hint still yields every entry, across
+// regions, both ways.
+func TestIterSizedHintOnlySizes(t *testing.T) {
+	fc := newFakeCluster("e")
+	c := fc.newClient(Options{})
+	defer c.Close()
+	load(t, c, "a=1", "b=2", "c=3", "d=4", "f=6", "g=7")
+	txn := begin(t, c, kv.TxnOptions{})
+	_ = txn.Set([]byte("c2"), []byte("new"))
+	ctx := context.Background()
+	iterate := func(start, end string, reverse bool, expect int) string {
+		t.Helper()
+		it, err := txn.IterSized(ctx, []byte(start), []byte(end), reverse, expect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		var got []string
+		for it.Valid() {
+			got = append(got, string(it.Key())+"="+string(it.Value()))
+			if err := it.Next(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return strings.Join(got, " ")
+	}
+	before := fc.callCount("Scan")
+	if got := iterate("a", "e", false, 4); got != "a=1 b=2 c=3 c2=new d=4" {
+		t.Errorf("IterSized(a, e, 4) = %q", got)
+	}
+	if n := fc.callCount("Scan") - before; n != 1 {
+		t.Errorf("a range of 4 stored entries with expect 4 took %d scan requests, want 1", n)
+	}
+	for _, reverse := range []bool{false, true} {
+		want := "a=1 b=2 c=3 c2=new d=4 f=6 g=7"
+		if reverse {
+			want = "g=7 f=6 d=4 c2=new c=3 b=2 a=1"
+		}
+		if got := iterate("a", "z", reverse, 1); got != want {
+			t.Errorf("IterSized(a, z, reverse %v, expect 1) = %q, want %q", reverse, got, want)
+		}
+	}
+}
+
 func TestSingleRegionCommitIsOnePhase(t *testing.T) {
 	fc := newFakeCluster()
 	c := fc.newClient(Options{})

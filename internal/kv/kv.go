@@ -117,6 +117,16 @@ type KeyExistsError struct {
 
 func (e *KeyExistsError) Error() string { return fmt.Sprintf("kv: key %q already exists", e.Key) }
 
+// SizedIterer is implemented by transactions whose iterators can be told
+// how many entries the caller expects at most (the SQL layer knows it for
+// a primary-key range: BETWEEN 1 AND 100 holds at most 100 rows), so they
+// fetch and allocate for that many rather than a fixed batch. The hint
+// changes nothing but sizes: an iterator still returns every entry of the
+// range when there are more.
+type SizedIterer interface {
+	IterSized(ctx context.Context, start, end []byte, reverse bool, expect int) (Iterator, error)
+}
+
 // Iterator walks entries of a scan in order. Valid must be checked before
 // Key/Value; Next advances. Close releases resources.
 type Iterator interface {

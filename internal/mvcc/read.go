@@ -14,15 +14,28 @@ import (
 // scanSlab is how many result pairs a scan allocates at once.
 const scanSlab = 128
 
-// arenaCopy copies v into arena (starting a new one when full) and returns
-// the copy, which stays valid when the arena is later replaced.
-func arenaCopy(arena, v []byte) ([]byte, []byte) {
+// arenaCopy copies v into arena (starting a new one of size bytes, or
+// len(v) if more, when full) and returns the copy, which stays valid when
+// the arena is later replaced.
+func arenaCopy(arena, v []byte, size int) ([]byte, []byte) {
 	if cap(arena)-len(arena) < len(v) {
-		arena = make([]byte, 0, max(16<<10, len(v)))
+		arena = make([]byte, 0, max(size, len(v)))
 	}
 	n := len(arena)
 	arena = append(arena, v...)
 	return arena[n:len(arena):len(arena)], arena
+}
+
+// arenaSize is the size of a scan's next arena. The first one is sized for
+// the pairs the scan may still return, at the size of the pair at hand,
+// up to 32 KiB: a scan whose limit fits its range (the SQL layer's
+// kv.SizedIterer) then copies its result into one allocation of about its
+// size. Later arenas are 16 KiB.
+func arenaSize(arena []byte, pairBytes, pairsLeft int) int {
+	if arena != nil || pairsLeft <= 0 {
+		return 16 << 10
+	}
+	return min(pairBytes*pairsLeft, 32<<10)
 }
 
 // maxVersionSteps is how many versions a scan steps over with Next before
@@ -476,7 +489,7 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 			}
 			if w.kind == writePut {
 				if w.hasValue {
-					value, arena = arenaCopy(arena, w.value)
+					value, arena = arenaCopy(arena, w.value, arenaSize(arena, len(cur)+len(w.value), limit-len(pairs)))
 				} else if value, err = putValue(r, cur, &w); err != nil {
 					return nil, err
 				}
@@ -496,7 +509,7 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 			}
 			kv := &slab[0]
 			slab = slab[1:]
-			kv.Key, arena = arenaCopy(arena, cur)
+			kv.Key, arena = arenaCopy(arena, cur, arenaSize(arena, len(cur), limit-len(pairs)))
 			kv.Value = value
 			pairs = append(pairs, kv)
 		}

@@ -261,7 +261,13 @@ func (s *scanExec) Next(c *Context) ([][]types.Datum, error) {
 			}
 			r := s.ranges[0]
 			s.ranges = s.ranges[1:]
-			it, err := c.Txn.Iter(c.Ctx, r[0], r[1], s.p.Desc)
+			var it kv.Iterator
+			var err error
+			if si, ok := c.Txn.(kv.SizedIterer); ok && s.rowsHint > 0 && !s.index {
+				it, err = si.IterSized(c.Ctx, r[0], r[1], s.p.Desc, s.rowsHint)
+			} else {
+				it, err = c.Txn.Iter(c.Ctx, r[0], r[1], s.p.Desc)
+			}
 			if err != nil {
 				return nil, err
 			}
