@@ -38,6 +38,7 @@ import (
 
 const (
 	comStmtPrepare   = 0x16
+	comStmtExecute   = 0x17
 	maxPacketPayload = 1<<24 - 1
 	placeholderVerb  = "SELECT "
 
@@ -58,6 +59,12 @@ type clientConn struct {
 	wHeaderLen    int // header bytes of the current server packet seen
 	wBodyLeft     int // body bytes of the current server packet still to come
 	wBodyStarted  bool
+
+	// execCursor tells whether the last COM_STMT_EXECUTE asked for a
+	// server-side cursor (a non-zero flags byte, or a packet too short to
+	// say), whose rows the protocol library keeps until the client
+	// fetches them.
+	execCursor bool
 
 	mu      sync.Mutex
 	next    uint64            // number of the next placeholder
@@ -151,8 +158,14 @@ func (p *clientConn) readPacket() error {
 	}
 	// A prepare that spans several packets (16 MiB or more of text) is left
 	// to the library: its continuation packets cannot be rewritten alone.
-	if seq := hdr[3]; seq == 0 && n > 0 && n < maxPacketPayload && p.buf[4] == comStmtPrepare {
-		p.rewritePrepare(string(p.buf[5:]))
+	if seq := hdr[3]; seq == 0 && n > 0 && n < maxPacketPayload {
+		switch p.buf[4] {
+		case comStmtPrepare:
+			p.rewritePrepare(string(p.buf[5:]))
+		case comStmtExecute:
+			// Payload: command, statement id (4 bytes), flags.
+			p.execCursor = n < 6 || p.buf[9] != 0
+		}
 	}
 	p.out = p.buf
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
+	"unsafe"
 
 	"github.com/dolthub/vitess/go/sqltypes"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
@@ -253,22 +254,52 @@ type rowEncoder struct {
 	fields []*querypb.Field
 	cols   []*strsql.Column
 	binary bool
-	// buf is the arena for the rendered values of the current chunk.
-	// Arenas are never reused: the protocol library may hold a chunk's
-	// values after the callback returns (server-side cursors keep them
-	// until COM_STMT_FETCH).
-	buf []byte
+	// bufs holds the arena for the rendered values of the current chunk
+	// and the slices that point into it. When it is the connection's
+	// (reused), a chunk's values are only valid until the next encode:
+	// that is for results the protocol library writes out before the
+	// callback returns. A server-side cursor keeps a chunk's values until
+	// COM_STMT_FETCH, so its encoder gets fresh buffers (nil reuse).
+	bufs  *encodeBuffers
+	fresh bool // every chunk gets new buffers (no reuse)
 }
 
-func newRowEncoder(cols []*strsql.Column, fields []*querypb.Field, binary bool) *rowEncoder {
-	return &rowEncoder{fields: fields, cols: cols, binary: binary}
+// encodeBuffers are a rowEncoder's arena and slices; a connection keeps
+// one set between results.
+type encodeBuffers struct {
+	buf    []byte
+	values []sqltypes.Value
+	out    [][]sqltypes.Value
+	spans  []valueSpan
 }
 
-// encode converts rows into vitess rows. The returned values point into a
-// fresh arena that stays valid for as long as the caller keeps them.
+type valueSpan struct{ start, end int }
+
+// release drops buffers grown past retainedBufferLimit, so a huge result
+// does not pin its memory for the rest of the connection.
+func (b *encodeBuffers) release() {
+	if cap(b.buf) > retainedBufferLimit || cap(b.values)*int(unsafe.Sizeof(sqltypes.Value{})) > retainedBufferLimit {
+		*b = encodeBuffers{}
+	}
+}
+
+// newRowEncoder returns an encoder for one result set; reuse, when not
+// nil, is the connection's buffers (see rowEncoder.bufs).
+func newRowEncoder(cols []*strsql.Column, fields []*querypb.Field, binary bool, reuse *encodeBuffers) *rowEncoder {
+	if reuse == nil {
+		return &rowEncoder{fields: fields, cols: cols, binary: binary, bufs: &encodeBuffers{}, fresh: true}
+	}
+	return &rowEncoder{fields: fields, cols: cols, binary: binary, bufs: reuse}
+}
+
+// encode converts rows into vitess rows, pointing into the encoder's arena.
 func (e *rowEncoder) encode(rows [][]types.Datum) ([][]sqltypes.Value, error) {
 	n := len(e.fields)
-	// One arena sized up front: growing it by doubling allocated about
+	b := e.bufs
+	if e.fresh {
+		*b = encodeBuffers{}
+	}
+	// The arena is sized up front: growing it by doubling allocated about
 	// twice the bytes of a result (a quarter of all bytes allocated by
 	// sysbench oltp_read_only).
 	size := 0
@@ -277,50 +308,54 @@ func (e *rowEncoder) encode(rows [][]types.Datum) ([][]sqltypes.Value, error) {
 			size += d.TextSizeHint()
 		}
 	}
-	e.buf = make([]byte, 0, max(size, 64))
-	values := make([]sqltypes.Value, len(rows)*n)
-	out := make([][]sqltypes.Value, len(rows))
+	if cap(b.buf) < size {
+		b.buf = make([]byte, 0, max(size, 64))
+	}
+	b.buf = b.buf[:0]
+	b.values = grown(b.values, len(rows)*n)
+	b.out = grown(b.out, len(rows))
 	// Offsets into the arena are recorded first and turned into slices at
 	// the end, because the arena may move while it grows.
-	type span struct{ start, end int }
-	var small [16]span // a point select's row needs no heap for its spans
-	var spans []span
-	if len(rows)*n <= len(small) {
-		spans = small[:len(rows)*n]
-	} else {
-		spans = make([]span, len(rows)*n)
-	}
+	b.spans = grown(b.spans, len(rows)*n)
 	for r, row := range rows {
 		if len(row) != n {
 			return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "internal error: row has %d values for %d columns", len(row), n)
 		}
 		for c, d := range row {
 			if d.IsNull() {
-				spans[r*n+c] = span{-1, -1}
+				b.spans[r*n+c] = valueSpan{-1, -1}
 				continue
 			}
-			start := len(e.buf)
+			start := len(b.buf)
 			var err error
-			e.buf, err = e.appendValue(e.buf, c, d)
+			b.buf, err = e.appendValue(b.buf, c, d)
 			if err != nil {
 				return nil, err
 			}
-			spans[r*n+c] = span{start, len(e.buf)}
+			b.spans[r*n+c] = valueSpan{start, len(b.buf)}
 		}
 	}
 	for r := range rows {
-		rowVals := values[r*n : (r+1)*n : (r+1)*n]
+		rowVals := b.values[r*n : (r+1)*n : (r+1)*n]
 		for c := 0; c < n; c++ {
-			sp := spans[r*n+c]
+			sp := b.spans[r*n+c]
 			if sp.start < 0 {
 				rowVals[c] = sqltypes.NULL
 				continue
 			}
-			rowVals[c] = sqltypes.MakeTrusted(e.fields[c].Type, e.buf[sp.start:sp.end:sp.end])
+			rowVals[c] = sqltypes.MakeTrusted(e.fields[c].Type, b.buf[sp.start:sp.end:sp.end])
 		}
-		out[r] = rowVals
+		b.out[r] = rowVals
 	}
-	return out, nil
+	return b.out, nil
+}
+
+// grown returns s with length n, reusing its array when large enough.
+func grown[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 func (e *rowEncoder) appendValue(buf []byte, col int, d types.Datum) ([]byte, error) {

@@ -55,7 +55,7 @@ func TestColumnDefinitions(t *testing.T) {
 
 func TestBinaryEncodingChecksColumnRange(t *testing.T) {
 	cols := []*strsql.Column{{Name: "t", Type: ft(mysql.TypeTiny, 0, 4, 0)}}
-	enc := newRowEncoder(cols, wireFields(cols), true)
+	enc := newRowEncoder(cols, wireFields(cols), true, nil)
 	if _, err := enc.encode([][]types.Datum{{types.NewInt(127)}}); err != nil {
 		t.Fatalf("127 in TINYINT: %v", err)
 	}
@@ -63,7 +63,7 @@ func TestBinaryEncodingChecksColumnRange(t *testing.T) {
 		t.Fatal("128 encoded as a TINYINT")
 	}
 	// The text protocol has no widths to violate.
-	text := newRowEncoder(cols, wireFields(cols), false)
+	text := newRowEncoder(cols, wireFields(cols), false, nil)
 	rows, err := text.encode([][]types.Datum{{types.NewInt(128)}})
 	if err != nil || rows[0][0].ToString() != "128" {
 		t.Fatalf("text encoding: %v %v", rows, err)
@@ -73,7 +73,7 @@ func TestBinaryEncodingChecksColumnRange(t *testing.T) {
 func TestBitValuesAreRawBytes(t *testing.T) {
 	cols := []*strsql.Column{{Name: "b", Type: ft(mysql.TypeBit, mysql.UnsignedFlag, 12, 0)}}
 	for _, binary := range []bool{false, true} {
-		enc := newRowEncoder(cols, wireFields(cols), binary)
+		enc := newRowEncoder(cols, wireFields(cols), binary, nil)
 		rows, err := enc.encode([][]types.Datum{{types.NewUint(0x0abc)}})
 		if err != nil {
 			t.Fatal(err)

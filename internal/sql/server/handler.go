@@ -45,6 +45,9 @@ type connState struct {
 	// execution, and a client alternates between several statements
 	// (sysbench prepares its point select once per table).
 	fields fieldCache
+	// enc holds the buffers result rows are encoded in, reused from one
+	// result to the next (see rowEncoder.bufs).
+	enc encodeBuffers
 }
 
 // fieldCache remembers the wire column definitions of recent column
@@ -233,13 +236,13 @@ func (h *handler) runQuery(ctx context.Context, c *mysql.Conn, st *connState, qu
 			"conn", c.ConnectionID, "results", len(results))
 		res = results[0]
 	}
-	return sendResult(res, false, &st.fields, func(r *sqltypes.Result) error { return callback(r, more) })
+	return sendResult(res, false, &st.fields, &st.enc, func(r *sqltypes.Result) error { return callback(r, more) })
 }
 
 // sendResult streams res to the protocol library: an OK packet when the
 // statement returned no columns, otherwise the column definitions and rows
 // in batches.
-func sendResult(res *strsql.Result, binary bool, fc *fieldCache, send func(*sqltypes.Result) error) error {
+func sendResult(res *strsql.Result, binary bool, fc *fieldCache, reuse *encodeBuffers, send func(*sqltypes.Result) error) error {
 	if res == nil {
 		res = &strsql.Result{}
 	}
@@ -247,7 +250,10 @@ func sendResult(res *strsql.Result, binary bool, fc *fieldCache, send func(*sqlt
 		return send(&sqltypes.Result{RowsAffected: res.AffectedRows, InsertID: res.LastInsertID})
 	}
 	fields := fc.get(res.Columns)
-	enc := newRowEncoder(res.Columns, fields, binary)
+	enc := newRowEncoder(res.Columns, fields, binary, reuse)
+	if reuse != nil {
+		defer reuse.release()
+	}
 	rows := res.Rows
 	if len(rows) == 0 {
 		return send(&sqltypes.Result{Fields: fields})
@@ -330,7 +336,13 @@ func (h *handler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *my
 	if err != nil {
 		return wireError(err)
 	}
-	return sendResult(res, true, &st.fields, callback)
+	// A server-side cursor's rows stay with the protocol library until the
+	// client fetches them: they get buffers of their own.
+	reuse := &st.enc
+	if cc, ok := c.Conn.(*clientConn); !ok || cc.execCursor {
+		reuse = nil
+	}
+	return sendResult(res, true, &st.fields, reuse, callback)
 }
 
 // WarningCount implements mysql.Handler.
