@@ -48,10 +48,10 @@ func TestPreparedRangeAllocations(t *testing.T) {
 		rows  int
 		max   float64
 	}{
-		{"SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ?", 100, 50},
-		{"SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN ? AND ?", 1, 55},
-		{"SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c", 100, 55},
-		{"SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c", 100, 55},
+		{"SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ?", 100, 40},
+		{"SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN ? AND ?", 1, 48},
+		{"SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c", 100, 45},
+		{"SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c", 100, 45},
 	} {
 		ps, err := s.Prepare(ctx, c.query)
 		if err != nil {

@@ -41,7 +41,7 @@ func Compare(a, b Datum) (int, error) {
 			}
 			return cmpUint64(uint64(a.i), uint64(b.i)), nil
 		case KindDecimal:
-			return NewDecimalFromInt(a.i).Cmp(b.dec), nil
+			return NewDecimalFromInt(a.i).Cmp(b.dec()), nil
 		}
 	case KindUint64:
 		switch b.k {
@@ -53,21 +53,21 @@ func Compare(a, b Datum) (int, error) {
 		case KindUint64:
 			return cmpUint64(uint64(a.i), uint64(b.i)), nil
 		case KindDecimal:
-			return NewDecimalFromUint(uint64(a.i)).Cmp(b.dec), nil
+			return NewDecimalFromUint(uint64(a.i)).Cmp(b.dec()), nil
 		}
 	case KindDecimal:
 		switch b.k {
 		case KindInt64:
-			return a.dec.Cmp(NewDecimalFromInt(b.i)), nil
+			return a.dec().Cmp(NewDecimalFromInt(b.i)), nil
 		case KindUint64:
-			return a.dec.Cmp(NewDecimalFromUint(uint64(b.i))), nil
+			return a.dec().Cmp(NewDecimalFromUint(uint64(b.i))), nil
 		case KindDecimal:
-			return a.dec.Cmp(b.dec), nil
+			return a.dec().Cmp(b.dec()), nil
 		}
 	case KindString, KindBytes:
 		switch b.k {
 		case KindString, KindBytes:
-			return bytes.Compare(a.b, b.b), nil
+			return bytes.Compare(a.b(), b.b()), nil
 		case KindTime:
 			return -compareTimeString(b.Time(), a), nil
 		}
@@ -93,9 +93,9 @@ func Compare(a, b Datum) (int, error) {
 func compareTimeString(t Time, s Datum) int {
 	// Parse as DATETIME even for a DATE operand: DATE '2020-01-01' is not
 	// equal to '2020-01-01 10:00:00'.
-	parsed, err := ParseTime(string(s.b), mysql.TypeDatetime, MaxFsp)
+	parsed, err := ParseTime(string(s.b()), mysql.TypeDatetime, MaxFsp)
 	if err != nil {
-		return bytes.Compare(t.Append(nil), s.b)
+		return bytes.Compare(t.Append(nil), s.b())
 	}
 	return t.Compare(parsed)
 }
@@ -169,8 +169,8 @@ func (d Datum) AppendHashKey(buf []byte) []byte {
 		}
 		return appendHashDecimal(buf, dec)
 	case KindDecimal:
-		if d.dec.IsInteger() {
-			r := d.dec.Truncate(0)
+		if d.dec().IsInteger() {
+			r := d.dec().Truncate(0)
 			if r.big == nil {
 				return appendHashInt(buf, r.small)
 			}
@@ -178,11 +178,11 @@ func (d Datum) AppendHashKey(buf []byte) []byte {
 				return appendHashUint(buf, r.big.Uint64())
 			}
 		}
-		return appendHashDecimal(buf, d.dec)
+		return appendHashDecimal(buf, d.dec())
 	case KindString, KindBytes:
 		buf = append(buf, 's')
-		buf = appendUvarint(buf, uint64(len(d.b)))
-		return append(buf, d.b...)
+		buf = appendUvarint(buf, uint64(len(d.b())))
+		return append(buf, d.b()...)
 	case KindTime:
 		v := uint64(d.i) >> 5
 		return append(buf, 't', byte(v>>56), byte(v>>48), byte(v>>40), byte(v>>32), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))

@@ -14,7 +14,7 @@ import (
 // it as a warning, strict callers may reject it.
 
 func errTruncated(typeName string, d Datum) *sqlerr.Error {
-	return sqlerr.New(sqlerr.ErTruncatedWrongValue, "22007", "Truncated incorrect %s value: '%s'", typeName, string(d.b))
+	return sqlerr.New(sqlerr.ErTruncatedWrongValue, "22007", "Truncated incorrect %s value: '%s'", typeName, string(d.b()))
 }
 
 // ErrOutOfRange builds MySQL's error 1690 for a value outside a type's range.
@@ -128,16 +128,16 @@ func (d Datum) ToInt64() (int64, error) {
 	case KindFloat64:
 		return floatToInt64(d.Float())
 	case KindDecimal:
-		v, ok := d.dec.Int64()
+		v, ok := d.dec().Int64()
 		if !ok {
-			return v, ErrOutOfRange("BIGINT", d.dec.String())
+			return v, ErrOutOfRange("BIGINT", d.dec().String())
 		}
 		return v, nil
 	case KindString, KindBytes:
-		dec, complete := stringToDecimal(d.b)
+		dec, complete := stringToDecimal(d.b())
 		v, ok := dec.Int64()
 		if !ok {
-			return v, ErrOutOfRange("BIGINT", string(d.b))
+			return v, ErrOutOfRange("BIGINT", string(d.b()))
 		}
 		if !complete {
 			return v, errTruncated("INTEGER", d)
@@ -186,16 +186,16 @@ func (d Datum) ToUint64() (uint64, error) {
 		}
 		return uint64(f), nil
 	case KindDecimal:
-		v, ok := d.dec.Uint64()
+		v, ok := d.dec().Uint64()
 		if !ok {
-			return v, ErrOutOfRange("BIGINT UNSIGNED", d.dec.String())
+			return v, ErrOutOfRange("BIGINT UNSIGNED", d.dec().String())
 		}
 		return v, nil
 	case KindString, KindBytes:
-		dec, complete := stringToDecimal(d.b)
+		dec, complete := stringToDecimal(d.b())
 		v, ok := dec.Uint64()
 		if !ok {
-			return v, ErrOutOfRange("BIGINT UNSIGNED", string(d.b))
+			return v, ErrOutOfRange("BIGINT UNSIGNED", string(d.b()))
 		}
 		if !complete {
 			return v, errTruncated("INTEGER", d)
@@ -219,9 +219,9 @@ func (d Datum) ToFloat64() (float64, error) {
 	case KindFloat64:
 		return d.Float(), nil
 	case KindDecimal:
-		return d.dec.Float64(), nil
+		return d.dec().Float64(), nil
 	case KindString, KindBytes:
-		v, complete := stringToFloat(d.b)
+		v, complete := stringToFloat(d.b())
 		if !complete {
 			return v, errTruncated("DOUBLE", d)
 		}
@@ -246,9 +246,9 @@ func (d Datum) ToDecimal() (*Decimal, error) {
 		}
 		return dec, nil
 	case KindDecimal:
-		return d.dec, nil
+		return d.dec(), nil
 	case KindString, KindBytes:
-		dec, complete := stringToDecimal(d.b)
+		dec, complete := stringToDecimal(d.b())
 		if !complete {
 			return dec, errTruncated("DECIMAL", d)
 		}
@@ -265,7 +265,7 @@ func (d Datum) ToString() (string, error) {
 	case KindNull:
 		return "", nil
 	case KindString, KindBytes:
-		return string(d.b), nil
+		return string(d.b()), nil
 	}
 	return string(d.AppendText(nil)), nil
 }
@@ -281,7 +281,7 @@ func (d Datum) ToBool() (isTrue bool, isNull bool, err error) {
 	case KindFloat64:
 		return d.Float() != 0, false, nil
 	case KindDecimal:
-		return !d.dec.IsZero(), false, nil
+		return !d.dec().IsZero(), false, nil
 	case KindString, KindBytes:
 		f, err := d.ToFloat64()
 		return f != 0, false, err

@@ -106,8 +106,8 @@ func intRange(tp byte, unsigned bool) (lo int64, hi uint64) {
 // numberFromString parses text for a numeric column: nothing numeric is
 // 1366 (incorrect value), trailing garbage is 1265 (data truncated).
 func (c converter) numberFromString(d Datum, typeName string) (*Decimal, error) {
-	dec, complete := stringToDecimal(d.b)
-	if n, ok := scanNumber(d.b); !ok || n == 0 {
+	dec, complete := stringToDecimal(d.b())
+	if n, ok := scanNumber(d.b()); !ok || n == 0 {
 		return nil, c.incorrect(typeName, d)
 	}
 	if !complete {
@@ -151,7 +151,7 @@ func (c converter) toInt(d Datum) (Datum, error) {
 		}
 		return NewInt(int64(f)), nil
 	case KindDecimal:
-		dec = d.dec
+		dec = d.dec()
 	case KindString, KindBytes:
 		var err error
 		if dec, err = c.numberFromString(d, "integer"); err != nil {
@@ -177,7 +177,7 @@ func (c converter) toInt(d Datum) (Datum, error) {
 
 func (c converter) toYear(d Datum) (Datum, error) {
 	if d.k == KindString || d.k == KindBytes {
-		s := strings.TrimSpace(string(d.b))
+		s := strings.TrimSpace(string(d.b()))
 		v, err := strconv.Atoi(s)
 		if err != nil {
 			return Datum{}, c.incorrect("integer", d)
@@ -224,10 +224,10 @@ func (c converter) toBit(d Datum) (Datum, error) {
 	var v uint64
 	switch d.k {
 	case KindString, KindBytes:
-		if len(d.b) > 8 {
+		if len(d.b()) > 8 {
 			return Datum{}, sqlerr.New(sqlerr.ErDataTooLong, "22001", "Data too long for column '%s' at row %d", c.col, c.row)
 		}
-		for _, b := range d.b {
+		for _, b := range d.b() {
 			v = v<<8 | uint64(b)
 		}
 	default:
@@ -252,7 +252,7 @@ func (c converter) toFloat(d Datum) (Datum, error) {
 			return Datum{}, err
 		}
 		f = dec.Float64()
-		g, perr := strconv.ParseFloat(strings.TrimSpace(string(d.b)), 64)
+		g, perr := strconv.ParseFloat(strings.TrimSpace(string(d.b())), 64)
 		switch {
 		case perr == nil:
 			f = g
@@ -359,7 +359,7 @@ func (c converter) toString(d Datum) (Datum, error) {
 	var b []byte
 	switch d.k {
 	case KindString, KindBytes:
-		b = d.b
+		b = d.b()
 	default:
 		b = d.AppendText(nil)
 	}
@@ -451,7 +451,7 @@ func (c converter) toTime(d Datum) (Datum, error) {
 	case KindTime:
 		t, err = d.Time().WithType(tp, fsp)
 	case KindString, KindBytes:
-		t, err = ParseTime(string(d.b), tp, fsp)
+		t, err = ParseTime(string(d.b()), tp, fsp)
 	case KindInt64, KindUint64, KindDecimal, KindFloat64:
 		t, err = timeFromNumber(d, tp, fsp)
 	}
@@ -504,7 +504,7 @@ func (c converter) toEnum(d Datum) (Datum, error) {
 	elems := c.ft.GetElems()
 	switch d.k {
 	case KindString, KindBytes:
-		s := strings.TrimRight(string(d.b), " ")
+		s := strings.TrimRight(string(d.b()), " ")
 		for _, e := range elems {
 			if strings.EqualFold(e, s) {
 				return NewString(e), nil
@@ -524,8 +524,8 @@ func (c converter) toSet(d Datum) (Datum, error) {
 	var picked uint64
 	switch d.k {
 	case KindString, KindBytes:
-		if len(d.b) > 0 {
-			for _, part := range strings.Split(string(d.b), ",") {
+		if len(d.b()) > 0 {
+			for _, part := range strings.Split(string(d.b()), ",") {
 				found := false
 				for i, e := range elems {
 					if strings.EqualFold(e, part) {
@@ -561,10 +561,10 @@ func (c converter) toSet(d Datum) (Datum, error) {
 func (c converter) toJSON(d Datum) (Datum, error) {
 	switch d.k {
 	case KindString, KindBytes:
-		if !json.Valid(d.b) {
+		if !json.Valid(d.b()) {
 			return Datum{}, sqlerr.New(3140, "22032", "Invalid JSON text: \"Invalid value.\" at position 0 in value for column '%s'.", c.col)
 		}
-		return NewStringBytes(d.b), nil
+		return NewStringBytes(d.b()), nil
 	}
 	return NewStringBytes(d.AppendText(nil)), nil
 }
@@ -597,17 +597,17 @@ func DefaultFieldTypeFor(d Datum) *ptypes.FieldType {
 	case KindDecimal:
 		ft = ptypes.NewFieldType(mysql.TypeNewDecimal)
 		// Like DECIMAL(M,D) column types, flen is the precision M.
-		ft.SetFlen(d.dec.Precision())
-		ft.SetDecimal(d.dec.Scale())
+		ft.SetFlen(d.dec().Precision())
+		ft.SetDecimal(d.dec().Scale())
 		setBinary(ft)
 	case KindString:
 		ft = ptypes.NewFieldType(mysql.TypeVarString)
-		ft.SetFlen(utf8.RuneCount(d.b))
+		ft.SetFlen(utf8.RuneCount(d.b()))
 		ft.SetCharset(mysql.DefaultCharset)
 		ft.SetCollate(mysql.DefaultCollationName)
 	case KindBytes:
 		ft = ptypes.NewFieldType(mysql.TypeVarString)
-		ft.SetFlen(len(d.b))
+		ft.SetFlen(len(d.b()))
 		setBinary(ft)
 	case KindTime:
 		t := d.Time()

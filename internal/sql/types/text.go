@@ -22,9 +22,9 @@ func (d Datum) AppendText(buf []byte) []byte {
 	case KindFloat64:
 		return AppendFloat(buf, d.Float(), 64)
 	case KindDecimal:
-		return d.dec.Append(buf)
+		return d.dec().Append(buf)
 	case KindString, KindBytes:
-		return append(buf, d.b...)
+		return append(buf, d.b()...)
 	case KindTime:
 		return d.Time().Append(buf)
 	}
@@ -38,7 +38,7 @@ func (d Datum) AppendText(buf []byte) []byte {
 func (d Datum) TextSizeHint() int {
 	switch d.k {
 	case KindString, KindBytes:
-		return len(d.b)
+		return len(d.b())
 	case KindNull:
 		return 0
 	}
