@@ -99,6 +99,7 @@ func (ls *LockSet) BeforeApply(repr []byte) error {
 	if (ls.versions == nil && ls.recent == nil) || len(repr) <= batchrepr.HeaderLen {
 		return nil
 	}
+	ls.recent.startBatch()
 	return eachWrite(repr, func(kind pebble.InternalKeyKind, k, _ []byte) error {
 		ls.recent.beforeApply(kind, k)
 		ls.versions.beforeApply(kind, k)

@@ -143,9 +143,12 @@ func forEachVersionSince(r pebble.Reader, key []byte, maxTS, minTS uint64, fn fu
 		return true, nil
 	}
 	prefix := versionPrefix(writeCF, key)
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: versionPrefixEnd(prefix)})
-	if err != nil {
-		return false, err
+	opts := pebble.IterOptions{LowerBound: prefix, UpperBound: versionPrefixEnd(prefix)}
+	it := sstOnlyVersionIter(r, prefix, &opts)
+	if it == nil {
+		if it, err = r.NewIter(&opts); err != nil {
+			return false, err
+		}
 	}
 	// SeekPrefixGE: the engine's comparer splits off the timestamp, so
 	// Pebble consults prefix bloom filters and skips SSTs without key.

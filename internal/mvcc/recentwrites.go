@@ -49,10 +49,26 @@ import (
 // Records that reach the engine other than through the apply path (a
 // future Raft snapshot's ingestion) must raise the floor; there are none
 // today.
+//
+// The table also knows which keys may have records in the memtables at
+// all (see MayBeInMemtables): every apply batch gets a sequence number,
+// each slot keeps the number of the last batch that wrote a record of a
+// key hashing there, and the store reports the number its last completed
+// flush covers (FlushStarting, FlushDone).
 type RecentWrites struct {
 	slots []atomic.Uint64
 	mask  uint64
 	seed  maphash.Seed
+
+	// Memtable residency, in apply-batch sequence numbers: seq is the
+	// number of the batch being applied (the last one, between batches);
+	// written[i] the number of the last batch that wrote a write-CF record
+	// of a key in slot i; rangeDel that of the last batch with a range
+	// deletion over the write CF; flushed the number up to which every
+	// batch is in the SSTs.
+	written                  []atomic.Uint64
+	seq, rangeDel, flushed   atomic.Uint64
+	memtableSkips, fullReads atomic.Uint64
 
 	// floor: every write-CF record the engine held at open is below it;
 	// math.MaxUint64 when unknown (an engine written before ceilings
@@ -100,11 +116,12 @@ const recentWriteSlots = 1 << 18
 // returns a table that knows it.
 func NewRecentWrites() *RecentWrites {
 	return &RecentWrites{
-		slots:  make([]atomic.Uint64, recentWriteSlots),
-		mask:   recentWriteSlots - 1,
-		seed:   maphash.MakeSeed(),
-		floor:  math.MaxUint64,
-		window: ceilingWindow,
+		slots:   make([]atomic.Uint64, recentWriteSlots),
+		written: make([]atomic.Uint64, recentWriteSlots),
+		mask:    recentWriteSlots - 1,
+		seed:    maphash.MakeSeed(),
+		floor:   math.MaxUint64,
+		window:  ceilingWindow,
 	}
 }
 
@@ -174,13 +191,20 @@ func (rw *RecentWrites) BeforeCommit(ab *pebble.Batch) error {
 	return nil
 }
 
-func (rw *RecentWrites) slot(prefix []byte) *atomic.Uint64 {
-	return &rw.slots[maphash.Bytes(rw.seed, prefix)&rw.mask]
+func (rw *RecentWrites) slotIndex(prefix []byte) uint64 {
+	return maphash.Bytes(rw.seed, prefix) & rw.mask
 }
 
-// raise notes a record of prefix's key at ts.
+func (rw *RecentWrites) slot(prefix []byte) *atomic.Uint64 {
+	return &rw.slots[rw.slotIndex(prefix)]
+}
+
+// raise notes a record of prefix's key at ts, written by the current apply
+// batch.
 func (rw *RecentWrites) raise(prefix []byte, ts uint64) {
-	s := rw.slot(prefix)
+	i := rw.slotIndex(prefix)
+	rw.written[i].Store(rw.seq.Load())
+	s := &rw.slots[i]
 	for {
 		cur := s.Load()
 		if ts <= cur || s.CompareAndSwap(cur, ts) {
@@ -199,12 +223,131 @@ func (rw *RecentWrites) bound(prefix []byte) uint64 { return rw.slot(prefix).Loa
 // deletion raises nothing: it only hides records, which the SST-only view
 // may still show (and then the full view decides).
 func (rw *RecentWrites) beforeApply(kind pebble.InternalKeyKind, k []byte) {
-	if rw == nil || kind == pebble.InternalKeyKindRangeDelete {
+	if rw == nil {
+		return
+	}
+	if kind == pebble.InternalKeyKindRangeDelete {
+		rw.rangeDel.Store(rw.seq.Load())
 		return
 	}
 	ts := ^bigEndianTS(k[len(k)-8:])
 	rw.raise(k[:len(k)-8], ts)
 	rw.pending, rw.anyPending = max(rw.pending, ts), true
+}
+
+// startBatch gives the apply batch about to be seen by beforeApply its
+// sequence number. Only the apply path calls it, between batches.
+func (rw *RecentWrites) startBatch() {
+	if rw != nil {
+		rw.seq.Add(1)
+	}
+}
+
+// FlushStarting returns the sequence number a KV-engine flush started now
+// covers: the store calls it on its apply goroutine between two apply
+// batches, right before it asks the engine to flush, so every batch up to
+// the number is in the memtables that flush writes out. It hands the
+// number to FlushDone once the flush has completed.
+func (rw *RecentWrites) FlushStarting() uint64 {
+	if rw == nil {
+		return 0
+	}
+	return rw.seq.Load()
+}
+
+// FlushDone records that every apply batch up to seq (a FlushStarting
+// result) is in the SSTs. Flushes the engine starts on its own are not
+// reported; they only move records to the SSTs sooner.
+func (rw *RecentWrites) FlushDone(seq uint64) {
+	if rw == nil {
+		return
+	}
+	for {
+		cur := rw.flushed.Load()
+		if seq <= cur || rw.flushed.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
+}
+
+// mayBeInMemtables reports whether some memtable of the KV engine may hold
+// a write-CF record of prefix's key, or a range deletion that covers one:
+// false when the last batch that wrote a key of its slot, and the last
+// batch with a range deletion over the write CF, are both covered by a
+// completed flush. The KV engine has no write-ahead log, so at open its
+// memtables are empty and every record since passed through the apply
+// path. A read that finds false may read the SSTs alone
+// (OnlyReadGuaranteedDurable) and see exactly what the full view shows,
+// provided it asks again after opening its iterator (sstOnlyVersionIter):
+// a batch applied in between raised the slot before it reached the engine.
+func (rw *RecentWrites) mayBeInMemtables(prefix []byte) bool {
+	f := rw.flushed.Load()
+	return rw.written[rw.slotIndex(prefix)].Load() > f || rw.rangeDel.Load() > f
+}
+
+// sstOnlyVersionIter returns an iterator over the versions of prefix's key
+// (the bounds of opts) that reads the KV engine's SSTs alone, or nil when
+// the memtables may hold some of them: the version reads of a prewrite's
+// existence check, and of a point read the version cache missed, then do
+// without a memtable search (a skiplist of up to 64 MiB, ~20 cache
+// misses, and no bloom filter).
+func sstOnlyVersionIter(r pebble.Reader, prefix []byte, opts *pebble.IterOptions) *pebble.Iterator {
+	lr, ok := r.(lockSetReader)
+	if !ok || lr.ls.recent == nil {
+		return nil
+	}
+	db, ok := lr.Reader.(*pebble.DB)
+	if !ok {
+		return nil
+	}
+	rw := lr.ls.recent
+	if rw.mayBeInMemtables(prefix) {
+		rw.fullReads.Add(1)
+		return nil
+	}
+	o := *opts
+	o.OnlyReadGuaranteedDurable = true
+	it, err := db.NewIter(&o)
+	if err != nil {
+		return nil
+	}
+	var full *pebble.Iterator // invariants: the full view, opened before the check below
+	if invariantsEnabled {
+		if full, err = db.NewIter(opts); err != nil {
+			panic(err)
+		}
+		defer full.Close()
+	}
+	// The iterator's view is fixed now. A batch that reached the engine
+	// before that raised the slot (or the range-deletion mark) first.
+	if rw.mayBeInMemtables(prefix) {
+		it.Close()
+		rw.fullReads.Add(1)
+		return nil
+	}
+	rw.memtableSkips.Add(1)
+	if invariantsEnabled {
+		checkSameVersions(prefix, it, full)
+	}
+	return it
+}
+
+// checkSameVersions panics unless the two iterators hold the same records
+// of prefix's key; it leaves sstOnly unpositioned.
+func checkSameVersions(prefix []byte, sstOnly, full *pebble.Iterator) {
+	render := func(it *pebble.Iterator) (out []string) {
+		for ok := it.SeekPrefixGE(appendInvertedTS(prefix, math.MaxUint64)); ok; ok = it.Next() {
+			out = append(out, fmt.Sprintf("%x=%x", it.Key(), it.Value()))
+		}
+		if err := it.Error(); err != nil {
+			panic(err)
+		}
+		return out
+	}
+	a, b := render(sstOnly), render(full)
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		panic(fmt.Sprintf("mvcc: %q was judged absent from the memtables, but the SSTs hold %v and the full view %v", prefix, a, b))
+	}
 }
 
 // RecentWritesStats counts newer-write checks by the view that answered.
@@ -215,6 +358,10 @@ type RecentWritesStats struct {
 	// them (the bound was too high, or the SSTs held a record at or above
 	// the timestamp).
 	Bounded, SSTOnly, Full uint64
+	// MemtableSkips counts version reads (after a version cache miss) that
+	// read the SSTs alone because no memtable could hold the key;
+	// FullReads those that read the memtables too.
+	MemtableSkips, FullReads uint64
 }
 
 // Stats returns the counters (zero for a nil table).
@@ -222,7 +369,8 @@ func (rw *RecentWrites) Stats() RecentWritesStats {
 	if rw == nil {
 		return RecentWritesStats{}
 	}
-	return RecentWritesStats{Bounded: rw.bounded.Load(), SSTOnly: rw.sstOnly.Load(), Full: rw.full.Load()}
+	return RecentWritesStats{Bounded: rw.bounded.Load(), SSTOnly: rw.sstOnly.Load(), Full: rw.full.Load(),
+		MemtableSkips: rw.memtableSkips.Load(), FullReads: rw.fullReads.Load()}
 }
 
 // noRecordSince reports whether key certainly has no write record at or

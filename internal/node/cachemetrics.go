@@ -52,5 +52,13 @@ func init() {
 			Namespace: "strata", Subsystem: "mvcc", Name: "newer_write_checks_full_total",
 			Help: "Checks for a record at or above a timestamp that had to search the memtables too (a recent write shared the key's slot, or the SSTs held a record).",
 		}, func() float64 { return float64(recentWritesStats().Full) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "strata", Subsystem: "mvcc", Name: "version_reads_sst_only_total",
+			Help: "Reads of a key's versions (after a version cache miss) that read the SSTs alone: no memtable could hold a record of the key.",
+		}, func() float64 { return float64(recentWritesStats().MemtableSkips) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "strata", Subsystem: "mvcc", Name: "version_reads_full_total",
+			Help: "Reads of a key's versions (after a version cache miss) that searched the memtables too: a batch applied since the last completed flush wrote a key of the same slot, or a range deletion.",
+		}, func() float64 { return float64(recentWritesStats().FullReads) }),
 	)
 }

@@ -175,7 +175,7 @@ func (n *Node) open(ctx context.Context) error {
 	registerVersionCacheMetrics(locks.VersionCache())
 	store, err := raftstore.Open(eng, raftstore.Config{StoreID: localStoreID, Logger: n.log,
 		BeforeApply: locks.BeforeApply, BeforeCommit: locks.BeforeCommit, OnApply: locks.Observe,
-		ScannedKeys: locks.ScannedKeys})
+		ScannedKeys: locks.ScannedKeys, FlushStarting: recent.FlushStarting, FlushDone: recent.FlushDone})
 	if err != nil {
 		return err
 	}

@@ -187,6 +187,11 @@ type Store struct {
 	onApply      func(repr []byte) error
 	beforeApply  func(repr []byte) error
 	beforeCommit func(ab *pebble.Batch) error
+	// flushStarting, flushDone: Config's; flushToken is flushStarting's
+	// result for the pending flush (flushDone below).
+	flushStarting func() uint64
+	flushDoneHook func(uint64)
+	flushToken    uint64
 
 	// Log truncation waits for a KV-engine flush (see truncateLogs):
 	// flushDone is the pending flush, flushApplied the applied index of
@@ -232,6 +237,13 @@ type Config struct {
 	// the KV engine so far (mvcc.LockSet.ScannedKeys); the store flushes
 	// its memtable early only while that count grows (memtableMaxAge).
 	ScannedKeys func() uint64
+	// FlushStarting, when set, is called on the store loop, between apply
+	// rounds, right before each KV-engine flush the store requests;
+	// FlushDone gets its result once that flush has completed, when
+	// everything applied before it is in the SSTs
+	// (mvcc.RecentWrites.FlushStarting).
+	FlushStarting func() uint64
+	FlushDone     func(uint64)
 }
 
 // BootstrapRegion writes the initial state of a region with a single
@@ -278,19 +290,21 @@ func BootstrapRegion(eng engine.Engines, region *kvpb.Region) error {
 func Open(eng engine.Engines, cfg Config) (*Store, error) {
 	db := eng.KV
 	s := &Store{
-		db:           db,
-		raftDB:       eng.Raft,
-		storeID:      cfg.StoreID,
-		log:          cfg.Logger,
-		peers:        make(map[uint64]*Peer),
-		transport:    cfg.Transport,
-		onApply:      cfg.OnApply,
-		beforeApply:  cfg.BeforeApply,
-		beforeCommit: cfg.BeforeCommit,
-		scannedKeys:  cfg.ScannedKeys,
-		notify:       make(chan struct{}, 1),
-		stop:         make(chan struct{}),
-		stopped:      make(chan struct{}),
+		db:            db,
+		raftDB:        eng.Raft,
+		storeID:       cfg.StoreID,
+		log:           cfg.Logger,
+		peers:         make(map[uint64]*Peer),
+		transport:     cfg.Transport,
+		onApply:       cfg.OnApply,
+		beforeApply:   cfg.BeforeApply,
+		beforeCommit:  cfg.BeforeCommit,
+		flushStarting: cfg.FlushStarting,
+		flushDoneHook: cfg.FlushDone,
+		scannedKeys:   cfg.ScannedKeys,
+		notify:        make(chan struct{}, 1),
+		stop:          make(chan struct{}),
+		stopped:       make(chan struct{}),
 	}
 	s.memtableSince, s.flushes = time.Now(), db.Metrics().Flush.Count
 	s.publishPeers()
@@ -681,6 +695,9 @@ func (s *Store) run() {
 		case <-s.notify:
 		case <-s.flushDone:
 			s.flushDone = nil
+			if s.flushDoneHook != nil {
+				s.flushDoneHook(s.flushToken)
+			}
 			s.flushes = s.db.Metrics().Flush.Count
 			if err := s.truncateLogs(s.flushApplied); err != nil {
 				s.log.Error("raftstore: fatal error truncating logs", "err", err)
@@ -1228,12 +1245,16 @@ func (s *Store) maybeRequestFlush(peers []*Peer) {
 	if applied == nil && !aged {
 		return
 	}
+	var token uint64
+	if s.flushStarting != nil {
+		token = s.flushStarting()
+	}
 	done, err := s.db.AsyncFlush()
 	if err != nil {
 		s.log.Warn("raftstore: cannot flush the KV engine; log truncation postponed", "err", err)
 		return
 	}
-	s.flushDone, s.flushApplied = done, applied
+	s.flushDone, s.flushApplied, s.flushToken = done, applied, token
 	s.restartMemtableAge()
 }
 
