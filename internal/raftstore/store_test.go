@@ -216,7 +216,33 @@ func TestAgedMemtableFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	var scanned atomic.Uint64
-	s, err := Open(eng, Config{StoreID: 1, ScannedKeys: scanned.Load})
+	// The flush hooks: each requested flush is announced on the store
+	// loop, then reported done once the engine has completed it.
+	var (
+		hookMu                sync.Mutex
+		started, done         int
+		startFlushes, lastTok uint64
+	)
+	s, err := Open(eng, Config{StoreID: 1, ScannedKeys: scanned.Load,
+		FlushStarting: func() uint64 {
+			hookMu.Lock()
+			defer hookMu.Unlock()
+			started++
+			startFlushes = uint64(eng.KV.Metrics().Flush.Count)
+			return uint64(started)
+		},
+		FlushDone: func(tok uint64) {
+			hookMu.Lock()
+			defer hookMu.Unlock()
+			done++
+			if tok != uint64(started) || tok <= lastTok {
+				t.Errorf("FlushDone(%d) after %d FlushStarting calls (last done %d)", tok, started, lastTok)
+			}
+			if n := uint64(eng.KV.Metrics().Flush.Count); n <= startFlushes {
+				t.Errorf("FlushDone(%d) before the flush completed: %d flushes, %d when it started", tok, n, startFlushes)
+			}
+			lastTok = tok
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,6 +284,11 @@ func TestAgedMemtableFlush(t *testing.T) {
 	scanned.Add(1000)
 	quiet("small", 8, "v") // scans and age, but under the byte floor
 	flushed("aged", big)
+	hookMu.Lock()
+	defer hookMu.Unlock()
+	if started < 2 || done < 2 {
+		t.Fatalf("flush hooks: %d started, %d done; want each requested flush announced and reported", started, done)
+	}
 }
 
 func TestRequestChecks(t *testing.T) {
