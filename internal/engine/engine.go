@@ -37,6 +37,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -50,6 +51,11 @@ const memTableSize = 64 << 20
 // blocks. Point reads, which pay for larger blocks, mostly hit the version
 // cache instead. TiKV and CockroachDB use 32 KiB as well.
 const dataBlockSize = 32 << 10
+
+// Tables are compressed with Pebble's "fastest" profile (MinLZ on amd64,
+// Snappy elsewhere) rather than its default, Snappy: MinLZ compresses
+// about as well and faster. Block compression was 1.7% of the CPU of
+// sysbench oltp_update_index (flushes and compactions) and 1.3% with it.
 
 // l0CompactionThreshold is the L0 read amplification at which Pebble
 // compacts L0 into the level below (Pebble's default is 4). Rows updated
@@ -96,6 +102,7 @@ func Open(dir string, o Options) (*pebble.DB, error) {
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 		opts.Levels[i].BlockSize = dataBlockSize
+		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.FastestCompression }
 	}
 	if o.InMemory {
 		opts.FS = vfs.NewMem()
