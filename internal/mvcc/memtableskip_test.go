@@ -9,74 +9,50 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/strata-db/strata/internal/engine"
-	"github.com/strata-db/strata/kvpb"
 )
 
-// memtableSkipEnv is a KV engine without a WAL with a lock set and a
-// recent-write table attached, written the way the store's apply path
-// writes it.
+// memtableSkipEnv is cacheHarness (a KV engine without a WAL written the
+// way the apply path writes it) with a recent-write table attached, and
+// flushes reported to it as the store reports them.
 type memtableSkipEnv struct {
-	t  *testing.T
-	db *pebble.DB
-	ls *LockSet
+	*cacheHarness
 	rw *RecentWrites
-	mu sync.Mutex // serializes apply and flush, as the store loop does
+	mu sync.Mutex // serializes applies and flush requests, as the store loop does
 }
 
 func newMemtableSkipEnv(t *testing.T, withCache bool) *memtableSkipEnv {
 	t.Helper()
-	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer, DisableWAL: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ls, err := LoadLockSet(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	capacity := int64(0)
 	if withCache {
-		ls.SetVersionCache(NewVersionCache(1 << 20))
+		capacity = 1 << 20
 	}
-	rw, err := LoadRecentWrites(db)
+	h := newCacheHarness(t, capacity)
+	rw, err := LoadRecentWrites(h.db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls.SetRecentWrites(rw)
-	return &memtableSkipEnv{t: t, db: db, ls: ls, rw: rw}
-}
-
-// apply commits b through the apply path's hooks.
-func (e *memtableSkipEnv) apply(b *pebble.Batch) {
-	e.t.Helper()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	defer b.Close()
-	if err := e.ls.BeforeApply(b.Repr()); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := e.ls.BeforeCommit(b); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := e.db.Apply(b, pebble.NoSync); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := e.ls.Observe(b.Repr()); err != nil {
-		e.t.Fatal(err)
-	}
+	h.locks.SetRecentWrites(rw)
+	return &memtableSkipEnv{cacheHarness: h, rw: rw}
 }
 
 // put commits key = value at commitTS in one phase.
 func (e *memtableSkipEnv) put(key, value string, commitTS uint64) {
 	e.t.Helper()
-	b := e.db.NewBatch()
-	req := &kvpb.PrewriteRequest{PrimaryLock: []byte(key), StartVersion: commitTS - 1,
-		Mutations: []*kvpb.Mutation{{Op: kvpb.Op_Put, Key: []byte(key), Value: []byte(value)}}}
-	if errs, err := OnePC(e.ls.Reader(e.db), b, req, commitTS); err != nil || hasError(errs) {
-		e.t.Fatal(err, errs)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.onePC(key, value, commitTS-1, commitTS)
+}
+
+// deleteRange applies a range deletion over the write records of
+// [start, end).
+func (e *memtableSkipEnv) deleteRange(start, end string) {
+	e.t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	lo, hi := cfBounds(writeCF, []byte(start), []byte(end))
+	if err := e.apply(func(_ pebble.Reader, b *pebble.Batch) error { return b.DeleteRange(lo, hi, nil) }); err != nil {
+		e.t.Fatal(err)
 	}
-	e.apply(b)
 }
 
 // flush flushes the engine the way the store does, reporting it to the
@@ -94,16 +70,12 @@ func (e *memtableSkipEnv) flush() {
 	e.rw.FlushDone(token)
 }
 
-func (e *memtableSkipEnv) get(key string) string {
+func (e *memtableSkipEnv) read(key string) string {
 	e.t.Helper()
-	v, found, err := Get(e.ls.Reader(e.db), []byte(key), math.MaxUint64>>1, nil)
-	if err != nil {
-		e.t.Fatal(err)
+	if v := e.get(key, math.MaxUint64>>1); v != "<none>" {
+		return v
 	}
-	if !found {
-		return "<absent>"
-	}
-	return string(v)
+	return "<absent>"
 }
 
 // TestVersionReadsSkipMemtablesOnlyWhenSafe follows one key through
@@ -120,7 +92,7 @@ func TestVersionReadsSkipMemtablesOnlyWhenSafe(t *testing.T) {
 	expect := func(key, want string, wantSkip bool) {
 		t.Helper()
 		s0, f0 := stats()
-		if got := e.get(key); got != want {
+		if got := e.read(key); got != want {
 			t.Fatalf("get(%s) = %q, want %q", key, got, want)
 		}
 		s1, f1 := stats()
@@ -144,12 +116,7 @@ func TestVersionReadsSkipMemtablesOnlyWhenSafe(t *testing.T) {
 
 	// A range deletion in a memtable hides records the SSTs still hold:
 	// until it is flushed, every version read searches the memtables.
-	b := e.db.NewBatch()
-	lo, hi := cfBounds(writeCF, []byte("a"), []byte("c"))
-	if err := b.DeleteRange(lo, hi, nil); err != nil {
-		t.Fatal(err)
-	}
-	e.apply(b)
+	e.deleteRange("a", "c")
 	expect("a", "<absent>", false)
 	expect("never", "<absent>", false)
 	e.flush()
@@ -210,7 +177,7 @@ func TestVersionReadsUnderConcurrentAppliesAndFlushes(t *testing.T) {
 			for i := 0; i < 3000; i++ {
 				k := r.Intn(keys)
 				floor := applied[k].Load()
-				got := e.get(fmt.Sprintf("k%02d", k))
+				got := e.read(fmt.Sprintf("k%02d", k))
 				var v uint64
 				if got != "<absent>" {
 					if _, err := fmt.Sscan(got, &v); err != nil {

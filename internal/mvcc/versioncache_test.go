@@ -34,8 +34,10 @@ func newCacheHarness(t *testing.T, capacity int64) *cacheHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	locks.SetVersionCache(NewVersionCache(capacity))
-	t.Cleanup(func() { locks.VersionCache().Close() })
+	if capacity > 0 { // 0: no version cache
+		locks.SetVersionCache(NewVersionCache(capacity))
+		t.Cleanup(func() { locks.VersionCache().Close() })
+	}
 	return &cacheHarness{t: t, db: db, locks: locks}
 }
 
