@@ -292,15 +292,10 @@ func (rw *RecentWrites) mayBeInMemtables(prefix []byte) bool {
 // without a memtable search (a skiplist of up to 64 MiB, ~20 cache
 // misses, and no bloom filter).
 func sstOnlyVersionIter(r pebble.Reader, prefix []byte, opts *pebble.IterOptions) *pebble.Iterator {
-	lr, ok := r.(lockSetReader)
-	if !ok || lr.ls.recent == nil {
-		return nil
-	}
-	db, ok := lr.Reader.(*pebble.DB)
+	db, rw, ok := liveEngine(r)
 	if !ok {
 		return nil
 	}
-	rw := lr.ls.recent
 	if rw.mayBeInMemtables(prefix) {
 		rw.fullReads.Add(1)
 		return nil
@@ -373,24 +368,30 @@ func (rw *RecentWrites) Stats() RecentWritesStats {
 		MemtableSkips: rw.memtableSkips.Load(), FullReads: rw.fullReads.Load()}
 }
 
+// liveEngine returns the engine and the recent-write table behind a
+// reader of the live engine (LockSet.Reader over the DB itself). Only the
+// live engine: a batch or snapshot view may hold or lack records the
+// table does not describe, and OnlyReadGuaranteedDurable needs the DB.
+func liveEngine(r pebble.Reader) (*pebble.DB, *RecentWrites, bool) {
+	lr, ok := r.(lockSetReader)
+	if !ok || lr.ls.recent == nil {
+		return nil, nil, false
+	}
+	db, ok := lr.Reader.(*pebble.DB)
+	return db, lr.ls.recent, ok
+}
+
 // noRecordSince reports whether key certainly has no write record at or
 // above ts, reading nothing (the bound and the floor rule one out) or only
 // the KV engine's SSTs. false means "unknown": the caller reads the full
 // view. Callers ask only after the version cache missed the key (a hit
 // answers without any engine read).
 func noRecordSince(r pebble.Reader, key []byte, ts uint64) bool {
-	lr, ok := r.(lockSetReader)
-	if !ok || lr.ls.recent == nil {
-		return false
-	}
-	// Only the live engine: a batch or snapshot view may hold or lack
-	// records the bounds do not describe, and OnlyReadGuaranteedDurable
-	// needs the DB itself.
-	db, ok := lr.Reader.(*pebble.DB)
+	db, rw, ok := liveEngine(r)
 	if !ok {
 		return false
 	}
-	rw := lr.ls.recent
+	lr := r.(lockSetReader)
 	var buf [64]byte
 	prefix := appendEscaped(append(buf[:0], Prefix, writeCF), key)
 	if rw.bound(prefix) >= ts {
