@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -173,8 +175,27 @@ func TestVersionReadsUnderConcurrentAppliesAndFlushes(t *testing.T) {
 					e.flush()
 				}
 			}()
+			// Reads start once the writer runs, and go on for at least
+			// 3000 reads and 200 more applied versions, until reads have
+			// taken both paths (without a cache) or a deadline passes.
+			writes := func() uint64 { return ts.Load() / 10 }
+			for writes() < 100+50 {
+				runtime.Gosched()
+			}
+			startWrites := writes()
+			deadline := time.Now().Add(10 * time.Second)
+			done := func(i int) bool {
+				if i < 3000 || writes() < startWrites+200 {
+					return false
+				}
+				s := e.rw.Stats()
+				return withCache || (s.MemtableSkips > 0 && s.FullReads > 0)
+			}
 			r := rand.New(rand.NewSource(2))
-			for i := 0; i < 3000; i++ {
+			for i := 0; !done(i) && time.Now().Before(deadline); i++ {
+				if i%16 == 0 {
+					runtime.Gosched() // let the writer and the flusher in
+				}
 				k := r.Intn(keys)
 				floor := applied[k].Load()
 				got := e.read(fmt.Sprintf("k%02d", k))
@@ -192,8 +213,8 @@ func TestVersionReadsUnderConcurrentAppliesAndFlushes(t *testing.T) {
 			}
 			close(stop)
 			wg.Wait()
-			if s := e.rw.Stats(); s.MemtableSkips == 0 || s.FullReads == 0 {
-				t.Fatalf("reads took one path only: %+v", s)
+			if s := e.rw.Stats(); writes() < startWrites+200 || (!withCache && (s.MemtableSkips == 0 || s.FullReads == 0)) {
+				t.Fatalf("not concurrent enough: %d versions applied during the reads, %+v", writes()-startWrites, s)
 			}
 		})
 	}
