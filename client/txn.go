@@ -335,14 +335,11 @@ func (t *Txn) Scan(ctx context.Context, start, end []byte, limit int, reverse bo
 // Iter returns an iterator over the visible entries of [start, end). It
 // sees the buffered writes as of this call.
 func (t *Txn) Iter(ctx context.Context, start, end []byte, reverse bool) (kv.Iterator, error) {
-	if t.finished {
-		return nil, ErrTxnFinished
-	}
-	return newTxnIterator(ctx, t, start, end, reverse, t.c.opts.ScanBatchSize)
+	return t.IterSized(ctx, start, end, reverse, 0)
 }
 
 // IterSized implements kv.SizedIterer: when the caller expects at most
-// expect entries, the iterator's first request asks for expect+1 (one
+// expect entries (0: no bound known), the iterator's first request asks for expect+1 (one
 // more, so that a full answer still shows the range ends there), below
 // the usual batch size.
 func (t *Txn) IterSized(ctx context.Context, start, end []byte, reverse bool, expect int) (kv.Iterator, error) {

@@ -51,7 +51,7 @@ import (
 // today.
 //
 // The table also knows which keys may have records in the memtables at
-// all (see MayBeInMemtables): every apply batch gets a sequence number,
+// all (see mayBeInMemtables): every apply batch gets a sequence number,
 // each slot keeps the number of the last batch that wrote a record of a
 // key hashing there, and the store reports the number its last completed
 // flush covers (FlushStarting, FlushDone).
@@ -271,7 +271,7 @@ func (rw *RecentWrites) FlushDone(seq uint64) {
 }
 
 // mayBeInMemtables reports whether some memtable of the KV engine may hold
-// a write-CF record of prefix's key, or a range deletion that covers one:
+// a write-CF record of a key in slot (slotIndex), or a range deletion that covers one:
 // false when the last batch that wrote a key of its slot, and the last
 // batch with a range deletion over the write CF, are both covered by a
 // completed flush. The KV engine has no write-ahead log, so at open its
@@ -280,9 +280,9 @@ func (rw *RecentWrites) FlushDone(seq uint64) {
 // (OnlyReadGuaranteedDurable) and see exactly what the full view shows,
 // provided it asks again after opening its iterator (sstOnlyVersionIter):
 // a batch applied in between raised the slot before it reached the engine.
-func (rw *RecentWrites) mayBeInMemtables(prefix []byte) bool {
+func (rw *RecentWrites) mayBeInMemtables(slot uint64) bool {
 	f := rw.flushed.Load()
-	return rw.written[rw.slotIndex(prefix)].Load() > f || rw.rangeDel.Load() > f
+	return rw.written[slot].Load() > f || rw.rangeDel.Load() > f
 }
 
 // sstOnlyVersionIter returns an iterator over the versions of prefix's key
@@ -296,7 +296,8 @@ func sstOnlyVersionIter(r pebble.Reader, prefix []byte, opts *pebble.IterOptions
 	if !ok {
 		return nil
 	}
-	if rw.mayBeInMemtables(prefix) {
+	slot := rw.slotIndex(prefix)
+	if rw.mayBeInMemtables(slot) {
 		rw.fullReads.Add(1)
 		return nil
 	}
@@ -315,7 +316,7 @@ func sstOnlyVersionIter(r pebble.Reader, prefix []byte, opts *pebble.IterOptions
 	}
 	// The iterator's view is fixed now. A batch that reached the engine
 	// before that raised the slot (or the range-deletion mark) first.
-	if rw.mayBeInMemtables(prefix) {
+	if rw.mayBeInMemtables(slot) {
 		it.Close()
 		rw.fullReads.Add(1)
 		return nil
