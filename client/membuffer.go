@@ -174,3 +174,17 @@ func (c *bufferCursor) fill() {
 		}
 	}
 }
+
+// hasIn reports whether some buffered write's key is in [start, end) (end
+// nil: no upper bound).
+func (m *memBuffer) hasIn(start, end []byte) bool {
+	if m.tree == nil {
+		return false
+	}
+	found := false
+	m.tree.AscendGreaterOrEqual(bufEntry{key: start}, func(e bufEntry) bool {
+		found = end == nil || bytes.Compare(e.key, end) < 0
+		return false
+	})
+	return found
+}

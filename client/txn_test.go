@@ -463,3 +463,157 @@ func TestFinishedTransactionRejectsUse(t *testing.T) {
 		t.Fatalf("Rollback after commit: %v", err)
 	}
 }
+
+// visitAll reads [start, end) through a ScanFunc cursor, limit entries per
+// Visit, and renders what it was handed.
+func visitAll(t *testing.T, txn *Txn, start, end string, limit int) (string, error) {
+	t.Helper()
+	var s, e []byte
+	if start != "" {
+		s = []byte(start)
+	}
+	if end != "" {
+		e = []byte(end)
+	}
+	cur, err := txn.ScanFunc(context.Background(), s, e)
+	if err != nil || cur == nil {
+		t.Fatalf("ScanFunc(%q, %q) = %v, %v", start, end, cur, err)
+	}
+	var got []string
+	for visits := 0; ; visits++ {
+		n := 0
+		done, err := cur.Visit(context.Background(), limit, func(key, value []byte) error {
+			n++
+			got = append(got, string(key)+"="+string(value))
+			return nil
+		})
+		if err != nil {
+			return strings.Join(got, " "), err
+		}
+		if n > limit {
+			t.Fatalf("a visit of %d entries handed over %d", limit, n)
+		}
+		if done {
+			return strings.Join(got, " "), nil
+		}
+		if visits > 100 {
+			t.Fatal("cursor never finished")
+		}
+	}
+}
+
+// TestScanFuncVisitsWhatScanReads: a ScanFunc cursor hands over the same
+// entries as Scan, in order, whatever the batch size, across regions that
+// split and move while it reads, through a crashed transaction's lock in
+// the middle of the range.
+func TestScanFuncVisitsWhatScanReads(t *testing.T) {
+	fc := newFakeCluster("c", "f")
+	c := fc.newClient(Options{})
+	defer c.Close()
+	load(t, c, "a=1", "b=2", "c=3", "d=4", "e=5", "f=6", "g=7", "h=8")
+	ctx := context.Background()
+	for _, limit := range []int{1, 2, 3, 100} {
+		txn := begin(t, c, kv.TxnOptions{})
+		for _, r := range [][2]string{{"", ""}, {"b", "g"}, {"c", "f"}, {"d", "e"}, {"g", "c"}, {"bb", "zz"}} {
+			var s, e []byte
+			if r[0] != "" {
+				s = []byte(r[0])
+			}
+			if r[1] != "" {
+				e = []byte(r[1])
+			}
+			want, err := txn.Scan(ctx, s, e, 0, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := visitAll(t, txn, r[0], r[1], limit)
+			if err != nil || got != render(want) {
+				t.Errorf("limit %d [%q, %q): visited %q, %v; Scan read %q", limit, r[0], r[1], got, err, render(want))
+			}
+		}
+	}
+
+	// Regions change under the cursor between visits.
+	txn := begin(t, c, kv.TxnOptions{})
+	cur, err := txn.ScanFunc(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	collect := func(key, value []byte) error {
+		got = append(got, string(key)+"="+string(value))
+		return nil
+	}
+	if done, err := cur.Visit(ctx, 2, collect); done || err != nil {
+		t.Fatalf("first visit: done %v, %v", done, err)
+	}
+	fc.split("e")
+	fc.setLeader("g", 2)
+	for done := false; !done; {
+		if done, err = cur.Visit(ctx, 2, collect); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(got, " ") != "a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8" {
+		t.Fatalf("through splits and a leader move: %v", got)
+	}
+
+	// A crashed transaction's expired lock in the middle of the range is
+	// rolled back and the cursor goes on after the entries before it.
+	crashedTS, err := c.getTS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.placeLock("d", "d", crashedTS, 1, "dead")
+	time.Sleep(5 * time.Millisecond)
+	txn = begin(t, c, kv.TxnOptions{})
+	if got, err := visitAll(t, txn, "", "", 100); err != nil || got != "a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8" {
+		t.Fatalf("through a crashed lock: %q, %v", got, err)
+	}
+	if locked := fc.lockedKeys(); len(locked) != 0 {
+		t.Fatalf("locks left: %v", locked)
+	}
+
+	// The caller's error ends the visit.
+	cur, _ = txn.ScanFunc(ctx, nil, nil)
+	stop := errors.New("stop")
+	if _, err := cur.Visit(ctx, 10, func(key, _ []byte) error {
+		if string(key) == "c" {
+			return stop
+		}
+		return nil
+	}); !errors.Is(err, stop) {
+		t.Fatalf("visit returned %v, want the function's error", err)
+	}
+}
+
+// TestScanFuncLeavesBufferedRangesToIter: only Iter merges a transaction's
+// own writes, so ScanFunc serves no range that holds one.
+func TestScanFuncLeavesBufferedRangesToIter(t *testing.T) {
+	fc := newFakeCluster()
+	c := fc.newClient(Options{})
+	defer c.Close()
+	load(t, c, "a=1", "c=3")
+	txn := begin(t, c, kv.TxnOptions{})
+	_ = txn.Delete([]byte("c"))
+	ctx := context.Background()
+	for _, r := range [][2]string{{"", ""}, {"b", "d"}, {"c", "c0"}, {"", "d"}} {
+		var e []byte
+		if r[1] != "" {
+			e = []byte(r[1])
+		}
+		if cur, err := txn.ScanFunc(ctx, []byte(r[0]), e); cur != nil || err != nil {
+			t.Errorf("ScanFunc(%q, %q) over a buffered delete = %v, %v", r[0], r[1], cur, err)
+		}
+	}
+	if got, err := visitAll(t, txn, "a", "c", 10); err != nil || got != "a=1" {
+		t.Errorf("[a, c) = %q, %v", got, err)
+	}
+	if got, err := visitAll(t, txn, "c0", "", 10); err != nil || got != "" {
+		t.Errorf("[c0, -) = %q, %v", got, err)
+	}
+	_ = txn.Rollback(ctx)
+	if _, err := txn.ScanFunc(ctx, nil, nil); !errors.Is(err, ErrTxnFinished) {
+		t.Errorf("ScanFunc after rollback: %v", err)
+	}
+}

@@ -127,6 +127,25 @@ type SizedIterer interface {
 	IterSized(ctx context.Context, start, end []byte, reverse bool, expect int) (Iterator, error)
 }
 
+// FuncScanner is implemented by transactions that can hand the entries of
+// a forward scan to a callback as they are read, rather than materialise
+// them for an Iterator. ScanFunc returns a nil cursor (and no error) when
+// it cannot serve the range that way (the transaction has buffered writes
+// in it); the caller then uses Iter.
+type FuncScanner interface {
+	ScanFunc(ctx context.Context, start, end []byte) (ScanCursor, error)
+}
+
+// ScanCursor reads a range in ascending key order, a batch per Visit.
+type ScanCursor interface {
+	// Visit calls fn for up to limit entries following those of earlier
+	// calls, and reports whether the range is exhausted. key and value are
+	// valid only during fn's call. fn returning an error ends the visit
+	// with it. After an error, fn's calls of this visit must be
+	// disregarded (the cursor is not usable again).
+	Visit(ctx context.Context, limit int, fn func(key, value []byte) error) (done bool, err error)
+}
+
 // Iterator walks entries of a scan in order. Valid must be checked before
 // Key/Value; Next advances. Close releases resources.
 type Iterator interface {

@@ -204,6 +204,45 @@ func (s *Server) KvBatchGet(ctx context.Context, req *kvpb.BatchGetRequest) (*kv
 
 // KvScan implements kvpb.KvServer.
 func (s *Server) KvScan(ctx context.Context, req *kvpb.ScanRequest) (*kvpb.ScanResponse, error) {
+	var pairs []*kvpb.KvPair
+	resp, err := s.scan(ctx, req, func(r pebble.Reader, start, end []byte) (err error) {
+		pairs, err = mvcc.Scan(r, start, end, int(req.Limit), req.Version, req.Reverse)
+		return err
+	})
+	if err != nil || resp.RegionError != nil || resp.Error != nil {
+		return resp, err
+	}
+	if req.KeyOnly {
+		for _, kv := range pairs {
+			kv.Value = nil
+		}
+	}
+	resp.Pairs = pairs
+	return resp, nil
+}
+
+// KvScanFunc is KvScan handing each pair to fn as it is read, for a client
+// in the same process (client.LocalKv): nothing is copied or collected, and
+// key and value are valid only during the call. The response carries the
+// errors KvScan would return and no pairs. When it carries an error, fn may
+// already have seen pairs: those before a lock (Error.Locked) are good,
+// while after any other error the caller must drop what it was given (the
+// final check that the read timestamp is still above the GC safe point
+// failed).
+func (s *Server) KvScanFunc(ctx context.Context, req *kvpb.ScanRequest, fn func(key, value []byte) error) (*kvpb.ScanResponse, error) {
+	return s.scan(ctx, req, func(r pebble.Reader, start, end []byte) error {
+		if req.KeyOnly {
+			return mvcc.ScanFunc(r, start, end, int(req.Limit), req.Version, req.Reverse, func(key, _ []byte) error {
+				return fn(key, nil)
+			})
+		}
+		return mvcc.ScanFunc(r, start, end, int(req.Limit), req.Version, req.Reverse, fn)
+	})
+}
+
+// scan runs a scan request's checks around read, which scans [start, end)
+// (the request's range clipped to the region) of the engine.
+func (s *Server) scan(ctx context.Context, req *kvpb.ScanRequest, read func(r pebble.Reader, start, end []byte) error) (*kvpb.ScanResponse, error) {
 	resp := &kvpb.ScanResponse{}
 	_, r, rerr := s.route(req.Context)
 	if rerr != nil {
@@ -220,8 +259,7 @@ func (s *Server) KvScan(ctx context.Context, req *kvpb.ScanRequest) (*kvpb.ScanR
 	if err := s.cm.CheckReadRange(ctx, start, end, req.Version); err != nil {
 		return nil, err
 	}
-	pairs, err := mvcc.Scan(s.db, start, end, int(req.Limit), req.Version, req.Reverse)
-	if err != nil {
+	if err := read(s.db, start, end); err != nil {
 		if ke := mvcc.KeyErrorOf(err); ke != nil {
 			resp.Error = ke
 			return resp, nil
@@ -231,12 +269,6 @@ func (s *Server) KvScan(ctx context.Context, req *kvpb.ScanRequest) (*kvpb.ScanR
 	if resp.Error = s.checkReadTS(req.Version); resp.Error != nil {
 		return resp, nil
 	}
-	if req.KeyOnly {
-		for _, kv := range pairs {
-			kv.Value = nil
-		}
-	}
-	resp.Pairs = pairs
 	return resp, nil
 }
 

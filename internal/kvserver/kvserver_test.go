@@ -2,6 +2,7 @@ package kvserver
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,5 +127,60 @@ func TestRoutingErrors(t *testing.T) {
 	g, _ = s.KvGet(ctx, &kvpb.GetRequest{Context: &kvpb.Context{RegionId: 2, RegionEpoch: &kvpb.RegionEpoch{Version: 5}}, Key: []byte("k"), Version: 1})
 	if g.RegionError == nil || g.RegionError.EpochNotMatch == nil {
 		t.Fatalf("stale epoch: %+v", g)
+	}
+}
+
+// KvScanFunc hands over the pairs KvScan returns, straight from the scan; a
+// blocking lock ends it with the lock after the (good) pairs before it,
+// where KvScan returns the lock and no pairs.
+func TestScanFuncStopsAtLockAfterGoodPairs(t *testing.T) {
+	ctx := context.Background()
+	s, stop := startServer(t, t.TempDir(), true)
+	defer stop()
+	for i, k := range []string{"a", "b", "d"} {
+		pw, err := s.KvPrewrite(ctx, &kvpb.PrewriteRequest{Context: rctx(), StartVersion: uint64(10 + i), PrimaryLock: []byte(k), TryOnePc: true,
+			Mutations: []*kvpb.Mutation{{Op: kvpb.Op_Put, Key: []byte(k), Value: []byte("v" + k)}}})
+		if err != nil || len(pw.Errors) > 0 || pw.RegionError != nil {
+			t.Fatalf("1pc %s: %v %+v", k, err, pw)
+		}
+	}
+	pw, err := s.KvPrewrite(ctx, &kvpb.PrewriteRequest{Context: rctx(), StartVersion: 100, PrimaryLock: []byte("c"), LockTtl: 3000,
+		Mutations: []*kvpb.Mutation{{Op: kvpb.Op_Put, Key: []byte("c"), Value: []byte("vc")}}})
+	if err != nil || len(pw.Errors) > 0 || pw.RegionError != nil {
+		t.Fatalf("prewrite c: %v %+v", err, pw)
+	}
+	scanFunc := func(req *kvpb.ScanRequest) (string, *kvpb.ScanResponse) {
+		t.Helper()
+		var got []string
+		resp, err := s.KvScanFunc(ctx, req, func(key, value []byte) error {
+			got = append(got, string(key)+"="+string(value))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(got, " "), resp
+	}
+	req := &kvpb.ScanRequest{Context: rctx(), StartKey: []byte("a"), Version: 200}
+	got, resp := scanFunc(req)
+	if got != "a=va b=vb" || resp.Error == nil || resp.Error.Locked == nil || string(resp.Error.Locked.Key) != "c" {
+		t.Fatalf("scan func above the lock: %q, %+v", got, resp)
+	}
+	sr, err := s.KvScan(ctx, req)
+	if err != nil || len(sr.Pairs) != 0 || sr.Error == nil || sr.Error.Locked == nil {
+		t.Fatalf("scan above the lock: %v %+v", err, sr)
+	}
+	// Below the lock's start ts it does not block.
+	if got, resp := scanFunc(&kvpb.ScanRequest{Context: rctx(), StartKey: []byte("a"), Version: 90}); got != "a=va b=vb d=vd" || resp.Error != nil {
+		t.Fatalf("scan func below the lock: %q, %+v", got, resp)
+	}
+	// Limit and key-only.
+	if got, resp := scanFunc(&kvpb.ScanRequest{Context: rctx(), StartKey: []byte("a"), Version: 90, Limit: 2, KeyOnly: true}); got != "a= b=" || resp.Error != nil {
+		t.Fatalf("key-only scan func of 2: %q, %+v", got, resp)
+	}
+	// A stale epoch is refused before anything is read.
+	stale := &kvpb.Context{RegionId: 2, RegionEpoch: &kvpb.RegionEpoch{ConfVer: 1, Version: 0}}
+	if got, resp := scanFunc(&kvpb.ScanRequest{Context: stale, Version: 90}); got != "" || resp.RegionError == nil {
+		t.Fatalf("stale epoch: %q, %+v", got, resp)
 	}
 }

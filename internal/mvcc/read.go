@@ -362,17 +362,50 @@ func Get(r pebble.Reader, key []byte, readTS uint64, bypassLocks []uint64) (valu
 // An empty end means no upper bound. A lock that blocks the read (see Get) on
 // a key the scan reaches fails the whole scan with *LockedError.
 //
+// Keys and inline values of the result share a few arena allocations.
+func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse bool) ([]*kvpb.KvPair, error) {
+	var (
+		pairs []*kvpb.KvPair
+		slab  []kvpb.KvPair // pairs are carved from slabs, not allocated one by one
+		arena []byte        // keys and values are copied into shared arenas
+	)
+	if limit > 0 {
+		pairs = make([]*kvpb.KvPair, 0, min(limit, scanSlab))
+	}
+	err := ScanFunc(r, start, end, limit, readTS, reverse, func(key, value []byte) error {
+		if len(slab) == 0 {
+			slab = make([]kvpb.KvPair, min(max(limit-len(pairs), 1), scanSlab))
+		}
+		kv := &slab[0]
+		slab = slab[1:]
+		size := arenaSize(arena, len(key)+len(value), limit-len(pairs))
+		kv.Value, arena = arenaCopy(arena, value, size)
+		kv.Key, arena = arenaCopy(arena, key, size)
+		pairs = append(pairs, kv)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return pairs, nil
+}
+
+// ScanFunc is Scan handing each pair to fn as it is read instead of
+// collecting them: key and value are only valid during the call (they
+// point into the scan's buffers and the engine's blocks), so a caller that
+// keeps them copies them. fn returning an error ends the scan with that
+// error. A blocking lock ends it with *LockedError after fn has seen the
+// pairs before the lock (which are good: their keys were not locked).
+//
 // The scan walks one iterator over the write CF, jumping between keys with
 // seeks, merged with one iterator over the lock CF of the same range. The
 // lock iterator is opened first: see "Reading the live engine" in the
 // package documentation. A reader from LockSet.Reader skips it when the set
 // knows that no key of the range holds a lock (the common case: one-phase
 // commits write no locks), which saves a seek per scan.
-//
-// Keys and inline values of the result share a few arena allocations.
-func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse bool) ([]*kvpb.KvPair, error) {
+func ScanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse bool, fn func(key, value []byte) error) error {
 	if len(end) > 0 && bytes.Compare(start, end) >= 0 {
-		return nil, nil
+		return nil
 	}
 	// Locks before write records: opened the other way round, a commit
 	// applied between the two opens is missed by both iterators (the write
@@ -385,14 +418,14 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 	if li, ok := r.(lockIndex); !ok || li.mayHaveLockIn(start, end) {
 		lLo, lHi := cfBounds(lockCF, start, end)
 		if lIt, err = r.NewIter(&pebble.IterOptions{LowerBound: lLo, UpperBound: lHi}); err != nil {
-			return nil, err
+			return err
 		}
 		defer lIt.Close()
 	}
 	wLo, wHi := cfBounds(writeCF, start, end)
 	wIt, err := r.NewIter(&pebble.IterOptions{LowerBound: wLo, UpperBound: wHi})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer wIt.Close()
 
@@ -413,24 +446,19 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 	}
 
 	var (
-		pairs     []*kvpb.KvPair
-		slab      []kvpb.KvPair // pairs are carved from slabs, not allocated one by one
-		arena     []byte        // keys and inline values are copied into shared arenas
-		keyBuf    []byte        // the user key under the write iterator
+		found     int    // pairs handed to fn
+		keyBuf    []byte // the user key under the write iterator
 		prefixBuf []byte
 	)
-	if limit > 0 {
-		pairs = make([]*kvpb.KvPair, 0, min(limit, scanSlab))
-	}
 	var visited uint64 // keys with write records: LockSet.ScannedKeys
 	if lr, ok := r.(lockSetReader); ok {
 		defer func() { lr.ls.scanned.Add(visited) }()
 	}
-	for (limit <= 0 || len(pairs) < limit) && (wValid || lValid) {
+	for (limit <= 0 || found < limit) && (wValid || lValid) {
 		var wKey []byte
 		if wValid {
 			if keyBuf, _, err = appendWriteKeyUserKey(keyBuf[:0], wIt.Key()); err != nil {
-				return nil, err
+				return err
 			}
 			wKey = keyBuf
 		}
@@ -446,10 +474,10 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 		if lValid && bytes.Equal(lKey, cur) {
 			l, err := decodeLock(lIt.Value())
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if lockBlocksRead(l, readTS, nil) {
-				return nil, &LockedError{Lock: l.info(slices.Clone(cur))}
+				return &LockedError{Lock: l.info(slices.Clone(cur))}
 			}
 			if reverse {
 				lValid = lIt.Prev()
@@ -468,8 +496,6 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 		wk := wIt.Key()
 		prefixBuf = append(prefixBuf[:0], wk[:len(wk)-8]...)
 		prefix := prefixBuf
-		var value []byte
-		found := false
 		// Going forward the iterator already sits on cur's newest version;
 		// step over versions above readTS with Next, which is far cheaper
 		// than a seek, and seek only when there are many of them.
@@ -488,33 +514,28 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 		for ; valid && bytes.HasPrefix(wIt.Key(), prefix); valid = wIt.Next() {
 			w, err := decodeWrite(wIt.Value())
 			if err != nil {
-				return nil, err
-			}
-			if w.kind == writePut {
-				if w.hasValue {
-					value, arena = arenaCopy(arena, w.value, arenaSize(arena, len(cur)+len(w.value), limit-len(pairs)))
-				} else if value, err = putValue(r, cur, &w); err != nil {
-					return nil, err
-				}
-				found = true
-				break
+				return err
 			}
 			if w.kind == writeDelete {
 				break
 			}
+			if w.kind != writePut {
+				continue
+			}
+			value := w.value
+			if !w.hasValue {
+				if value, err = putValue(r, cur, &w); err != nil {
+					return err
+				}
+			}
+			found++
+			if err := fn(cur, value); err != nil {
+				return err
+			}
+			break
 		}
 		if err := wIt.Error(); err != nil {
-			return nil, err
-		}
-		if found {
-			if len(slab) == 0 {
-				slab = make([]kvpb.KvPair, min(max(limit-len(pairs), 1), scanSlab))
-			}
-			kv := &slab[0]
-			slab = slab[1:]
-			kv.Key, arena = arenaCopy(arena, cur, arenaSize(arena, len(cur), limit-len(pairs)))
-			kv.Value = value
-			pairs = append(pairs, kv)
+			return err
 		}
 		if reverse {
 			wValid = wIt.SeekLT(prefix)
@@ -528,14 +549,14 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 		}
 	}
 	if err := wIt.Error(); err != nil {
-		return nil, err
+		return err
 	}
 	if lIt != nil {
 		if err := lIt.Error(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return pairs, nil
+	return nil
 }
 
 // lockIndex is implemented by readers that know which keys may hold a

@@ -211,6 +211,11 @@ type scanExec struct {
 	// range scans
 	ranges [][2][]byte
 	iter   kv.Iterator
+	// cursor, when set instead of iter, reads the current range of a
+	// forward table scan (kv.FuncScanner): rows are decoded from the
+	// engine's buffers as the scan reads them. visits counts its batches.
+	cursor kv.ScanCursor
+	visits int
 	// rowsHint, when > 0, bounds the rows the ranges left can hold (a
 	// primary-key range holds at most hi-lo+1): allocations are sized by
 	// it. 0 means unknown.
@@ -254,6 +259,16 @@ func (s *scanExec) Next(c *Context) ([][]types.Datum, error) {
 		}
 	}
 	for {
+		if s.cursor != nil {
+			batch, err := s.visitBatch(c)
+			if err != nil {
+				return nil, err
+			}
+			if len(batch) > 0 {
+				return batch, nil
+			}
+			continue
+		}
 		if s.iter == nil {
 			if len(s.ranges) == 0 {
 				s.done = true
@@ -261,6 +276,16 @@ func (s *scanExec) Next(c *Context) ([][]types.Datum, error) {
 			}
 			r := s.ranges[0]
 			s.ranges = s.ranges[1:]
+			if fs, ok := c.Txn.(kv.FuncScanner); ok && !s.index && !s.p.Desc {
+				cur, err := fs.ScanFunc(c.Ctx, r[0], r[1])
+				if err != nil {
+					return nil, err
+				}
+				if cur != nil {
+					s.cursor, s.visits = cur, 0
+					continue
+				}
+			}
 			var it kv.Iterator
 			var err error
 			if si, ok := c.Txn.(kv.SizedIterer); ok && s.rowsHint > 0 && !s.index {
@@ -336,6 +361,85 @@ func (s *scanExec) readBatch(c *Context) ([][]types.Datum, error) {
 	}
 	if s.index {
 		return s.fetch(c, handles)
+	}
+	if err := s.lock(c, rows); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// firstVisitRows is how many rows the first batch of a scan through a
+// cursor reads when the range's size is unknown (a LIMIT may need only a
+// few); later batches read BatchSize.
+const firstVisitRows = 256
+
+// noBytes is what an empty string a cursor scan decodes points to.
+var noBytes = make([]byte, 0)
+
+// visitBatch reads the next batch of rows of the current range through
+// s.cursor, decoding each row as the scan hands its value over. The value
+// lives in the engine's buffers only for that call, so the strings of the
+// row are copied into an arena the batch's rows share: only the columns
+// the plan reads (the pruned layout), not the whole key and value.
+func (s *scanExec) visitBatch(c *Context) ([][]types.Datum, error) {
+	limit := BatchSize
+	switch {
+	case s.rowsHint > 0:
+		limit = min(s.rowsHint+1, BatchSize) // one more: a full answer shows the range ends
+	case s.visits == 0:
+		limit = firstVisitRows
+	}
+	s.visits++
+	rows := make([][]types.Datum, 0, min(s.slabRows(), limit))
+	w := s.layout.width + s.extra
+	var arena []byte
+	done, err := s.cursor.Visit(c.Ctx, limit, func(key, value []byte) error {
+		_, h, err := tablecodec.DecodeRecordKey(key)
+		if err != nil {
+			return err
+		}
+		if len(s.slab) < w {
+			s.slab = make([]types.Datum, w*s.slabRows())
+		}
+		if s.rowsHint > 0 {
+			s.rowsHint--
+		}
+		row, err := s.layout.decodeInto(s.slab[:w:w], h, value, s.extra)
+		s.slab = s.slab[w:]
+		if err != nil {
+			return err
+		}
+		need := 0
+		for _, d := range row {
+			need += len(d.Bytes())
+		}
+		if need > 0 {
+			if cap(arena)-len(arena) < need {
+				// Sized for the rows the batch may still read, at this
+				// row's size, up to 32 KiB.
+				arena = make([]byte, 0, max(need, min(need*(limit-len(rows)), 32<<10)))
+			}
+			for j, d := range row {
+				if b := d.Bytes(); len(b) > 0 {
+					n := len(arena)
+					arena = append(arena, b...)
+					row[j] = d.WithBytes(arena[n:len(arena):len(arena)])
+				}
+			}
+		}
+		for j, d := range row {
+			if d.IsStringLike() && len(d.Bytes()) == 0 {
+				row[j] = d.WithBytes(noBytes) // not into value either
+			}
+		}
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if done {
+		s.cursor = nil
 	}
 	if err := s.lock(c, rows); err != nil {
 		return nil, err

@@ -108,6 +108,11 @@ func (d Datum) Uint() uint64 { return uint64(d.i) }
 // Bytes returns the byte payload (valid for KindString and KindBytes).
 func (d Datum) Bytes() []byte { return d.b() }
 
+// WithBytes returns a Datum of d's kind, which must be KindString or
+// KindBytes, holding b instead of d's bytes (a copy of them, when the
+// caller moves a value out of a buffer it will reuse).
+func (d Datum) WithBytes(b []byte) Datum { return bytesDatum(d.k, b) }
+
 // Decimal returns the decimal payload (valid for KindDecimal).
 func (d Datum) Decimal() *Decimal { return d.dec() }
 

@@ -1,0 +1,169 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kvpb"
+)
+
+// ScanFunc implements kv.FuncScanner: a cursor over [start, end) at the
+// transaction's snapshot (end nil: no upper bound). It returns no cursor
+// when the transaction has buffered writes in the range: only Iter merges
+// them in. Like an iterator's, the cursor's view is fixed when it is made.
+func (t *Txn) ScanFunc(ctx context.Context, start, end []byte) (kv.ScanCursor, error) {
+	if t.finished {
+		return nil, ErrTxnFinished
+	}
+	if t.buf.hasIn(start, end) {
+		return nil, nil
+	}
+	cur := &funcCursor{c: t.c, view: t.view(), end: end, cursor: start}
+	cur.done = end != nil && bytes.Compare(start, end) >= 0
+	return cur, nil
+}
+
+// funcCursor reads committed data in ascending key order, region by region,
+// handing each entry to the caller's function. With the region's leader in
+// this process the entries come straight from the server's read of the
+// engine (kvserver.Server.KvScanFunc): no response is built and nothing is
+// copied on the way.
+type funcCursor struct {
+	c    *Client
+	view readView
+	end  []byte // nil: +infinity
+	// cursor is the first key the next request reads.
+	cursor []byte
+	done   bool
+	last   []byte // the last key handed to the caller
+}
+
+var _ kv.ScanCursor = (*funcCursor)(nil)
+
+// Visit implements kv.ScanCursor.
+func (s *funcCursor) Visit(ctx context.Context, limit int, fn func(key, value []byte) error) (bool, error) {
+	if limit <= 0 {
+		return false, fmt.Errorf("client: scan visit of %d entries", limit)
+	}
+	bo := newBackoffer(ctx, s.c.opts.BackoffBudget)
+	for n := 0; !s.done && n < limit; {
+		e, err := s.c.regions.locate(bo.ctx, s.cursor)
+		if err != nil {
+			return false, err
+		}
+		req := &kvpb.ScanRequest{Context: e.rpcCtx, StartKey: s.cursor, EndKey: s.end, Limit: uint32(limit - n), Version: s.view.ts}
+		if regionEnd := e.endKey(); len(regionEnd) > 0 && (s.end == nil || bytes.Compare(regionEnd, s.end) < 0) {
+			req.EndKey = regionEnd
+		}
+		kvc, err := s.c.kvClient(e)
+		if err != nil {
+			if err := s.c.onSendFailure(&bo, e, err); err != nil {
+				return false, err
+			}
+			continue
+		}
+		got := 0
+		var fnErr error
+		resp, locks, err := scanFunc(kvc, bo.ctx, req, func(key, value []byte) error {
+			if bytes.Compare(key, req.StartKey) < 0 || (len(req.EndKey) > 0 && bytes.Compare(key, req.EndKey) >= 0) ||
+				(got > 0 && bytes.Compare(key, s.last) <= 0) || got == int(req.Limit) {
+				fnErr = fmt.Errorf("client: scan of region %d returned key %q out of order or range", e.region.Id, key)
+				return fnErr
+			}
+			got++
+			s.last = append(s.last[:0], key...)
+			if err := fn(key, value); err != nil {
+				fnErr = err
+				return err
+			}
+			return nil
+		})
+		n += got
+		if got > 0 {
+			s.cursor = append(bytes.Clone(s.last), 0)
+		}
+		switch {
+		case fnErr != nil:
+			return false, fnErr
+		case err != nil:
+			if got > 0 {
+				return false, err
+			}
+			if err := s.c.onSendFailure(&bo, e, err); err != nil {
+				return false, err
+			}
+			continue
+		case resp.RegionError != nil:
+			// Refused before reading (the region check), so got is 0.
+			if err := s.c.onRegionError(&bo, e, resp.RegionError); err != nil {
+				return false, err
+			}
+			continue
+		case resp.Error != nil && resp.Error.Locked != nil:
+			// The entries before the lock were good: resolve it and go on
+			// from the first key after them.
+			locks = []*kvpb.LockInfo{resp.Error.Locked}
+		case resp.Error != nil:
+			return false, keyErrorAsError(resp.Error)
+		}
+		if len(locks) > 0 {
+			if err := s.c.resolver.waitForLocks(&bo, s.view.ts, s.view.startTS, locks); err != nil {
+				return false, err
+			}
+			continue
+		}
+		if got < int(req.Limit) {
+			// This region has nothing more in range: move to the next one.
+			if len(req.EndKey) == 0 || bytes.Equal(req.EndKey, s.end) {
+				s.done = true
+			} else {
+				s.cursor = req.EndKey
+			}
+		}
+	}
+	return s.done, nil
+}
+
+// funcScanServer is a KV server that can hand a scan's pairs to a
+// function as it reads them (kvserver.Server).
+type funcScanServer interface {
+	KvScanFunc(ctx context.Context, req *kvpb.ScanRequest, fn func(key, value []byte) error) (*kvpb.ScanResponse, error)
+}
+
+// scanFunc sends a scan request and hands the pairs to fn: as the server
+// reads them when it is in this process and can (see
+// kvserver.Server.KvScanFunc for what fn has seen when the response holds
+// an error), else from the response. locks are the locks a response's
+// pairs reported; fn then saw nothing.
+func scanFunc(kvc kvpb.KvClient, ctx context.Context, req *kvpb.ScanRequest, fn func(key, value []byte) error) (*kvpb.ScanResponse, []*kvpb.LockInfo, error) {
+	if l, ok := kvc.(localKv); ok {
+		if fs, ok := l.srv.(funcScanServer); ok {
+			resp, err := fs.KvScanFunc(ctx, req, fn)
+			return resp, nil, err
+		}
+	}
+	resp, err := kvc.KvScan(ctx, req)
+	if err != nil || resp.RegionError != nil || resp.Error != nil {
+		return resp, nil, err
+	}
+	var locks []*kvpb.LockInfo
+	for _, p := range resp.Pairs {
+		if p.Error != nil {
+			if p.Error.Locked == nil {
+				return &kvpb.ScanResponse{Error: p.Error}, nil, nil
+			}
+			locks = append(locks, p.Error.Locked)
+		}
+	}
+	if len(locks) > 0 {
+		return resp, locks, nil
+	}
+	for _, p := range resp.Pairs {
+		if err := fn(p.Key, p.Value); err != nil {
+			return resp, nil, err
+		}
+	}
+	return resp, nil, nil
+}
