@@ -22,6 +22,8 @@ func (t *Txn) ScanFunc(ctx context.Context, start, end []byte) (kv.ScanCursor, e
 	}
 	cur := &funcCursor{c: t.c, view: t.view(), end: end, cursor: start}
 	cur.done = end != nil && bytes.Compare(start, end) >= 0
+	cur.last = cur.lastBuf[:0]
+	cur.check = cur.checkAndHand
 	return cur, nil
 }
 
@@ -38,6 +40,15 @@ type funcCursor struct {
 	cursor []byte
 	done   bool
 	last   []byte // the last key handed to the caller
+	// The request in flight: what check hands over (check is bound once,
+	// so a request allocates no closure).
+	req     *kvpb.ScanRequest
+	region  uint64
+	fn      func(key, value []byte) error
+	got     int
+	fnErr   error
+	check   func(key, value []byte) error
+	lastBuf [48]byte
 }
 
 var _ kv.ScanCursor = (*funcCursor)(nil)
@@ -47,6 +58,8 @@ func (s *funcCursor) Visit(ctx context.Context, limit int, fn func(key, value []
 	if limit <= 0 {
 		return false, fmt.Errorf("client: scan visit of %d entries", limit)
 	}
+	s.fn = fn
+	defer func() { s.fn, s.req = nil, nil }()
 	bo := newBackoffer(ctx, s.c.opts.BackoffBudget)
 	for n := 0; !s.done && n < limit; {
 		e, err := s.c.regions.locate(bo.ctx, s.cursor)
@@ -64,29 +77,13 @@ func (s *funcCursor) Visit(ctx context.Context, limit int, fn func(key, value []
 			}
 			continue
 		}
-		got := 0
-		var fnErr error
-		resp, locks, err := scanFunc(kvc, bo.ctx, req, func(key, value []byte) error {
-			if bytes.Compare(key, req.StartKey) < 0 || (len(req.EndKey) > 0 && bytes.Compare(key, req.EndKey) >= 0) ||
-				(got > 0 && bytes.Compare(key, s.last) <= 0) || got == int(req.Limit) {
-				fnErr = fmt.Errorf("client: scan of region %d returned key %q out of order or range", e.region.Id, key)
-				return fnErr
-			}
-			got++
-			s.last = append(s.last[:0], key...)
-			if err := fn(key, value); err != nil {
-				fnErr = err
-				return err
-			}
-			return nil
-		})
+		s.req, s.region, s.got, s.fnErr = req, e.region.Id, 0, nil
+		resp, locks, err := scanFunc(kvc, bo.ctx, req, s.check)
+		got := s.got
 		n += got
-		if got > 0 {
-			s.cursor = append(bytes.Clone(s.last), 0)
-		}
 		switch {
-		case fnErr != nil:
-			return false, fnErr
+		case s.fnErr != nil:
+			return false, s.fnErr
 		case err != nil:
 			if got > 0 {
 				return false, err
@@ -108,6 +105,9 @@ func (s *funcCursor) Visit(ctx context.Context, limit int, fn func(key, value []
 		case resp.Error != nil:
 			return false, keyErrorAsError(resp.Error)
 		}
+		if got > 0 && (len(locks) > 0 || got == int(req.Limit)) {
+			s.cursor = append(bytes.Clone(s.last), 0)
+		}
 		if len(locks) > 0 {
 			if err := s.c.resolver.waitForLocks(&bo, s.view.ts, s.view.startTS, locks); err != nil {
 				return false, err
@@ -124,6 +124,25 @@ func (s *funcCursor) Visit(ctx context.Context, limit int, fn func(key, value []
 		}
 	}
 	return s.done, nil
+}
+
+// checkAndHand hands an entry of the request in flight to the caller's
+// function after checking that it is in the request's range, after the
+// previous one and within the limit.
+func (s *funcCursor) checkAndHand(key, value []byte) error {
+	req := s.req
+	if bytes.Compare(key, req.StartKey) < 0 || (len(req.EndKey) > 0 && bytes.Compare(key, req.EndKey) >= 0) ||
+		(s.got > 0 && bytes.Compare(key, s.last) <= 0) || s.got == int(req.Limit) {
+		s.fnErr = fmt.Errorf("client: scan of region %d returned key %q out of order or range", s.region, key)
+		return s.fnErr
+	}
+	s.got++
+	s.last = append(s.last[:0], key...)
+	if err := s.fn(key, value); err != nil {
+		s.fnErr = err
+		return err
+	}
+	return nil
 }
 
 // funcScanServer is a KV server that can hand a scan's pairs to a

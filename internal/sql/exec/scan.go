@@ -216,6 +216,12 @@ type scanExec struct {
 	// engine's buffers as the scan reads them. visits counts its batches.
 	cursor kv.ScanCursor
 	visits int
+	// The batch a Visit fills (decodeVisited): its rows, the arena their
+	// strings are copied into, and its limit.
+	vrows    [][]types.Datum
+	varena   []byte
+	vlimit   int
+	visitRow func(key, value []byte) error
 	// rowsHint, when > 0, bounds the rows the ranges left can hold (a
 	// primary-key range holds at most hi-lo+1): allocations are sized by
 	// it. 0 means unknown.
@@ -390,51 +396,14 @@ func (s *scanExec) visitBatch(c *Context) ([][]types.Datum, error) {
 		limit = firstVisitRows
 	}
 	s.visits++
-	rows := make([][]types.Datum, 0, min(s.slabRows(), limit))
-	w := s.layout.width + s.extra
-	var arena []byte
-	done, err := s.cursor.Visit(c.Ctx, limit, func(key, value []byte) error {
-		_, h, err := tablecodec.DecodeRecordKey(key)
-		if err != nil {
-			return err
-		}
-		if len(s.slab) < w {
-			s.slab = make([]types.Datum, w*s.slabRows())
-		}
-		if s.rowsHint > 0 {
-			s.rowsHint--
-		}
-		row, err := s.layout.decodeInto(s.slab[:w:w], h, value, s.extra)
-		s.slab = s.slab[w:]
-		if err != nil {
-			return err
-		}
-		need := 0
-		for _, d := range row {
-			need += len(d.Bytes())
-		}
-		if need > 0 {
-			if cap(arena)-len(arena) < need {
-				// Sized for the rows the batch may still read, at this
-				// row's size, up to 32 KiB.
-				arena = make([]byte, 0, max(need, min(need*(limit-len(rows)), 32<<10)))
-			}
-			for j, d := range row {
-				if b := d.Bytes(); len(b) > 0 {
-					n := len(arena)
-					arena = append(arena, b...)
-					row[j] = d.WithBytes(arena[n:len(arena):len(arena)])
-				}
-			}
-		}
-		for j, d := range row {
-			if d.IsStringLike() && len(d.Bytes()) == 0 {
-				row[j] = d.WithBytes(noBytes) // not into value either
-			}
-		}
-		rows = append(rows, row)
-		return nil
-	})
+	if s.visitRow == nil {
+		s.visitRow = s.decodeVisited // bound once per scan, not per batch
+	}
+	s.vlimit = limit
+	s.vrows = make([][]types.Datum, 0, min(s.slabRows(), limit))
+	done, err := s.cursor.Visit(c.Ctx, limit, s.visitRow)
+	rows := s.vrows
+	s.vrows, s.varena = nil, nil
 	if err != nil {
 		return nil, err
 	}
@@ -445,6 +414,54 @@ func (s *scanExec) visitBatch(c *Context) ([][]types.Datum, error) {
 		return nil, err
 	}
 	return rows, nil
+}
+
+// decodeVisited decodes the row of a table record the cursor hands over
+// into the batch being read (s.vrows).
+func (s *scanExec) decodeVisited(key, value []byte) error {
+	_, h, err := tablecodec.DecodeRecordKey(key)
+	if err != nil {
+		return err
+	}
+	w := s.layout.width + s.extra
+	if len(s.slab) < w {
+		s.slab = make([]types.Datum, w*s.slabRows())
+	}
+	if s.rowsHint > 0 {
+		s.rowsHint--
+	}
+	row, err := s.layout.decodeInto(s.slab[:w:w], h, value, s.extra)
+	s.slab = s.slab[w:]
+	if err != nil {
+		return err
+	}
+	need := 0
+	for j, d := range row {
+		if !d.IsStringLike() {
+			continue
+		}
+		if b := d.Bytes(); len(b) > 0 {
+			need += len(b)
+		} else {
+			row[j] = d.WithBytes(noBytes) // not into value either
+		}
+	}
+	if need > 0 {
+		if cap(s.varena)-len(s.varena) < need {
+			// Sized for the rows the batch may still read, at this row's
+			// size, up to 32 KiB.
+			s.varena = make([]byte, 0, max(need, min(need*(s.vlimit-len(s.vrows)), 32<<10)))
+		}
+		for j, d := range row {
+			if b := d.Bytes(); len(b) > 0 {
+				n := len(s.varena)
+				s.varena = append(s.varena, b...)
+				row[j] = d.WithBytes(s.varena[n:len(s.varena):len(s.varena)])
+			}
+		}
+	}
+	s.vrows = append(s.vrows, row)
+	return nil
 }
 
 func (s *scanExec) lock(c *Context, rows [][]types.Datum) error {
