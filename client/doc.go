@@ -36,8 +36,11 @@
 //
 // Reads see the snapshot at the transaction's start timestamp plus the
 // transaction's own writes. Scans and iterators merge the two, in either
-// direction, across region boundaries. A Txn is used by one goroutine at a
-// time; a Client is shared by all.
+// direction, across region boundaries. Txn.ScanFunc (kv.FuncScanner) reads
+// a range the transaction has not written to through a cursor that hands
+// each entry to a function as the KV service reads it, without building
+// the pairs, when the region's leader is in this process. A Txn is used by
+// one goroutine at a time; a Client is shared by all.
 //
 // SELECT ... FOR UPDATE is LockKeys: it locks keys at once instead of at
 // commit. With kv.TxnOptions{Pessimistic: true} it waits for other

@@ -104,7 +104,7 @@
 // snapshot, so every Get and every iterator sees the engine as of the
 // moment it is opened, and Raft applies commit in between. A read at
 // readTS therefore looks at a key's lock before its write records (Get
-// reads the lock first; Scan opens its lock iterator first). That order is
+// reads the lock first; Scan and ScanFunc open their lock iterator first). That order is
 // safe: a lock absent from the earlier view was either already committed
 // or rolled back, so its record is in the later view too, or it was
 // prewritten after the read began, so its transaction takes its commit ts
