@@ -10,33 +10,40 @@ import (
 )
 
 // ScanFunc implements kv.FuncScanner: a cursor over [start, end) at the
-// transaction's snapshot (end nil: no upper bound). It returns no cursor
-// when the transaction has buffered writes in the range: only Iter merges
-// them in. Like an iterator's, the cursor's view is fixed when it is made.
-func (t *Txn) ScanFunc(ctx context.Context, start, end []byte) (kv.ScanCursor, error) {
+// transaction's snapshot (end nil: no upper bound), ascending or, with
+// reverse, descending. It returns no cursor when the transaction has
+// buffered writes in the range: only Iter merges them in. Like an
+// iterator's, the cursor's view is fixed when it is made.
+func (t *Txn) ScanFunc(ctx context.Context, start, end []byte, reverse bool) (kv.ScanCursor, error) {
 	if t.finished {
 		return nil, ErrTxnFinished
 	}
 	if t.buf.hasIn(start, end) {
 		return nil, nil
 	}
-	cur := &funcCursor{c: t.c, view: t.view(), end: end, cursor: start}
+	cur := &funcCursor{c: t.c, view: t.view(), start: start, end: end, reverse: reverse, cursor: start}
+	if reverse {
+		cur.cursor = end
+	}
 	cur.done = end != nil && bytes.Compare(start, end) >= 0
 	cur.last = cur.lastBuf[:0]
 	cur.check = cur.checkAndHand
 	return cur, nil
 }
 
-// funcCursor reads committed data in ascending key order, region by region,
+// funcCursor reads committed data in key order, region by region,
 // handing each entry to the caller's function. With the region's leader in
 // this process the entries come straight from the server's read of the
 // engine (kvserver.Server.KvScanFunc): no response is built and nothing is
 // copied on the way.
 type funcCursor struct {
-	c    *Client
-	view readView
-	end  []byte // nil: +infinity
-	// cursor is the first key the next request reads.
+	c          *Client
+	view       readView
+	start, end []byte // end nil: +infinity
+	reverse    bool
+	// cursor is where the next request starts: going forward, the first
+	// key it reads; going backward, its exclusive upper bound (nil:
+	// +infinity).
 	cursor []byte
 	done   bool
 	last   []byte // the last key handed to the caller
@@ -62,14 +69,32 @@ func (s *funcCursor) Visit(ctx context.Context, limit int, fn func(key, value []
 	defer func() { s.fn, s.req = nil, nil }()
 	bo := newBackoffer(ctx, s.c.opts.BackoffBudget)
 	for n := 0; !s.done && n < limit; {
-		e, err := s.c.regions.locate(bo.ctx, s.cursor)
-		if err != nil {
-			return false, err
+		if s.reverse && s.cursor != nil && bytes.Compare(s.cursor, s.start) <= 0 ||
+			!s.reverse && s.end != nil && bytes.Compare(s.cursor, s.end) >= 0 {
+			s.done = true // the last visit stopped at the range's end
+			break
 		}
-		req := &kvpb.ScanRequest{Context: e.rpcCtx, StartKey: s.cursor, EndKey: s.end, Limit: uint32(limit - n), Version: s.view.ts}
-		if regionEnd := e.endKey(); len(regionEnd) > 0 && (s.end == nil || bytes.Compare(regionEnd, s.end) < 0) {
-			req.EndKey = regionEnd
+		req := &kvpb.ScanRequest{Limit: uint32(limit - n), Version: s.view.ts, Reverse: s.reverse}
+		var e *regionEntry
+		var err error
+		if s.reverse {
+			if e, err = s.c.regions.locateEndKey(bo.ctx, s.start, s.cursor); err != nil {
+				return false, err
+			}
+			req.StartKey, req.EndKey = s.start, s.cursor
+			if bytes.Compare(e.startKey(), s.start) > 0 {
+				req.StartKey = e.startKey()
+			}
+		} else {
+			if e, err = s.c.regions.locate(bo.ctx, s.cursor); err != nil {
+				return false, err
+			}
+			req.StartKey, req.EndKey = s.cursor, s.end
+			if regionEnd := e.endKey(); len(regionEnd) > 0 && (s.end == nil || bytes.Compare(regionEnd, s.end) < 0) {
+				req.EndKey = regionEnd
+			}
 		}
+		req.Context = e.rpcCtx
 		kvc, err := s.c.kvClient(e)
 		if err != nil {
 			if err := s.c.onSendFailure(&bo, e, err); err != nil {
@@ -106,7 +131,11 @@ func (s *funcCursor) Visit(ctx context.Context, limit int, fn func(key, value []
 			return false, keyErrorAsError(resp.Error)
 		}
 		if got > 0 && (len(locks) > 0 || got == int(req.Limit)) {
-			s.cursor = append(bytes.Clone(s.last), 0)
+			if s.reverse {
+				s.cursor = bytes.Clone(s.last)
+			} else {
+				s.cursor = append(bytes.Clone(s.last), 0)
+			}
 		}
 		if len(locks) > 0 {
 			if err := s.c.resolver.waitForLocks(&bo, s.view.ts, s.view.startTS, locks); err != nil {
@@ -116,9 +145,14 @@ func (s *funcCursor) Visit(ctx context.Context, limit int, fn func(key, value []
 		}
 		if got < int(req.Limit) {
 			// This region has nothing more in range: move to the next one.
-			if len(req.EndKey) == 0 || bytes.Equal(req.EndKey, s.end) {
+			switch {
+			case s.reverse && bytes.Compare(req.StartKey, s.start) <= 0:
 				s.done = true
-			} else {
+			case s.reverse:
+				s.cursor = req.StartKey
+			case len(req.EndKey) == 0 || bytes.Equal(req.EndKey, s.end):
+				s.done = true
+			default:
 				s.cursor = req.EndKey
 			}
 		}
@@ -128,11 +162,16 @@ func (s *funcCursor) Visit(ctx context.Context, limit int, fn func(key, value []
 
 // checkAndHand hands an entry of the request in flight to the caller's
 // function after checking that it is in the request's range, after the
-// previous one and within the limit.
+// previous one in scan order and within the limit.
 func (s *funcCursor) checkAndHand(key, value []byte) error {
 	req := s.req
+	ordered := s.got == 0
+	if !ordered {
+		c := bytes.Compare(key, s.last)
+		ordered = c > 0 && !s.reverse || c < 0 && s.reverse
+	}
 	if bytes.Compare(key, req.StartKey) < 0 || (len(req.EndKey) > 0 && bytes.Compare(key, req.EndKey) >= 0) ||
-		(s.got > 0 && bytes.Compare(key, s.last) <= 0) || s.got == int(req.Limit) {
+		!ordered || s.got == int(req.Limit) {
 		s.fnErr = fmt.Errorf("client: scan of region %d returned key %q out of order or range", s.region, key)
 		return s.fnErr
 	}

@@ -468,6 +468,11 @@ func TestFinishedTransactionRejectsUse(t *testing.T) {
 // Visit, and renders what it was handed.
 func visitAll(t *testing.T, txn *Txn, start, end string, limit int) (string, error) {
 	t.Helper()
+	return visitAllDir(t, txn, start, end, limit, false)
+}
+
+func visitAllDir(t *testing.T, txn *Txn, start, end string, limit int, reverse bool) (string, error) {
+	t.Helper()
 	var s, e []byte
 	if start != "" {
 		s = []byte(start)
@@ -475,7 +480,7 @@ func visitAll(t *testing.T, txn *Txn, start, end string, limit int) (string, err
 	if end != "" {
 		e = []byte(end)
 	}
-	cur, err := txn.ScanFunc(context.Background(), s, e)
+	cur, err := txn.ScanFunc(context.Background(), s, e, reverse)
 	if err != nil || cur == nil {
 		t.Fatalf("ScanFunc(%q, %q) = %v, %v", start, end, cur, err)
 	}
@@ -503,9 +508,9 @@ func visitAll(t *testing.T, txn *Txn, start, end string, limit int) (string, err
 }
 
 // TestScanFuncVisitsWhatScanReads: a ScanFunc cursor hands over the same
-// entries as Scan, in order, whatever the batch size, across regions that
-// split and move while it reads, through a crashed transaction's lock in
-// the middle of the range.
+// entries as Scan, in order, both ways, whatever the batch size, across
+// regions that split and move while it reads, through a crashed
+// transaction's lock in the middle of the range.
 func TestScanFuncVisitsWhatScanReads(t *testing.T) {
 	fc := newFakeCluster("c", "f")
 	c := fc.newClient(Options{})
@@ -514,7 +519,7 @@ func TestScanFuncVisitsWhatScanReads(t *testing.T) {
 	ctx := context.Background()
 	for _, limit := range []int{1, 2, 3, 100} {
 		txn := begin(t, c, kv.TxnOptions{})
-		for _, r := range [][2]string{{"", ""}, {"b", "g"}, {"c", "f"}, {"d", "e"}, {"g", "c"}, {"bb", "zz"}} {
+		for _, r := range [][2]string{{"", ""}, {"b", "g"}, {"c", "f"}, {"d", "e"}, {"g", "c"}, {"bb", "zz"}, {"", "c"}} {
 			var s, e []byte
 			if r[0] != "" {
 				s = []byte(r[0])
@@ -522,40 +527,48 @@ func TestScanFuncVisitsWhatScanReads(t *testing.T) {
 			if r[1] != "" {
 				e = []byte(r[1])
 			}
-			want, err := txn.Scan(ctx, s, e, 0, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := visitAll(t, txn, r[0], r[1], limit)
-			if err != nil || got != render(want) {
-				t.Errorf("limit %d [%q, %q): visited %q, %v; Scan read %q", limit, r[0], r[1], got, err, render(want))
+			for _, reverse := range []bool{false, true} {
+				want, err := txn.Scan(ctx, s, e, 0, reverse)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := visitAllDir(t, txn, r[0], r[1], limit, reverse)
+				if err != nil || got != render(want) {
+					t.Errorf("limit %d [%q, %q) reverse %v: visited %q, %v; Scan read %q", limit, r[0], r[1], reverse, got, err, render(want))
+				}
 			}
 		}
 	}
 
 	// Regions change under the cursor between visits.
-	txn := begin(t, c, kv.TxnOptions{})
-	cur, err := txn.ScanFunc(ctx, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	collect := func(key, value []byte) error {
-		got = append(got, string(key)+"="+string(value))
-		return nil
-	}
-	if done, err := cur.Visit(ctx, 2, collect); done || err != nil {
-		t.Fatalf("first visit: done %v, %v", done, err)
-	}
-	fc.split("e")
-	fc.setLeader("g", 2)
-	for done := false; !done; {
-		if done, err = cur.Visit(ctx, 2, collect); err != nil {
+	for i, reverse := range []bool{false, true} {
+		txn := begin(t, c, kv.TxnOptions{})
+		cur, err := txn.ScanFunc(ctx, nil, nil, reverse)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if strings.Join(got, " ") != "a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8" {
-		t.Fatalf("through splits and a leader move: %v", got)
+		var got []string
+		collect := func(key, value []byte) error {
+			got = append(got, string(key)+"="+string(value))
+			return nil
+		}
+		if done, err := cur.Visit(ctx, 2, collect); done || err != nil {
+			t.Fatalf("first visit: done %v, %v", done, err)
+		}
+		fc.split([]string{"e", "b"}[i])
+		fc.setLeader("g", uint64(2+i))
+		for done := false; !done; {
+			if done, err = cur.Visit(ctx, 2, collect); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := "a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8"
+		if reverse {
+			want = "h=8 g=7 f=6 e=5 d=4 c=3 b=2 a=1"
+		}
+		if strings.Join(got, " ") != want {
+			t.Fatalf("reverse %v, through splits and a leader move: %v", reverse, got)
+		}
 	}
 
 	// A crashed transaction's expired lock in the middle of the range is
@@ -565,17 +578,24 @@ func TestScanFuncVisitsWhatScanReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc.placeLock("d", "d", crashedTS, 1, "dead")
+	fc.placeLock("f", "d", crashedTS, 1, "dead")
 	time.Sleep(5 * time.Millisecond)
-	txn = begin(t, c, kv.TxnOptions{})
+	txn := begin(t, c, kv.TxnOptions{})
 	if got, err := visitAll(t, txn, "", "", 100); err != nil || got != "a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8" {
 		t.Fatalf("through a crashed lock: %q, %v", got, err)
+	}
+	fc.placeLock("c", "c", crashedTS, 1, "dead")
+	time.Sleep(5 * time.Millisecond)
+	txn = begin(t, c, kv.TxnOptions{})
+	if got, err := visitAllDir(t, txn, "", "", 100, true); err != nil || got != "h=8 g=7 f=6 e=5 d=4 c=3 b=2 a=1" {
+		t.Fatalf("backward through a crashed lock: %q, %v", got, err)
 	}
 	if locked := fc.lockedKeys(); len(locked) != 0 {
 		t.Fatalf("locks left: %v", locked)
 	}
 
 	// The caller's error ends the visit.
-	cur, _ = txn.ScanFunc(ctx, nil, nil)
+	cur, _ := txn.ScanFunc(ctx, nil, nil, false)
 	stop := errors.New("stop")
 	if _, err := cur.Visit(ctx, 10, func(key, _ []byte) error {
 		if string(key) == "c" {
@@ -602,7 +622,7 @@ func TestScanFuncLeavesBufferedRangesToIter(t *testing.T) {
 		if r[1] != "" {
 			e = []byte(r[1])
 		}
-		if cur, err := txn.ScanFunc(ctx, []byte(r[0]), e); cur != nil || err != nil {
+		if cur, err := txn.ScanFunc(ctx, []byte(r[0]), e, false); cur != nil || err != nil {
 			t.Errorf("ScanFunc(%q, %q) over a buffered delete = %v, %v", r[0], r[1], cur, err)
 		}
 	}
@@ -613,7 +633,7 @@ func TestScanFuncLeavesBufferedRangesToIter(t *testing.T) {
 		t.Errorf("[c0, -) = %q, %v", got, err)
 	}
 	_ = txn.Rollback(ctx)
-	if _, err := txn.ScanFunc(ctx, nil, nil); !errors.Is(err, ErrTxnFinished) {
+	if _, err := txn.ScanFunc(ctx, nil, nil, true); !errors.Is(err, ErrTxnFinished) {
 		t.Errorf("ScanFunc after rollback: %v", err)
 	}
 }

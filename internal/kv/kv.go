@@ -128,15 +128,16 @@ type SizedIterer interface {
 }
 
 // FuncScanner is implemented by transactions that can hand the entries of
-// a forward scan to a callback as they are read, rather than materialise
-// them for an Iterator. ScanFunc returns a nil cursor (and no error) when
-// it cannot serve the range that way (the transaction has buffered writes
-// in it); the caller then uses Iter.
+// a scan to a callback as they are read, rather than materialise them for
+// an Iterator. ScanFunc returns a nil cursor (and no error) when it cannot
+// serve the range that way (the transaction has buffered writes in it);
+// the caller then uses Iter.
 type FuncScanner interface {
-	ScanFunc(ctx context.Context, start, end []byte) (ScanCursor, error)
+	ScanFunc(ctx context.Context, start, end []byte, reverse bool) (ScanCursor, error)
 }
 
-// ScanCursor reads a range in ascending key order, a batch per Visit.
+// ScanCursor reads a range in key order (descending for a reverse scan),
+// a batch per Visit.
 type ScanCursor interface {
 	// Visit calls fn for up to limit entries following those of earlier
 	// calls, and reports whether the range is exhausted. key and value are

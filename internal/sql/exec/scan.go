@@ -211,15 +211,16 @@ type scanExec struct {
 	// range scans
 	ranges [][2][]byte
 	iter   kv.Iterator
-	// cursor, when set instead of iter, reads the current range of a
-	// forward table scan (kv.FuncScanner): rows are decoded from the
+	// cursor, when set instead of iter, reads the current range
+	// (kv.FuncScanner): rows, or an index's handles, are decoded from the
 	// engine's buffers as the scan reads them. visits counts its batches.
 	cursor kv.ScanCursor
 	visits int
-	// The batch a Visit fills (decodeVisited): its rows, the arena their
-	// strings are copied into, and its limit.
+	// The batch a Visit fills (decodeVisited, visitedHandle): its rows and
+	// the arena their strings are copied into, or its handles; its limit.
 	vrows    [][]types.Datum
 	varena   []byte
+	vhandles []int64
 	vlimit   int
 	visitRow func(key, value []byte) error
 	// rowsHint, when > 0, bounds the rows the ranges left can hold (a
@@ -282,8 +283,8 @@ func (s *scanExec) Next(c *Context) ([][]types.Datum, error) {
 			}
 			r := s.ranges[0]
 			s.ranges = s.ranges[1:]
-			if fs, ok := c.Txn.(kv.FuncScanner); ok && !s.index && !s.p.Desc {
-				cur, err := fs.ScanFunc(c.Ctx, r[0], r[1])
+			if fs, ok := c.Txn.(kv.FuncScanner); ok {
+				cur, err := fs.ScanFunc(c.Ctx, r[0], r[1], s.p.Desc)
 				if err != nil {
 					return nil, err
 				}
@@ -397,23 +398,44 @@ func (s *scanExec) visitBatch(c *Context) ([][]types.Datum, error) {
 	}
 	s.visits++
 	if s.visitRow == nil {
-		s.visitRow = s.decodeVisited // bound once per scan, not per batch
+		// Bound once per scan, not per batch.
+		if s.index {
+			s.visitRow = s.visitedHandle
+		} else {
+			s.visitRow = s.decodeVisited
+		}
 	}
 	s.vlimit = limit
-	s.vrows = make([][]types.Datum, 0, min(s.slabRows(), limit))
+	if !s.index {
+		s.vrows = make([][]types.Datum, 0, min(s.slabRows(), limit))
+	}
 	done, err := s.cursor.Visit(c.Ctx, limit, s.visitRow)
-	rows := s.vrows
-	s.vrows, s.varena = nil, nil
+	rows, handles := s.vrows, s.vhandles
+	s.vrows, s.varena, s.vhandles = nil, nil, nil
 	if err != nil {
 		return nil, err
 	}
 	if done {
 		s.cursor = nil
 	}
+	if s.index {
+		return s.fetch(c, handles)
+	}
 	if err := s.lock(c, rows); err != nil {
 		return nil, err
 	}
 	return rows, nil
+}
+
+// visitedHandle collects the handle of an index entry the cursor hands
+// over (its rows are then read by handle, as readBatch does).
+func (s *scanExec) visitedHandle(key, value []byte) error {
+	h, err := tablecodec.IndexEntryHandle(key, value)
+	if err != nil {
+		return err
+	}
+	s.vhandles = append(s.vhandles, h)
+	return nil
 }
 
 // decodeVisited decodes the row of a table record the cursor hands over
