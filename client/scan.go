@@ -69,33 +69,40 @@ func (s *snapshotScanner) fill(ctx context.Context) error {
 }
 
 // fetch sends one scan request to the region at the cursor and advances the
-// cursor past what it returned.
-func (s *snapshotScanner) fetch(bo *backoffer) error {
-	var (
-		e   *regionEntry
-		err error
-	)
-	req := &kvpb.ScanRequest{Limit: uint32(s.batchSize), Version: s.view.ts, Reverse: s.reverse}
-	if s.reverse {
-		e, err = s.c.regions.locateEndKey(bo.ctx, s.start, s.cursor)
+// regionScanRequest builds the request for the part of [start, end) that
+// the region at cursor holds: going forward, cursor is the first key to
+// read; backward, the exclusive upper bound (nil: +infinity) and the
+// region is the one that ends there.
+func (c *Client) regionScanRequest(ctx context.Context, start, end, cursor []byte, reverse bool, limit int, ts uint64) (*regionEntry, *kvpb.ScanRequest, error) {
+	req := &kvpb.ScanRequest{Limit: uint32(limit), Version: ts, Reverse: reverse}
+	if reverse {
+		e, err := c.regions.locateEndKey(ctx, start, cursor)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		req.StartKey, req.EndKey = s.start, s.cursor
-		if bytes.Compare(e.startKey(), s.start) > 0 {
+		req.Context, req.StartKey, req.EndKey = e.rpcCtx, start, cursor
+		if bytes.Compare(e.startKey(), start) > 0 {
 			req.StartKey = e.startKey()
 		}
-	} else {
-		e, err = s.c.regions.locate(bo.ctx, s.cursor)
-		if err != nil {
-			return err
-		}
-		req.StartKey, req.EndKey = s.cursor, s.end
-		if regionEnd := e.endKey(); len(regionEnd) > 0 && (s.end == nil || bytes.Compare(regionEnd, s.end) < 0) {
-			req.EndKey = regionEnd
-		}
+		return e, req, nil
 	}
-	req.Context = e.rpcCtx
+	e, err := c.regions.locate(ctx, cursor)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Context, req.StartKey, req.EndKey = e.rpcCtx, cursor, end
+	if regionEnd := e.endKey(); len(regionEnd) > 0 && (end == nil || bytes.Compare(regionEnd, end) < 0) {
+		req.EndKey = regionEnd
+	}
+	return e, req, nil
+}
+
+// cursor past what it returned.
+func (s *snapshotScanner) fetch(bo *backoffer) error {
+	e, req, err := s.c.regionScanRequest(bo.ctx, s.start, s.end, s.cursor, s.reverse, s.batchSize, s.view.ts)
+	if err != nil {
+		return err
+	}
 	kvc, err := s.c.kvClient(e)
 	if err != nil {
 		return s.c.onSendFailure(bo, e, err)

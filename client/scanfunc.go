@@ -74,27 +74,10 @@ func (s *funcCursor) Visit(ctx context.Context, limit int, fn func(key, value []
 			s.done = true // the last visit stopped at the range's end
 			break
 		}
-		req := &kvpb.ScanRequest{Limit: uint32(limit - n), Version: s.view.ts, Reverse: s.reverse}
-		var e *regionEntry
-		var err error
-		if s.reverse {
-			if e, err = s.c.regions.locateEndKey(bo.ctx, s.start, s.cursor); err != nil {
-				return false, err
-			}
-			req.StartKey, req.EndKey = s.start, s.cursor
-			if bytes.Compare(e.startKey(), s.start) > 0 {
-				req.StartKey = e.startKey()
-			}
-		} else {
-			if e, err = s.c.regions.locate(bo.ctx, s.cursor); err != nil {
-				return false, err
-			}
-			req.StartKey, req.EndKey = s.cursor, s.end
-			if regionEnd := e.endKey(); len(regionEnd) > 0 && (s.end == nil || bytes.Compare(regionEnd, s.end) < 0) {
-				req.EndKey = regionEnd
-			}
+		e, req, err := s.c.regionScanRequest(bo.ctx, s.start, s.end, s.cursor, s.reverse, limit-n, s.view.ts)
+		if err != nil {
+			return false, err
 		}
-		req.Context = e.rpcCtx
 		kvc, err := s.c.kvClient(e)
 		if err != nil {
 			if err := s.c.onSendFailure(&bo, e, err); err != nil {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/strata-db/strata/internal/node"
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
@@ -23,18 +22,7 @@ import (
 // which the counts include.
 func TestPreparedRangeAllocations(t *testing.T) {
 	ctx := context.Background()
-	n, err := node.Start(ctx, node.Config{DataDir: t.TempDir(), InMemory: true, GCInterval: -1})
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() { n.Close() })
-	s := n.SQL().NewSession("root", "localhost")
-	exec := func(q string) {
-		t.Helper()
-		if _, err := s.Execute(ctx, q); err != nil {
-			t.Fatalf("%.60s: %v", q, err)
-		}
-	}
+	s, exec := nodeSession(t)
 	exec("CREATE DATABASE sbtest")
 	exec("USE sbtest")
 	exec("CREATE TABLE sbtest1 (id INTEGER NOT NULL, k INTEGER DEFAULT '0' NOT NULL, c CHAR(120) DEFAULT '' NOT NULL, pad CHAR(60) DEFAULT '' NOT NULL, PRIMARY KEY (id))")

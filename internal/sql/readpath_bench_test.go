@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-db/strata/internal/node"
 	"github.com/strata-db/strata/internal/sql"
 	"github.com/strata-db/strata/internal/sql/types"
 )
@@ -37,18 +36,7 @@ func sbtestValue(r *rand.Rand, groups int) string {
 // returns a session on it.
 func newSbtestSession(b *testing.B) *sql.Session {
 	b.Helper()
-	ctx := context.Background()
-	n, err := node.Start(ctx, node.Config{DataDir: b.TempDir(), InMemory: true, GCInterval: -1})
-	if err != nil {
-		b.Fatalf("start node: %v", err)
-	}
-	b.Cleanup(func() { n.Close() })
-	s := n.SQL().NewSession("root", "localhost")
-	exec := func(q string) {
-		if _, err := s.Execute(ctx, q); err != nil {
-			b.Fatalf("%.80s: %v", q, err)
-		}
-	}
+	s, exec := nodeSession(b)
 	exec("CREATE DATABASE sbtest")
 	exec("USE sbtest")
 	exec(`CREATE TABLE sbtest1 (

@@ -1,13 +1,9 @@
 package sql_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/strata-db/strata/internal/node"
-	"github.com/strata-db/strata/internal/sql"
 )
 
 // TestScansThroughCursorsOnARealNode runs table and index scans, ascending
@@ -16,19 +12,10 @@ import (
 // through kv.FuncScanner cursors, and inside a transaction whose own writes
 // in the range make them read through its iterator instead.
 func TestScansThroughCursorsOnARealNode(t *testing.T) {
-	ctx := context.Background()
-	n, err := node.Start(ctx, node.Config{DataDir: t.TempDir(), InMemory: true, GCInterval: -1})
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() { n.Close() })
-	s := n.SQL().NewSession("root", "localhost")
+	_, exec := nodeSession(t)
 	run := func(q string) string {
 		t.Helper()
-		rs, err := s.Execute(ctx, q)
-		if err != nil {
-			t.Fatalf("%.80s: %v", q, err)
-		}
+		rs := exec(q)
 		var lines []string
 		for _, r := range rs {
 			for _, row := range r.Rows {
@@ -103,5 +90,4 @@ func TestScansThroughCursorsOnARealNode(t *testing.T) {
 	}
 	run("ROLLBACK")
 	scans("")
-	var _ *sql.Session = s
 }

@@ -339,20 +339,7 @@ func (s *scanExec) readBatch(c *Context) ([][]types.Datum, error) {
 			}
 			handles = append(handles, h)
 		} else {
-			_, h, err := tablecodec.DecodeRecordKey(s.iter.Key())
-			if err != nil {
-				return nil, err
-			}
-			// Rows of a batch are carved from one slab.
-			w := s.layout.width + s.extra
-			if len(s.slab) < w {
-				s.slab = make([]types.Datum, w*s.slabRows())
-			}
-			if s.rowsHint > 0 {
-				s.rowsHint--
-			}
-			row, err := s.layout.decodeInto(s.slab[:w:w], h, s.iter.Value(), s.extra)
-			s.slab = s.slab[w:]
+			row, err := s.decodeRecord(s.iter.Key(), s.iter.Value())
 			if err != nil {
 				return nil, err
 			}
@@ -366,6 +353,12 @@ func (s *scanExec) readBatch(c *Context) ([][]types.Datum, error) {
 		s.iter.Close()
 		s.iter = nil
 	}
+	return s.finishBatch(c, rows, handles)
+}
+
+// finishBatch completes a batch read: an index scan's handles are read as
+// rows, and a table scan's rows are locked when the plan asks for it.
+func (s *scanExec) finishBatch(c *Context, rows [][]types.Datum, handles []int64) ([][]types.Datum, error) {
 	if s.index {
 		return s.fetch(c, handles)
 	}
@@ -373,6 +366,25 @@ func (s *scanExec) readBatch(c *Context) ([][]types.Datum, error) {
 		return nil, err
 	}
 	return rows, nil
+}
+
+// decodeRecord decodes a table record into a row carved from the scan's
+// slab (the rows of a batch share one).
+func (s *scanExec) decodeRecord(key, value []byte) ([]types.Datum, error) {
+	_, h, err := tablecodec.DecodeRecordKey(key)
+	if err != nil {
+		return nil, err
+	}
+	w := s.layout.width + s.extra
+	if len(s.slab) < w {
+		s.slab = make([]types.Datum, w*s.slabRows())
+	}
+	if s.rowsHint > 0 {
+		s.rowsHint--
+	}
+	row, err := s.layout.decodeInto(s.slab[:w:w], h, value, s.extra)
+	s.slab = s.slab[w:]
+	return row, err
 }
 
 // firstVisitRows is how many rows the first batch of a scan through a
@@ -418,13 +430,7 @@ func (s *scanExec) visitBatch(c *Context) ([][]types.Datum, error) {
 	if done {
 		s.cursor = nil
 	}
-	if s.index {
-		return s.fetch(c, handles)
-	}
-	if err := s.lock(c, rows); err != nil {
-		return nil, err
-	}
-	return rows, nil
+	return s.finishBatch(c, rows, handles)
 }
 
 // visitedHandle collects the handle of an index entry the cursor hands
@@ -441,19 +447,7 @@ func (s *scanExec) visitedHandle(key, value []byte) error {
 // decodeVisited decodes the row of a table record the cursor hands over
 // into the batch being read (s.vrows).
 func (s *scanExec) decodeVisited(key, value []byte) error {
-	_, h, err := tablecodec.DecodeRecordKey(key)
-	if err != nil {
-		return err
-	}
-	w := s.layout.width + s.extra
-	if len(s.slab) < w {
-		s.slab = make([]types.Datum, w*s.slabRows())
-	}
-	if s.rowsHint > 0 {
-		s.rowsHint--
-	}
-	row, err := s.layout.decodeInto(s.slab[:w:w], h, value, s.extra)
-	s.slab = s.slab[w:]
+	row, err := s.decodeRecord(key, value)
 	if err != nil {
 		return err
 	}
