@@ -120,14 +120,9 @@ func (s *snapshotScanner) fetch(bo *backoffer) error {
 		}
 		return keyErrorAsError(ke)
 	}
-	var locks []*kvpb.LockInfo
-	for _, p := range resp.Pairs {
-		if p.Error != nil {
-			if p.Error.Locked == nil {
-				return keyErrorAsError(p.Error)
-			}
-			locks = append(locks, p.Error.Locked)
-		}
+	locks, ke := pairLocks(resp.Pairs)
+	if ke != nil {
+		return keyErrorAsError(ke)
 	}
 	if len(locks) > 0 {
 		// Resolve and fetch the same batch again: the cursor stays.
@@ -138,44 +133,64 @@ func (s *snapshotScanner) fetch(bo *backoffer) error {
 		return fmt.Errorf("client: scan of region %d returned %d entries, limit was %d", e.region.Id, len(pairs), s.batchSize)
 	}
 	for i, p := range pairs {
-		if !s.inRequest(req, p.Key) || (i > 0 && !s.ordered(pairs[i-1].Key, p.Key)) {
+		if !inRequest(req, p.Key) || (i > 0 && !inOrder(pairs[i-1].Key, p.Key, s.reverse)) {
 			return fmt.Errorf("client: scan of region %d returned key %q out of order or range", e.region.Id, p.Key)
 		}
 	}
 	if len(pairs) < s.batchSize {
-		// This region has nothing more in range: move to the next one.
-		if s.reverse {
-			if bytes.Compare(req.StartKey, s.start) <= 0 {
-				s.exhausted = true
-			}
-			s.cursor = req.StartKey
-		} else {
-			if bytes.Equal(req.EndKey, s.end) || len(req.EndKey) == 0 {
-				s.exhausted = true
-			}
-			s.cursor = req.EndKey
-		}
+		s.cursor, s.exhausted = nextRegionCursor(req, s.start, s.end)
 	} else {
-		last := pairs[len(pairs)-1].Key
-		if s.reverse {
-			s.cursor = last
-		} else {
-			s.cursor = append(bytes.Clone(last), 0)
-		}
+		s.cursor = resumeKey(pairs[len(pairs)-1].Key, s.reverse)
 	}
 	s.pairs = pairs
 	return nil
 }
 
-func (s *snapshotScanner) inRequest(req *kvpb.ScanRequest, key []byte) bool {
+// pairLocks returns the locks the pairs of a scan response report, or the
+// first other error a pair carries.
+func pairLocks(pairs []*kvpb.KvPair) ([]*kvpb.LockInfo, *kvpb.KeyError) {
+	var locks []*kvpb.LockInfo
+	for _, p := range pairs {
+		if p.Error != nil {
+			if p.Error.Locked == nil {
+				return nil, p.Error
+			}
+			locks = append(locks, p.Error.Locked)
+		}
+	}
+	return locks, nil
+}
+
+// inRequest reports whether key is in the range of a scan request.
+func inRequest(req *kvpb.ScanRequest, key []byte) bool {
 	return bytes.Compare(key, req.StartKey) >= 0 && (len(req.EndKey) == 0 || bytes.Compare(key, req.EndKey) < 0)
 }
 
-func (s *snapshotScanner) ordered(prev, key []byte) bool {
-	if s.reverse {
+// inOrder reports whether key follows prev in scan order.
+func inOrder(prev, key []byte, reverse bool) bool {
+	if reverse {
 		return bytes.Compare(prev, key) > 0
 	}
 	return bytes.Compare(prev, key) < 0
+}
+
+// resumeKey is where a scan resumes after handing over last: going
+// forward, the first key after it; backward, last itself (an exclusive
+// upper bound).
+func resumeKey(last []byte, reverse bool) []byte {
+	if reverse {
+		return bytes.Clone(last)
+	}
+	return append(bytes.Clone(last), 0)
+}
+
+// nextRegionCursor is where a scan of [start, end) goes on once the region
+// of req has nothing more in range, and whether that was the last region.
+func nextRegionCursor(req *kvpb.ScanRequest, start, end []byte) (cursor []byte, done bool) {
+	if req.Reverse {
+		return req.StartKey, bytes.Compare(req.StartKey, start) <= 0
+	}
+	return req.EndKey, len(req.EndKey) == 0 || bytes.Equal(req.EndKey, end)
 }
 
 // txnIterator merges a transaction's buffered writes over its snapshot:

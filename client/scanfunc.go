@@ -114,11 +114,7 @@ func (s *funcCursor) Visit(ctx context.Context, limit int, fn func(key, value []
 			return false, keyErrorAsError(resp.Error)
 		}
 		if got > 0 && (len(locks) > 0 || got == int(req.Limit)) {
-			if s.reverse {
-				s.cursor = bytes.Clone(s.last)
-			} else {
-				s.cursor = append(bytes.Clone(s.last), 0)
-			}
+			s.cursor = resumeKey(s.last, s.reverse)
 		}
 		if len(locks) > 0 {
 			if err := s.c.resolver.waitForLocks(&bo, s.view.ts, s.view.startTS, locks); err != nil {
@@ -128,16 +124,7 @@ func (s *funcCursor) Visit(ctx context.Context, limit int, fn func(key, value []
 		}
 		if got < int(req.Limit) {
 			// This region has nothing more in range: move to the next one.
-			switch {
-			case s.reverse && bytes.Compare(req.StartKey, s.start) <= 0:
-				s.done = true
-			case s.reverse:
-				s.cursor = req.StartKey
-			case len(req.EndKey) == 0 || bytes.Equal(req.EndKey, s.end):
-				s.done = true
-			default:
-				s.cursor = req.EndKey
-			}
+			s.cursor, s.done = nextRegionCursor(req, s.start, s.end)
 		}
 	}
 	return s.done, nil
@@ -148,13 +135,7 @@ func (s *funcCursor) Visit(ctx context.Context, limit int, fn func(key, value []
 // previous one in scan order and within the limit.
 func (s *funcCursor) checkAndHand(key, value []byte) error {
 	req := s.req
-	ordered := s.got == 0
-	if !ordered {
-		c := bytes.Compare(key, s.last)
-		ordered = c > 0 && !s.reverse || c < 0 && s.reverse
-	}
-	if bytes.Compare(key, req.StartKey) < 0 || (len(req.EndKey) > 0 && bytes.Compare(key, req.EndKey) >= 0) ||
-		!ordered || s.got == int(req.Limit) {
+	if !inRequest(req, key) || (s.got > 0 && !inOrder(s.last, key, s.reverse)) || s.got == int(req.Limit) {
 		s.fnErr = fmt.Errorf("client: scan of region %d returned key %q out of order or range", s.region, key)
 		return s.fnErr
 	}
@@ -189,14 +170,9 @@ func scanFunc(kvc kvpb.KvClient, ctx context.Context, req *kvpb.ScanRequest, fn 
 	if err != nil || resp.RegionError != nil || resp.Error != nil {
 		return resp, nil, err
 	}
-	var locks []*kvpb.LockInfo
-	for _, p := range resp.Pairs {
-		if p.Error != nil {
-			if p.Error.Locked == nil {
-				return &kvpb.ScanResponse{Error: p.Error}, nil, nil
-			}
-			locks = append(locks, p.Error.Locked)
-		}
+	locks, ke := pairLocks(resp.Pairs)
+	if ke != nil {
+		return &kvpb.ScanResponse{Error: ke}, nil, nil
 	}
 	if len(locks) > 0 {
 		return resp, locks, nil
