@@ -91,9 +91,11 @@ func (s *Store) run() {
 			if len(readies) == 0 {
 				break
 			}
+			s.busy.Store(true)
 			if err := s.handleReadies(readies); err != nil {
 				s.fatal("store loop", err)
 			}
+			s.busy.Store(false)
 		}
 		s.maybeRequestFlush(peers)
 	}
@@ -104,6 +106,30 @@ func (s *Store) run() {
 func (s *Store) fatal(what string, err error) {
 	s.log.Error("raftstore: fatal error", "in", what, "err", err)
 	panic(err)
+}
+
+// idle reports whether the store loop has nothing to do right now: no
+// round running, no replica with a Ready, no snapshot being generated,
+// no read waiting to be sent (tests wait for it).
+func (s *Store) idle() bool {
+	if s.busy.Load() || len(s.notify) > 0 || len(s.tick) > 0 {
+		return false
+	}
+	s.snapMu.Lock()
+	gen := len(s.snapGen)
+	s.snapMu.Unlock()
+	if gen > 0 {
+		return false
+	}
+	for _, p := range s.Peers() {
+		p.mu.Lock()
+		pending := !p.removed.Load() && (p.rn.HasReady() || len(p.reads.waiting) > 0 || p.reads.renew)
+		p.mu.Unlock()
+		if pending {
+			return false
+		}
+	}
+	return !s.busy.Load()
 }
 
 func (s *Store) tickAll() {

@@ -115,6 +115,7 @@ type Store struct {
 	flushDone    <-chan struct{}
 	flushCompact map[uint64]uint64
 	flushToken   uint64
+	truncateNow  atomic.Bool // TruncateLogs
 	// The early flush (memtableMaxAge), store loop only: memtableBytes is
 	// how many bytes the apply path committed to the KV engine since the
 	// last flush, memtableSince when that flush was requested (or the
@@ -130,6 +131,7 @@ type Store struct {
 	snapGen map[uint64]bool
 
 	tick     chan struct{}
+	busy     atomic.Bool // a round of the loop is running (idle)
 	notify   chan struct{}
 	stop     chan struct{}
 	stopped  chan struct{}
@@ -147,8 +149,9 @@ type Config struct {
 	// Observer is told what the apply path does (nil: the store's data are
 	// raw keys, not indexed; tests of the store alone).
 	Observer Observer
-	// ManualTicks stops the store's own ticker: raft ticks only when Tick
-	// is called (deterministic tests).
+	// ManualTicks stops the store's own ticker and clock: raft ticks only
+	// when Tick is called, and the store clock (leases) moves only by
+	// AdvanceClock (deterministic tests).
 	ManualTicks bool
 	// OnLeaderChange, when set, is called on the store loop whenever a
 	// local replica becomes a ready leader (true) or stops leading (false).
@@ -449,6 +452,10 @@ func (s *Store) Engine() *pebble.DB { return s.db }
 // now is the store clock: monotonic time since the store opened (plus a
 // test offset). Leases are measured on it.
 func (s *Store) now() time.Duration {
+	if s.manualTicks {
+		// Deterministic tests: time moves only by AdvanceClock.
+		return time.Duration(s.clockOffset.Load())
+	}
 	return time.Since(s.start) + time.Duration(s.clockOffset.Load())
 }
 

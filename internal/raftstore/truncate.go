@@ -61,6 +61,13 @@ var (
 	agedFlushScannedKeys uint64 = 64 << 10
 )
 
+// TruncateLogs asks the store to flush the KV engine and truncate every
+// region's log as far as it may now, whatever the logs' sizes.
+func (s *Store) TruncateLogs() {
+	s.truncateNow.Store(true)
+	s.wake()
+}
+
 // compactIndex is the index p's log may be truncated to now (0: none).
 func (p *Peer) compactIndex(applied uint64) uint64 {
 	p.mu.Lock()
@@ -91,6 +98,7 @@ func (s *Store) maybeRequestFlush(peers []*Peer) {
 		return
 	}
 	aged := s.memtableAged()
+	force := s.truncateNow.Swap(false)
 	var compact map[uint64]uint64
 	for _, p := range peers {
 		if !p.Initialized() || p.removed.Load() {
@@ -99,7 +107,7 @@ func (s *Store) maybeRequestFlush(peers []*Peer) {
 		st := p.storage.applyState()
 		n, size := p.storage.logSize()
 		if st.AppliedIndex <= st.TruncatedIndex ||
-			(!aged && n < raftLogGCCountThreshold && size < raftLogGCSizeThreshold) {
+			(!aged && !force && n < raftLogGCCountThreshold && size < raftLogGCSizeThreshold) {
 			continue
 		}
 		to := p.compactIndex(st.AppliedIndex)
