@@ -443,6 +443,18 @@ func (s *Store) addSplitPeer(parent *Peer, r *kvpb.Region, parentLeader bool) er
 		cp.mu.Lock()
 		err = cp.rn.Campaign()
 		cp.mu.Unlock()
+	} else {
+		// Votes its leader asked for before the split got here.
+		for _, env := range s.takePendingVotes(r.Id) {
+			m := &pb.Message{}
+			if proto.Unmarshal(env.Message, m) != nil || env.ToPeer.GetId() != cp.id {
+				continue
+			}
+			cp.mu.Lock()
+			cp.peerStores[env.FromPeer.GetId()] = env.FromPeer.GetStoreId()
+			_ = cp.rn.Step(m)
+			cp.mu.Unlock()
+		}
 	}
 	return err
 }

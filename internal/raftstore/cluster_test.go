@@ -621,6 +621,24 @@ func (h *clusterHarness) run(d *datadriven.TestData) string {
 			return fmtErr(err)
 		}
 		return fmtRegion(r)
+	case "split":
+		ts, p := h.peer(d)
+		var key string
+		var newID uint64
+		d.ScanArgs(h.t, "key", &key)
+		d.ScanArgs(h.t, "new", &newID)
+		var ids []uint64
+		for _, s := range listArg(h.t, d, "peers") {
+			id, _ := strconv.ParseUint(s, 10, 64)
+			ids = append(ids, id)
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		l, r, err := ts.s.Split(cctx, p, p.Region().Epoch, []byte(key), newID, ids)
+		if err != nil {
+			return fmtErr(err)
+		}
+		return fmtRegion(l) + "\n" + fmtRegion(r)
 	case "transfer-leader":
 		ts, p := h.peer(d)
 		var to uint64

@@ -102,6 +102,9 @@ type Store struct {
 	// tombstones: regions whose replica here was removed, with the id of
 	// that replica; messages to it (or an older one) are dropped.
 	tombstones map[uint64]uint64
+	// pendingVotes are vote requests for regions a split has not created
+	// here yet (transport.go).
+	pendingVotes []*kvpb.RaftMessage
 
 	transport   Transport
 	manualTicks bool

@@ -130,15 +130,13 @@ func (s *Store) peerFor(env *kvpb.RaftMessage, m *pb.Message) (*Peer, error) {
 	if tomb, ok := s.tombstones[env.RegionId]; ok && toID <= tomb {
 		return nil, ErrStaleMessage
 	}
-	switch m.GetType() {
-	case pb.MessageType_MsgApp, pb.MessageType_MsgHeartbeat, pb.MessageType_MsgSnap:
-	default:
-		// Only a leader creates replicas (votes for a region this store
-		// does not have are for a split it has not applied yet).
-		return nil, nil
-	}
 	// A region this store holds an older version of (it has not applied
 	// the split that made this one) gets its replica from that split.
+	// The split-off region's leader campaigns as soon as it applied the
+	// split on its store, usually before this store applies it: its
+	// vote requests are kept and stepped into the replica the split
+	// creates (addSplitPeer), as TiKV does, instead of leaving the new
+	// region leaderless for an election timeout.
 	probe := &kvpb.Region{Id: env.RegionId, StartKey: env.StartKey, EndKey: env.EndKey}
 	for _, q := range s.peers {
 		if !q.Initialized() || q.removed.Load() {
@@ -147,8 +145,17 @@ func (s *Store) peerFor(env *kvpb.RaftMessage, m *pb.Message) (*Peer, error) {
 		o := q.Region()
 		if (len(o.EndKey) == 0 || bytes.Compare(probe.StartKey, o.EndKey) < 0) &&
 			(len(probe.EndKey) == 0 || bytes.Compare(o.StartKey, probe.EndKey) < 0) {
+			if isVote(m) && len(s.pendingVotes) < maxPendingVotes {
+				s.pendingVotes = append(s.pendingVotes, env)
+			}
 			return nil, nil
 		}
+	}
+	switch m.GetType() {
+	case pb.MessageType_MsgApp, pb.MessageType_MsgHeartbeat, pb.MessageType_MsgSnap:
+	default:
+		// Only a leader creates replicas.
+		return nil, nil
 	}
 	p, err := s.newUninitializedPeer(env.RegionId, toID)
 	if err != nil {
@@ -157,6 +164,34 @@ func (s *Store) peerFor(env *kvpb.RaftMessage, m *pb.Message) (*Peer, error) {
 	s.peers[env.RegionId] = p
 	s.publishPeers()
 	return p, nil
+}
+
+// maxPendingVotes bounds the vote requests kept for regions a split has
+// not created yet.
+const maxPendingVotes = 256
+
+func isVote(m *pb.Message) bool {
+	return m.GetType() == pb.MessageType_MsgVote || m.GetType() == pb.MessageType_MsgPreVote
+}
+
+// takePendingVotes removes and returns the kept vote requests for a
+// region. s.mu not held.
+func (s *Store) takePendingVotes(regionID uint64) []*kvpb.RaftMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*kvpb.RaftMessage
+	n := 0
+	for _, env := range s.pendingVotes {
+		if env.RegionId == regionID {
+			out = append(out, env)
+			continue
+		}
+		s.pendingVotes[n] = env
+		n++
+	}
+	clear(s.pendingVotes[n:])
+	s.pendingVotes = s.pendingVotes[:n]
+	return out
 }
 
 // ReportUnreachable tells a region's raft that a peer could not be reached
