@@ -444,7 +444,26 @@ func (h *clusterHarness) run(d *datadriven.TestData) string {
 	case "tick":
 		n := 1
 		d.MaybeScanArgs(h.t, "n", &n)
+		// until-elected=<region>: tick (up to n times) until one of the
+		// ticked stores holds a ready leader of the region. Elections
+		// are randomized and may split votes; this waits them out.
+		var until uint64
+		d.MaybeScanArgs(h.t, "until-elected", &until)
 		for i := 0; i < n; i++ {
+			if until != 0 {
+				elected := false
+				for _, ts := range h.storeArgs(d, "stores") {
+					if ts.s == nil {
+						continue
+					}
+					if p, ok := ts.s.Peer(until); ok && p.IsLeaderReady() {
+						elected = true
+					}
+				}
+				if elected {
+					break
+				}
+			}
 			for _, ts := range h.storeArgs(d, "stores") {
 				if ts.s != nil {
 					ts.s.tickAll()
