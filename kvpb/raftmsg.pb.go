@@ -39,7 +39,10 @@ type RaftMessage struct {
 	StartKey    []byte                 `protobuf:"bytes,5,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
 	EndKey      []byte                 `protobuf:"bytes,6,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
 	// message is a raftpb.Message in its protobuf encoding.
-	Message       []byte `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	Message []byte `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	// snapshot is set when message is a MsgSnap: it travels on a snapshot
+	// stream with the snapshot's files.
+	Snapshot      bool `protobuf:"varint,8,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -121,6 +124,13 @@ func (x *RaftMessage) GetMessage() []byte {
 		return x.Message
 	}
 	return nil
+}
+
+func (x *RaftMessage) GetSnapshot() bool {
+	if x != nil {
+		return x.Snapshot
+	}
+	return false
 }
 
 // RaftMessageBatch is what one store sends another in one stream write.
@@ -424,7 +434,7 @@ var File_raftmsg_proto protoreflect.FileDescriptor
 const file_raftmsg_proto_rawDesc = "" +
 	"\n" +
 	"\rraftmsg.proto\x12\x04kvpb\x1a\n" +
-	"kvpb.proto\"\xfe\x01\n" +
+	"kvpb.proto\"\x9a\x02\n" +
 	"\vRaftMessage\x12\x1b\n" +
 	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x12'\n" +
 	"\tfrom_peer\x18\x02 \x01(\v2\n" +
@@ -434,7 +444,8 @@ const file_raftmsg_proto_rawDesc = "" +
 	"\fregion_epoch\x18\x04 \x01(\v2\x11.kvpb.RegionEpochR\vregionEpoch\x12\x1b\n" +
 	"\tstart_key\x18\x05 \x01(\fR\bstartKey\x12\x17\n" +
 	"\aend_key\x18\x06 \x01(\fR\x06endKey\x12\x18\n" +
-	"\amessage\x18\a \x01(\fR\amessage\"w\n" +
+	"\amessage\x18\a \x01(\fR\amessage\x12\x1a\n" +
+	"\bsnapshot\x18\b \x01(\bR\bsnapshot\"w\n" +
 	"\x10RaftMessageBatch\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\x04R\tclusterId\x12\x1d\n" +

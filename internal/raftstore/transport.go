@@ -49,6 +49,7 @@ func (s *Store) send(p *Peer, msgs []*pb.Message) {
 			StartKey:    r.StartKey,
 			EndKey:      r.EndKey,
 			Message:     data,
+			Snapshot:    m.GetType() == pb.MessageType_MsgSnap,
 		})
 	}
 	p.mu.Unlock()
