@@ -32,7 +32,9 @@ type storeState struct {
 	leaderCount   uint32
 }
 
-func storeKey(id uint64) []byte { return binary.BigEndian.AppendUint64(append([]byte(nil), storePrefix...), id) }
+func storeKey(id uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(nil), storePrefix...), id)
+}
 
 func marshalStore(st *kvpb.Store) ([]byte, error) { return proto.Marshal(st) }
 
