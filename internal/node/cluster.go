@@ -285,10 +285,13 @@ func regionStat(p *raftstore.Peer) *kvpb.RegionStat {
 	return out
 }
 
-// operators tracks the operators running on this node, one per region.
+// operators tracks the operators running on this node, one per region,
+// and the one to run next for a region whose operator is still running
+// (PD decided it from a report that raced the running one's end).
 type operators struct {
 	mu      sync.Mutex
 	running map[uint64]bool
+	next    map[uint64]*kvpb.Operator
 }
 
 // runOperator carries out an operator PD handed this node for a region it
@@ -296,9 +299,10 @@ type operators struct {
 func (n *Node) runOperator(op *kvpb.Operator) {
 	n.ops.mu.Lock()
 	if n.ops.running == nil {
-		n.ops.running = map[uint64]bool{}
+		n.ops.running, n.ops.next = map[uint64]bool{}, map[uint64]*kvpb.Operator{}
 	}
 	if n.ops.running[op.RegionId] {
+		n.ops.next[op.RegionId] = op
 		n.ops.mu.Unlock()
 		return
 	}
@@ -310,7 +314,15 @@ func (n *Node) runOperator(op *kvpb.Operator) {
 		defer func() {
 			n.ops.mu.Lock()
 			delete(n.ops.running, op.RegionId)
+			next := n.ops.next[op.RegionId]
+			delete(n.ops.next, op.RegionId)
 			n.ops.mu.Unlock()
+			if next != nil {
+				n.runOperator(next)
+			}
+			// Report the change at once: the next step (leaving a joint
+			// configuration, the next learner) need not wait a second.
+			n.triggerHeartbeat()
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -324,7 +336,6 @@ func (n *Node) runOperator(op *kvpb.Operator) {
 		if err := n.applyOperator(ctx, op); err != nil {
 			n.log.Warn("operator failed", "region", op.RegionId, "kind", op.Kind.String(), "err", err)
 		}
-		n.triggerHeartbeat()
 	}()
 }
 

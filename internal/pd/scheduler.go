@@ -35,7 +35,7 @@ const caughtUpLag = 64
 
 // operatorTimeout: an operator not seen done by then may be handed out
 // again.
-var operatorTimeout = 30 * time.Second
+var operatorTimeout = 10 * time.Second
 
 type inflightOp struct {
 	op *kvpb.Operator

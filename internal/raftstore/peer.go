@@ -44,6 +44,8 @@ type Peer struct {
 	// its first lease starts there.
 	leaderSince time.Duration
 	reads       readQueue // read.go
+	// afterAdvance runs after the replica's next Advance (store loop).
+	afterAdvance []func()
 	// peerStores maps the raft ids of this region's peers to their stores,
 	// including peers not (or no longer) in the descriptor that sent us
 	// messages.
