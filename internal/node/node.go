@@ -269,8 +269,25 @@ func (n *Node) open(ctx context.Context) error {
 	if iv := n.cfg.GCInterval; iv > 0 {
 		sqlOpts.CleanupInterval = min(iv, maxSQLCleanupInterval)
 	}
-	if n.sql, err = sql.NewEngine(ctx, n.client, sqlOpts); err != nil {
-		return fmt.Errorf("node: start SQL engine: %w", err)
+	// The SQL engine reads (or creates) the catalog: while the cluster is
+	// still settling (a region's leader being elected, PD's leader moving)
+	// that can fail; it is retried for as long as the node waits for the
+	// cluster.
+	deadline := time.Now().Add(clusterWait)
+	for {
+		n.sql, err = sql.NewEngine(ctx, n.client, sqlOpts)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("node: start SQL engine: %w", err)
+		}
+		n.log.Info("waiting for the cluster to start the SQL engine", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 	if interval := n.cfg.GCInterval; interval >= 0 {
 		if interval == 0 {

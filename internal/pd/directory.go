@@ -113,8 +113,10 @@ func (d *directory) all() []*kvpb.RegionStat {
 func (s *Server) GetRegion(ctx context.Context, req *kvpb.GetRegionRequest) (*kvpb.GetRegionResponse, error) {
 	st, err := s.leading(ctx)
 	if err != nil {
-		if c, ferr := s.fwd.client(ctx); ferr == nil {
-			return c.GetRegion(forwarded(ctx), req)
+		if resp, ferr := forward(s, ctx, func(ctx context.Context, c kvpb.PDClient) (*kvpb.GetRegionResponse, error) {
+			return c.GetRegion(ctx, req)
+		}); ferr == nil {
+			return resp, nil
 		}
 		return &kvpb.GetRegionResponse{Error: pdErr(err)}, nil
 	}
@@ -128,8 +130,10 @@ func (s *Server) GetRegion(ctx context.Context, req *kvpb.GetRegionRequest) (*kv
 func (s *Server) GetRegionByID(ctx context.Context, req *kvpb.GetRegionByIDRequest) (*kvpb.GetRegionResponse, error) {
 	st, err := s.leading(ctx)
 	if err != nil {
-		if c, ferr := s.fwd.client(ctx); ferr == nil {
-			return c.GetRegionByID(forwarded(ctx), req)
+		if resp, ferr := forward(s, ctx, func(ctx context.Context, c kvpb.PDClient) (*kvpb.GetRegionResponse, error) {
+			return c.GetRegionByID(ctx, req)
+		}); ferr == nil {
+			return resp, nil
 		}
 		return &kvpb.GetRegionResponse{Error: pdErr(err)}, nil
 	}
@@ -143,8 +147,10 @@ func (s *Server) GetRegionByID(ctx context.Context, req *kvpb.GetRegionByIDReque
 func (s *Server) ScanRegions(ctx context.Context, req *kvpb.ScanRegionsRequest) (*kvpb.ScanRegionsResponse, error) {
 	st, err := s.leading(ctx)
 	if err != nil {
-		if c, ferr := s.fwd.client(ctx); ferr == nil {
-			return c.ScanRegions(forwarded(ctx), req)
+		if resp, ferr := forward(s, ctx, func(ctx context.Context, c kvpb.PDClient) (*kvpb.ScanRegionsResponse, error) {
+			return c.ScanRegions(ctx, req)
+		}); ferr == nil {
+			return resp, nil
 		}
 		return &kvpb.ScanRegionsResponse{Error: pdErr(err)}, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -264,8 +265,12 @@ type forwarder struct {
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
 	hint  string // leader address from the last heartbeat response
-	next  int    // rotation over the join addresses
 }
+
+// forwardTimeout bounds one forwarding attempt: a leader that stopped
+// answering (killed, paused, cut off) must not hold a request longer
+// than it takes the others to elect a new one.
+const forwardTimeout = 2 * time.Second
 
 func (f *forwarder) init(s *Server) { f.s, f.conns = s, map[string]*grpc.ClientConn{} }
 
@@ -285,16 +290,7 @@ func (f *forwarder) setHint(addr string) {
 	f.mu.Unlock()
 }
 
-// client returns a PD client of the node to forward to, or ErrNotLeader
-// when the request has been forwarded enough or no leader is known.
-func (f *forwarder) client(ctx context.Context) (kvpb.PDClient, error) {
-	if hops(ctx) >= maxHops {
-		return nil, ErrNotLeader
-	}
-	addr := f.leaderAddr()
-	if addr == "" {
-		return nil, ErrNotLeader
-	}
+func (f *forwarder) conn(addr string) (kvpb.PDClient, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.conns[addr]
@@ -309,40 +305,85 @@ func (f *forwarder) client(ctx context.Context) (kvpb.PDClient, error) {
 	return kvpb.NewPDClient(c), nil
 }
 
-func (f *forwarder) leaderAddr() string {
+// candidates are the addresses to forward to, most likely leader first:
+// the leader this node's replica of the system region follows, the one
+// the last heartbeat response named, the join addresses, and every other
+// store this node knows of.
+func (f *forwarder) candidates() []string {
 	s := f.s
+	var out []string
+	seen := map[string]bool{}
+	add := func(a string) {
+		if a != "" && !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	self := s.storeAddr(s.store.StoreID())
+	seen[self] = true
 	if p, ok := s.store.Peer(SystemRegionID); ok && p.Initialized() {
 		if lid := p.LeaderOf(); lid != 0 {
 			for _, rp := range p.Region().Peers {
-				if rp.Id != lid {
-					continue
-				}
-				if rp.StoreId == s.store.StoreID() {
-					return "" // this node, not ready yet
-				}
-				if a := s.storeAddr(rp.StoreId); a != "" {
-					return a
+				if rp.Id == lid && rp.StoreId != s.store.StoreID() {
+					add(s.storeAddr(rp.StoreId))
 				}
 			}
 		}
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.hint != "" {
-		return f.hint
+	add(f.hint)
+	f.mu.Unlock()
+	for _, a := range s.join {
+		add(a)
 	}
-	if len(s.join) == 0 {
-		return ""
+	for _, st := range s.Stores() {
+		if st.Id != s.store.StoreID() {
+			add(st.Address)
+		}
 	}
-	f.next++
-	return s.join[f.next%len(s.join)]
+	return out
 }
 
-// notLeaderHint drops a leader hint that turned out wrong.
+// dropHint forgets a leader hint that turned out wrong.
 func (f *forwarder) dropHint() {
 	f.mu.Lock()
 	f.hint = ""
 	f.mu.Unlock()
 }
 
-var errNoLeader = errors.New("pd: no leader known")
+// pdResponse is every PD response: each may carry an error.
+type pdResponse interface{ GetError() *kvpb.PDError }
+
+// forward sends a request this node cannot serve to PD's leader, trying
+// the candidates in turn, each for at most forwardTimeout, until one
+// answers without "not the leader". A request is forwarded at most
+// maxHops times, so a stale view cannot make requests loop.
+func forward[R pdResponse](s *Server, ctx context.Context, call func(ctx context.Context, c kvpb.PDClient) (R, error)) (R, error) {
+	var zero R
+	if hops(ctx) >= maxHops {
+		return zero, ErrNotLeader
+	}
+	last := error(ErrNotLeader)
+	for _, addr := range s.fwd.candidates() {
+		c, err := s.fwd.conn(addr)
+		if err != nil {
+			last = err
+			continue
+		}
+		fctx, cancel := context.WithTimeout(forwarded(ctx), forwardTimeout)
+		resp, err := call(fctx, c)
+		cancel()
+		if err == nil && (resp.GetError() == nil || !strings.Contains(resp.GetError().Message, ErrNotLeader.Error())) {
+			return resp, nil
+		}
+		if err == nil {
+			err = errors.New(resp.GetError().Message)
+		}
+		last = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	s.fwd.dropHint()
+	return zero, last
+}

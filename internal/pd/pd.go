@@ -182,8 +182,10 @@ func pdErr(err error) *kvpb.PDError { return &kvpb.PDError{Message: err.Error()}
 func (s *Server) Tso(ctx context.Context, req *kvpb.TsoRequest) (*kvpb.TsoResponse, error) {
 	st, err := s.leading(ctx)
 	if err != nil {
-		if c, ferr := s.fwd.client(ctx); ferr == nil {
-			return c.Tso(forwarded(ctx), req)
+		if resp, ferr := forward(s, ctx, func(ctx context.Context, c kvpb.PDClient) (*kvpb.TsoResponse, error) {
+			return c.Tso(ctx, req)
+		}); ferr == nil {
+			return resp, nil
 		}
 		return &kvpb.TsoResponse{Error: pdErr(err)}, nil
 	}
@@ -227,8 +229,10 @@ func (s *Server) AllocIDs(ctx context.Context, count uint32) (uint64, error) {
 func (s *Server) AllocID(ctx context.Context, req *kvpb.AllocIDRequest) (*kvpb.AllocIDResponse, error) {
 	st, err := s.leading(ctx)
 	if err != nil {
-		if c, ferr := s.fwd.client(ctx); ferr == nil {
-			return c.AllocID(forwarded(ctx), req)
+		if resp, ferr := forward(s, ctx, func(ctx context.Context, c kvpb.PDClient) (*kvpb.AllocIDResponse, error) {
+			return c.AllocID(ctx, req)
+		}); ferr == nil {
+			return resp, nil
 		}
 		return &kvpb.AllocIDResponse{Error: pdErr(err)}, nil
 	}
@@ -245,8 +249,10 @@ func (s *Server) AllocID(ctx context.Context, req *kvpb.AllocIDRequest) (*kvpb.A
 func (s *Server) GCSafePoint(ctx context.Context, req *kvpb.GCSafePointRequest) (*kvpb.GCSafePointResponse, error) {
 	st, err := s.leading(ctx)
 	if err != nil {
-		if c, ferr := s.fwd.client(ctx); ferr == nil {
-			return c.GCSafePoint(forwarded(ctx), req)
+		if resp, ferr := forward(s, ctx, func(ctx context.Context, c kvpb.PDClient) (*kvpb.GCSafePointResponse, error) {
+			return c.GCSafePoint(ctx, req)
+		}); ferr == nil {
+			return resp, nil
 		}
 		return &kvpb.GCSafePointResponse{Error: pdErr(err)}, nil
 	}

@@ -124,8 +124,10 @@ func (s *Server) Stores() []*kvpb.Store {
 func (s *Server) GetStore(ctx context.Context, req *kvpb.GetStoreRequest) (*kvpb.GetStoreResponse, error) {
 	st, err := s.leading(ctx)
 	if err != nil {
-		if c, ferr := s.fwd.client(ctx); ferr == nil {
-			return c.GetStore(forwarded(ctx), req)
+		if resp, ferr := forward(s, ctx, func(ctx context.Context, c kvpb.PDClient) (*kvpb.GetStoreResponse, error) {
+			return c.GetStore(ctx, req)
+		}); ferr == nil {
+			return resp, nil
 		}
 		// Not the leader and no leader reachable: the local copy of the
 		// directory still resolves addresses.
@@ -156,8 +158,10 @@ var ErrOtherCluster = errors.New("pd: node belongs to another cluster")
 func (s *Server) Join(ctx context.Context, req *kvpb.JoinRequest) (*kvpb.JoinResponse, error) {
 	st, err := s.leading(ctx)
 	if err != nil {
-		if c, ferr := s.fwd.client(ctx); ferr == nil {
-			return c.Join(forwarded(ctx), req)
+		if resp, ferr := forward(s, ctx, func(ctx context.Context, c kvpb.PDClient) (*kvpb.JoinResponse, error) {
+			return c.Join(ctx, req)
+		}); ferr == nil {
+			return resp, nil
 		}
 		return &kvpb.JoinResponse{Error: pdErr(err)}, nil
 	}
@@ -233,12 +237,10 @@ func (st *leaderState) refreshLivenessLocked(now time.Time) {
 func (s *Server) StoreHeartbeat(ctx context.Context, req *kvpb.StoreHeartbeatRequest) (*kvpb.StoreHeartbeatResponse, error) {
 	st, err := s.leading(ctx)
 	if err != nil {
-		if c, ferr := s.fwd.client(ctx); ferr == nil {
-			resp, err := c.StoreHeartbeat(forwarded(ctx), req)
-			if err != nil {
-				s.fwd.dropHint()
-			}
-			return resp, err
+		if resp, ferr := forward(s, ctx, func(ctx context.Context, c kvpb.PDClient) (*kvpb.StoreHeartbeatResponse, error) {
+			return c.StoreHeartbeat(ctx, req)
+		}); ferr == nil {
+			return resp, nil
 		}
 		return &kvpb.StoreHeartbeatResponse{Error: pdErr(err)}, nil
 	}
@@ -272,8 +274,10 @@ func (s *Server) StoreHeartbeat(ctx context.Context, req *kvpb.StoreHeartbeatReq
 func (s *Server) ClusterStatus(ctx context.Context, req *kvpb.ClusterStatusRequest) (*kvpb.ClusterStatusResponse, error) {
 	st, err := s.leading(ctx)
 	if err != nil {
-		if c, ferr := s.fwd.client(ctx); ferr == nil {
-			return c.ClusterStatus(forwarded(ctx), req)
+		if resp, ferr := forward(s, ctx, func(ctx context.Context, c kvpb.PDClient) (*kvpb.ClusterStatusResponse, error) {
+			return c.ClusterStatus(ctx, req)
+		}); ferr == nil {
+			return resp, nil
 		}
 		return &kvpb.ClusterStatusResponse{Error: pdErr(err)}, nil
 	}
