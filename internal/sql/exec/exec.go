@@ -190,6 +190,12 @@ func Build(p plan.Plan) (Executor, error) {
 		return newScanExec(n), nil
 	case *plan.Dual:
 		return &dualExec{}, nil
+	case *plan.Values:
+		return &valuesExec{rows: n.Rows}, nil
+	case *plan.CTEScan:
+		return &valuesExec{rows: n.Work.Rows}, nil
+	case *plan.RecursiveCTE:
+		return &recursiveCTEExec{p: n}, nil
 	case *plan.Filter:
 		child, err := Build(n.Child)
 		if err != nil {
