@@ -173,6 +173,11 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 		switch name {
 		case "tx_isolation_one_shot", "transaction_isolation_one_shot":
 			continue
+		case "tx_read_only", "transaction_read_only":
+			if err := s.setTxnReadOnly(n.Text(), v.IsGlobal, val); err != nil {
+				return nil, err
+			}
+			continue
 		case "transaction_isolation", "tx_isolation":
 			str, _ := val.ToString()
 			str = strings.ToUpper(strings.ReplaceAll(str, " ", "-"))
@@ -189,6 +194,13 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 				s.vars["transaction_isolation"], s.vars["tx_isolation"] = val, val
 			}
 			continue
+		}
+		if name == "foreign_key_checks" && !v.IsGlobal {
+			on, err := parseOnOff(val)
+			if err != nil {
+				return nil, err
+			}
+			s.x.fkOff = !on
 		}
 		if _, known := systemVars[name]; !known {
 			return nil, sqlerr.New(sqlerr.ErUnknownSystemVariable, "HY000", "Unknown system variable '%s'", v.Name)

@@ -397,6 +397,30 @@ func PutTable(txn kv.Txn, t *TableInfo) error {
 	return txn.Set(tableKey(t.DBID, t.ID), b)
 }
 
+// DeleteTableEntry removes a table entry only (RENAME TABLE keeps the
+// table's id allocator).
+func DeleteTableEntry(txn kv.Txn, t *TableInfo) error { return txn.Delete(tableKey(t.DBID, t.ID)) }
+
+// WithoutTable returns a copy of s without table db.name.
+func (s *Schema) WithoutTable(db, name string) *Schema {
+	d := s.DB(db)
+	if d == nil {
+		return s
+	}
+	out := &Schema{Version: s.Version, dbs: s.dbs, tables: make(map[int64]map[string]*TableInfo, len(s.tables))}
+	for id, m := range s.tables {
+		out.tables[id] = m
+	}
+	cp := map[string]*TableInfo{}
+	for k, v := range s.tables[d.ID] {
+		if k != strings.ToLower(name) {
+			cp[k] = v
+		}
+	}
+	out.tables[d.ID] = cp
+	return out
+}
+
 // DeleteTable removes a table entry and its id allocator.
 func DeleteTable(txn kv.Txn, t *TableInfo) error {
 	if err := txn.Delete(tableKey(t.DBID, t.ID)); err != nil {

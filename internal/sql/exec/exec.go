@@ -62,6 +62,11 @@ type Context struct {
 	// commit finds its deferred key taken.
 	DeferredDup *DeferredDup
 
+	// Schema is the statement's schema (for foreign keys); FKChecks is
+	// foreign_key_checks.
+	Schema   *catalog.Schema
+	FKChecks bool
+
 	// Results of a DML statement.
 	AffectedRows uint64
 	LastInsertID uint64

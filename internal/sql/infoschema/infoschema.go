@@ -93,15 +93,15 @@ var tableDefs = map[string][]colDef{
 	"PARTITIONS": {s("TABLE_CATALOG"), s("TABLE_SCHEMA"), s("TABLE_NAME"), s("PARTITION_NAME"), s("SUBPARTITION_NAME"),
 		n("PARTITION_ORDINAL_POSITION"), n("SUBPARTITION_ORDINAL_POSITION"), s("PARTITION_METHOD"), s("SUBPARTITION_METHOD"),
 		s("PARTITION_EXPRESSION"), s("SUBPARTITION_EXPRESSION"), s("PARTITION_DESCRIPTION"), n("TABLE_ROWS")},
-	"CHECK_CONSTRAINTS": {s("CONSTRAINT_CATALOG"), s("CONSTRAINT_SCHEMA"), s("CONSTRAINT_NAME"), s("CHECK_CLAUSE")},
-	"ENGINES":           {s("ENGINE"), s("SUPPORT"), s("COMMENT"), s("TRANSACTIONS"), s("XA"), s("SAVEPOINTS")},
-	"CHARACTER_SETS":    {s("CHARACTER_SET_NAME"), s("DEFAULT_COLLATE_NAME"), s("DESCRIPTION"), n("MAXLEN")},
-	"COLLATIONS":        {s("COLLATION_NAME"), s("CHARACTER_SET_NAME"), n("ID"), s("IS_DEFAULT"), s("IS_COMPILED"), n("SORTLEN"), s("PAD_ATTRIBUTE")},
+	"CHECK_CONSTRAINTS":                     {s("CONSTRAINT_CATALOG"), s("CONSTRAINT_SCHEMA"), s("CONSTRAINT_NAME"), s("CHECK_CLAUSE")},
+	"ENGINES":                               {s("ENGINE"), s("SUPPORT"), s("COMMENT"), s("TRANSACTIONS"), s("XA"), s("SAVEPOINTS")},
+	"CHARACTER_SETS":                        {s("CHARACTER_SET_NAME"), s("DEFAULT_COLLATE_NAME"), s("DESCRIPTION"), n("MAXLEN")},
+	"COLLATIONS":                            {s("COLLATION_NAME"), s("CHARACTER_SET_NAME"), n("ID"), s("IS_DEFAULT"), s("IS_COMPILED"), n("SORTLEN"), s("PAD_ATTRIBUTE")},
 	"COLLATION_CHARACTER_SET_APPLICABILITY": {s("COLLATION_NAME"), s("CHARACTER_SET_NAME")},
-	"USER_PRIVILEGES":   {s("GRANTEE"), s("TABLE_CATALOG"), s("PRIVILEGE_TYPE"), s("IS_GRANTABLE")},
-	"SCHEMA_PRIVILEGES": {s("GRANTEE"), s("TABLE_CATALOG"), s("TABLE_SCHEMA"), s("PRIVILEGE_TYPE"), s("IS_GRANTABLE")},
-	"TABLE_PRIVILEGES":  {s("GRANTEE"), s("TABLE_CATALOG"), s("TABLE_SCHEMA"), s("TABLE_NAME"), s("PRIVILEGE_TYPE"), s("IS_GRANTABLE")},
-	"COLUMN_PRIVILEGES": {s("GRANTEE"), s("TABLE_CATALOG"), s("TABLE_SCHEMA"), s("TABLE_NAME"), s("COLUMN_NAME"), s("PRIVILEGE_TYPE"), s("IS_GRANTABLE")},
+	"USER_PRIVILEGES":                       {s("GRANTEE"), s("TABLE_CATALOG"), s("PRIVILEGE_TYPE"), s("IS_GRANTABLE")},
+	"SCHEMA_PRIVILEGES":                     {s("GRANTEE"), s("TABLE_CATALOG"), s("TABLE_SCHEMA"), s("PRIVILEGE_TYPE"), s("IS_GRANTABLE")},
+	"TABLE_PRIVILEGES":                      {s("GRANTEE"), s("TABLE_CATALOG"), s("TABLE_SCHEMA"), s("TABLE_NAME"), s("PRIVILEGE_TYPE"), s("IS_GRANTABLE")},
+	"COLUMN_PRIVILEGES":                     {s("GRANTEE"), s("TABLE_CATALOG"), s("TABLE_SCHEMA"), s("TABLE_NAME"), s("COLUMN_NAME"), s("PRIVILEGE_TYPE"), s("IS_GRANTABLE")},
 }
 
 // TableNames lists the tables, sorted.
@@ -381,19 +381,10 @@ func DataType(ft *ptypes.FieldType) string {
 }
 
 // ColumnType is the type as SHOW COLUMNS and COLUMNS.COLUMN_TYPE print it
-// (int, varchar(20), decimal(10,2) unsigned, enum('a','b')).
+// (int(11), varchar(20), decimal(10,2) unsigned, enum('a','b')), with the
+// integer display widths of the MySQL version the server reports.
 func ColumnType(ft *ptypes.FieldType) string {
-	out := strings.TrimSuffix(ft.InfoSchemaStr(), " binary")
-	switch ft.GetType() {
-	case mysql.TypeTiny, mysql.TypeShort, mysql.TypeInt24, mysql.TypeLong, mysql.TypeLonglong:
-		// MySQL 8.0.19+ prints integer types without a display width.
-		if i := strings.Index(out, "("); i > 0 {
-			if j := strings.Index(out[i:], ")"); j > 0 && !(ft.GetType() == mysql.TypeTiny && out[i:i+j+1] == "(1)") {
-				out = out[:i] + out[i+j+1:]
-			}
-		}
-	}
-	return out
+	return strings.TrimSuffix(ft.InfoSchemaStr(), " binary")
 }
 
 // ColumnKey is COLUMNS.COLUMN_KEY: PRI, UNI, MUL or empty.

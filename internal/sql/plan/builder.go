@@ -1158,9 +1158,17 @@ func (b *Builder) buildView(sc *scope, tbl *catalog.TableInfo, alias string) (*l
 	if err != nil {
 		return nil, err
 	}
+	// The view's table names resolve in its own database, and the
+	// caller's CTEs are not visible inside it.
+	savedDB, savedCTEs := b.DB, b.ctes
+	if d := b.Schema.DBByID(tbl.DBID); d != nil {
+		b.DB = d.Name
+	}
+	b.ctes = nil
 	b.viewDepth++
 	p, err := b.buildResultSet(node, nil, nil)
 	b.viewDepth--
+	b.DB, b.ctes = savedDB, savedCTEs
 	if err != nil {
 		return nil, err
 	}
