@@ -357,6 +357,9 @@ func (s *Session) alterTable(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 				return false, err
 			}
 			return ok, nil
+		case ast.AlterTableDisableKeys, ast.AlterTableEnableKeys, ast.AlterTableLock, ast.AlterTableAlgorithm, ast.AlterTableForce:
+			// Accepted (mysqldump wraps its inserts in DISABLE/ENABLE
+			// KEYS): indexes are always maintained, online.
 		case ast.AlterTableDropForeignKey:
 			found := false
 			for i, fk := range nt.ForeignKeys {

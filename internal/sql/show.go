@@ -281,6 +281,9 @@ var onOffVars = map[string]bool{
 	"autocommit": true, "foreign_key_checks": true, "unique_checks": true, "sql_auto_is_null": true,
 	"sql_safe_updates": true, "explicit_defaults_for_timestamp": true, "performance_schema": true,
 	"transaction_read_only": true, "tx_read_only": true,
+	"sql_quote_show_create": true, "sql_notes": true, "sql_warnings": true, "sql_big_selects": true,
+	"sql_log_bin": true, "big_tables": true, "log_bin": true, "local_infile": true, "read_only": true,
+	"super_read_only": true, "innodb_strict_mode": true, "innodb_file_per_table": true, "profiling": true,
 }
 
 func typeString(ft *ptypes.FieldType) string {

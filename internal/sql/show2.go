@@ -75,7 +75,7 @@ func (s *Session) runShowExtra(ctx context.Context, n *ast.ShowStmt, schema *cat
 		case ast.ShowCreateTable, ast.ShowCreateView:
 			if t.IsView() {
 				res.Columns = textColumns("View", "Create View", "character_set_client", "collation_connection")
-				res.Rows = append(res.Rows, textRow(t.Name, createViewText(t), "utf8mb4", "utf8mb4_0900_ai_ci"))
+				res.Rows = append(res.Rows, textRow(t.Name, createViewText(t), "utf8mb4", "utf8mb4_general_ci"))
 				break
 			}
 			if n.Tp == ast.ShowCreateView {
@@ -269,7 +269,7 @@ func createViewText(t *catalog.TableInfo) string {
 		}
 		cols = " (" + strings.Join(q, ",") + ")"
 	}
-	return fmt.Sprintf("CREATE ALGORITHM=UNDEFINED DEFINER=`root`@`%%` SQL SECURITY DEFINER VIEW `%s`%s AS %s", t.Name, cols, t.ViewSQL)
+	return fmt.Sprintf("CREATE ALGORITHM=UNDEFINED DEFINER=`root`@`localhost` SQL SECURITY DEFINER VIEW `%s`%s AS %s", t.Name, cols, t.ViewSQL)
 }
 
 // showWhere keeps the rows of a SHOW result for which the WHERE clause
@@ -327,6 +327,8 @@ func columnDefinition(t *catalog.TableInfo, c *catalog.ColumnInfo) string {
 	} else {
 		if c.NotNull {
 			line += " NOT NULL"
+		} else if c.Type.GetType() == mysql.TypeTimestamp {
+			line += " NULL"
 		}
 		switch {
 		case c.DefaultNow:

@@ -34,6 +34,7 @@ type sessionExtra struct {
 	rowCount    int64
 	foundRows   uint64
 	fkOff       bool // foreign_key_checks = 0
+	nonStrict   bool // sql_mode has neither STRICT_TRANS_TABLES nor STRICT_ALL_TABLES
 }
 
 type savepoint struct {

@@ -66,6 +66,10 @@ type Context struct {
 	// foreign_key_checks.
 	Schema   *catalog.Schema
 	FKChecks bool
+	// NonStrict: sql_mode is not strict; a value given for a generated
+	// column is then ignored with a warning (as MariaDB does, which lets
+	// its mysqldump's output load) instead of failing the statement.
+	NonStrict bool
 
 	// Results of a DML statement.
 	AffectedRows uint64

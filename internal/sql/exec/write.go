@@ -371,7 +371,13 @@ func RunInsert(c *Context, p *plan.Insert) error {
 		for j, off := range p.Targets {
 			col := p.Table.Columns[off]
 			if w.gen && col.IsGenerated() && (selected != nil || p.Rows[i][j] != nil) {
-				return errGeneratedValue(col.Name, p.Table.Name)
+				if !c.NonStrict {
+					return errGeneratedValue(col.Name, p.Table.Name)
+				}
+				if i == 0 {
+					c.Eval.Warn(sqlerr.New(1906, "HY000", "The value specified for generated column '%s' in table '%s' has been ignored", col.Name, p.Table.Name))
+				}
+				continue
 			}
 			if selected != nil {
 				row[off] = selected[i][j]

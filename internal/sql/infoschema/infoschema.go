@@ -589,7 +589,7 @@ func (b *builder) views() {
 	for _, db := range b.dbs() {
 		for _, t := range b.schema.Tables(db) {
 			if t.IsView() {
-				b.add("def", db, t.Name, t.ViewSQL, "NONE", "NO", "root@%", "DEFINER", "utf8mb4", "utf8mb4_0900_ai_ci")
+				b.add("def", db, t.Name, t.ViewSQL, "NONE", "NO", "root@localhost", "DEFINER", "utf8mb4", "utf8mb4_general_ci")
 			}
 		}
 	}
