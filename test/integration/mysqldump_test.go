@@ -125,7 +125,7 @@ func tableRows(t *testing.T, db *sql.DB, name string) string {
 func createTable(t *testing.T, db *sql.DB, name string) string {
 	t.Helper()
 	var tbl, def string
-	if err := db.QueryRow("SHOW CREATE TABLE " + name).Scan(&tbl, &def); err != nil {
+	if err := db.QueryRow("SHOW CREATE TABLE "+name).Scan(&tbl, &def); err != nil {
 		t.Fatalf("show create table %s: %v", name, err)
 	}
 	return def
