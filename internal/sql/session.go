@@ -261,6 +261,7 @@ func (s *Session) run(ctx context.Context, st ast.StmtNode, params []types.Datum
 		r, err := s.runOnce(ctx, st, params, p)
 		if err == nil {
 			r.Warnings = uint16(min(len(s.warnings), 65535))
+			s.noteCounts(st, r)
 			return r, nil
 		}
 		if kv.IsRetryable(err) && s.txn == nil && s.autocommitStmt() && attempt < autocommitRetries && isDML(st) {
@@ -337,6 +338,7 @@ func (s *Session) evalContext(params []types.Datum) *expr.EvalContext {
 	return &expr.EvalContext{
 		Params: params, Vars: s, Warnings: &s.warnings, Now: time.Now(), Database: s.db,
 		User: s.userHost, ConnectionID: uint64(s.connID), LastInsertID: s.lastInsertID,
+		RowCount: s.x.rowCount, FoundRows: s.x.foundRows,
 	}
 }
 
@@ -412,6 +414,7 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 		// its primary key check to it.
 		DeferDupCheck: auto && s.txn.Len() == 0,
 	}
+	ec.Eval.Ctx = ctx
 	exec.BindSubqueries(ec, c.subqueries)
 	if c.query != nil {
 		rows, err := exec.Query(ec, c.query)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
@@ -80,6 +79,7 @@ func (s *Session) runExtra(ctx context.Context, st ast.StmtNode) (res *Result, h
 		return &Result{}, true, nil
 	case *ast.DoStmt:
 		ec := s.evalContext(nil)
+		ec.Ctx = ctx
 		for _, e := range n.Exprs {
 			ce, err := expr.Compile(e, noColumns{})
 			if err != nil {
@@ -254,22 +254,6 @@ func (s *Session) writeRefused() error {
 	return nil
 }
 
-// sleep implements SLEEP(n): it returns early, with 1, when the statement
-// is interrupted.
-func sleepFor(ctx context.Context, secs float64) int64 {
-	if secs <= 0 {
-		return 0
-	}
-	t := time.NewTimer(time.Duration(secs * float64(time.Second)))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return 0
-	case <-ctx.Done():
-		return 1
-	}
-}
-
 // schemaForSession is the schema the session's statements see: the
 // transaction's (or the latest) with the session's temporary tables.
 func (s *Session) withTemp(schema *catalog.Schema) *catalog.Schema {
@@ -289,4 +273,19 @@ func (e *Engine) latestSchema(ctx context.Context, txn kv.Txn) (*catalog.Schema,
 		return nil, err
 	}
 	return e.schemaFor(ctx, txn, ver)
+}
+
+// noteCounts records what ROW_COUNT() and FOUND_ROWS() report after a
+// statement: the rows a DML statement changed (-1 after a query), and the
+// rows a SELECT returned.
+func (s *Session) noteCounts(st ast.StmtNode, r *Result) {
+	switch st.(type) {
+	case *ast.InsertStmt, *ast.UpdateStmt, *ast.DeleteStmt:
+		s.x.rowCount = int64(r.AffectedRows)
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		s.x.rowCount = -1
+		s.x.foundRows = uint64(len(r.Rows))
+	case *ast.CreateTableStmt, *ast.DropTableStmt, *ast.AlterTableStmt, *ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt:
+		s.x.rowCount = 0
+	}
 }
