@@ -112,14 +112,14 @@ func (o *Options) ReplayCommand() string {
 
 // Result is what a run concluded, as written to results.json.
 type Result struct {
-	Dir      string             `json:"dir"`
-	Verdict  checker.Verdict    `json:"verdict"`
-	Checkers []*checker.Result  `json:"checkers"`
-	Network  string             `json:"network"`
-	Skipped  []string           `json:"nemeses_skipped,omitempty"`
-	Faults   map[string]int     `json:"faults"`
-	Ops      map[string]int     `json:"ops"`
-	Latency  map[string]string  `json:"latency"`
+	Dir      string            `json:"dir"`
+	Verdict  checker.Verdict   `json:"verdict"`
+	Checkers []*checker.Result `json:"checkers"`
+	Network  string            `json:"network"`
+	Skipped  []string          `json:"nemeses_skipped,omitempty"`
+	Faults   map[string]int    `json:"faults"`
+	Ops      map[string]int    `json:"ops"`
+	Latency  map[string]string `json:"latency"`
 	// LongestGap is the longest time with no ok operation while the
 	// workload ran; Recovery is the longest time from a heal to the next
 	// ok operation, by nemesis family.

@@ -58,7 +58,7 @@ type Result struct {
 	Verdict Verdict `json:"verdict"`
 	// Anomalies holds up to maxExamples examples of each type found; Found
 	// counts all of them by type.
-	Anomalies []Anomaly    `json:"anomalies,omitempty"`
+	Anomalies []Anomaly      `json:"anomalies,omitempty"`
 	Found     map[string]int `json:"found,omitempty"`
 	// Counts are the numbers of operations by kind and outcome, and what
 	// the checker measured (lost writes, reads checked, ...).

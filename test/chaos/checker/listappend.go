@@ -143,9 +143,9 @@ func kindName(k uint8) string {
 type edgeKey struct{ from, to int }
 
 type depGraph struct {
-	out   map[int][]int          // adjacency, each target once
-	kinds map[edgeKey]uint8      // edge kinds
-	why   map[edgeKey][3]string  // one reason per kind, for explanations
+	out   map[int][]int         // adjacency, each target once
+	kinds map[edgeKey]uint8     // edge kinds
+	why   map[edgeKey][3]string // one reason per kind, for explanations
 }
 
 func newDepGraph() *depGraph {
@@ -455,7 +455,7 @@ func isPrefix(a, b []int64) bool {
 // read of it followed by the appends since, or (with no earlier read) ends
 // with the transaction's appends so far.
 func checkInternal(t *txn, flag func(typ, format string, args ...any)) {
-	known := map[int64][]int64{} // key -> expected full list, when a read fixed it
+	known := map[int64][]int64{}   // key -> expected full list, when a read fixed it
 	pending := map[int64][]int64{} // key -> own appends not yet covered by a read
 	for _, m := range t.mops {
 		switch m.F {
