@@ -11,12 +11,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +38,8 @@ func main() {
 		os.Exit(runCmd(os.Args[2:]))
 	case "check":
 		os.Exit(checkCmd(os.Args[2:]))
+	case "table":
+		os.Exit(tableCmd(os.Args[2:]))
 	case "help", "-h", "--help":
 		usage()
 	default:
@@ -50,6 +54,7 @@ func usage() {
 
   strata-chaos run [flags]                      one run; 'strata-chaos run -h' lists the flags
   strata-chaos check --workload W HISTORY       check a recorded history.jsonl again
+  strata-chaos table RUNDIR...                  summary table of runs (from their results.json)
 
 Workloads: %s
 Nemeses:   mixed, none, %s
@@ -169,4 +174,83 @@ func checkCmd(args []string) int {
 		return 1
 	}
 	return 2
+}
+
+// tableCmd prints one row per workload x nemesis over the given run
+// directories: runs, verdicts, faults injected, anomalies, lost writes and
+// the longest unavailability (no ok operation) seen in any of them.
+func tableCmd(args []string) int {
+	type row struct {
+		runs, valid, invalid, unknown, faults, anomalies, lost int
+		gap, recovery                                          time.Duration
+	}
+	rows := map[[2]string]*row{}
+	for _, dir := range args {
+		b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+		if err != nil {
+			continue
+		}
+		var res chaos.Result
+		if json.Unmarshal(b, &res) != nil {
+			continue
+		}
+		tb, _ := os.ReadFile(filepath.Join(dir, "test.json"))
+		var test struct {
+			Workload string   `json:"workload"`
+			Nemesis  []string `json:"nemesis"`
+		}
+		json.Unmarshal(tb, &test)
+		k := [2]string{test.Workload, strings.Join(test.Nemesis, ",")}
+		r := rows[k]
+		if r == nil {
+			r = &row{}
+			rows[k] = r
+		}
+		r.runs++
+		switch res.Verdict {
+		case checker.Valid:
+			r.valid++
+		case checker.Invalid:
+			r.invalid++
+		default:
+			r.unknown++
+		}
+		for _, n := range res.Faults {
+			r.faults += n
+		}
+		for _, c := range res.Checkers {
+			if c.Verdict == checker.Invalid {
+				for _, n := range c.Found {
+					r.anomalies += n
+				}
+			}
+		}
+		r.lost += res.LostWrites
+		if d, err := time.ParseDuration(res.LongestGap); err == nil && d > r.gap {
+			r.gap = d
+		}
+		for _, v := range res.Recovery {
+			if d, err := time.ParseDuration(v); err == nil && d > r.recovery {
+				r.recovery = d
+			}
+		}
+	}
+	var keys [][2]string
+	for k := range rows {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i][0]+keys[i][1] < keys[j][0]+keys[j][1] })
+	fmt.Println("| workload | nemesis | runs | valid | anomalous | unknown | faults injected | anomalies | lost writes | longest unavailability | longest recovery after heal |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	bad := false
+	for _, k := range keys {
+		r := rows[k]
+		fmt.Printf("| %s | %s | %d | %d | %d | %d | %d | %d | %d | %v | %v |\n", k[0], k[1], r.runs, r.valid, r.invalid, r.unknown,
+			r.faults, r.anomalies, r.lost, r.gap.Round(time.Millisecond), r.recovery.Round(time.Millisecond))
+		bad = bad || r.invalid > 0 || r.lost > 0
+	}
+	if bad {
+		return 1
+	}
+	return 0
 }
