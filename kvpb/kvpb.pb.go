@@ -26,6 +26,63 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// PeerRole is a replica's part in its region's Raft configuration. A
+// learner receives the log but does not vote; IncomingVoter and
+// DemotingVoter exist only while a membership change is in joint
+// consensus (the first votes only in the new configuration, the second
+// only in the old one).
+type PeerRole int32
+
+const (
+	PeerRole_Voter         PeerRole = 0
+	PeerRole_Learner       PeerRole = 1
+	PeerRole_IncomingVoter PeerRole = 2
+	PeerRole_DemotingVoter PeerRole = 3
+)
+
+// Enum value maps for PeerRole.
+var (
+	PeerRole_name = map[int32]string{
+		0: "Voter",
+		1: "Learner",
+		2: "IncomingVoter",
+		3: "DemotingVoter",
+	}
+	PeerRole_value = map[string]int32{
+		"Voter":         0,
+		"Learner":       1,
+		"IncomingVoter": 2,
+		"DemotingVoter": 3,
+	}
+)
+
+func (x PeerRole) Enum() *PeerRole {
+	p := new(PeerRole)
+	*p = x
+	return p
+}
+
+func (x PeerRole) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PeerRole) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvpb_proto_enumTypes[0].Descriptor()
+}
+
+func (PeerRole) Type() protoreflect.EnumType {
+	return &file_kvpb_proto_enumTypes[0]
+}
+
+func (x PeerRole) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PeerRole.Descriptor instead.
+func (PeerRole) EnumDescriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{0}
+}
+
 type Op int32
 
 const (
@@ -71,11 +128,11 @@ func (x Op) String() string {
 }
 
 func (Op) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvpb_proto_enumTypes[0].Descriptor()
+	return file_kvpb_proto_enumTypes[1].Descriptor()
 }
 
 func (Op) Type() protoreflect.EnumType {
-	return &file_kvpb_proto_enumTypes[0]
+	return &file_kvpb_proto_enumTypes[1]
 }
 
 func (x Op) Number() protoreflect.EnumNumber {
@@ -84,7 +141,7 @@ func (x Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Op.Descriptor instead.
 func (Op) EnumDescriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{0}
+	return file_kvpb_proto_rawDescGZIP(), []int{1}
 }
 
 type Action int32
@@ -123,11 +180,11 @@ func (x Action) String() string {
 }
 
 func (Action) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvpb_proto_enumTypes[1].Descriptor()
+	return file_kvpb_proto_enumTypes[2].Descriptor()
 }
 
 func (Action) Type() protoreflect.EnumType {
-	return &file_kvpb_proto_enumTypes[1]
+	return &file_kvpb_proto_enumTypes[2]
 }
 
 func (x Action) Number() protoreflect.EnumNumber {
@@ -136,7 +193,7 @@ func (x Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Action.Descriptor instead.
 func (Action) EnumDescriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{1}
+	return file_kvpb_proto_rawDescGZIP(), []int{2}
 }
 
 type RegionEpoch struct {
@@ -195,6 +252,7 @@ type Peer struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	StoreId       uint64                 `protobuf:"varint,2,opt,name=store_id,json=storeId,proto3" json:"store_id,omitempty"`
+	Role          PeerRole               `protobuf:"varint,3,opt,name=role,proto3,enum=kvpb.PeerRole" json:"role,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -241,6 +299,13 @@ func (x *Peer) GetStoreId() uint64 {
 		return x.StoreId
 	}
 	return 0
+}
+
+func (x *Peer) GetRole() PeerRole {
+	if x != nil {
+		return x.Role
+	}
+	return PeerRole_Voter
 }
 
 type Region struct {
@@ -3599,10 +3664,11 @@ const file_kvpb_proto_rawDesc = "" +
 	"kvpb.proto\x12\x04kvpb\"B\n" +
 	"\vRegionEpoch\x12\x19\n" +
 	"\bconf_ver\x18\x01 \x01(\x04R\aconfVer\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x04R\aversion\"1\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\"U\n" +
 	"\x04Peer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x19\n" +
-	"\bstore_id\x18\x02 \x01(\x04R\astoreId\"\x99\x01\n" +
+	"\bstore_id\x18\x02 \x01(\x04R\astoreId\x12\"\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x0e.kvpb.PeerRoleR\x04role\"\x99\x01\n" +
 	"\x06Region\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1b\n" +
 	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
@@ -3850,7 +3916,12 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x05count\x18\x01 \x01(\rR\x05count\"F\n" +
 	"\x0fAllocIDResponse\x12#\n" +
 	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\x04R\x02id*c\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id*H\n" +
+	"\bPeerRole\x12\t\n" +
+	"\x05Voter\x10\x00\x12\v\n" +
+	"\aLearner\x10\x01\x12\x11\n" +
+	"\rIncomingVoter\x10\x02\x12\x11\n" +
+	"\rDemotingVoter\x10\x03*c\n" +
 	"\x02Op\x12\a\n" +
 	"\x03Put\x10\x00\x12\a\n" +
 	"\x03Del\x10\x01\x12\b\n" +
@@ -3900,179 +3971,181 @@ func file_kvpb_proto_rawDescGZIP() []byte {
 	return file_kvpb_proto_rawDescData
 }
 
-var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_kvpb_proto_goTypes = []any{
-	(Op)(0),                             // 0: kvpb.Op
-	(Action)(0),                         // 1: kvpb.Action
-	(*RegionEpoch)(nil),                 // 2: kvpb.RegionEpoch
-	(*Peer)(nil),                        // 3: kvpb.Peer
-	(*Region)(nil),                      // 4: kvpb.Region
-	(*Store)(nil),                       // 5: kvpb.Store
-	(*Context)(nil),                     // 6: kvpb.Context
-	(*RegionError)(nil),                 // 7: kvpb.RegionError
-	(*NotLeader)(nil),                   // 8: kvpb.NotLeader
-	(*EpochNotMatch)(nil),               // 9: kvpb.EpochNotMatch
-	(*KeyNotInRegion)(nil),              // 10: kvpb.KeyNotInRegion
-	(*ServerBusy)(nil),                  // 11: kvpb.ServerBusy
-	(*RegionNotFound)(nil),              // 12: kvpb.RegionNotFound
-	(*Mutation)(nil),                    // 13: kvpb.Mutation
-	(*LockInfo)(nil),                    // 14: kvpb.LockInfo
-	(*WriteConflict)(nil),               // 15: kvpb.WriteConflict
-	(*AlreadyExist)(nil),                // 16: kvpb.AlreadyExist
-	(*TxnNotFound)(nil),                 // 17: kvpb.TxnNotFound
-	(*Deadlock)(nil),                    // 18: kvpb.Deadlock
-	(*KeyError)(nil),                    // 19: kvpb.KeyError
-	(*KvPair)(nil),                      // 20: kvpb.KvPair
-	(*GetRequest)(nil),                  // 21: kvpb.GetRequest
-	(*GetResponse)(nil),                 // 22: kvpb.GetResponse
-	(*BatchGetRequest)(nil),             // 23: kvpb.BatchGetRequest
-	(*BatchGetResponse)(nil),            // 24: kvpb.BatchGetResponse
-	(*ScanRequest)(nil),                 // 25: kvpb.ScanRequest
-	(*ScanResponse)(nil),                // 26: kvpb.ScanResponse
-	(*PrewriteRequest)(nil),             // 27: kvpb.PrewriteRequest
-	(*PrewriteResponse)(nil),            // 28: kvpb.PrewriteResponse
-	(*CommitRequest)(nil),               // 29: kvpb.CommitRequest
-	(*CommitResponse)(nil),              // 30: kvpb.CommitResponse
-	(*BatchRollbackRequest)(nil),        // 31: kvpb.BatchRollbackRequest
-	(*BatchRollbackResponse)(nil),       // 32: kvpb.BatchRollbackResponse
-	(*CheckTxnStatusRequest)(nil),       // 33: kvpb.CheckTxnStatusRequest
-	(*CheckTxnStatusResponse)(nil),      // 34: kvpb.CheckTxnStatusResponse
-	(*ResolveLockRequest)(nil),          // 35: kvpb.ResolveLockRequest
-	(*ResolveLockResponse)(nil),         // 36: kvpb.ResolveLockResponse
-	(*PessimisticLockRequest)(nil),      // 37: kvpb.PessimisticLockRequest
-	(*PessimisticLockResponse)(nil),     // 38: kvpb.PessimisticLockResponse
-	(*PessimisticRollbackRequest)(nil),  // 39: kvpb.PessimisticRollbackRequest
-	(*PessimisticRollbackResponse)(nil), // 40: kvpb.PessimisticRollbackResponse
-	(*TxnHeartBeatRequest)(nil),         // 41: kvpb.TxnHeartBeatRequest
-	(*TxnHeartBeatResponse)(nil),        // 42: kvpb.TxnHeartBeatResponse
-	(*DestroyRangeRequest)(nil),         // 43: kvpb.DestroyRangeRequest
-	(*DestroyRangeResponse)(nil),        // 44: kvpb.DestroyRangeResponse
-	(*PDError)(nil),                     // 45: kvpb.PDError
-	(*TsoRequest)(nil),                  // 46: kvpb.TsoRequest
-	(*TsoResponse)(nil),                 // 47: kvpb.TsoResponse
-	(*GetRegionRequest)(nil),            // 48: kvpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),        // 49: kvpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),           // 50: kvpb.GetRegionResponse
-	(*ScanRegionsRequest)(nil),          // 51: kvpb.ScanRegionsRequest
-	(*ScanRegionsResponse)(nil),         // 52: kvpb.ScanRegionsResponse
-	(*GetStoreRequest)(nil),             // 53: kvpb.GetStoreRequest
-	(*GetStoreResponse)(nil),            // 54: kvpb.GetStoreResponse
-	(*AllocIDRequest)(nil),              // 55: kvpb.AllocIDRequest
-	(*AllocIDResponse)(nil),             // 56: kvpb.AllocIDResponse
+	(PeerRole)(0),                       // 0: kvpb.PeerRole
+	(Op)(0),                             // 1: kvpb.Op
+	(Action)(0),                         // 2: kvpb.Action
+	(*RegionEpoch)(nil),                 // 3: kvpb.RegionEpoch
+	(*Peer)(nil),                        // 4: kvpb.Peer
+	(*Region)(nil),                      // 5: kvpb.Region
+	(*Store)(nil),                       // 6: kvpb.Store
+	(*Context)(nil),                     // 7: kvpb.Context
+	(*RegionError)(nil),                 // 8: kvpb.RegionError
+	(*NotLeader)(nil),                   // 9: kvpb.NotLeader
+	(*EpochNotMatch)(nil),               // 10: kvpb.EpochNotMatch
+	(*KeyNotInRegion)(nil),              // 11: kvpb.KeyNotInRegion
+	(*ServerBusy)(nil),                  // 12: kvpb.ServerBusy
+	(*RegionNotFound)(nil),              // 13: kvpb.RegionNotFound
+	(*Mutation)(nil),                    // 14: kvpb.Mutation
+	(*LockInfo)(nil),                    // 15: kvpb.LockInfo
+	(*WriteConflict)(nil),               // 16: kvpb.WriteConflict
+	(*AlreadyExist)(nil),                // 17: kvpb.AlreadyExist
+	(*TxnNotFound)(nil),                 // 18: kvpb.TxnNotFound
+	(*Deadlock)(nil),                    // 19: kvpb.Deadlock
+	(*KeyError)(nil),                    // 20: kvpb.KeyError
+	(*KvPair)(nil),                      // 21: kvpb.KvPair
+	(*GetRequest)(nil),                  // 22: kvpb.GetRequest
+	(*GetResponse)(nil),                 // 23: kvpb.GetResponse
+	(*BatchGetRequest)(nil),             // 24: kvpb.BatchGetRequest
+	(*BatchGetResponse)(nil),            // 25: kvpb.BatchGetResponse
+	(*ScanRequest)(nil),                 // 26: kvpb.ScanRequest
+	(*ScanResponse)(nil),                // 27: kvpb.ScanResponse
+	(*PrewriteRequest)(nil),             // 28: kvpb.PrewriteRequest
+	(*PrewriteResponse)(nil),            // 29: kvpb.PrewriteResponse
+	(*CommitRequest)(nil),               // 30: kvpb.CommitRequest
+	(*CommitResponse)(nil),              // 31: kvpb.CommitResponse
+	(*BatchRollbackRequest)(nil),        // 32: kvpb.BatchRollbackRequest
+	(*BatchRollbackResponse)(nil),       // 33: kvpb.BatchRollbackResponse
+	(*CheckTxnStatusRequest)(nil),       // 34: kvpb.CheckTxnStatusRequest
+	(*CheckTxnStatusResponse)(nil),      // 35: kvpb.CheckTxnStatusResponse
+	(*ResolveLockRequest)(nil),          // 36: kvpb.ResolveLockRequest
+	(*ResolveLockResponse)(nil),         // 37: kvpb.ResolveLockResponse
+	(*PessimisticLockRequest)(nil),      // 38: kvpb.PessimisticLockRequest
+	(*PessimisticLockResponse)(nil),     // 39: kvpb.PessimisticLockResponse
+	(*PessimisticRollbackRequest)(nil),  // 40: kvpb.PessimisticRollbackRequest
+	(*PessimisticRollbackResponse)(nil), // 41: kvpb.PessimisticRollbackResponse
+	(*TxnHeartBeatRequest)(nil),         // 42: kvpb.TxnHeartBeatRequest
+	(*TxnHeartBeatResponse)(nil),        // 43: kvpb.TxnHeartBeatResponse
+	(*DestroyRangeRequest)(nil),         // 44: kvpb.DestroyRangeRequest
+	(*DestroyRangeResponse)(nil),        // 45: kvpb.DestroyRangeResponse
+	(*PDError)(nil),                     // 46: kvpb.PDError
+	(*TsoRequest)(nil),                  // 47: kvpb.TsoRequest
+	(*TsoResponse)(nil),                 // 48: kvpb.TsoResponse
+	(*GetRegionRequest)(nil),            // 49: kvpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),        // 50: kvpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),           // 51: kvpb.GetRegionResponse
+	(*ScanRegionsRequest)(nil),          // 52: kvpb.ScanRegionsRequest
+	(*ScanRegionsResponse)(nil),         // 53: kvpb.ScanRegionsResponse
+	(*GetStoreRequest)(nil),             // 54: kvpb.GetStoreRequest
+	(*GetStoreResponse)(nil),            // 55: kvpb.GetStoreResponse
+	(*AllocIDRequest)(nil),              // 56: kvpb.AllocIDRequest
+	(*AllocIDResponse)(nil),             // 57: kvpb.AllocIDResponse
 }
 var file_kvpb_proto_depIdxs = []int32{
-	2,  // 0: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
-	3,  // 1: kvpb.Region.peers:type_name -> kvpb.Peer
-	2,  // 2: kvpb.Context.region_epoch:type_name -> kvpb.RegionEpoch
-	3,  // 3: kvpb.Context.peer:type_name -> kvpb.Peer
-	8,  // 4: kvpb.RegionError.not_leader:type_name -> kvpb.NotLeader
-	9,  // 5: kvpb.RegionError.epoch_not_match:type_name -> kvpb.EpochNotMatch
-	10, // 6: kvpb.RegionError.key_not_in_region:type_name -> kvpb.KeyNotInRegion
-	11, // 7: kvpb.RegionError.server_busy:type_name -> kvpb.ServerBusy
-	12, // 8: kvpb.RegionError.region_not_found:type_name -> kvpb.RegionNotFound
-	3,  // 9: kvpb.NotLeader.leader:type_name -> kvpb.Peer
-	4,  // 10: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
-	0,  // 11: kvpb.Mutation.op:type_name -> kvpb.Op
-	0,  // 12: kvpb.LockInfo.lock_type:type_name -> kvpb.Op
-	14, // 13: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
-	15, // 14: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
-	16, // 15: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
-	17, // 16: kvpb.KeyError.txn_not_found:type_name -> kvpb.TxnNotFound
-	18, // 17: kvpb.KeyError.deadlock:type_name -> kvpb.Deadlock
-	19, // 18: kvpb.KvPair.error:type_name -> kvpb.KeyError
-	6,  // 19: kvpb.GetRequest.context:type_name -> kvpb.Context
-	7,  // 20: kvpb.GetResponse.region_error:type_name -> kvpb.RegionError
-	19, // 21: kvpb.GetResponse.error:type_name -> kvpb.KeyError
-	6,  // 22: kvpb.BatchGetRequest.context:type_name -> kvpb.Context
-	7,  // 23: kvpb.BatchGetResponse.region_error:type_name -> kvpb.RegionError
-	20, // 24: kvpb.BatchGetResponse.pairs:type_name -> kvpb.KvPair
-	19, // 25: kvpb.BatchGetResponse.error:type_name -> kvpb.KeyError
-	6,  // 26: kvpb.ScanRequest.context:type_name -> kvpb.Context
-	7,  // 27: kvpb.ScanResponse.region_error:type_name -> kvpb.RegionError
-	20, // 28: kvpb.ScanResponse.pairs:type_name -> kvpb.KvPair
-	19, // 29: kvpb.ScanResponse.error:type_name -> kvpb.KeyError
-	6,  // 30: kvpb.PrewriteRequest.context:type_name -> kvpb.Context
-	13, // 31: kvpb.PrewriteRequest.mutations:type_name -> kvpb.Mutation
-	7,  // 32: kvpb.PrewriteResponse.region_error:type_name -> kvpb.RegionError
-	19, // 33: kvpb.PrewriteResponse.errors:type_name -> kvpb.KeyError
-	6,  // 34: kvpb.CommitRequest.context:type_name -> kvpb.Context
-	7,  // 35: kvpb.CommitResponse.region_error:type_name -> kvpb.RegionError
-	19, // 36: kvpb.CommitResponse.error:type_name -> kvpb.KeyError
-	6,  // 37: kvpb.BatchRollbackRequest.context:type_name -> kvpb.Context
-	7,  // 38: kvpb.BatchRollbackResponse.region_error:type_name -> kvpb.RegionError
-	19, // 39: kvpb.BatchRollbackResponse.error:type_name -> kvpb.KeyError
-	6,  // 40: kvpb.CheckTxnStatusRequest.context:type_name -> kvpb.Context
-	7,  // 41: kvpb.CheckTxnStatusResponse.region_error:type_name -> kvpb.RegionError
-	19, // 42: kvpb.CheckTxnStatusResponse.error:type_name -> kvpb.KeyError
-	1,  // 43: kvpb.CheckTxnStatusResponse.action:type_name -> kvpb.Action
-	14, // 44: kvpb.CheckTxnStatusResponse.lock_info:type_name -> kvpb.LockInfo
-	6,  // 45: kvpb.ResolveLockRequest.context:type_name -> kvpb.Context
-	7,  // 46: kvpb.ResolveLockResponse.region_error:type_name -> kvpb.RegionError
-	19, // 47: kvpb.ResolveLockResponse.error:type_name -> kvpb.KeyError
-	6,  // 48: kvpb.PessimisticLockRequest.context:type_name -> kvpb.Context
-	13, // 49: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
-	7,  // 50: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
-	19, // 51: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
-	6,  // 52: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
-	7,  // 53: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
-	19, // 54: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
-	6,  // 55: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
-	7,  // 56: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
-	19, // 57: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
-	6,  // 58: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
-	7,  // 59: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
-	45, // 60: kvpb.TsoResponse.error:type_name -> kvpb.PDError
-	45, // 61: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
-	4,  // 62: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
-	3,  // 63: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
-	45, // 64: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
-	4,  // 65: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
-	3,  // 66: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
-	45, // 67: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
-	5,  // 68: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
-	45, // 69: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
-	21, // 70: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
-	23, // 71: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
-	25, // 72: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
-	27, // 73: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
-	29, // 74: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
-	31, // 75: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
-	33, // 76: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
-	35, // 77: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
-	37, // 78: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
-	39, // 79: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
-	41, // 80: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
-	43, // 81: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
-	46, // 82: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
-	48, // 83: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
-	49, // 84: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
-	51, // 85: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
-	53, // 86: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
-	55, // 87: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
-	22, // 88: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
-	24, // 89: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
-	26, // 90: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
-	28, // 91: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
-	30, // 92: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
-	32, // 93: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
-	34, // 94: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
-	36, // 95: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
-	38, // 96: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
-	40, // 97: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
-	42, // 98: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
-	44, // 99: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
-	47, // 100: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
-	50, // 101: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
-	50, // 102: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
-	52, // 103: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
-	54, // 104: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
-	56, // 105: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
-	88, // [88:106] is the sub-list for method output_type
-	70, // [70:88] is the sub-list for method input_type
-	70, // [70:70] is the sub-list for extension type_name
-	70, // [70:70] is the sub-list for extension extendee
-	0,  // [0:70] is the sub-list for field type_name
+	0,  // 0: kvpb.Peer.role:type_name -> kvpb.PeerRole
+	3,  // 1: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
+	4,  // 2: kvpb.Region.peers:type_name -> kvpb.Peer
+	3,  // 3: kvpb.Context.region_epoch:type_name -> kvpb.RegionEpoch
+	4,  // 4: kvpb.Context.peer:type_name -> kvpb.Peer
+	9,  // 5: kvpb.RegionError.not_leader:type_name -> kvpb.NotLeader
+	10, // 6: kvpb.RegionError.epoch_not_match:type_name -> kvpb.EpochNotMatch
+	11, // 7: kvpb.RegionError.key_not_in_region:type_name -> kvpb.KeyNotInRegion
+	12, // 8: kvpb.RegionError.server_busy:type_name -> kvpb.ServerBusy
+	13, // 9: kvpb.RegionError.region_not_found:type_name -> kvpb.RegionNotFound
+	4,  // 10: kvpb.NotLeader.leader:type_name -> kvpb.Peer
+	5,  // 11: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
+	1,  // 12: kvpb.Mutation.op:type_name -> kvpb.Op
+	1,  // 13: kvpb.LockInfo.lock_type:type_name -> kvpb.Op
+	15, // 14: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
+	16, // 15: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
+	17, // 16: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
+	18, // 17: kvpb.KeyError.txn_not_found:type_name -> kvpb.TxnNotFound
+	19, // 18: kvpb.KeyError.deadlock:type_name -> kvpb.Deadlock
+	20, // 19: kvpb.KvPair.error:type_name -> kvpb.KeyError
+	7,  // 20: kvpb.GetRequest.context:type_name -> kvpb.Context
+	8,  // 21: kvpb.GetResponse.region_error:type_name -> kvpb.RegionError
+	20, // 22: kvpb.GetResponse.error:type_name -> kvpb.KeyError
+	7,  // 23: kvpb.BatchGetRequest.context:type_name -> kvpb.Context
+	8,  // 24: kvpb.BatchGetResponse.region_error:type_name -> kvpb.RegionError
+	21, // 25: kvpb.BatchGetResponse.pairs:type_name -> kvpb.KvPair
+	20, // 26: kvpb.BatchGetResponse.error:type_name -> kvpb.KeyError
+	7,  // 27: kvpb.ScanRequest.context:type_name -> kvpb.Context
+	8,  // 28: kvpb.ScanResponse.region_error:type_name -> kvpb.RegionError
+	21, // 29: kvpb.ScanResponse.pairs:type_name -> kvpb.KvPair
+	20, // 30: kvpb.ScanResponse.error:type_name -> kvpb.KeyError
+	7,  // 31: kvpb.PrewriteRequest.context:type_name -> kvpb.Context
+	14, // 32: kvpb.PrewriteRequest.mutations:type_name -> kvpb.Mutation
+	8,  // 33: kvpb.PrewriteResponse.region_error:type_name -> kvpb.RegionError
+	20, // 34: kvpb.PrewriteResponse.errors:type_name -> kvpb.KeyError
+	7,  // 35: kvpb.CommitRequest.context:type_name -> kvpb.Context
+	8,  // 36: kvpb.CommitResponse.region_error:type_name -> kvpb.RegionError
+	20, // 37: kvpb.CommitResponse.error:type_name -> kvpb.KeyError
+	7,  // 38: kvpb.BatchRollbackRequest.context:type_name -> kvpb.Context
+	8,  // 39: kvpb.BatchRollbackResponse.region_error:type_name -> kvpb.RegionError
+	20, // 40: kvpb.BatchRollbackResponse.error:type_name -> kvpb.KeyError
+	7,  // 41: kvpb.CheckTxnStatusRequest.context:type_name -> kvpb.Context
+	8,  // 42: kvpb.CheckTxnStatusResponse.region_error:type_name -> kvpb.RegionError
+	20, // 43: kvpb.CheckTxnStatusResponse.error:type_name -> kvpb.KeyError
+	2,  // 44: kvpb.CheckTxnStatusResponse.action:type_name -> kvpb.Action
+	15, // 45: kvpb.CheckTxnStatusResponse.lock_info:type_name -> kvpb.LockInfo
+	7,  // 46: kvpb.ResolveLockRequest.context:type_name -> kvpb.Context
+	8,  // 47: kvpb.ResolveLockResponse.region_error:type_name -> kvpb.RegionError
+	20, // 48: kvpb.ResolveLockResponse.error:type_name -> kvpb.KeyError
+	7,  // 49: kvpb.PessimisticLockRequest.context:type_name -> kvpb.Context
+	14, // 50: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
+	8,  // 51: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
+	20, // 52: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
+	7,  // 53: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
+	8,  // 54: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
+	20, // 55: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
+	7,  // 56: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
+	8,  // 57: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
+	20, // 58: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
+	7,  // 59: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
+	8,  // 60: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
+	46, // 61: kvpb.TsoResponse.error:type_name -> kvpb.PDError
+	46, // 62: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
+	5,  // 63: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
+	4,  // 64: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
+	46, // 65: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
+	5,  // 66: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
+	4,  // 67: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
+	46, // 68: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
+	6,  // 69: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
+	46, // 70: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
+	22, // 71: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
+	24, // 72: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
+	26, // 73: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
+	28, // 74: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
+	30, // 75: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
+	32, // 76: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
+	34, // 77: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
+	36, // 78: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
+	38, // 79: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
+	40, // 80: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
+	42, // 81: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
+	44, // 82: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
+	47, // 83: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
+	49, // 84: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
+	50, // 85: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
+	52, // 86: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
+	54, // 87: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
+	56, // 88: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
+	23, // 89: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
+	25, // 90: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
+	27, // 91: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
+	29, // 92: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
+	31, // 93: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
+	33, // 94: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
+	35, // 95: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
+	37, // 96: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
+	39, // 97: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
+	41, // 98: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
+	43, // 99: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
+	45, // 100: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
+	48, // 101: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
+	51, // 102: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
+	51, // 103: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
+	53, // 104: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
+	55, // 105: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
+	57, // 106: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
+	89, // [89:107] is the sub-list for method output_type
+	71, // [71:89] is the sub-list for method input_type
+	71, // [71:71] is the sub-list for extension type_name
+	71, // [71:71] is the sub-list for extension extendee
+	0,  // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_kvpb_proto_init() }
@@ -4085,7 +4158,7 @@ func file_kvpb_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvpb_proto_rawDesc), len(file_kvpb_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   2,

@@ -174,8 +174,7 @@ func (n *Node) open(ctx context.Context) error {
 	registerRecentWritesMetrics(locks.RecentWrites())
 	registerVersionCacheMetrics(locks.VersionCache())
 	store, err := raftstore.Open(eng, raftstore.Config{StoreID: localStoreID, Logger: n.log,
-		BeforeApply: locks.BeforeApply, BeforeCommit: locks.BeforeCommit, OnApply: locks.Observe,
-		ScannedKeys: locks.ScannedKeys, FlushStarting: recent.FlushStarting, FlushDone: recent.FlushDone})
+		Observer: storeObserver{locks}})
 	if err != nil {
 		return err
 	}
