@@ -255,3 +255,23 @@ func (r *GRPCRouter) Close() error {
 	clear(r.addrs)
 	return first
 }
+
+func (l localPD) Join(ctx context.Context, in *kvpb.JoinRequest, _ ...grpc.CallOption) (*kvpb.JoinResponse, error) {
+	return l.srv.Join(ctx, in)
+}
+
+func (l localPD) StoreHeartbeat(ctx context.Context, in *kvpb.StoreHeartbeatRequest, _ ...grpc.CallOption) (*kvpb.StoreHeartbeatResponse, error) {
+	return l.srv.StoreHeartbeat(ctx, in)
+}
+
+func (l localPD) ClusterStatus(ctx context.Context, in *kvpb.ClusterStatusRequest, _ ...grpc.CallOption) (*kvpb.ClusterStatusResponse, error) {
+	return l.srv.ClusterStatus(ctx, in)
+}
+
+func (l localPD) GCSafePoint(ctx context.Context, in *kvpb.GCSafePointRequest, _ ...grpc.CallOption) (*kvpb.GCSafePointResponse, error) {
+	return l.srv.GCSafePoint(ctx, in)
+}
+
+func (l localKv) KvScanLock(ctx context.Context, in *kvpb.ScanLockRequest, _ ...grpc.CallOption) (*kvpb.ScanLockResponse, error) {
+	return l.srv.KvScanLock(ctx, in)
+}

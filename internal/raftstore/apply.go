@@ -326,6 +326,14 @@ func (s *Store) finishApply(p *Peer, plan applyPlan, isLeader bool, term uint64)
 		if err == nil && prop.at > latest {
 			latest = prop.at
 		}
+		if out.cc != nil {
+			// Raft counts the change applied only at Advance: a change
+			// proposed before that (the next step of a promotion, say)
+			// would be dropped as "one already pending". Its proposer
+			// hears after Advance.
+			p.afterAdvance = append(p.afterAdvance, func() { prop.finish(err) })
+			continue
+		}
 		prop.finish(err)
 	}
 	if isLeader && p.isLeader && p.term == term {

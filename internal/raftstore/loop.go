@@ -249,6 +249,10 @@ func (s *Store) handleReadies(readies []readyPeer) error {
 		r.p.mu.Lock()
 		if !r.p.removed.Load() {
 			r.p.rn.Advance(r.rd)
+			for _, fn := range r.p.afterAdvance {
+				fn()
+			}
+			r.p.afterAdvance = nil
 			if len(r.rd.ReadStates) > 0 {
 				r.p.onReadStatesLocked(r.rd.ReadStates)
 				r.p.releaseReadsLocked(r.p.storage.applyState().AppliedIndex)

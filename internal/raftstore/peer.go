@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,8 @@ type Peer struct {
 	// its first lease starts there.
 	leaderSince time.Duration
 	reads       readQueue // read.go
+	// afterAdvance runs after the replica's next Advance (store loop).
+	afterAdvance []func()
 	// peerStores maps the raft ids of this region's peers to their stores,
 	// including peers not (or no longer) in the descriptor that sent us
 	// messages.
@@ -59,6 +62,9 @@ type Peer struct {
 	// readyTerm is the term in which leaderReady was last set; kvserver
 	// compares it to decide whether its max_ts was synced for this term.
 	readyTerm atomic.Uint64
+	// maxTSTerm is the term for which the KV service raised its max_ts to
+	// a fresh timestamp (SetMaxTSSynced).
+	maxTSTerm atomic.Uint64
 	// lastActive is the store-clock time of the last proposal or read on
 	// this replica (hibernation and PD's load hints use it).
 	lastActive atomic.Int64
@@ -204,3 +210,39 @@ func (p *Peer) failProposalsLocked(err error) {
 		prop.finish(err)
 	}
 }
+
+// ReplicaProgress is how far one replica of a region is known to its
+// leader.
+type ReplicaProgress struct {
+	PeerID uint64
+	Match  uint64
+	Active bool // heard from within an election timeout
+}
+
+// RaftStatus is what the leader of a region knows of its replication.
+type RaftStatus struct {
+	Term, Commit, Applied uint64
+	// Progress is every replica's (the leader's own included); empty on
+	// a follower.
+	Progress []ReplicaProgress
+}
+
+// Status returns the replica's raft status.
+func (p *Peer) Status() RaftStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.rn.Status()
+	out := RaftStatus{Term: st.HardState.GetTerm(), Commit: st.HardState.GetCommit(), Applied: st.Applied}
+	for id, pr := range st.Progress {
+		out.Progress = append(out.Progress, ReplicaProgress{PeerID: id, Match: pr.Match, Active: pr.RecentActive || id == p.id})
+	}
+	sort.Slice(out.Progress, func(i, j int) bool { return out.Progress[i].PeerID < out.Progress[j].PeerID })
+	return out
+}
+
+// MaxTSSyncedTerm is the last term SetMaxTSSynced recorded.
+func (p *Peer) MaxTSSyncedTerm() uint64 { return p.maxTSTerm.Load() }
+
+// SetMaxTSSynced records that the KV service synced its max_ts for this
+// replica's leadership of term.
+func (p *Peer) SetMaxTSSynced(term uint64) { p.maxTSTerm.Store(term) }

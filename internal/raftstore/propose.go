@@ -185,11 +185,25 @@ func (s *Store) ChangePeers(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoc
 		return nil, err
 	}
 	s.wake()
-	if err := s.wait(ctx, prop); err != nil {
+	// Raft may drop a change it finds racing another (it turns it into an
+	// empty entry); its proposer would wait for nothing. A change is
+	// applied within a few rounds or not at all.
+	wctx, cancel := context.WithTimeout(ctx, confChangeTimeout)
+	defer cancel()
+	if err := s.wait(wctx, prop); err != nil {
+		p.mu.Lock()
+		delete(p.proposals, id)
+		p.mu.Unlock()
+		if ctx.Err() == nil && wctx.Err() != nil {
+			return nil, fmt.Errorf("raftstore: membership change of region %d was not applied within %v (raft dropped it or lost quorum)", r.Id, confChangeTimeout)
+		}
 		return nil, err
 	}
 	return prop.regions[0], nil
 }
+
+// confChangeTimeout bounds how long ChangePeers waits for its change.
+var confChangeTimeout = 10 * time.Second
 
 // TransferLeader asks p (the leader) to hand leadership to the replica
 // with raft id to. It returns at once; the transfer completes (or is

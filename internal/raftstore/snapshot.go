@@ -371,10 +371,23 @@ func (s *Store) snapshotOverlaps(r *kvpb.Region) bool {
 		if q.regionID == r.Id || !q.Initialized() || q.removed.Load() {
 			continue
 		}
-		o := q.Region()
-		if (len(o.EndKey) == 0 || bytes.Compare(r.StartKey, o.EndKey) < 0) &&
-			(len(r.EndKey) == 0 || bytes.Compare(o.StartKey, r.EndKey) < 0) {
+		if s.dataOverlaps(q.Region(), r) {
 			return true
+		}
+	}
+	return false
+}
+
+// dataOverlaps reports whether two regions' data share engine keys (their
+// Observer spans overlap). Regions of different kinds (the system region
+// and the data regions) may cover the same user keys without sharing any
+// data.
+func (s *Store) dataOverlaps(a, b *kvpb.Region) bool {
+	for _, x := range s.obs.Spans(a) {
+		for _, y := range s.obs.Spans(b) {
+			if bytes.Compare(x.Start, y.End) < 0 && bytes.Compare(y.Start, x.End) < 0 {
+				return true
+			}
 		}
 	}
 	return false

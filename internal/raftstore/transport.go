@@ -1,7 +1,6 @@
 package raftstore
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/strata-db/strata/kvpb"
@@ -143,9 +142,7 @@ func (s *Store) peerFor(env *kvpb.RaftMessage, m *pb.Message) (*Peer, error) {
 		if !q.Initialized() || q.removed.Load() {
 			continue
 		}
-		o := q.Region()
-		if (len(o.EndKey) == 0 || bytes.Compare(probe.StartKey, o.EndKey) < 0) &&
-			(len(probe.EndKey) == 0 || bytes.Compare(o.StartKey, probe.EndKey) < 0) {
+		if s.dataOverlaps(q.Region(), probe) {
 			if isVote(m) && len(s.pendingVotes) < maxPendingVotes {
 				s.pendingVotes = append(s.pendingVotes, env)
 			}
