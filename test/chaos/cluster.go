@@ -230,17 +230,14 @@ func (c *Cluster) Start(ctx context.Context, timeout time.Duration) error {
 	if err := c.StartNode(ctx, c.Nodes[0], timeout); err != nil {
 		return err
 	}
-	errs := make(chan error, len(c.Nodes))
+	// One at a time: a node that joins while an earlier one is not yet
+	// listening exits (its PD client dials every member it was told of).
 	for _, n := range c.Nodes[1:] {
-		go func(n *Node) { errs <- c.StartNode(ctx, n, timeout) }(n)
-	}
-	var first error
-	for range c.Nodes[1:] {
-		if err := <-errs; err != nil && first == nil {
-			first = err
+		if err := c.StartNode(ctx, n, timeout); err != nil {
+			return err
 		}
 	}
-	return first
+	return nil
 }
 
 // StartNode starts a new incarnation of n on its data directory and waits up
