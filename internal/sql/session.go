@@ -204,9 +204,9 @@ func (s *Session) Execute(ctx context.Context, query string) ([]*Result, error) 
 		}
 		return []*Result{r}, nil
 	}
-	stmts, _, err := s.parser.ParseSQL(query)
+	stmts, err := parseSQL(s.parser, query)
 	if err != nil {
-		return nil, parseError(err)
+		return nil, err
 	}
 	if len(stmts) == 0 {
 		return nil, sqlerr.New(1065, "42000", "Query was empty")
@@ -224,15 +224,42 @@ func (s *Session) Execute(ctx context.Context, query string) ([]*Result, error) 
 
 // parseView parses the stored SELECT of a view.
 func parseView(sql string) (ast.ResultSetNode, error) {
-	st, err := parser.New().ParseOneStmt(sql, "", "")
+	stmts, err := parseSQL(parser.New(), sql)
 	if err != nil {
-		return nil, parseError(err)
+		return nil, err
 	}
+	if len(stmts) != 1 {
+		return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "view definition is not a query")
+	}
+	st := stmts[0]
 	rs, ok := st.(ast.ResultSetNode)
 	if !ok {
 		return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "view definition is not a query")
 	}
 	return rs, nil
+}
+
+// errParserPanic answers a statement the parser panicked on. The known
+// cause is a numeric literal of more digits than its decimal type holds
+// (found by FuzzExecute): the parser's decimal conversion panics instead
+// of returning an error.
+var errParserPanic = sqlerr.New(sqlerr.ErParse, "42000",
+	"You have an error in your SQL syntax; the statement holds a value the parser cannot represent (for example a number of more than 65 digits)")
+
+// parseSQL parses query into statements. A syntax error is rendered the
+// way MySQL words it; a panic inside the parser becomes errParserPanic
+// instead of costing the connection.
+func parseSQL(p *parser.Parser, query string) (stmts []ast.StmtNode, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			stmts, err = nil, errParserPanic
+		}
+	}()
+	stmts, _, err = p.ParseSQL(query)
+	if err != nil {
+		return nil, parseError(err)
+	}
+	return stmts, nil
 }
 
 // parserPosition matches the TiDB parser's syntax error text.
@@ -457,9 +484,9 @@ func resultColumns(cols []*plan.Column) []*Column {
 
 // Prepare parses and plans a statement for repeated execution.
 func (s *Session) Prepare(ctx context.Context, query string) (*PreparedStmt, error) {
-	stmts, _, err := s.parser.ParseSQL(query)
+	stmts, err := parseSQL(s.parser, query)
 	if err != nil {
-		return nil, parseError(err)
+		return nil, err
 	}
 	if len(stmts) != 1 {
 		return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "can not prepare multiple statements")
