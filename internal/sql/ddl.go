@@ -597,7 +597,7 @@ func normalizeTypeIn(ft *ptypes.FieldType, tableCollate string) error {
 		if ft.GetCharset() == "" && ft.GetCollate() == "" {
 			coll := tableCollate
 			if coll == "" {
-				coll = mysql.DefaultCollationName
+				coll = infoschema.DefaultCollation
 			}
 			ft.SetCharset(infoschema.CharsetOfCollation(coll))
 			ft.SetCollate(coll)

@@ -52,6 +52,9 @@ func tableOptions(t *catalog.TableInfo, d *catalog.DBInfo, opts []*ast.TableOpti
 	if t.Collate == "" && d != nil && d.Collate != "" {
 		t.Collate = d.Collate
 	}
+	if t.Collate == "" {
+		t.Collate = infoschema.DefaultCollation
+	}
 	return nil
 }
 
@@ -60,7 +63,7 @@ func defaultCollationOf(cs string) string {
 	if c, ok := infoschema.LookupCharset(cs); ok {
 		return c.DefaultCollation
 	}
-	return mysql.DefaultCollationName
+	return infoschema.DefaultCollation
 }
 
 // setColumnCollation applies a column's COLLATE clause.

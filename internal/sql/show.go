@@ -216,8 +216,8 @@ func (s *Session) runShowAll(ctx context.Context, n *ast.ShowStmt) (*Result, err
 			return nil, sqlerr.New(sqlerr.ErBadDB, "42000", "Unknown database '%s'", n.DBName)
 		}
 		res.Columns = textColumns("Database", "Create Database")
-		res.Rows = append(res.Rows, textRow(d.Name, fmt.Sprintf("CREATE DATABASE `%s` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin */", d.Name)))
-		_ = infoschema.Name
+		cs, coll := infoschema.DBCharset(d)
+		res.Rows = append(res.Rows, textRow(d.Name, fmt.Sprintf("CREATE DATABASE `%s` /*!40100 DEFAULT CHARACTER SET %s COLLATE %s */", d.Name, cs, coll)))
 	case ast.ShowVariables:
 		res.Columns = textColumns("Variable_name", "Value")
 		names := make([]string, 0, len(systemVars))

@@ -150,6 +150,10 @@ type TableInfo struct {
 	// Temporary marks a session's temporary table, never stored in the
 	// catalog.
 	Temporary bool `json:"temporary,omitempty"`
+	// Collations is CollationsInForce for tables whose recorded
+	// collations are in force, 0 for tables stored before (see
+	// CollationsInForce).
+	Collations int `json:"collations,omitempty"`
 }
 
 // IsView reports whether t is a view.
@@ -328,6 +332,7 @@ func Load(ctx context.Context, txn kv.Txn) (*Schema, error) {
 		if err := json.Unmarshal(e.Value, &t); err != nil {
 			return nil, fmt.Errorf("catalog: corrupt table entry %q: %w", e.Key, err)
 		}
+		t.keepBinary()
 		if m := s.tables[t.DBID]; m != nil {
 			m[strings.ToLower(t.Name)] = &t
 		}
@@ -390,6 +395,7 @@ func DeleteDB(txn kv.Txn, d *DBInfo) error { return txn.Delete(dbKey(d.ID)) }
 
 // PutTable stores a table entry.
 func PutTable(txn kv.Txn, t *TableInfo) error {
+	t.Collations = CollationsInForce
 	b, err := json.Marshal(t)
 	if err != nil {
 		return err

@@ -53,11 +53,12 @@ func (r *recursiveCTEExec) run(c *Context) error {
 		seen = map[string]struct{}{}
 	}
 	var key []byte
+	colls := columnCollations(r.p.Columns())
 	keep := func(rows [][]types.Datum) ([][]types.Datum, error) {
 		kept := rows[:0]
 		for _, row := range rows {
 			if seen != nil {
-				key = hashRow(key[:0], row)
+				key = hashRow(key[:0], row, colls)
 				if _, dup := seen[string(key)]; dup {
 					continue
 				}

@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/strata-db/strata/internal/sql/collate"
 
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
@@ -239,6 +240,7 @@ func Build(p plan.Plan) (Executor, error) {
 			}
 			s := newSortExec(child, n.Keys)
 			s.distinct = d.N
+			s.dcolls = columnCollations(d.Columns()[:d.N])
 			return s, nil
 		}
 		child, err := Build(n.Child)
@@ -260,7 +262,7 @@ func Build(p plan.Plan) (Executor, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &distinctExec{child: child, n: n.N}, nil
+		return &distinctExec{child: child, n: n.N, colls: columnCollations(n.Columns()[:n.N])}, nil
 	case *plan.Join:
 		l, err := Build(n.Left)
 		if err != nil {
@@ -270,7 +272,16 @@ func Build(p plan.Plan) (Executor, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &joinExec{left: l, right: r, p: n, rightWidth: len(n.Right.Columns())}, nil
+		j := &joinExec{left: l, right: r, p: n, rightWidth: len(n.Right.Columns())}
+		for i := range n.LeftKeys {
+			if c := expr.PairCollation(n.LeftKeys[i], n.RightKey[i]); c != nil {
+				if j.colls == nil {
+					j.colls = make([]*collate.Collation, len(n.LeftKeys))
+				}
+				j.colls[i] = c
+			}
+		}
+		return j, nil
 	case *plan.SetOp:
 		l, err := Build(n.Left)
 		if err != nil {

@@ -206,7 +206,7 @@ func (c *Context) keyExists(t *catalog.TableInfo, pk *ParentKey, vals []types.Da
 // starts with vals (limit <= 0: all), skipping entries the statement
 // deleted.
 func (c *Context) indexHandles(t *catalog.TableInfo, ix *catalog.IndexInfo, vals []types.Datum, limit int) ([]int64, error) {
-	prefix, err := codec.EncodeKey(tablecodec.IndexPrefix(t.ID, ix.ID), vals...)
+	prefix, err := codec.EncodeKey(tablecodec.IndexPrefix(t.ID, ix.ID), keyVals(t, ix, vals)...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"encoding/binary"
+	"github.com/strata-db/strata/internal/sql/collate"
 	"slices"
 
 	"github.com/strata-db/strata/internal/sql/expr"
@@ -112,6 +113,7 @@ func (a *aggExec) Next(c *Context) ([][]types.Datum, error) {
 	groups := map[string]*aggGroup{}
 	var order []*aggGroup
 	var key []byte
+	colls := exprCollations(a.p.GroupBy)
 	for {
 		batch, err := a.child.Next(c)
 		if err != nil {
@@ -122,12 +124,16 @@ func (a *aggExec) Next(c *Context) ([][]types.Datum, error) {
 		}
 		for _, r := range batch {
 			key = key[:0]
-			for _, g := range a.p.GroupBy {
+			for i, g := range a.p.GroupBy {
 				d, err := g.Eval(c.Eval, r)
 				if err != nil {
 					return nil, err
 				}
-				key = d.AppendHashKey(key)
+				if colls != nil {
+					key = d.AppendHashKeyCollated(key, colls[i])
+				} else {
+					key = d.AppendHashKey(key)
+				}
 			}
 			grp := groups[string(key)]
 			if grp == nil {
@@ -169,8 +175,38 @@ func (a *aggExec) Next(c *Context) ([][]types.Datum, error) {
 	return out, nil
 }
 
-// compareNullsFirst orders NULL before every value.
-func compareNullsFirst(a, b types.Datum) (int, error) {
+// exprCollations returns the collation of each expression's text (see
+// expr.CollationOf), or nil when none is collated: callers then take
+// their byte-wise path.
+func exprCollations(es []expr.Expr) []*collate.Collation {
+	var out []*collate.Collation
+	for i, e := range es {
+		if c := expr.CollationOf(e); c != nil {
+			if out == nil {
+				out = make([]*collate.Collation, len(es))
+			}
+			out[i] = c
+		}
+	}
+	return out
+}
+
+// columnCollations is exprCollations for the output columns of a plan.
+func columnCollations(cols []*plan.Column) []*collate.Collation {
+	var out []*collate.Collation
+	for i, col := range cols {
+		if c := types.CollationOf(col.Type); c != nil {
+			if out == nil {
+				out = make([]*collate.Collation, len(cols))
+			}
+			out[i] = c
+		}
+	}
+	return out
+}
+
+// compareNullsFirst orders NULL before every value, text under coll.
+func compareNullsFirst(a, b types.Datum, coll *collate.Collation) (int, error) {
 	switch {
 	case a.IsNull() && b.IsNull():
 		return 0, nil
@@ -179,7 +215,7 @@ func compareNullsFirst(a, b types.Datum) (int, error) {
 	case b.IsNull():
 		return 1, nil
 	}
-	return types.Compare(a, b)
+	return types.CompareCollated(a, b, coll)
 }
 
 // sortExec orders its input by the sort keys (stably: rows with equal keys
@@ -206,12 +242,16 @@ type sortExec struct {
 	cols     []int
 	maxCol   int
 	distinct int
-	rows     [][]types.Datum
-	vals     []types.Datum
-	ents     []sortEnt // rows in sorted order
-	err      error
-	done     bool
-	pos      int
+	// colls is the collation of each key (nil: all byte-wise); dcolls
+	// that of each of the first distinct columns.
+	colls  []*collate.Collation
+	dcolls []*collate.Collation
+	rows   [][]types.Datum
+	vals   []types.Datum
+	ents   []sortEnt // rows in sorted order
+	err    error
+	done   bool
+	pos    int
 }
 
 // sortEnt is a row to sort: its index and the prefix of its first key.
@@ -222,6 +262,14 @@ type sortEnt struct {
 
 func newSortExec(child Executor, keys []plan.SortKey) *sortExec {
 	s := &sortExec{child: child, keys: keys}
+	for i, k := range keys {
+		if c := expr.CollationOf(k.Expr); c != nil {
+			if s.colls == nil {
+				s.colls = make([]*collate.Collation, len(keys))
+			}
+			s.colls[i] = c
+		}
+	}
 	cols := make([]int, len(keys))
 	for i, k := range keys {
 		c, ok := k.Expr.(*expr.Column)
@@ -246,7 +294,11 @@ func (s *sortExec) key(r, i int) types.Datum {
 // compare orders rows a and b by the keys, NULLs first.
 func (s *sortExec) compare(a, b int) int {
 	for i, k := range s.keys {
-		c, err := compareNullsFirst(s.key(a, i), s.key(b, i))
+		var coll *collate.Collation
+		if s.colls != nil {
+			coll = s.colls[i]
+		}
+		c, err := compareNullsFirst(s.key(a, i), s.key(b, i), coll)
 		if err != nil && s.err == nil {
 			s.err = err
 		}
@@ -273,7 +325,7 @@ func (s *sortExec) compareEnts(a, b sortEnt) int {
 
 // prefixes gives every row the prefix of its first key: when that key is
 // NULL or a string in every row, its first 8 bytes big-endian (zero
-// padded), and when it is NULL or a signed integer in every row, the
+// padded; of its collation key when collated), and when it is NULL or a signed integer in every row, the
 // integer with its sign bit flipped. Either way a smaller prefix means a
 // smaller key under compareNullsFirst (NULL has the smallest prefix, 0,
 // and strings compare byte-wise), and equal prefixes say nothing. With
@@ -309,6 +361,11 @@ func (s *sortExec) prefixes() {
 		}
 		class = c
 	}
+	var coll *collate.Collation
+	if s.colls != nil {
+		coll = s.colls[0]
+	}
+	var kb []byte
 	for r := range s.rows {
 		var p uint64
 		if class == mixed {
@@ -319,7 +376,12 @@ func (s *sortExec) prefixes() {
 			switch class {
 			case str:
 				var b [8]byte
-				copy(b[:], k.Bytes())
+				if coll != nil && k.Kind() == types.KindString {
+					kb = coll.Key(kb[:0], k.Bytes())
+					copy(b[:], kb)
+				} else {
+					copy(b[:], k.Bytes())
+				}
 				p = binary.BigEndian.Uint64(b[:])
 			case integer:
 				p = uint64(k.Int()) ^ 1<<63
@@ -358,10 +420,10 @@ func (s *sortExec) dedupe(c *Context) error {
 			}
 			if len(seen) == 0 {
 				for _, k := range kept[run:] {
-					seen[string(hashRow(key[:0], s.rows[k.row][:s.distinct]))] = struct{}{}
+					seen[string(hashRow(key[:0], s.rows[k.row][:s.distinct], s.dcolls))] = struct{}{}
 				}
 			}
-			key = hashRow(key[:0], s.rows[e.row][:s.distinct])
+			key = hashRow(key[:0], s.rows[e.row][:s.distinct], s.dcolls)
 			if _, dup := seen[string(key)]; dup {
 				continue
 			}
@@ -545,12 +607,25 @@ func (l *limitExec) Next(c *Context) ([][]types.Datum, error) {
 type distinctExec struct {
 	child Executor
 	n     int
+	colls []*collate.Collation
 	seen  map[string]struct{}
 }
 
-func hashRow(buf []byte, row []types.Datum) []byte {
-	for _, d := range row {
-		buf = d.AppendHashKey(buf)
+// hashRow appends the hash key of row, text value i keyed under colls[i]
+// (colls nil: byte-wise).
+func hashRow(buf []byte, row []types.Datum, colls []*collate.Collation) []byte {
+	if colls == nil {
+		for _, d := range row {
+			buf = d.AppendHashKey(buf)
+		}
+		return buf
+	}
+	for i, d := range row {
+		var coll *collate.Collation
+		if i < len(colls) {
+			coll = colls[i]
+		}
+		buf = d.AppendHashKeyCollated(buf, coll)
 	}
 	return buf
 }
@@ -567,7 +642,7 @@ func (d *distinctExec) Next(c *Context) ([][]types.Datum, error) {
 		}
 		out := batch[:0]
 		for _, r := range batch {
-			key = hashRow(key[:0], r[:d.n])
+			key = hashRow(key[:0], r[:d.n], d.colls)
 			if _, dup := d.seen[string(key)]; dup {
 				continue
 			}
@@ -587,6 +662,7 @@ type joinExec struct {
 	left, right Executor
 	p           *plan.Join
 	rightWidth  int
+	colls       []*collate.Collation // per key pair (nil: all byte-wise)
 	built       bool
 	all         [][]types.Datum            // nested loop: every right row
 	table       map[string][][]types.Datum // hash join: right rows by key
@@ -642,7 +718,7 @@ next:
 			}
 		}
 		var ok bool
-		if key, ok, err = joinKey(c, key[:0], j.p.RightKey, r); err != nil {
+		if key, ok, err = joinKey(c, key[:0], j.p.RightKey, r, j.colls); err != nil {
 			return err
 		}
 		if ok {
@@ -679,7 +755,7 @@ func (j *joinExec) build(c *Context) error {
 				continue
 			}
 			var ok bool
-			if key, ok, err = joinKey(c, key[:0], j.p.RightKey, r); err != nil {
+			if key, ok, err = joinKey(c, key[:0], j.p.RightKey, r, j.colls); err != nil {
 				return err
 			}
 			if ok {
@@ -691,8 +767,8 @@ func (j *joinExec) build(c *Context) error {
 
 // joinKey hashes the key values of a row; ok=false when one is NULL (such
 // rows never match).
-func joinKey(c *Context, buf []byte, keys []expr.Expr, row []types.Datum) ([]byte, bool, error) {
-	for _, k := range keys {
+func joinKey(c *Context, buf []byte, keys []expr.Expr, row []types.Datum, colls []*collate.Collation) ([]byte, bool, error) {
+	for i, k := range keys {
 		d, err := k.Eval(c.Eval, row)
 		if err != nil {
 			return nil, false, err
@@ -700,7 +776,11 @@ func joinKey(c *Context, buf []byte, keys []expr.Expr, row []types.Datum) ([]byt
 		if d.IsNull() {
 			return buf, false, nil
 		}
-		buf = d.AppendHashKey(buf)
+		if colls != nil {
+			buf = d.AppendHashKeyCollated(buf, colls[i])
+		} else {
+			buf = d.AppendHashKey(buf)
+		}
 	}
 	return buf, true, nil
 }
@@ -797,7 +877,7 @@ func (j *joinExec) startRow(c *Context, key *[]byte) error {
 		j.candidates = j.all
 		return nil
 	}
-	k, ok, err := joinKey(c, (*key)[:0], j.p.LeftKeys, j.batch[j.li])
+	k, ok, err := joinKey(c, (*key)[:0], j.p.LeftKeys, j.batch[j.li], j.colls)
 	if err != nil {
 		return err
 	}
@@ -819,12 +899,14 @@ type setOpExec struct {
 	leftDone    bool
 	seen        map[string]int // UNION: emitted; EXCEPT/INTERSECT: right multiset
 	emitted     map[string]bool
+	colls       []*collate.Collation // of the result columns (nil: byte-wise)
 }
 
 // conversions finds the input columns whose type differs from the result
 // column type (SELECT 1 UNION SELECT 2.5 returns 1.0).
 func (s *setOpExec) conversions() {
 	s.convInit = true
+	s.colls = columnCollations(s.p.Columns())
 	need := func(in []*plan.Column) []bool {
 		var out []bool
 		for i, c := range s.p.Columns() {
@@ -890,7 +972,7 @@ func (s *setOpExec) Next(c *Context) ([][]types.Datum, error) {
 				break
 			}
 			for _, r := range batch {
-				key = hashRow(key[:0], r)
+				key = hashRow(key[:0], r, s.colls)
 				if s.seen[string(key)] == 0 {
 					if err := c.Mem.Consume(int64(len(key)) + 16); err != nil {
 						return nil, err
@@ -912,7 +994,7 @@ func (s *setOpExec) Next(c *Context) ([][]types.Datum, error) {
 		}
 		var out [][]types.Datum
 		for _, r := range batch {
-			key = hashRow(key[:0], r)
+			key = hashRow(key[:0], r, s.colls)
 			n := s.seen[string(key)]
 			keep := false
 			switch {
@@ -965,7 +1047,7 @@ func (s *setOpExec) union(c *Context) ([][]types.Datum, error) {
 		}
 		out := batch[:0]
 		for _, r := range batch {
-			key = hashRow(key[:0], r)
+			key = hashRow(key[:0], r, s.colls)
 			if _, dup := s.seen[string(key)]; dup {
 				continue
 			}

@@ -791,12 +791,13 @@ func (s *scanExec) indexRange(c *Context, r plan.Range) ([2][]byte, bool, error)
 		if d.IsNull() {
 			return [2][]byte{}, false, nil
 		}
-		v, exact, usable := indexValue(d, t.Columns[ix.Columns[i]].Type)
+		ft := t.Columns[ix.Columns[i]].Type
+		v, exact, usable := indexValue(d, ft)
 		if !usable || !exact {
 			// Scan everything under the exact prefix so far.
 			return [2][]byte{prefix, tablecodec.PrefixEnd(prefix)}, true, nil
 		}
-		if prefix, err = codec.EncodeKey(prefix, v); err != nil {
+		if prefix, err = codec.EncodeKey(prefix, types.IndexKeyValue(v, types.CollationOf(ft))); err != nil {
 			return [2][]byte{}, false, err
 		}
 	}
@@ -805,6 +806,7 @@ func (s *scanExec) indexRange(c *Context, r plan.Range) ([2][]byte, bool, error)
 		return [2][]byte{start, end}, true, nil
 	}
 	ft := t.Columns[ix.Columns[len(r.Eq)]].Type
+	coll := types.CollationOf(ft)
 	if r.Low.Value != nil {
 		d, err := r.Low.Value.Eval(c.Eval, nil)
 		if err != nil {
@@ -814,7 +816,7 @@ func (s *scanExec) indexRange(c *Context, r plan.Range) ([2][]byte, bool, error)
 			return [2][]byte{}, false, nil
 		}
 		if v, exact, usable := indexValue(d, ft); usable {
-			k, err := codec.EncodeKey(append([]byte(nil), prefix...), v)
+			k, err := codec.EncodeKey(append([]byte(nil), prefix...), types.IndexKeyValue(v, coll))
 			if err != nil {
 				return [2][]byte{}, false, err
 			}
@@ -841,7 +843,7 @@ func (s *scanExec) indexRange(c *Context, r plan.Range) ([2][]byte, bool, error)
 			return [2][]byte{}, false, nil
 		}
 		if v, exact, usable := indexValue(d, ft); usable {
-			k, err := codec.EncodeKey(append([]byte(nil), prefix...), v)
+			k, err := codec.EncodeKey(append([]byte(nil), prefix...), types.IndexKeyValue(v, coll))
 			if err != nil {
 				return [2][]byte{}, false, err
 			}

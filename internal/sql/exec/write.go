@@ -43,6 +43,29 @@ func indexVals(ix *catalog.IndexInfo, row []types.Datum) []types.Datum {
 	return vals
 }
 
+// keyVals returns the values an index entry encodes for vals (from
+// indexVals, or a prefix of them): text of a column under a non-binary collation becomes its
+// sort key (types.IndexKeyValue). vals itself is returned, not copied,
+// when no column of ix is collated, and is never modified: callers still
+// show it in 1062 messages.
+func keyVals(t *catalog.TableInfo, ix *catalog.IndexInfo, vals []types.Datum) []types.Datum {
+	var out []types.Datum
+	for i := range vals {
+		coll := types.CollationOf(t.Columns[ix.Columns[i]].Type)
+		if coll == nil || vals[i].Kind() != types.KindString {
+			continue
+		}
+		if out == nil {
+			out = append([]types.Datum(nil), vals...)
+		}
+		out[i] = types.IndexKeyValue(vals[i], coll)
+	}
+	if out == nil {
+		return vals
+	}
+	return out
+}
+
 // prefixOf cuts a string to n characters (a binary string to n bytes).
 func prefixOf(d types.Datum, n int) types.Datum {
 	b := d.Bytes()
@@ -72,7 +95,7 @@ func (w *writer) putRow(handle int64, row []types.Datum) error {
 		return err
 	}
 	for _, ix := range w.t.Indexes {
-		k, val, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, indexVals(ix, row), handle)
+		k, val, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, keyVals(w.t, ix, indexVals(ix, row)), handle)
 		if err != nil {
 			return err
 		}
@@ -103,7 +126,7 @@ func (w *writer) stage(k, v []byte, insert bool) error {
 func (w *writer) removeRow(handle int64, row []types.Datum) error {
 	w.c.Writes.Delete(tablecodec.RecordKey(w.t.ID, handle))
 	for _, ix := range w.t.Indexes {
-		k, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, indexVals(ix, row), handle)
+		k, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, keyVals(w.t, ix, indexVals(ix, row)), handle)
 		if err != nil {
 			return err
 		}
@@ -152,7 +175,7 @@ func (w *writer) conflict(handle int64, row []types.Datum, self int64) (other in
 		if !tablecodec.DistinctIndexKey(ix.Unique, vals) {
 			continue
 		}
-		k, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, true, vals, handle)
+		k, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, true, keyVals(w.t, ix, vals), handle)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -220,11 +243,11 @@ func (w *writer) updateRow(handle int64, old, new []types.Datum) (bool, error) {
 		return true, w.putRow(newHandle, new)
 	}
 	for _, ix := range w.t.Indexes {
-		ok, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, indexVals(ix, old), handle)
+		ok, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, keyVals(w.t, ix, indexVals(ix, old)), handle)
 		if err != nil {
 			return false, err
 		}
-		nk, nval, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, indexVals(ix, new), handle)
+		nk, nval, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, keyVals(w.t, ix, indexVals(ix, new)), handle)
 		if err != nil {
 			return false, err
 		}
@@ -720,7 +743,7 @@ func Backfill(c *Context, t *catalog.TableInfo, ix *catalog.IndexInfo) error {
 			return err
 		}
 		vals := indexVals(ix, row)
-		k, v, err := tablecodec.IndexEntry(t.ID, ix.ID, ix.Unique, vals, h)
+		k, v, err := tablecodec.IndexEntry(t.ID, ix.ID, ix.Unique, keyVals(t, ix, vals), h)
 		if err != nil {
 			return err
 		}

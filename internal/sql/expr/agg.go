@@ -177,8 +177,8 @@ func (b *aggBase) args(ctx *EvalContext, row []types.Datum) (vals []types.Datum,
 	}
 	if b.seen != nil {
 		b.buf = b.buf[:0]
-		for _, v := range vals {
-			b.buf = v.AppendHashKey(b.buf)
+		for i, v := range vals {
+			b.buf = v.AppendHashKeyCollated(b.buf, CollationOf(b.fn.Args[i]))
 		}
 		if _, dup := b.seen[string(b.buf)]; dup {
 			return nil, true, nil
@@ -299,7 +299,7 @@ func (m *extremeAcc) Add(ctx *EvalContext, row []types.Datum) error {
 		m.best = v
 		return nil
 	}
-	c, err := compareDatums(v, m.best)
+	c, err := compareColl(v, m.best, CollationOf(m.fn.Args[0]))
 	if err != nil {
 		return err
 	}

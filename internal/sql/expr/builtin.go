@@ -926,7 +926,7 @@ func evalExtreme(dir int) func(*EvalContext, *Func, []types.Datum) (types.Datum,
 		best := coerce(ctx, args[0], f.ft)
 		for _, a := range args[1:] {
 			v := coerce(ctx, a, f.ft)
-			c, err := types.Compare(v, best)
+			c, err := types.CompareCollated(v, best, types.CollationOf(f.ft))
 			if err != nil {
 				return types.Datum{}, err
 			}

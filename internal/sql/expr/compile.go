@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/strata-db/strata/internal/sql/collate"
 	"sort"
 	"strings"
 
@@ -129,6 +130,8 @@ func (c *compiler) compileNode(node ast.ExprNode) (Expr, error) {
 		return NewRegexp(e, p, n.Not)
 	case *ast.CaseExpr:
 		return c.caseExpr(n)
+	case *ast.SetCollationExpr:
+		return c.setCollation(n)
 	case *ast.FuncCastExpr:
 		e, err := c.compile(n.Expr)
 		if err != nil {
@@ -240,7 +243,7 @@ func literal(v *test_driver.ValueExpr) (Expr, error) {
 		ft.SetFlen(len([]rune(v.GetString())))
 		if ft.GetCharset() == "" {
 			ft.SetCharset(mysql.DefaultCharset)
-			ft.SetCollate(mysql.DefaultCollationName)
+			ft.SetCollate(collate.Default)
 		}
 	}
 	return NewConstant(d, ft), nil

@@ -80,7 +80,7 @@ func (c *Case) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 			if wv.IsNull() {
 				continue
 			}
-			cmp, err := compareDatums(v, wv)
+			cmp, err := compareColl(v, wv, PairCollation(c.Value, w))
 			if err != nil {
 				return types.Datum{}, err
 			}
@@ -181,7 +181,7 @@ func (n *NullIf) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) 
 	if b.IsNull() {
 		return a, nil
 	}
-	cmp, err := compareDatums(a, b)
+	cmp, err := compareColl(a, b, PairCollation(n.A, n.B))
 	if err != nil {
 		return types.Datum{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/charset"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
+	"github.com/strata-db/strata/internal/sql/collate"
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
@@ -103,7 +104,7 @@ func stringType(flen int) *ptypes.FieldType {
 	}
 	ft.SetFlen(flen)
 	ft.SetCharset(mysql.DefaultCharset)
-	ft.SetCollate(mysql.DefaultCollationName)
+	ft.SetCollate(collate.Default)
 	return ft
 }
 

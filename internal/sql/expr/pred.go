@@ -7,6 +7,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
+	"github.com/strata-db/strata/internal/sql/collate"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
 )
@@ -31,6 +32,7 @@ var cmpOpText = [...]string{"=", "<>", "<", "<=", ">", ">=", "<=>"}
 type Comparison struct {
 	Op   CmpOp
 	L, R Expr
+	coll *collate.Collation // text vs text (nil: byte-wise)
 }
 
 // NewComparison builds L op R. A string constant compared with a temporal
@@ -43,7 +45,7 @@ func NewComparison(op CmpOp, l, r Expr) Expr {
 	if isNumericClass(classOf(l.Type())) {
 		r = numericContext(r)
 	}
-	return &Comparison{Op: op, L: l, R: r}
+	return &Comparison{Op: op, L: l, R: r, coll: PairCollation(l, r)}
 }
 
 // prepareTemporalConstant returns c converted to a time when other is
@@ -105,7 +107,7 @@ func (c *Comparison) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, err
 	} else if l.IsNull() || r.IsNull() {
 		return types.Datum{}, nil
 	}
-	cmp, err := compareDatums(l, r)
+	cmp, err := compareColl(l, r, c.coll)
 	if err != nil {
 		return types.Datum{}, err
 	}
@@ -299,11 +301,14 @@ func (n *IsTruth) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error)
 type Between struct {
 	E, Lo, Hi Expr
 	Not       bool
+	cLo, cHi  *collate.Collation
 }
 
 // NewBetween builds e [NOT] BETWEEN lo AND hi.
 func NewBetween(e, lo, hi Expr, not bool) Expr {
-	return &Between{E: e, Lo: prepareTemporalConstant(lo, e), Hi: prepareTemporalConstant(hi, e), Not: not}
+	b := &Between{E: e, Lo: prepareTemporalConstant(lo, e), Hi: prepareTemporalConstant(hi, e), Not: not}
+	b.cLo, b.cHi = PairCollation(e, b.Lo), PairCollation(e, b.Hi)
+	return b
 }
 
 // Type implements Expr.
@@ -334,14 +339,14 @@ func (b *Between) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error)
 	// Each bound is a three-valued comparison: 1 true, 0 false, -1 unknown.
 	geLo, leHi := -1, -1
 	if !lo.IsNull() {
-		c, err := compareDatums(v, lo)
+		c, err := compareColl(v, lo, b.cLo)
 		if err != nil {
 			return types.Datum{}, err
 		}
 		geLo = boolInt(c >= 0)
 	}
 	if !hi.IsNull() {
-		c, err := compareDatums(v, hi)
+		c, err := compareColl(v, hi, b.cHi)
 		if err != nil {
 			return types.Datum{}, err
 		}
@@ -374,16 +379,23 @@ type In struct {
 	List    []Expr
 	Not     bool
 	numeric map[string]struct{} // hash keys of the numeric constant list, or nil
-	strs    map[string]struct{} // bytes of the string constant list, or nil
+	strs    map[string]struct{} // bytes (collation keys under coll) of the string constant list, or nil
+	coll    *collate.Collation  // of e and the items when all are text (nil: byte-wise)
 }
 
 // NewIn builds e [NOT] IN (list).
 func NewIn(e Expr, list []Expr, not bool) Expr {
 	in := &In{E: e, Not: not}
 	allNumeric, allStrings := len(list) > 4, len(list) > 4
-	for _, item := range list {
+	for i, item := range list {
 		item = prepareTemporalConstant(item, e)
 		in.List = append(in.List, item)
+		if c := PairCollation(e, item); i == 0 || c != in.coll {
+			if i > 0 {
+				allStrings = false
+			}
+			in.coll = c
+		}
 		k, ok := item.(*Constant)
 		if !ok || !k.Value.IsNumeric() {
 			allNumeric = false
@@ -399,10 +411,11 @@ func NewIn(e Expr, list []Expr, not bool) Expr {
 			in.numeric[string(item.(*Constant).Value.AppendHashKey(nil))] = struct{}{}
 		}
 	case allStrings:
-		// String comparison is byte-wise, so equality is byte equality.
+		// Equality is byte equality of the collation keys (of the bytes
+		// when binary).
 		in.strs = make(map[string]struct{}, len(list))
 		for _, item := range in.List {
-			in.strs[string(item.(*Constant).Value.Bytes())] = struct{}{}
+			in.strs[string(in.stringKey(nil, item.(*Constant).Value))] = struct{}{}
 		}
 	}
 	return in
@@ -441,7 +454,8 @@ func (in *In) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 		return types.NewBool(found != in.Not), nil
 	}
 	if in.strs != nil && v.IsStringLike() {
-		_, found := in.strs[string(v.Bytes())]
+		var buf [64]byte
+		_, found := in.strs[string(in.stringKey(buf[:0], v))]
 		return types.NewBool(found != in.Not), nil
 	}
 	sawNull := false
@@ -454,7 +468,7 @@ func (in *In) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 			sawNull = true
 			continue
 		}
-		c, err := compareDatums(v, d)
+		c, err := compareColl(v, d, in.coll)
 		if err != nil {
 			return types.Datum{}, err
 		}
@@ -468,18 +482,27 @@ func (in *In) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 	return types.NewBool(in.Not), nil
 }
 
+// stringKey is the key of a text or binary value in in.strs.
+func (in *In) stringKey(buf []byte, d types.Datum) []byte {
+	if in.coll != nil && d.Kind() == types.KindString {
+		return in.coll.Key(buf, d.Bytes())
+	}
+	return append(buf, d.Bytes()...)
+}
+
 // Like is e [NOT] LIKE pattern [ESCAPE c]: % matches any sequence, _ one
 // character; comparison is byte-wise per character (binary collation).
 type Like struct {
 	E, Pattern Expr
 	Escape     rune
 	Not        bool
-	compiled   []likeToken // set when Pattern is constant
+	compiled   []likeToken        // set when Pattern is constant
+	coll       *collate.Collation // characters compare under it (nil: code points)
 }
 
 // NewLike builds e [NOT] LIKE pattern ESCAPE escape.
 func NewLike(e, pattern Expr, escape rune, not bool) Expr {
-	l := &Like{E: e, Pattern: pattern, Escape: escape, Not: not}
+	l := &Like{E: e, Pattern: pattern, Escape: escape, Not: not, coll: PairCollation(e, pattern)}
 	if k, ok := pattern.(*Constant); ok && !k.Value.IsNull() {
 		s, _ := k.Value.ToString()
 		l.compiled = compileLike(s, escape)
@@ -519,7 +542,10 @@ func (l *Like) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 	} else {
 		s = v.AppendText(nil)
 	}
-	return types.NewBool(matchLike(tokens, s) != l.Not), nil
+	if v.Kind() != types.KindString {
+		return types.NewBool(matchLike(tokens, s, nil) != l.Not), nil
+	}
+	return types.NewBool(matchLike(tokens, s, l.coll) != l.Not), nil
 }
 
 type likeKind uint8
@@ -561,7 +587,7 @@ func compileLike(p string, escape rune) []likeToken {
 
 // matchLike is the classic wildcard match with backtracking to the last %:
 // linear for patterns with one %, O(n*m) worst case.
-func matchLike(tokens []likeToken, s []byte) bool {
+func matchLike(tokens []likeToken, s []byte, coll *collate.Collation) bool {
 	ti, si := 0, 0
 	starTi, starSi := -1, 0
 	for si < len(s) {
@@ -579,7 +605,7 @@ func matchLike(tokens []likeToken, s []byte) bool {
 				continue
 			case likeLiteral:
 				r, size := utf8.DecodeRune(s[si:])
-				if r == t.r {
+				if r == t.r || (coll != nil && coll.RuneEqual(r, t.r)) {
 					si += size
 					ti++
 					continue

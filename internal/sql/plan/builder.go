@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/strata-db/strata/internal/sql/collate"
 	"slices"
 	"strings"
 
@@ -482,7 +483,7 @@ func unionType(a, b *ptypes.FieldType) *ptypes.FieldType {
 		ft := ptypes.NewFieldType(mysql.TypeVarString)
 		ft.SetFlen(max(a.GetFlen(), b.GetFlen(), 20))
 		ft.SetCharset(mysql.DefaultCharset)
-		ft.SetCollate(mysql.DefaultCollationName)
+		ft.SetCollate(collate.Default)
 		return ft
 	case ka == types.KindFloat64 || kb == types.KindFloat64:
 		return ptypes.NewFieldType(mysql.TypeDouble)

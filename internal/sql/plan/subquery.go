@@ -7,6 +7,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 
+	"github.com/strata-db/strata/internal/sql/collate"
 	"github.com/strata-db/strata/internal/sql/expr"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
@@ -44,6 +45,19 @@ type Subquery struct {
 	cached [][]types.Datum
 	valid  bool
 	ft     *ptypes.FieldType
+	coll   *collate.Collation // Left against the subquery's column
+	collOK bool
+}
+
+// collation is the collation comparing Left with the subquery's values.
+func (s *Subquery) collation() *collate.Collation {
+	if !s.collOK {
+		if cols := s.Plan.Columns(); s.Left != nil && len(cols) > 0 {
+			s.coll = expr.PairCollation(s.Left, expr.NewColumn(0, cols[0].Type, cols[0].Name))
+		}
+		s.collOK = true
+	}
+	return s.coll
 }
 
 // Reset drops the cached result of an uncorrelated subquery.
@@ -107,15 +121,15 @@ func (s *Subquery) Eval(ctx *expr.EvalContext, row []types.Datum) (types.Datum, 
 	case ExistsSubquery:
 		return boolDatum((len(rows) > 0) != s.Not), nil
 	case InSubquery:
-		v, err := anyMatch(left, rows, opcode.EQ)
+		v, err := anyMatch(left, rows, opcode.EQ, s.collation())
 		if err != nil || v.IsNull() || !s.Not {
 			return v, err
 		}
 		return boolDatum(v.Int() == 0), nil
 	case AnySubquery:
-		return anyMatch(left, rows, s.Op)
+		return anyMatch(left, rows, s.Op, s.collation())
 	case AllSubquery:
-		return allMatch(left, rows, s.Op)
+		return allMatch(left, rows, s.Op, s.collation())
 	}
 	return types.Null, nil
 }
@@ -127,8 +141,8 @@ func boolDatum(b bool) types.Datum {
 	return types.NewInt(0)
 }
 
-func compareOp(a, b types.Datum, op opcode.Op) (bool, error) {
-	c, err := types.Compare(a, b)
+func compareOp(a, b types.Datum, op opcode.Op, coll *collate.Collation) (bool, error) {
+	c, err := types.CompareCollated(a, b, coll)
 	if err != nil {
 		return false, err
 	}
@@ -151,7 +165,7 @@ func compareOp(a, b types.Datum, op opcode.Op) (bool, error) {
 
 // anyMatch is three-valued: true if some row satisfies left op v, NULL if
 // none does but a NULL was involved, false otherwise.
-func anyMatch(left types.Datum, rows [][]types.Datum, op opcode.Op) (types.Datum, error) {
+func anyMatch(left types.Datum, rows [][]types.Datum, op opcode.Op, coll *collate.Collation) (types.Datum, error) {
 	if len(rows) == 0 {
 		return boolDatum(false), nil
 	}
@@ -164,7 +178,7 @@ func anyMatch(left types.Datum, rows [][]types.Datum, op opcode.Op) (types.Datum
 			sawNull = true
 			continue
 		}
-		ok, err := compareOp(left, r[0], op)
+		ok, err := compareOp(left, r[0], op, coll)
 		if err != nil {
 			return types.Null, err
 		}
@@ -178,7 +192,7 @@ func anyMatch(left types.Datum, rows [][]types.Datum, op opcode.Op) (types.Datum
 	return boolDatum(false), nil
 }
 
-func allMatch(left types.Datum, rows [][]types.Datum, op opcode.Op) (types.Datum, error) {
+func allMatch(left types.Datum, rows [][]types.Datum, op opcode.Op, coll *collate.Collation) (types.Datum, error) {
 	if len(rows) == 0 {
 		return boolDatum(true), nil
 	}
@@ -191,7 +205,7 @@ func allMatch(left types.Datum, rows [][]types.Datum, op opcode.Op) (types.Datum
 			sawNull = true
 			continue
 		}
-		ok, err := compareOp(left, r[0], op)
+		ok, err := compareOp(left, r[0], op, coll)
 		if err != nil {
 			return types.Null, err
 		}
