@@ -61,8 +61,8 @@ type Collation struct {
 	asciiOK bool
 	// w16[b] is ascii[b] as one 16-bit weight plus one (0: ignorable), when every
 	// ASCII key is empty or two bytes (checked at init; asciiOK needs it).
-	w16 [128]uint16
-	pool    sync.Pool // *xcollate.Collator; x/text collators are not safe for concurrent use
+	w16  [128]uint16
+	pool sync.Pool // *xcollate.Collator; x/text collators are not safe for concurrent use
 }
 
 var (
@@ -249,6 +249,32 @@ func generalWeight(r rune) rune {
 		}
 	}
 	return unicode.ToUpper(r)
+}
+
+// KeyPrefix returns the first 8 bytes of s's key, zero padded, as a
+// big-endian integer: a smaller prefix means a smaller key, equal
+// prefixes say nothing. ASCII text is keyed only as far as needed.
+func (c *Collation) KeyPrefix(s []byte) uint64 {
+	var b [8]byte
+	if c.padSpace {
+		s = trimSpace(s)
+	}
+	if c.asciiOK && isASCII(s) {
+		n := 0
+		for _, ch := range s {
+			if w := c.w16[ch]; w != 0 {
+				w--
+				b[n], b[n+1] = byte(w>>8), byte(w)
+				if n += 2; n == 8 {
+					break
+				}
+			}
+		}
+		return binary.BigEndian.Uint64(b[:])
+	}
+	var kb [64]byte
+	copy(b[:], c.Key(kb[:0], s))
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // Compare orders a and b: -1, 0 or +1.

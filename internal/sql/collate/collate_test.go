@@ -2,6 +2,7 @@ package collate
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand"
 	"testing"
 
@@ -89,6 +90,13 @@ func TestASCIIFastPath(t *testing.T) {
 			if got, want := c.Compare(a, b), sign(bytes.Compare(ka, kb)); got != want {
 				t.Fatalf("%s: Compare(%q, %q) = %d, keys say %d", c.Name, a, b, got, want)
 			}
+			var pa, pb [8]byte
+			copy(pa[:], ka)
+			copy(pb[:], kb)
+			if got, want := c.KeyPrefix(a), binary.BigEndian.Uint64(pa[:]); got != want {
+				t.Fatalf("%s: KeyPrefix(%q) = %x, want %x", c.Name, a, got, want)
+			}
+			_ = pb
 			if c.alg == algUCA {
 				if !bytes.Equal(ka, c.slowKey(nil, a)) {
 					t.Fatalf("%s: fast key of %q differs", c.Name, a)

@@ -180,6 +180,16 @@ func RewriteColumns(c *Context, old, nt *catalog.TableInfo) error {
 		if err := ow.removeRow(h, row); err != nil {
 			return err
 		}
+		// A conversion or collation change can make two rows' unique
+		// values equal: refuse it (1062) rather than let one index entry
+		// overwrite the other. Entries of rows not rewritten yet are in
+		// the old encoding; one equal to this row's new entry means the
+		// values were already equal under the new type.
+		if _, dup, err := nw.conflict(h, upd, h); err != nil {
+			return err
+		} else if dup != nil {
+			return dup
+		}
 		if err := nw.putRow(h, upd); err != nil {
 			return err
 		}

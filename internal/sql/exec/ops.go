@@ -365,7 +365,6 @@ func (s *sortExec) prefixes() {
 	if s.colls != nil {
 		coll = s.colls[0]
 	}
-	var kb []byte
 	for r := range s.rows {
 		var p uint64
 		if class == mixed {
@@ -375,13 +374,12 @@ func (s *sortExec) prefixes() {
 		if k := s.key(r, 0); !k.IsNull() {
 			switch class {
 			case str:
-				var b [8]byte
 				if coll != nil && k.Kind() == types.KindString {
-					kb = coll.Key(kb[:0], k.Bytes())
-					copy(b[:], kb)
-				} else {
-					copy(b[:], k.Bytes())
+					p = coll.KeyPrefix(k.Bytes())
+					break
 				}
+				var b [8]byte
+				copy(b[:], k.Bytes())
 				p = binary.BigEndian.Uint64(b[:])
 			case integer:
 				p = uint64(k.Int()) ^ 1<<63

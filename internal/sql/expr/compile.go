@@ -241,7 +241,9 @@ func literal(v *test_driver.ValueExpr) (Expr, error) {
 	}
 	if d.Kind() == types.KindString && ft.GetType() == mysql.TypeVarString {
 		ft.SetFlen(len([]rune(v.GetString())))
-		if ft.GetCharset() == "" {
+		// The parser gives text literals its own default (utf8mb4_bin);
+		// MySQL 8's, collation_connection's default, is utf8mb4_0900_ai_ci.
+		if ft.GetCharset() == "" || (ft.GetCharset() == mysql.DefaultCharset && ft.GetCollate() == mysql.DefaultCollationName) {
 			ft.SetCharset(mysql.DefaultCharset)
 			ft.SetCollate(collate.Default)
 		}

@@ -33,11 +33,14 @@ func (d Datum) AppendHashKeyCollated(buf []byte, coll *collate.Collation) []byte
 	if coll == nil || d.k != KindString {
 		return d.AppendHashKey(buf)
 	}
-	var tmp [128]byte
-	k := coll.Key(tmp[:0], d.b())
-	buf = append(buf, 'c')
-	buf = appendUvarint(buf, uint64(len(k)))
-	return append(buf, k...)
+	// 'c', the key's length in 4 bytes (filled in after), the key:
+	// self-delimiting, and built in place.
+	buf = append(buf, 'c', 0, 0, 0, 0)
+	start := len(buf)
+	buf = coll.Key(buf, d.b())
+	n := len(buf) - start
+	buf[start-4], buf[start-3], buf[start-2], buf[start-1] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+	return buf
 }
 
 // IndexKeyValue returns the value an index entry of a column of collation
