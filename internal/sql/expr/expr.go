@@ -24,8 +24,9 @@
 //
 // Errors returned by Eval are *sqlerr.Error (e.g. 1690 BIGINT out of range);
 // lossy conversions and division by zero are warnings appended to
-// EvalContext.Warnings, as MySQL reports them. String comparison and LIKE are
-// byte-wise (binary collation), matching types.Compare and the key codec.
+// EvalContext.Warnings, as MySQL reports them. Text compares under the
+// collation chosen at compile time from the operands' types (collation.go);
+// a nil collation, the binary path, is byte-wise, matching types.Compare.
 package expr
 
 import (

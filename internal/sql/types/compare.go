@@ -14,7 +14,8 @@ import (
 //   - integer vs integer (signed or not): exactly;
 //   - integer or decimal vs decimal: exactly, as decimals;
 //   - anything numeric vs a float, or a number vs a string: as DOUBLE;
-//   - string vs string: byte-wise (binary collation);
+//   - string vs string: byte-wise (binary collation; CompareCollated
+//     applies another);
 //   - time vs time: by moment; time vs string: the string is parsed as a
 //     datetime (compared as text if it does not parse);
 //   - time vs number: the time's numeric form (YYYYMMDDhhmmss).
@@ -143,7 +144,8 @@ func cmpFloat(a, b float64) int {
 // that values which Compare equal produce equal bytes: 1, 1.0 (DOUBLE) and
 // 1.00 (DECIMAL) share one key; DATE '2020-01-01' and DATETIME
 // '2020-01-01 00:00:00' share one key. Keys of several datums may be
-// concatenated: each is self-delimiting. Strings are hashed byte-wise.
+// concatenated: each is self-delimiting. Strings are hashed byte-wise
+// (AppendHashKeyCollated keys text by a collation).
 func (d Datum) AppendHashKey(buf []byte) []byte {
 	switch d.k {
 	case KindNull:

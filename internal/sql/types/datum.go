@@ -28,7 +28,7 @@ const (
 	KindUint64
 	KindFloat64
 	KindDecimal
-	KindString // text; collation-aware comparison is case-sensitive binary for now
+	KindString // text; Compare is byte-wise, CompareCollated orders it by a collation
 	KindBytes  // binary strings and BLOB
 	KindTime   // DATE, DATETIME, TIMESTAMP (see Time)
 )
