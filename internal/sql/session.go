@@ -9,6 +9,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // literal and ? expressions
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 
@@ -448,7 +449,7 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 		if err != nil {
 			return nil, err
 		}
-		return &Result{Columns: c.columns, Rows: rows}, nil
+		return &Result{Columns: typedColumns(c.columns, rows), Rows: rows}, nil
 	}
 	if err := s.writeRefused(); err != nil {
 		return nil, err
@@ -472,6 +473,35 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 		s.lastInsertID = ec.LastInsertID
 	}
 	return &Result{AffectedRows: ec.AffectedRows, LastInsertID: ec.LastInsertID}, nil
+}
+
+// typedColumns returns cols with each column whose type is known only at
+// run time (a variable, a ? parameter) typed after its first non-NULL
+// value, so that `SELECT @@autocommit` is an integer column as in MySQL and
+// drivers decode it as a number. cols itself is returned when every type
+// is known (the usual case, at the cost of one loop).
+func typedColumns(cols []*Column, rows [][]types.Datum) []*Column {
+	var out []*Column
+	for i, c := range cols {
+		if c.Type == nil || c.Type.GetType() != mysql.TypeUnspecified {
+			continue
+		}
+		for _, r := range rows {
+			if i < len(r) && !r[i].IsNull() {
+				if out == nil {
+					out = append([]*Column(nil), cols...)
+				}
+				cc := *c
+				cc.Type = types.DefaultFieldTypeFor(r[i])
+				out[i] = &cc
+				break
+			}
+		}
+	}
+	if out == nil {
+		return cols
+	}
+	return out
 }
 
 func resultColumns(cols []*plan.Column) []*Column {
