@@ -15,7 +15,7 @@
 # Settings (environment): WORK_DIR=<mktemp -d> KEEP_WORK=0 STRATA_BIN (default:
 #   build cmd/strata) STRATA_PORT=4310 STRATA_HTTP_PORT=8310 STRATA_GRPC_PORT=20310
 #   MARIADB_PORT=3316 SERVERS="strata mariadb" PYMYSQL_VERSION=0.10.1
-#   DJANGO_VERSION=4.2.27 DJANGO_APPS="basic lookup ..." (see below) DJANGO_PARALLEL=1
+#   DJANGO_VERSION=5.2.19 DJANGO_APPS="basic lookup ..." (see below) DJANGO_PARALLEL=1
 #
 # Output: per suite and server a line "suite server: N passed, N failed, N errors,
 # N skipped", and the suites' own logs under WORK_DIR/<suite>-<server>.log (kept
@@ -34,7 +34,7 @@ STRATA_HTTP_PORT=${STRATA_HTTP_PORT:-8310}
 STRATA_GRPC_PORT=${STRATA_GRPC_PORT:-20310}
 MARIADB_PORT=${MARIADB_PORT:-3316}
 PYMYSQL_VERSION=${PYMYSQL_VERSION:-0.10.1}
-DJANGO_VERSION=${DJANGO_VERSION:-4.2.27}
+DJANGO_VERSION=${DJANGO_VERSION:-5.2.19}
 DJANGO_PARALLEL=${DJANGO_PARALLEL:-1}
 # Apps of Django's suite that exercise the database layer an application uses:
 # models, queries, lookups, aggregation, expressions, transactions, schema

@@ -582,7 +582,7 @@ func normalizeType(ft *ptypes.FieldType) error { return normalizeTypeIn(ft, "") 
 // collation is tableCollate ("" for the server's).
 func normalizeTypeIn(ft *ptypes.FieldType, tableCollate string) error {
 	switch ft.GetType() {
-	case mysql.TypeEnum, mysql.TypeSet, mysql.TypeJSON, mysql.TypeGeometry, mysql.TypeBit, mysql.TypeDuration:
+	case mysql.TypeGeometry, mysql.TypeDuration:
 		return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support column type %s", ft.CompactStr())
 	}
 	flen, dec := mysql.GetDefaultFieldLengthAndDecimal(ft.GetType())
@@ -593,7 +593,11 @@ func normalizeTypeIn(ft *ptypes.FieldType, tableCollate string) error {
 		ft.SetDecimal(dec)
 	}
 	switch ft.GetType() {
-	case mysql.TypeString, mysql.TypeVarchar, mysql.TypeVarString, mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
+	case mysql.TypeJSON:
+		// JSON text compares byte-wise, as MySQL's utf8mb4_bin JSON does.
+		ft.SetCharset(mysql.DefaultCharset)
+		ft.SetCollate("utf8mb4_bin")
+	case mysql.TypeString, mysql.TypeVarchar, mysql.TypeVarString, mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob, mysql.TypeEnum, mysql.TypeSet:
 		if ft.GetCharset() == "" && ft.GetCollate() == "" {
 			coll := tableCollate
 			if coll == "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/sqljson"
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
@@ -268,6 +269,19 @@ func (c *Cast) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 	d, err := c.E.Eval(ctx, row)
 	if err != nil || d.IsNull() {
 		return types.Datum{}, err
+	}
+	if c.ft.GetType() == mysql.TypeJSON {
+		if isJSONExpr(c.E) {
+			return d, nil
+		}
+		if d.IsStringLike() {
+			canon, err := sqljson.Canonical(d.Bytes())
+			if err != nil {
+				return types.Datum{}, sqlerr.New(3141, "22032", "Invalid JSON text in argument 1 to function cast_as_json: \"Invalid value.\" at position 0.")
+			}
+			return types.NewStringBytes(canon), nil
+		}
+		return jsonDatum(sqlToJSON(d)), nil
 	}
 	return castValue(ctx, d, c.ft, c.limit, c), nil
 }

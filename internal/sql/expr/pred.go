@@ -33,6 +33,7 @@ type Comparison struct {
 	Op   CmpOp
 	L, R Expr
 	coll *collate.Collation // text vs text (nil: byte-wise)
+	json bool               // an operand is JSON: compare JSON values
 }
 
 // NewComparison builds L op R. A string constant compared with a temporal
@@ -45,7 +46,7 @@ func NewComparison(op CmpOp, l, r Expr) Expr {
 	if isNumericClass(classOf(l.Type())) {
 		r = numericContext(r)
 	}
-	return &Comparison{Op: op, L: l, R: r, coll: PairCollation(l, r)}
+	return &Comparison{Op: op, L: l, R: r, coll: PairCollation(l, r), json: isJSONExpr(l) || isJSONExpr(r)}
 }
 
 // prepareTemporalConstant returns c converted to a time when other is
@@ -107,7 +108,12 @@ func (c *Comparison) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, err
 	} else if l.IsNull() || r.IsNull() {
 		return types.Datum{}, nil
 	}
-	cmp, err := compareColl(l, r, c.coll)
+	var cmp int
+	if c.json {
+		cmp, err = jsonCompare(c.L, c.R, l, r)
+	} else {
+		cmp, err = compareColl(l, r, c.coll)
+	}
 	if err != nil {
 		return types.Datum{}, err
 	}

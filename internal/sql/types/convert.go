@@ -1,7 +1,6 @@
 package types
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/sqljson"
 )
 
 // Convert casts d for storing into a column of type ft under MySQL 8's
@@ -561,10 +561,15 @@ func (c converter) toSet(d Datum) (Datum, error) {
 func (c converter) toJSON(d Datum) (Datum, error) {
 	switch d.k {
 	case KindString, KindBytes:
-		if !json.Valid(d.b()) {
+		canon, err := sqljson.Canonical(d.b())
+		if err != nil {
 			return Datum{}, sqlerr.New(3140, "22032", "Invalid JSON text: \"Invalid value.\" at position 0 in value for column '%s'.", c.col)
 		}
-		return NewStringBytes(d.b()), nil
+		return NewStringBytes(canon), nil
+	case KindFloat64:
+		return NewStringBytes(sqljson.AppendFloat(nil, d.Float())), nil
+	case KindTime:
+		return NewStringBytes(sqljson.AppendString(nil, string(d.AppendText(nil)))), nil
 	}
 	return NewStringBytes(d.AppendText(nil)), nil
 }
