@@ -582,7 +582,7 @@ func normalizeType(ft *ptypes.FieldType) error { return normalizeTypeIn(ft, "") 
 // collation is tableCollate ("" for the server's).
 func normalizeTypeIn(ft *ptypes.FieldType, tableCollate string) error {
 	switch ft.GetType() {
-	case mysql.TypeGeometry, mysql.TypeDuration:
+	case mysql.TypeGeometry:
 		return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support column type %s", ft.CompactStr())
 	}
 	flen, dec := mysql.GetDefaultFieldLengthAndDecimal(ft.GetType())

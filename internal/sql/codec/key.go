@@ -38,6 +38,7 @@ const (
 	flagFloat   byte = 0x05
 	flagDecimal byte = 0x06
 	flagTime    byte = 0x07
+	flagDur     byte = 0x08
 )
 
 // ErrCorrupt reports bytes that are not a valid encoding.
@@ -86,6 +87,9 @@ func EncodeKey(buf []byte, ds ...types.Datum) ([]byte, error) {
 		case types.KindTime:
 			buf = append(buf, flagTime)
 			buf = binary.BigEndian.AppendUint64(buf, uint64(d.Time()))
+		case types.KindDuration:
+			buf = append(buf, flagDur)
+			buf = EncodeInt(buf, d.DurationWord())
 		default:
 			return nil, fmt.Errorf("codec: cannot encode datum of kind %v", d.Kind())
 		}
@@ -155,6 +159,13 @@ func DecodeKey(b []byte, n int) ([]types.Datum, []byte, error) {
 				return nil, nil, ErrCorrupt
 			}
 			d, b = types.NewTime(types.Time(binary.BigEndian.Uint64(b))), b[8:]
+		case flagDur:
+			var w int64
+			var err error
+			if w, b, err = DecodeInt(b); err != nil {
+				return nil, nil, err
+			}
+			d = types.NewDurationWord(w)
 		default:
 			return nil, nil, ErrCorrupt
 		}

@@ -77,7 +77,7 @@ func valueSize(d types.Datum) (int, error) {
 		return 1 + uvarintLen(zigzag(d.Int())), nil
 	case types.KindUint64:
 		return 1 + uvarintLen(d.Uint()), nil
-	case types.KindFloat64, types.KindTime:
+	case types.KindFloat64, types.KindTime, types.KindDuration:
 		return 9, nil
 	case types.KindString, types.KindBytes:
 		return 1 + len(d.Bytes()), nil
@@ -100,6 +100,8 @@ func appendValue(buf []byte, d types.Datum) []byte {
 		buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(d.Float()))
 	case types.KindTime:
 		buf = binary.BigEndian.AppendUint64(buf, uint64(d.Time()))
+	case types.KindDuration:
+		buf = binary.BigEndian.AppendUint64(buf, uint64(d.DurationWord()))
 	case types.KindString, types.KindBytes:
 		buf = append(buf, d.Bytes()...)
 	case types.KindDecimal:
@@ -147,6 +149,11 @@ func decodeValue(b []byte) (types.Datum, error) {
 			return types.Datum{}, ErrCorrupt
 		}
 		return types.NewTime(types.Time(binary.BigEndian.Uint64(p))), nil
+	case types.KindDuration:
+		if len(p) != 8 {
+			return types.Datum{}, ErrCorrupt
+		}
+		return types.NewDurationWord(int64(binary.BigEndian.Uint64(p))), nil
 	case types.KindString:
 		return types.NewStringBytes(p), nil
 	case types.KindBytes:

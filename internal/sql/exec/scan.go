@@ -728,7 +728,7 @@ func handleBound(d types.Datum, ft *ptypes.FieldType, incl bool) (v int64, inclu
 	if d.IsNull() {
 		return 0, false, false, true, true
 	}
-	if d.IsStringLike() || d.Kind() == types.KindTime {
+	if d.IsStringLike() || d.Kind() == types.KindTime || d.Kind() == types.KindDuration {
 		return 0, false, false, false, false
 	}
 	cv, err := types.Convert(d, ft)
@@ -764,8 +764,12 @@ func indexValue(d types.Datum, ft *ptypes.FieldType) (v types.Datum, exact, usab
 		if !d.IsStringLike() && d.Kind() != types.KindTime {
 			return d, false, false
 		}
+	case types.KindDuration:
+		if !d.IsStringLike() && d.Kind() != types.KindDuration {
+			return d, false, false
+		}
 	default:
-		if d.IsStringLike() || d.Kind() == types.KindTime {
+		if d.IsStringLike() || d.Kind() == types.KindTime || d.Kind() == types.KindDuration {
 			return d, false, false
 		}
 	}

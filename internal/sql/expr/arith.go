@@ -223,6 +223,8 @@ func numericOperand(ctx *EvalContext, d types.Datum) types.Datum {
 	switch d.Kind() {
 	case types.KindTime:
 		return d.Time().ToNumber()
+	case types.KindDuration:
+		return types.DurationNumber(d)
 	case types.KindString, types.KindBytes:
 		f, err := d.ToFloat64()
 		ctx.Warn(err)

@@ -247,6 +247,12 @@ func NewCast(e Expr, target *ptypes.FieldType) (Expr, error) {
 			fsp = 0
 		}
 		ft = timeType(target.GetType(), fsp)
+	case mysql.TypeDuration:
+		fsp := target.GetDecimal()
+		if fsp < 0 {
+			fsp = 0
+		}
+		ft = durationFT(fsp)
 	case mysql.TypeJSON:
 		ft = ptypes.NewFieldType(mysql.TypeJSON)
 		ft.SetCharset(charset.CharsetUTF8MB4)
@@ -269,6 +275,15 @@ func (c *Cast) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 	d, err := c.E.Eval(ctx, row)
 	if err != nil || d.IsNull() {
 		return types.Datum{}, err
+	}
+	if c.ft.GetType() == mysql.TypeDuration {
+		v, err := types.Convert(d, c.ft)
+		if err != nil {
+			s, _ := d.ToString()
+			ctx.Warn(sqlerr.New(sqlerr.ErTruncatedWrongValue, "22007", "Truncated incorrect time value: '%s'", s))
+			return types.Datum{}, nil
+		}
+		return v, nil
 	}
 	if c.ft.GetType() == mysql.TypeJSON {
 		if isJSONExpr(c.E) {

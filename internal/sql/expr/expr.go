@@ -165,7 +165,7 @@ func (c *Constant) String() string {
 	switch c.Value.Kind() {
 	case types.KindNull:
 		return "NULL"
-	case types.KindString, types.KindBytes, types.KindTime:
+	case types.KindString, types.KindBytes, types.KindTime, types.KindDuration:
 		return quote(c.Value.String())
 	}
 	return c.Value.String()

@@ -476,8 +476,8 @@ func unionType(a, b *ptypes.FieldType) *ptypes.FieldType {
 	ka, kb := types.KindForFieldType(a), types.KindForFieldType(b)
 	str := func(k types.Kind) bool { return k == types.KindString || k == types.KindBytes }
 	switch {
-	case str(ka) || str(kb) || ka == types.KindTime || kb == types.KindTime:
-		if ka == types.KindTime && kb == types.KindTime {
+	case str(ka) || str(kb) || ka == types.KindTime || kb == types.KindTime || ka == types.KindDuration || kb == types.KindDuration:
+		if (ka == types.KindTime && kb == types.KindTime) || (ka == types.KindDuration && kb == types.KindDuration) {
 			return a
 		}
 		ft := ptypes.NewFieldType(mysql.TypeVarString)
@@ -846,6 +846,8 @@ func kindClass(ft *ptypes.FieldType) int {
 		return 2
 	case types.KindTime:
 		return 3
+	case types.KindDuration:
+		return 4
 	}
 	return 0
 }

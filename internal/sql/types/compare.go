@@ -72,6 +72,8 @@ func Compare(a, b Datum) (int, error) {
 		case KindTime:
 			return -compareTimeString(b.Time(), a), nil
 		}
+	case KindDuration:
+		return compareDuration(a, b), nil
 	case KindTime:
 		switch b.k {
 		case KindTime:
@@ -84,6 +86,9 @@ func Compare(a, b Datum) (int, error) {
 	}
 	if b.k == KindTime {
 		return Compare(a, b.Time().ToNumber())
+	}
+	if b.k == KindDuration {
+		return -compareDuration(b, a), nil
 	}
 	// Remaining pairs involve a float, or a number and a string: DOUBLE.
 	af, _ := a.ToFloat64()
@@ -188,6 +193,9 @@ func (d Datum) AppendHashKey(buf []byte) []byte {
 	case KindTime:
 		v := uint64(d.i) >> 5
 		return append(buf, 't', byte(v>>56), byte(v>>48), byte(v>>40), byte(v>>32), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+	case KindDuration:
+		v := uint64(d.i >> 3)
+		return append(buf, 'D', byte(v>>56), byte(v>>48), byte(v>>40), byte(v>>32), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
 	}
 	return buf
 }

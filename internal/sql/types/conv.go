@@ -145,6 +145,8 @@ func (d Datum) ToInt64() (int64, error) {
 		return v, nil
 	case KindTime:
 		return d.Time().ToNumber().ToInt64()
+	case KindDuration:
+		return durationToNumber(d.Duration()).ToInt64()
 	}
 	return 0, nil
 }
@@ -203,6 +205,8 @@ func (d Datum) ToUint64() (uint64, error) {
 		return v, nil
 	case KindTime:
 		return d.Time().ToNumber().ToUint64()
+	case KindDuration:
+		return durationToNumber(d.Duration()).ToUint64()
 	}
 	return 0, nil
 }
@@ -228,6 +232,8 @@ func (d Datum) ToFloat64() (float64, error) {
 		return v, nil
 	case KindTime:
 		return d.Time().ToNumber().ToFloat64()
+	case KindDuration:
+		return durationToNumber(d.Duration()).ToFloat64()
 	}
 	return 0, nil
 }
@@ -255,6 +261,8 @@ func (d Datum) ToDecimal() (*Decimal, error) {
 		return dec, nil
 	case KindTime:
 		return d.Time().ToNumber().ToDecimal()
+	case KindDuration:
+		return durationToNumber(d.Duration()).ToDecimal()
 	}
 	return &Decimal{}, nil
 }
@@ -287,6 +295,9 @@ func (d Datum) ToBool() (isTrue bool, isNull bool, err error) {
 		return f != 0, false, err
 	case KindTime:
 		return !d.Time().IsZero(), false, nil
+	case KindDuration:
+		m, _ := d.Duration()
+		return m != 0, false, nil
 	}
 	return false, false, nil
 }

@@ -46,6 +46,8 @@ func ConvertColumn(d Datum, ft *ptypes.FieldType, col string, row int) (Datum, e
 		return c.toString(d)
 	case mysql.TypeDate, mysql.TypeNewDate, mysql.TypeDatetime, mysql.TypeTimestamp:
 		return c.toTime(d)
+	case mysql.TypeDuration:
+		return c.toDuration(d)
 	case mysql.TypeEnum:
 		return c.toEnum(d)
 	case mysql.TypeSet:
@@ -629,6 +631,9 @@ func DefaultFieldTypeFor(d Datum) *ptypes.FieldType {
 			ft.SetDecimal(t.Fsp())
 		}
 		setBinary(ft)
+	case KindDuration:
+		_, fsp := d.Duration()
+		ft = durationType(fsp)
 	}
 	return ft
 }
@@ -665,6 +670,8 @@ func KindForFieldType(ft *ptypes.FieldType) Kind {
 		return KindString
 	case mysql.TypeDate, mysql.TypeNewDate, mysql.TypeDatetime, mysql.TypeTimestamp:
 		return KindTime
+	case mysql.TypeDuration:
+		return KindDuration
 	case mysql.TypeEnum, mysql.TypeSet, mysql.TypeJSON:
 		return KindString
 	}

@@ -30,7 +30,8 @@ const (
 	KindDecimal
 	KindString // text; Compare is byte-wise, CompareCollated orders it by a collation
 	KindBytes  // binary strings and BLOB
-	KindTime   // DATE, DATETIME, TIMESTAMP (see Time)
+	KindTime     // DATE, DATETIME, TIMESTAMP (see Time)
+	KindDuration // TIME (see duration.go)
 )
 
 // Datum is one SQL value. The zero Datum is NULL. Datums are small values
@@ -171,6 +172,8 @@ func (k Kind) String() string {
 		return "bytes"
 	case KindTime:
 		return "time"
+	case KindDuration:
+		return "duration"
 	}
 	return "kind?"
 }

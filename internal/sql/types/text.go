@@ -28,6 +28,9 @@ func (d Datum) AppendText(buf []byte) []byte {
 		return append(buf, d.b()...)
 	case KindTime:
 		return d.Time().Append(buf)
+	case KindDuration:
+		m, fsp := d.Duration()
+		return AppendDuration(buf, m, fsp)
 	}
 	return buf
 }

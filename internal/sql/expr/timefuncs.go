@@ -1,0 +1,202 @@
+package expr
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	ptypes "github.com/pingcap/tidb/pkg/parser/types"
+	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+// TIME functions: values are types.KindDuration.
+
+func durationFT(fsp int) *ptypes.FieldType {
+	return types.DefaultFieldTypeFor(types.NewDuration(0, fsp))
+}
+
+func retDuration(args []Expr) *ptypes.FieldType {
+	fsp := 0
+	if len(args) > 0 {
+		if d := args[0].Type().GetDecimal(); d > 0 && d <= types.MaxFsp {
+			fsp = d
+		}
+		if args[0].Type().GetType() == mysql.TypeUnspecified {
+			fsp = types.MaxFsp
+		}
+	}
+	return durationFT(fsp)
+}
+
+func retCurtime(args []Expr) *ptypes.FieldType { return durationFT(nowFsp(args)) }
+
+func init() {
+	for name, def := range map[string]*funcDef{
+		"time":         {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retDuration, eval: evalTimeFn},
+		"curtime":      {minArgs: 0, maxArgs: 1, volatile: true, retType: retCurtime, eval: evalCurtime},
+		"current_time": {minArgs: 0, maxArgs: 1, volatile: true, retType: retCurtime, eval: evalCurtime},
+		"time_to_sec":  {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retInt, eval: evalTimeToSec},
+		"sec_to_time":  {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: func([]Expr) *ptypes.FieldType { return durationFT(0) }, eval: evalSecToTime},
+		"timediff":     {minArgs: 2, maxArgs: 2, nullIfNullArg: true, retType: retDuration, eval: evalTimediff},
+		"maketime":     {minArgs: 3, maxArgs: 3, nullIfNullArg: true, retType: func([]Expr) *ptypes.FieldType { return durationFT(0) }, eval: evalMaketime},
+		"hour":         {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retInt, eval: evalClockPart(0)},
+		"minute":       {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retInt, eval: evalClockPart(1)},
+		"second":       {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retInt, eval: evalClockPart(2)},
+		"microsecond":  {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retInt, eval: evalClockPart(3)},
+	} {
+		builtins[name] = def
+	}
+}
+
+// durationArg reads a value as a TIME: a TIME as it is, a DATETIME's time
+// of day, text or a number parsed as [D ]HH:MM:SS / HHMMSS (text holding a
+// full datetime gives its time). ok=false (with a warning) otherwise.
+func durationArg(ctx *EvalContext, d types.Datum) (micros int64, fsp int, ok bool) {
+	switch d.Kind() {
+	case types.KindDuration:
+		m, f := d.Duration()
+		return m, f, true
+	case types.KindTime:
+		m, f := types.DurationOf(d.Time()).Duration()
+		return m, f, true
+	}
+	v, err := types.Convert(d, durationFT(types.MaxFsp))
+	if err != nil {
+		s, _ := d.ToString()
+		ctx.Warn(sqlerr.New(sqlerr.ErTruncatedWrongValue, "22007", "Truncated incorrect time value: '%s'", s))
+		return 0, 0, false
+	}
+	m, _ := v.Duration()
+	return m, types.MaxFsp, true
+}
+
+func evalTimeFn(ctx *EvalContext, f *Func, args []types.Datum) (types.Datum, error) {
+	m, _, ok := durationArg(ctx, args[0])
+	if !ok {
+		return types.Datum{}, nil
+	}
+	return types.Convert(types.NewDuration(m, types.MaxFsp), f.ft)
+}
+
+func evalCurtime(ctx *EvalContext, f *Func, _ []types.Datum) (types.Datum, error) {
+	now := stmtNow(ctx)
+	m := (int64(now.Hour())*3600+int64(now.Minute())*60+int64(now.Second()))*1000000 + int64(now.Nanosecond()/1000)
+	return types.Convert(types.NewDuration(m, types.MaxFsp), f.ft)
+}
+
+func evalTimeToSec(ctx *EvalContext, _ *Func, args []types.Datum) (types.Datum, error) {
+	m, _, ok := durationArg(ctx, args[0])
+	if !ok {
+		return types.Datum{}, nil
+	}
+	return types.NewInt(m / 1000000), nil
+}
+
+func clipDuration(m int64) int64 {
+	if m > types.MaxDurationMicros {
+		return types.MaxDurationMicros
+	}
+	if m < -types.MaxDurationMicros {
+		return -types.MaxDurationMicros
+	}
+	return m
+}
+
+func evalSecToTime(_ *EvalContext, _ *Func, args []types.Datum) (types.Datum, error) {
+	s, err := args[0].ToInt64()
+	if err != nil {
+		return types.Datum{}, err
+	}
+	if s > types.MaxDurationMicros/1000000 || s < -types.MaxDurationMicros/1000000 {
+		return types.NewDuration(clipDuration(s*1000000), 0), nil
+	}
+	return types.NewDuration(s*1000000, 0), nil
+}
+
+// evalTimediff is TIMEDIFF(a, b): a - b, both TIMEs or both DATETIMEs.
+func evalTimediff(ctx *EvalContext, f *Func, args []types.Datum) (types.Datum, error) {
+	a, b := args[0], args[1]
+	isDT := func(d types.Datum) bool {
+		if d.Kind() == types.KindTime {
+			return true
+		}
+		if d.IsStringLike() {
+			_, err := types.ParseTime(string(d.Bytes()), mysql.TypeDatetime, types.MaxFsp)
+			s := string(d.Bytes())
+			return err == nil && len(s) >= 8 && (s[4] == '-' || s[2] == '-')
+		}
+		return false
+	}
+	var diff int64
+	if isDT(a) && isDT(b) {
+		ta, okA := timeArg(ctx, a)
+		tb, okB := timeArg(ctx, b)
+		if !okA || !okB {
+			return types.Datum{}, nil
+		}
+		diff = ta.GoTime(stmtNow(ctx).Location()).Sub(tb.GoTime(stmtNow(ctx).Location())).Microseconds()
+	} else {
+		ma, _, okA := durationArg(ctx, a)
+		mb, _, okB := durationArg(ctx, b)
+		if !okA || !okB {
+			return types.Datum{}, nil
+		}
+		diff = ma - mb
+	}
+	fsp := max(f.Args[0].Type().GetDecimal(), f.Args[1].Type().GetDecimal(), 0)
+	if fsp > types.MaxFsp {
+		fsp = types.MaxFsp
+	}
+	return types.NewDuration(clipDuration(diff), fsp), nil
+}
+
+func evalMaketime(_ *EvalContext, _ *Func, args []types.Datum) (types.Datum, error) {
+	h, err := args[0].ToInt64()
+	if err != nil {
+		return types.Datum{}, err
+	}
+	m, err := args[1].ToInt64()
+	if err != nil {
+		return types.Datum{}, err
+	}
+	s, err := args[2].ToInt64()
+	if err != nil {
+		return types.Datum{}, err
+	}
+	if m < 0 || m > 59 || s < 0 || s > 59 {
+		return types.Datum{}, nil
+	}
+	neg := h < 0
+	if neg {
+		h = -h
+	}
+	v := clipDuration((h*3600 + m*60 + s) * 1000000)
+	if neg {
+		v = -v
+	}
+	return types.NewDuration(v, 0), nil
+}
+
+// evalClockPart is HOUR, MINUTE, SECOND, MICROSECOND (part 0..3) of a TIME
+// or DATETIME: HOUR('272:59:59') is 272.
+func evalClockPart(part int) func(*EvalContext, *Func, []types.Datum) (types.Datum, error) {
+	return func(ctx *EvalContext, _ *Func, args []types.Datum) (types.Datum, error) {
+		d := args[0]
+		if d.Kind() == types.KindTime {
+			t := d.Time()
+			return types.NewInt(int64([4]int{t.Hour(), t.Minute(), t.Second(), t.Microsecond()}[part])), nil
+		}
+		if d.IsStringLike() {
+			if t, err := types.ParseTime(string(d.Bytes()), mysql.TypeDatetime, types.MaxFsp); err == nil && len(d.Bytes()) >= 10 {
+				return types.NewInt(int64([4]int{t.Hour(), t.Minute(), t.Second(), t.Microsecond()}[part])), nil
+			}
+		}
+		m, _, ok := durationArg(ctx, d)
+		if !ok {
+			return types.Datum{}, nil
+		}
+		if m < 0 {
+			m = -m
+		}
+		secs := m / 1000000
+		return types.NewInt([4]int64{secs / 3600, secs / 60 % 60, secs % 60, m % 1000000}[part]), nil
+	}
+}
