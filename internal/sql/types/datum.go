@@ -28,8 +28,8 @@ const (
 	KindUint64
 	KindFloat64
 	KindDecimal
-	KindString // text; Compare is byte-wise, CompareCollated orders it by a collation
-	KindBytes  // binary strings and BLOB
+	KindString   // text; Compare is byte-wise, CompareCollated orders it by a collation
+	KindBytes    // binary strings and BLOB
 	KindTime     // DATE, DATETIME, TIMESTAMP (see Time)
 	KindDuration // TIME (see duration.go)
 )
