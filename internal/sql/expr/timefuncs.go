@@ -1,6 +1,8 @@
 package expr
 
 import (
+	"strings"
+
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
@@ -13,14 +15,28 @@ func durationFT(fsp int) *ptypes.FieldType {
 	return types.DefaultFieldTypeFor(types.NewDuration(0, fsp))
 }
 
+// retDuration is the type of TIME(x), TIMEDIFF(x, ...): x's fractional
+// digits, as MySQL derives them (a text literal's from its own fraction,
+// other text or a ? parameter 6).
 func retDuration(args []Expr) *ptypes.FieldType {
 	fsp := 0
 	if len(args) > 0 {
-		if d := args[0].Type().GetDecimal(); d > 0 && d <= types.MaxFsp {
-			fsp = d
-		}
-		if args[0].Type().GetType() == mysql.TypeUnspecified {
+		switch a := args[0]; {
+		case a.Type().GetType() == mysql.TypeUnspecified:
 			fsp = types.MaxFsp
+		case classOf(a.Type()) == classString:
+			fsp = types.MaxFsp
+			if k, ok := a.(*Constant); ok && k.Value.IsStringLike() {
+				s := string(k.Value.Bytes())
+				fsp = 0
+				if i := strings.LastIndexByte(s, '.'); i >= 0 {
+					fsp = min(len(strings.TrimSpace(s[i+1:])), types.MaxFsp)
+				}
+			}
+		default:
+			if d := a.Type().GetDecimal(); d > 0 && d <= types.MaxFsp {
+				fsp = d
+			}
 		}
 	}
 	return durationFT(fsp)
