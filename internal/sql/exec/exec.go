@@ -230,6 +230,12 @@ func Build(p plan.Plan) (Executor, error) {
 			return nil, err
 		}
 		return &aggExec{child: child, p: n}, nil
+	case *plan.Window:
+		child, err := Build(n.Child)
+		if err != nil {
+			return nil, err
+		}
+		return &windowExec{child: child, p: n}, nil
 	case *plan.Sort:
 		if d, ok := n.Child.(*plan.Distinct); ok && keysAmong(n.Keys, d.N) {
 			// DISTINCT then ORDER BY some of the distinct columns: one

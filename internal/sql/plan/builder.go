@@ -244,6 +244,13 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 		}
 		p = &Filter{base: base{p.Columns()}, Child: p, Cond: e}
 	}
+	b.clause = "window"
+	{
+		var err error
+		if p, out, err = b.buildWindow(p, sel, out); err != nil {
+			return nil, err
+		}
+	}
 
 	b.clause = "field list"
 	proj := &Projection{Child: p}

@@ -31,6 +31,9 @@ type scope struct {
 	// aggs maps the text of an aggregate call to its output column when
 	// compiling above an Aggregate node; nil elsewhere (aggregates invalid).
 	aggs map[string]int
+	// windows maps the text of a window function call to its output
+	// column above a Window node; nil elsewhere.
+	windows map[string]int
 	// aliases are select-list aliases usable in HAVING / ORDER BY.
 	aliases map[string]ast.ExprNode
 	// values is the row offset of the new row for VALUES(col) in
@@ -88,6 +91,17 @@ func (sc *scope) Bind(node ast.ExprNode) (expr.Expr, error) {
 			return nil, sqlerr.New(sqlerr.ErInvalidGroupFuncUse, "HY000", "Invalid use of group function")
 		}
 		return expr.NewColumn(idx, sc.cols[idx].col.Type, restore(n)), nil
+	case *ast.WindowFuncExpr:
+		idx, ok := sc.windows[restore(n)]
+		if !ok {
+			return nil, sqlerr.New(3593, "HY000", "You cannot use the window function '%s' in this context.", n.Name)
+		}
+		for _, c := range sc.cols {
+			if c.idx == idx {
+				return expr.NewColumn(idx, c.col.Type, restore(n)), nil
+			}
+		}
+		return nil, sqlerr.New(3593, "HY000", "You cannot use the window function '%s' in this context.", n.Name)
 	case *ast.SubqueryExpr:
 		return sc.b.buildSubquery(sc, n, ScalarSubquery, nil, 0, false)
 	case *ast.ExistsSubqueryExpr:
