@@ -27,7 +27,7 @@ type Window struct {
 
 // WindowFunc is one window function call with its window.
 type WindowFunc struct {
-	Name      string    // lower case: row_number, rank, ..., or an aggregate's name
+	Name      string // lower case: row_number, rank, ..., or an aggregate's name
 	Args      []expr.Expr
 	Agg       *expr.AggFunc // aggregates used as window functions
 	Partition []expr.Expr
