@@ -436,7 +436,7 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 	}
 	ec = &exec.Context{
 		Ctx: ctx, Txn: s.txn, Eval: s.evalContext(params), IDs: s.e.ids,
-		Mem: exec.NewMemTracker(s.memQuota()), Schema: s.schema, FKChecks: !s.x.fkOff, NonStrict: s.x.nonStrict,
+		Mem: exec.NewMemTracker(s.memQuota()), Schema: s.schema, FKChecks: !s.x.fkOff, NonStrict: s.x.nonStrict, FoundRows: s.x.clientFoundRows,
 		// A statement that is its own transaction, with nothing written
 		// before it: its commit follows at once, so an INSERT may leave
 		// its primary key check to it.

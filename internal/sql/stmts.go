@@ -27,14 +27,19 @@ type sessionExtra struct {
 	nextReadOnly *bool
 	// temp holds the session's temporary tables; tempVersion counts their
 	// changes, so that cached plans are planned again.
-	temp        []*catalog.TableInfo
-	tempDB      []string // the database of each temporary table
-	tempVersion int64
-	rowCount    int64
-	foundRows   uint64
-	fkOff       bool // foreign_key_checks = 0
-	nonStrict   bool // sql_mode has neither STRICT_TRANS_TABLES nor STRICT_ALL_TABLES
+	temp            []*catalog.TableInfo
+	tempDB          []string // the database of each temporary table
+	tempVersion     int64
+	rowCount        int64
+	foundRows       uint64
+	fkOff           bool // foreign_key_checks = 0
+	nonStrict       bool // sql_mode has neither STRICT_TRANS_TABLES nor STRICT_ALL_TABLES
+	clientFoundRows bool // the client connected with CLIENT_FOUND_ROWS
 }
+
+// SetClientFoundRows makes UPDATE report matched rather than changed rows,
+// as a client connecting with CLIENT_FOUND_ROWS expects.
+func (s *Session) SetClientFoundRows(on bool) { s.x.clientFoundRows = on }
 
 type savepoint struct {
 	name string

@@ -71,6 +71,10 @@ type Context struct {
 	// column is then ignored with a warning (as MariaDB does, which lets
 	// its mysqldump's output load) instead of failing the statement.
 	NonStrict bool
+	// FoundRows: the client asked for CLIENT_FOUND_ROWS, so UPDATE (and
+	// INSERT ... ON DUPLICATE KEY UPDATE) count the rows they matched,
+	// changed or not.
+	FoundRows bool
 
 	// Results of a DML statement.
 	AffectedRows uint64

@@ -119,6 +119,8 @@ func (c *compiler) funcCall(n *ast.FuncCallExpr) (Expr, error) {
 		return c.dateArithCall(name, nodes)
 	case "timestampadd", "timestampdiff":
 		return c.timestampCall(name, nodes)
+	case "extract":
+		return c.extractCall(nodes)
 	}
 	args, err := c.compileAll(nodes)
 	if err != nil {

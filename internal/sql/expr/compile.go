@@ -388,6 +388,8 @@ func foldable(e Expr) bool {
 		kids = []Expr{n.A, n.B}
 	case *Cast:
 		kids = []Expr{n.E}
+	case *Extract:
+		kids = []Expr{n.E}
 	case *DateArith:
 		kids = []Expr{n.Date, n.Interval}
 	case *TimestampDiff:

@@ -139,6 +139,11 @@ func (h *handler) state(c *mysql.Conn) *connState {
 	}
 	if st.sess == nil {
 		st.sess = h.open(c.User, hostOf(c.RemoteAddr()))
+		// CLIENT_FOUND_ROWS: UPDATE reports the rows it matched, not the
+		// rows it changed (Django and others rely on it).
+		if fr, ok := st.sess.(interface{ SetClientFoundRows(bool) }); ok && c.Capabilities&mysql.CapabilityClientFoundRows != 0 {
+			fr.SetClientFoundRows(true)
+		}
 	}
 	return st
 }
