@@ -130,6 +130,13 @@ func (s *Session) findSavepoint(name string) int {
 // savepoint records the transaction's writes so far under name. Outside a
 // transaction it does nothing, as in MySQL with autocommit.
 func (s *Session) savepoint(ctx context.Context, name string) error {
+	if s.txn == nil && !s.autocommit {
+		// With autocommit off, SAVEPOINT starts the transaction, as any
+		// statement does (Django's first atomic block does exactly this).
+		if err := s.begin(ctx); err != nil {
+			return err
+		}
+	}
 	if !s.InTxn() {
 		return nil
 	}
