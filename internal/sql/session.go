@@ -342,6 +342,9 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt, *ast.CreateViewStmt, *ast.AlterTableStmt:
 		return s.runDDL(ctx, st)
 	}
+	if n, ok := st.(*ast.LoadDataStmt); ok {
+		return s.loadData(ctx, n)
+	}
 	if r, ok, err := s.runExtra(ctx, st); ok {
 		return r, err
 	}

@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"io"
 	"regexp"
 	"strings"
 
@@ -35,6 +36,9 @@ type sessionExtra struct {
 	fkOff           bool // foreign_key_checks = 0
 	nonStrict       bool // sql_mode has neither STRICT_TRANS_TABLES nor STRICT_ALL_TABLES
 	clientFoundRows bool // the client connected with CLIENT_FOUND_ROWS
+	// localInfile fetches a LOAD DATA LOCAL file from the client (nil:
+	// not available on this connection).
+	localInfile func(name string) (io.ReadCloser, error)
 }
 
 // SetClientFoundRows makes UPDATE report matched rather than changed rows,

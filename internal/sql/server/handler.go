@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -143,6 +144,13 @@ func (h *handler) state(c *mysql.Conn) *connState {
 		// rows it changed (Django and others rely on it).
 		if fr, ok := st.sess.(interface{ SetClientFoundRows(bool) }); ok && c.Capabilities&mysql.CapabilityClientFoundRows != 0 {
 			fr.SetClientFoundRows(true)
+		}
+		// LOAD DATA LOCAL INFILE asks the client for the file over this
+		// connection (a client that refuses sends an empty file).
+		if li, ok := st.sess.(interface {
+			SetLocalInfile(func(string) (io.ReadCloser, error))
+		}); ok {
+			li.SetLocalInfile(c.LoadInfile)
 		}
 	}
 	return st
