@@ -85,6 +85,30 @@ var byName = map[string]*Collation{
 	"latin1_swedish_ci":      genCI,
 	"latin1_general_ci":      genCI,
 	"ascii_general_ci":       genCI,
+	// The language collations of UCA 4.0.0 (MySQL's utf8mb4_<language>_ci)
+	// take x/text's tailoring for the language.
+	"utf8mb4_icelandic_ci":  newUCALang("utf8mb4_icelandic_ci", "is"),
+	"utf8mb4_latvian_ci":    newUCALang("utf8mb4_latvian_ci", "lv"),
+	"utf8mb4_romanian_ci":   newUCALang("utf8mb4_romanian_ci", "ro"),
+	"utf8mb4_slovenian_ci":  newUCALang("utf8mb4_slovenian_ci", "sl"),
+	"utf8mb4_polish_ci":     newUCALang("utf8mb4_polish_ci", "pl"),
+	"utf8mb4_estonian_ci":   newUCALang("utf8mb4_estonian_ci", "et"),
+	"utf8mb4_spanish_ci":    newUCALang("utf8mb4_spanish_ci", "es"),
+	"utf8mb4_swedish_ci":    newUCALang("utf8mb4_swedish_ci", "sv"),
+	"utf8mb4_turkish_ci":    newUCALang("utf8mb4_turkish_ci", "tr"),
+	"utf8mb4_czech_ci":      newUCALang("utf8mb4_czech_ci", "cs"),
+	"utf8mb4_danish_ci":     newUCALang("utf8mb4_danish_ci", "da"),
+	"utf8mb4_lithuanian_ci": newUCALang("utf8mb4_lithuanian_ci", "lt"),
+	"utf8mb4_slovak_ci":     newUCALang("utf8mb4_slovak_ci", "sk"),
+	"utf8mb4_spanish2_ci":   newUCALang("utf8mb4_spanish2_ci", "es-u-co-trad"),
+	"utf8mb4_roman_ci":      newUCALang("utf8mb4_roman_ci", "und"),
+	"utf8mb4_persian_ci":    newUCALang("utf8mb4_persian_ci", "fa"),
+	"utf8mb4_esperanto_ci":  newUCALang("utf8mb4_esperanto_ci", "eo"),
+	"utf8mb4_hungarian_ci":  newUCALang("utf8mb4_hungarian_ci", "hu"),
+	"utf8mb4_sinhala_ci":    newUCALang("utf8mb4_sinhala_ci", "si"),
+	"utf8mb4_german2_ci":    newUCALang("utf8mb4_german2_ci", "de-u-co-phonebk"),
+	"utf8mb4_croatian_ci":   newUCALang("utf8mb4_croatian_ci", "hr"),
+	"utf8mb4_vietnamese_ci": newUCALang("utf8mb4_vietnamese_ci", "vi"),
 }
 
 // Default is the collation of text when nothing names one: MySQL 8.0's
@@ -114,6 +138,16 @@ func IsBinary(name string) bool { return Lookup(name) == nil }
 func newUCA(name string, padSpace bool, opts ...xcollate.Option) *Collation {
 	c := &Collation{Name: name, alg: algUCA, padSpace: padSpace}
 	c.pool.New = func() any { return xcollate.New(language.Und, opts...) }
+	c.initASCII()
+	return c
+}
+
+// newUCALang is a PAD SPACE, accent- and case-insensitive UCA collation
+// tailored for a language (a BCP 47 tag).
+func newUCALang(name, tag string) *Collation {
+	c := &Collation{Name: name, alg: algUCA, padSpace: true}
+	lang := language.Make(tag)
+	c.pool.New = func() any { return xcollate.New(lang, xcollate.Loose) }
 	c.initASCII()
 	return c
 }

@@ -123,3 +123,22 @@ func BenchmarkCompareASCII(b *testing.B) {
 		ai0900.Compare(x, y)
 	}
 }
+
+// TestLanguageCollations: the language collations follow their language's
+// order (Swedish sorts å, ä, ö after z; Spanish ñ after n).
+func TestLanguageCollations(t *testing.T) {
+	sv := Lookup("utf8mb4_swedish_ci")
+	if sv.Compare([]byte("ö"), []byte("z")) <= 0 || sv.Compare([]byte("A"), []byte("a")) != 0 {
+		t.Errorf("swedish: ö vs z %d, A vs a %d", sv.Compare([]byte("ö"), []byte("z")), sv.Compare([]byte("A"), []byte("a")))
+	}
+	if uniCI.Compare([]byte("ö"), []byte("z")) >= 0 {
+		t.Errorf("unicode_ci: ö should sort before z")
+	}
+	es := Lookup("utf8mb4_spanish_ci")
+	if es.Compare([]byte("ñ"), []byte("nz")) <= 0 {
+		t.Errorf("spanish: ñ should sort after nz")
+	}
+	if Lookup("utf8mb4_esperanto_ci") == nil {
+		t.Errorf("esperanto missing")
+	}
+}
