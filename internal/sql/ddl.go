@@ -556,6 +556,13 @@ func dropColumn(t *catalog.TableInfo, name string) error {
 			ix.Columns[i] = shift(off)
 		}
 	}
+	// A foreign key's columns are in an index, so none of them is the
+	// dropped column; the ones after it move.
+	for _, fk := range t.ForeignKeys {
+		for i, off := range fk.Columns {
+			fk.Columns[i] = shift(off)
+		}
+	}
 	if t.PKIsHandle {
 		t.HandleOffset = shift(t.HandleOffset)
 	}
