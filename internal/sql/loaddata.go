@@ -91,10 +91,121 @@ func (rr *recordReader) startsWith(p []byte) bool {
 	return err == nil && bytes.Equal(b, p)
 }
 
+// simple reports whether records can be split line by line: one-byte
+// line and field terminators, no enclosing character, no line prefix.
+func (f loadFormat) simple() bool {
+	return len(f.lineTerm) == 1 && len(f.fieldTerm) == 1 && len(f.enclosed) == 0 && len(f.lineStart) == 0
+}
+
+// nextSimple is next for a simple format: a line is read at once and split
+// on the field terminator; only fields holding the escape character are
+// unescaped byte by byte.
+func (rr *recordReader) nextSimple() ([][]byte, error) {
+	var line []byte
+	for {
+		part, err := rr.r.ReadSlice(rr.f.lineTerm[0])
+		if errors.Is(err, bufio.ErrBufferFull) {
+			line = append(line, part...)
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		if line != nil || err != nil {
+			line = append(line, part...)
+		} else {
+			line = append([]byte(nil), part...)
+		}
+		if err != nil { // io.EOF
+			rr.eof = true
+			if len(line) == 0 {
+				return nil, nil
+			}
+			break
+		}
+		line = line[:len(line)-1]
+		// An escaped line terminator continues the line.
+		if esc := rr.f.escape; esc != 0 && len(line) > 0 && line[len(line)-1] == esc && trailingEscapes(line, esc)%2 == 1 {
+			line = append(line, rr.f.lineTerm[0])
+			continue
+		}
+		break
+	}
+	var fields [][]byte
+	ft, esc := rr.f.fieldTerm[0], rr.f.escape
+	for start := 0; ; {
+		end := start
+		for end < len(line) && line[end] != ft {
+			if esc != 0 && line[end] == esc && end+1 < len(line) {
+				end++
+			}
+			end++
+		}
+		fields = append(fields, rr.unescape(line[start:end]))
+		if end >= len(line) {
+			break
+		}
+		start = end + 1
+	}
+	return fields, nil
+}
+
+func trailingEscapes(b []byte, esc byte) int {
+	n := 0
+	for i := len(b) - 1; i >= 0 && b[i] == esc; i-- {
+		n++
+	}
+	return n
+}
+
+// unescape resolves escape sequences of an unenclosed field; \N alone is
+// NULL (nil).
+func (rr *recordReader) unescape(f []byte) []byte {
+	esc := rr.f.escape
+	if esc == 0 || bytes.IndexByte(f, esc) < 0 {
+		if f == nil {
+			return []byte{}
+		}
+		return f
+	}
+	if len(f) == 2 && f[0] == esc && f[1] == 'N' {
+		return nil
+	}
+	out := make([]byte, 0, len(f))
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		if c != esc || i+1 == len(f) {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch e := f[i]; e {
+		case '0':
+			out = append(out, 0)
+		case 'b':
+			out = append(out, '\b')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'Z':
+			out = append(out, 26)
+		default:
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // next returns the next record, or nil at the end of the input.
 func (rr *recordReader) next() ([][]byte, error) {
 	if rr.eof {
 		return nil, nil
+	}
+	if rr.f.simple() {
+		return rr.nextSimple()
 	}
 	if len(rr.f.lineStart) > 0 {
 		// Skip to the line prefix; lines without it are skipped.
