@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/strata-db/strata/internal/sql/infoschema"
 	"github.com/strata-db/strata/internal/sql/plan"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/sqljson"
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
@@ -376,6 +378,16 @@ func (s *Session) runExplain(ctx context.Context, n *ast.ExplainStmt) (*Result, 
 		for _, line := range plan.Explain(sq.Plan) {
 			res.Rows = append(res.Rows, textRow("  "+line))
 		}
+	}
+	if strings.EqualFold(n.Format, "json") {
+		// FORMAT=JSON: one row holding a JSON document (tools parse it);
+		// the plan is Strata's text plan, line by line.
+		lines := make([]any, len(res.Rows))
+		for i, r := range res.Rows {
+			lines[i] = string(r[0].Bytes())
+		}
+		doc := sqljson.Object{"query_block": sqljson.Object{"select_id": json.Number("1"), "strata_plan": lines}}
+		res = &Result{Columns: textColumns("EXPLAIN"), Rows: [][]types.Datum{textRow(string(sqljson.Append(nil, doc)))}}
 	}
 	return res, nil
 }

@@ -978,6 +978,14 @@ func timeArg(ctx *EvalContext, d types.Datum) (types.Time, bool) {
 	if d.Kind() == types.KindTime {
 		return d.Time(), true
 	}
+	if d.Kind() == types.KindDuration {
+		// A TIME as a DATETIME is that time on the current date, as in MySQL.
+		m, fsp := d.Duration()
+		now := stmtNow(ctx)
+		g := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC).Add(time.Duration(m) * time.Microsecond)
+		t, err := types.TimeFromGo(g, mysql.TypeDatetime, fsp)
+		return t, err == nil
+	}
 	t, ok := toTime(d, mysql.TypeDatetime, types.MaxFsp)
 	if !ok {
 		s, _ := d.ToString()

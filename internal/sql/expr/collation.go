@@ -55,7 +55,7 @@ func (c *compiler) setCollation(n *ast.SetCollationExpr) (Expr, error) {
 
 func knownBinaryCollation(name string) bool {
 	switch name {
-	case "binary", "utf8mb4_bin", "utf8mb4_0900_bin", "utf8mb3_bin", "utf8_bin", "latin1_bin", "ascii_bin":
+	case "binary", "utf8mb4_bin", "utf8mb4_0900_bin", "utf8mb3_bin", "utf8_bin", "latin1_bin", "latin1_general_cs", "ascii_bin":
 		return true
 	}
 	return false
@@ -104,6 +104,11 @@ func CollationOf(e Expr) *collate.Collation {
 func PairCollation(l, r Expr) *collate.Collation {
 	lc, rc := classOf(l.Type()), classOf(r.Type())
 	if (lc != classString && lc != classUnknown) || (rc != classString && rc != classUnknown) {
+		return nil
+	}
+	// A binary string operand (BINARY x, VARBINARY, BLOB) makes the
+	// comparison binary, whatever the coercibility, as in MySQL.
+	if types.KindForFieldType(l.Type()) == types.KindBytes || types.KindForFieldType(r.Type()) == types.KindBytes {
 		return nil
 	}
 	a, ca := collationOf(l)

@@ -36,6 +36,8 @@ var Collations = []Collation{
 	{"ascii_general_ci", "ascii", 11, true, 1, "PAD SPACE"},
 	{"binary", "binary", 63, true, 1, "NO PAD"},
 	{"latin1_bin", "latin1", 47, false, 1, "PAD SPACE"},
+	{"latin1_general_ci", "latin1", 48, false, 1, "PAD SPACE"},
+	{"latin1_general_cs", "latin1", 49, false, 1, "PAD SPACE"},
 	{"latin1_swedish_ci", "latin1", 8, true, 1, "PAD SPACE"},
 	{"utf8mb3_bin", "utf8mb3", 83, false, 1, "PAD SPACE"},
 	{"utf8mb3_general_ci", "utf8mb3", 33, true, 1, "PAD SPACE"},
