@@ -21,8 +21,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/strata-db/strata/client"
-	"github.com/strata-db/strata/kv"
 	"github.com/strata-db/strata/internal/node"
+	"github.com/strata-db/strata/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 
