@@ -265,7 +265,7 @@ func (n *Node) open(ctx context.Context) error {
 	// The SQL engine destroys dropped tables' data once PD's safe point
 	// passes the drop; it looks as often as the safe point moves, at
 	// least every few seconds.
-	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}}
+	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}, Cluster: n.clusterInfo}
 	if iv := n.cfg.GCInterval; iv > 0 {
 		sqlOpts.CleanupInterval = min(iv, maxSQLCleanupInterval)
 	}
