@@ -36,6 +36,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -138,6 +139,9 @@ type Node struct {
 	started   time.Time
 	storeInfo *kvpb.Store
 	ops       operators // cluster.go
+	// pdReady is pd once it exists, for callbacks of the store that may
+	// run before (onLeaderChange).
+	pdReady atomic.Pointer[pd.Server]
 	hbNow     chan struct{}
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -242,7 +246,8 @@ func (n *Node) open(ctx context.Context) error {
 	n.store = store
 	n.transport.SetStore(store)
 	n.pd = pd.New(store, pd.Config{Join: n.cfg.Join, Logger: n.log})
-	resolver.pd = n.pd
+	n.pdReady.Store(n.pd)
+	resolver.pd.Store(n.pd)
 	n.kv = kvserver.New(store, locks, n.pd.NextTimestampAnywhere)
 	if n.grpcLn != nil {
 		n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
@@ -308,13 +313,14 @@ func isLocked(err error) bool {
 
 // storeResolver resolves store addresses for the transport through PD's
 // store directory (set once PD's server exists).
-type storeResolver struct{ pd *pd.Server }
+type storeResolver struct{ pd atomic.Pointer[pd.Server] }
 
 func (r *storeResolver) StoreAddress(ctx context.Context, id uint64) (string, error) {
-	if r.pd == nil {
+	p := r.pd.Load()
+	if p == nil {
 		return "", errors.New("node: starting")
 	}
-	return r.pd.StoreAddress(ctx, id)
+	return p.StoreAddress(ctx, id)
 }
 
 func (n *Node) listen() error {
