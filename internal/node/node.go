@@ -104,6 +104,9 @@ type Config struct {
 	VersionCacheSize int64
 	// Version is reported to the cluster (strata status).
 	Version string
+	// TestClockRate makes the node's lease clock run at this rate of real
+	// time (fault tests only; 0 or 1: real time).
+	TestClockRate float64
 }
 
 // DefaultVersionCacheSize is the version cache's default memory: enough
@@ -142,9 +145,9 @@ type Node struct {
 	// pdReady is pd once it exists, for callbacks of the store that may
 	// run before (onLeaderChange).
 	pdReady atomic.Pointer[pd.Server]
-	hbNow     chan struct{}
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	hbNow   chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // maxSQLCleanupInterval bounds how long the SQL engine waits between looks
@@ -239,7 +242,8 @@ func (n *Node) open(ctx context.Context) error {
 	resolver := &storeResolver{}
 	n.transport = transport.New(n.clusterID, n.storeID, resolver, n.log)
 	store, err := raftstore.Open(eng, raftstore.Config{StoreID: n.storeID, Logger: n.log,
-		Observer: storeObserver{locks}, Transport: n.transport, OnLeaderChange: n.onLeaderChange})
+		Observer: storeObserver{locks}, Transport: n.transport, OnLeaderChange: n.onLeaderChange,
+		ClockRate: n.cfg.TestClockRate})
 	if err != nil {
 		return err
 	}
