@@ -18,10 +18,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/strata-db/strata/internal/sql/collate"
 
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/collate"
 	"github.com/strata-db/strata/internal/sql/expr"
 	"github.com/strata-db/strata/internal/sql/plan"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
@@ -205,6 +205,9 @@ func Build(p plan.Plan) (Executor, error) {
 	case *plan.Dual:
 		return &dualExec{}, nil
 	case *plan.Values:
+		if n.Fetch != nil {
+			return &valuesExec{rows: n.Fetch()}, nil
+		}
 		return &valuesExec{rows: n.Rows}, nil
 	case *plan.CTEScan:
 		return &valuesExec{rows: n.Work.Rows}, nil

@@ -2,9 +2,9 @@ package exec
 
 import (
 	"encoding/binary"
-	"github.com/strata-db/strata/internal/sql/collate"
 	"slices"
 
+	"github.com/strata-db/strata/internal/sql/collate"
 	"github.com/strata-db/strata/internal/sql/expr"
 	"github.com/strata-db/strata/internal/sql/plan"
 	"github.com/strata-db/strata/internal/sql/types"

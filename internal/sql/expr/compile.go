@@ -1,7 +1,6 @@
 package expr
 
 import (
-	"github.com/strata-db/strata/internal/sql/collate"
 	"sort"
 	"strings"
 
@@ -9,6 +8,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
+	"github.com/strata-db/strata/internal/sql/collate"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
 )

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"github.com/strata-db/strata/internal/sql/collate"
 	"slices"
 	"strings"
 
@@ -11,7 +10,9 @@ import (
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 
 	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/collate"
 	"github.com/strata-db/strata/internal/sql/expr"
+	"github.com/strata-db/strata/internal/sql/infoschema"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
 )
@@ -29,6 +30,9 @@ type Builder struct {
 	clause    string // for error messages: "where clause", "order clause" ...
 	// ctes are the common table expressions in scope, innermost last.
 	ctes []*cteDef
+	// Cluster reads the cluster's state for INFORMATION_SCHEMA's cluster
+	// tables (nil outside a node).
+	Cluster infoschema.ClusterSource
 }
 
 func (b *Builder) clauseName() string {
