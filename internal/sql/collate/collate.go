@@ -163,7 +163,13 @@ func newGeneral(name string) *Collation {
 // ASCII string's key is the concatenation of its bytes' keys.
 func (c *Collation) initASCII() {
 	for b := 0; b < 128; b++ {
-		c.ascii[b] = c.slowKey(nil, []byte{byte(b)})
+		// Keyed without PAD SPACE trimming: a space inside a string weighs.
+		if c.alg == algGeneral {
+			w := generalWeight(rune(b))
+			c.ascii[b] = []byte{byte(w >> 8), byte(w)}
+		} else {
+			c.ascii[b] = c.slowKeyNoPad(nil, []byte{byte(b)})
+		}
 	}
 	c.asciiOK = true
 	for b, k := range c.ascii {
@@ -313,48 +319,65 @@ func (c *Collation) KeyPrefix(s []byte) uint64 {
 
 // Compare orders a and b: -1, 0 or +1.
 func (c *Collation) Compare(a, b []byte) int {
-	if c.asciiOK && isASCII(a) && isASCII(b) {
-		return c.compareASCII(a, b)
+	if c.asciiOK {
+		if c.padSpace {
+			a, b = trimSpace(a), trimSpace(b)
+		}
+		if r, ok := c.compareASCII(a, b); ok {
+			return r
+		}
 	}
 	var ka, kb [64]byte
 	return bytes.Compare(c.Key(ka[:0], a), c.Key(kb[:0], b))
 }
 
-// compareASCII compares two ASCII strings weight by weight, without
-// building their keys. Equal leading bytes have equal weights, so the walk
-// starts at the first byte that differs.
-func (c *Collation) compareASCII(a, b []byte) int {
-	if c.padSpace {
-		a, b = trimSpace(a), trimSpace(b)
-	}
+// compareASCII compares a and b weight by weight while they are ASCII,
+// without building keys: equal leading bytes have equal weights, so the
+// walk starts at the first byte that differs, and the first pair of
+// different weights decides (no ASCII character starts a contraction).
+// ok=false when a non-ASCII byte comes before the answer.
+func (c *Collation) compareASCII(a, b []byte) (int, bool) {
 	n := min(len(a), len(b))
 	i := 0
-	for i+8 <= n && binary.LittleEndian.Uint64(a[i:]) == binary.LittleEndian.Uint64(b[i:]) {
+	for i+8 <= n {
+		wa, wb := binary.LittleEndian.Uint64(a[i:]), binary.LittleEndian.Uint64(b[i:])
+		if (wa|wb)&0x8080808080808080 != 0 || wa != wb {
+			break
+		}
 		i += 8
 	}
 	for i < n && a[i] == b[i] {
+		if a[i] >= utf8.RuneSelf {
+			return 0, false
+		}
 		i++
 	}
 	j := i
 	for {
 		var wa, wb uint16
 		for i < len(a) && wa == 0 {
+			if a[i] >= utf8.RuneSelf {
+				return 0, false
+			}
 			wa = c.w16[a[i]]
 			i++
 		}
 		for j < len(b) && wb == 0 {
+			if b[j] >= utf8.RuneSelf {
+				return 0, false
+			}
 			wb = c.w16[b[j]]
 			j++
 		}
 		switch {
 		case wa == wb:
 			if wa == 0 {
-				return 0
+				return 0, true
 			}
 		case wa < wb:
-			return -1
+			return -1, true
 		default:
-			return 1
+			return 1, true
 		}
 	}
 }
@@ -384,6 +407,15 @@ func (c *Collation) runeKey(buf []byte, r rune) []byte {
 	col := c.pool.Get().(*xcollate.Collator)
 	var b xcollate.Buffer
 	buf = append(buf, col.Key(&b, tmp[:n])...)
+	c.pool.Put(col)
+	return buf
+}
+
+// slowKeyNoPad is the x/text key of s with no PAD SPACE trimming.
+func (c *Collation) slowKeyNoPad(buf, s []byte) []byte {
+	col := c.pool.Get().(*xcollate.Collator)
+	var b xcollate.Buffer
+	buf = append(buf, col.Key(&b, s)...)
 	c.pool.Put(col)
 	return buf
 }

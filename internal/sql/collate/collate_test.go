@@ -3,6 +3,8 @@ package collate
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"slices"
 	"math/rand"
 	"testing"
 
@@ -141,4 +143,31 @@ func TestLanguageCollations(t *testing.T) {
 	if Lookup("utf8mb4_esperanto_ci") == nil {
 		t.Errorf("esperanto missing")
 	}
+}
+
+// BenchmarkSortSysbenchC sorts 100 values shaped like sysbench's c column
+// (oltp_read_only's ORDER BY c) byte-wise and under utf8mb4_0900_ai_ci.
+func BenchmarkSortSysbenchC(b *testing.B) {
+	rng := rand.New(rand.NewSource(1))
+	vals := make([][]byte, 100)
+	for i := range vals {
+		var s []byte
+		for j := 0; j < 10; j++ {
+			s = append(s, []byte(fmt.Sprintf("%011d-", rng.Int63n(1e11)))...)
+		}
+		vals[i] = s[:119]
+	}
+	work := make([][]byte, len(vals))
+	b.Run("binary", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			copy(work, vals)
+			slices.SortFunc(work, bytes.Compare)
+		}
+	})
+	b.Run("0900_ai_ci", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			copy(work, vals)
+			slices.SortFunc(work, ai0900.Compare)
+		}
+	})
 }
