@@ -476,7 +476,11 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 	if ec.LastInsertID != 0 {
 		s.lastInsertID = ec.LastInsertID
 	}
-	return &Result{AffectedRows: ec.AffectedRows, LastInsertID: ec.LastInsertID}, nil
+	insertID := ec.LastInsertID
+	if insertID == 0 {
+		insertID = ec.ExplicitInsertID
+	}
+	return &Result{AffectedRows: ec.AffectedRows, LastInsertID: insertID}, nil
 }
 
 // typedColumns returns cols with each column whose type is known only at

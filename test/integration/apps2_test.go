@@ -154,3 +154,33 @@ func TestTypesOverTheWire(t *testing.T) {
 		t.Fatalf("TIME parameter: %q %v", d, err)
 	}
 }
+
+// TestExplicitAutoIncrementInsertID: an INSERT giving an AUTO_INCREMENT
+// column its value reports that value as the insert id (Django reads the
+// new row's primary key from it), and LAST_INSERT_ID() keeps the last
+// generated one.
+func TestExplicitAutoIncrementInsertID(t *testing.T) {
+	n := StartNode(t)
+	admin := n.DB(t, "")
+	mustExec(t, admin, "CREATE DATABASE ai", "CREATE TABLE ai.t (id INT PRIMARY KEY AUTO_INCREMENT, v INT)")
+	db := n.DB(t, "ai")
+	db.SetMaxOpenConns(1)
+	res, err := db.Exec("INSERT INTO t (v) VALUES (1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := res.LastInsertId(); id != 1 {
+		t.Fatalf("generated id %d", id)
+	}
+	res, err = db.Exec("INSERT INTO t (id, v) VALUES (40, 2)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := res.LastInsertId(); id != 40 {
+		t.Fatalf("explicit id reported as %d, want 40", id)
+	}
+	var last int
+	if err := db.QueryRow("SELECT LAST_INSERT_ID()").Scan(&last); err != nil || last != 1 {
+		t.Fatalf("LAST_INSERT_ID() = %d, %v; want 1", last, err)
+	}
+}

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"math/rand"
+	"slices"
 	"testing"
 
 	xcollate "golang.org/x/text/collate"

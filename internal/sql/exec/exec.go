@@ -79,6 +79,10 @@ type Context struct {
 	// Results of a DML statement.
 	AffectedRows uint64
 	LastInsertID uint64
+	// ExplicitInsertID is the first value given explicitly to an
+	// AUTO_INCREMENT column: the OK packet reports it when nothing was
+	// generated.
+	ExplicitInsertID uint64
 }
 
 // DeferredDup describes the key of a deferred uniqueness check.

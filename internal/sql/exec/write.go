@@ -363,6 +363,12 @@ func (w *writer) completeRow(row []types.Datum, rowNum int) error {
 					if err := w.c.IDs.Rebase(w.c.Ctx, w.t, n); err != nil {
 						return err
 					}
+					// The OK packet's insert id is the explicit value
+					// when no value was generated (LAST_INSERT_ID() is
+					// not changed), as in MySQL.
+					if w.c.ExplicitInsertID == 0 && n > 0 {
+						w.c.ExplicitInsertID = uint64(n)
+					}
 				}
 			}
 		}
