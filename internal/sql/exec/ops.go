@@ -4,9 +4,12 @@ import (
 	"encoding/binary"
 	"slices"
 
+	pmysql "github.com/pingcap/tidb/pkg/parser/mysql"
+
 	"github.com/strata-db/strata/internal/sql/collate"
 	"github.com/strata-db/strata/internal/sql/expr"
 	"github.com/strata-db/strata/internal/sql/plan"
+	"github.com/strata-db/strata/internal/sql/sqljson"
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
@@ -205,6 +208,23 @@ func columnCollations(cols []*plan.Column) []*collate.Collation {
 	return out
 }
 
+// compareJSONNullsFirst orders JSON texts as JSON values (numbers
+// numerically, then strings, ...), SQL NULL first.
+func compareJSONNullsFirst(a, b types.Datum) (int, error) {
+	if a.IsNull() || b.IsNull() {
+		return compareNullsFirst(a, b, nil)
+	}
+	va, err := sqljson.Parse(a.Bytes())
+	if err != nil {
+		return compareNullsFirst(a, b, nil)
+	}
+	vb, err := sqljson.Parse(b.Bytes())
+	if err != nil {
+		return compareNullsFirst(a, b, nil)
+	}
+	return sqljson.Compare(va, vb), nil
+}
+
 // compareNullsFirst orders NULL before every value, text under coll.
 func compareNullsFirst(a, b types.Datum, coll *collate.Collation) (int, error) {
 	switch {
@@ -246,12 +266,14 @@ type sortExec struct {
 	// that of each of the first distinct columns.
 	colls  []*collate.Collation
 	dcolls []*collate.Collation
-	rows   [][]types.Datum
-	vals   []types.Datum
-	ents   []sortEnt // rows in sorted order
-	err    error
-	done   bool
-	pos    int
+	// jsonKeys marks keys of JSON type, ordered as JSON values (nil: none).
+	jsonKeys []bool
+	rows     [][]types.Datum
+	vals     []types.Datum
+	ents     []sortEnt // rows in sorted order
+	err      error
+	done     bool
+	pos      int
 }
 
 // sortEnt is a row to sort: its index and the prefix of its first key.
@@ -263,6 +285,12 @@ type sortEnt struct {
 func newSortExec(child Executor, keys []plan.SortKey) *sortExec {
 	s := &sortExec{child: child, keys: keys}
 	for i, k := range keys {
+		if k.Expr.Type().GetType() == pmysql.TypeJSON {
+			if s.jsonKeys == nil {
+				s.jsonKeys = make([]bool, len(keys))
+			}
+			s.jsonKeys[i] = true
+		}
 		if c := expr.CollationOf(k.Expr); c != nil {
 			if s.colls == nil {
 				s.colls = make([]*collate.Collation, len(keys))
@@ -298,7 +326,13 @@ func (s *sortExec) compare(a, b int) int {
 		if s.colls != nil {
 			coll = s.colls[i]
 		}
-		c, err := compareNullsFirst(s.key(a, i), s.key(b, i), coll)
+		var c int
+		var err error
+		if s.jsonKeys != nil && s.jsonKeys[i] {
+			c, err = compareJSONNullsFirst(s.key(a, i), s.key(b, i))
+		} else {
+			c, err = compareNullsFirst(s.key(a, i), s.key(b, i), coll)
+		}
 		if err != nil && s.err == nil {
 			s.err = err
 		}
@@ -338,7 +372,7 @@ func (s *sortExec) prefixes() {
 		mixed
 	)
 	class := none
-	if len(s.keys) == 0 {
+	if len(s.keys) == 0 || (s.jsonKeys != nil && s.jsonKeys[0]) {
 		class = mixed
 	}
 	for r := range s.rows {
