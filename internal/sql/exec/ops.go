@@ -208,6 +208,31 @@ func columnCollations(cols []*plan.Column) []*collate.Collation {
 	return out
 }
 
+// compareEnumNullsFirst orders ENUM values by member index, as MySQL
+// sorts them, NULL first.
+func compareEnumNullsFirst(a, b types.Datum, elems []string) (int, error) {
+	if a.IsNull() || b.IsNull() {
+		return compareNullsFirst(a, b, nil)
+	}
+	index := func(d types.Datum) int {
+		s := string(d.Bytes())
+		for i, e := range elems {
+			if e == s {
+				return i
+			}
+		}
+		return -1
+	}
+	ia, ib := index(a), index(b)
+	switch {
+	case ia < ib:
+		return -1, nil
+	case ia > ib:
+		return 1, nil
+	}
+	return 0, nil
+}
+
 // compareJSONNullsFirst orders JSON texts as JSON values (numbers
 // numerically, then strings, ...), SQL NULL first.
 func compareJSONNullsFirst(a, b types.Datum) (int, error) {
@@ -266,8 +291,10 @@ type sortExec struct {
 	// that of each of the first distinct columns.
 	colls  []*collate.Collation
 	dcolls []*collate.Collation
-	// jsonKeys marks keys of JSON type, ordered as JSON values (nil: none).
+	// jsonKeys marks keys of JSON type, ordered as JSON values; enumKeys
+	// holds the members of ENUM keys, ordered by member index (nil: none).
 	jsonKeys []bool
+	enumKeys [][]string
 	rows     [][]types.Datum
 	vals     []types.Datum
 	ents     []sortEnt // rows in sorted order
@@ -290,6 +317,12 @@ func newSortExec(child Executor, keys []plan.SortKey) *sortExec {
 				s.jsonKeys = make([]bool, len(keys))
 			}
 			s.jsonKeys[i] = true
+		}
+		if k.Expr.Type().GetType() == pmysql.TypeEnum {
+			if s.enumKeys == nil {
+				s.enumKeys = make([][]string, len(keys))
+			}
+			s.enumKeys[i] = k.Expr.Type().GetElems()
 		}
 		if c := expr.CollationOf(k.Expr); c != nil {
 			if s.colls == nil {
@@ -328,9 +361,12 @@ func (s *sortExec) compare(a, b int) int {
 		}
 		var c int
 		var err error
-		if s.jsonKeys != nil && s.jsonKeys[i] {
+		switch {
+		case s.jsonKeys != nil && s.jsonKeys[i]:
 			c, err = compareJSONNullsFirst(s.key(a, i), s.key(b, i))
-		} else {
+		case s.enumKeys != nil && s.enumKeys[i] != nil:
+			c, err = compareEnumNullsFirst(s.key(a, i), s.key(b, i), s.enumKeys[i])
+		default:
 			c, err = compareNullsFirst(s.key(a, i), s.key(b, i), coll)
 		}
 		if err != nil && s.err == nil {
@@ -372,7 +408,7 @@ func (s *sortExec) prefixes() {
 		mixed
 	)
 	class := none
-	if len(s.keys) == 0 || (s.jsonKeys != nil && s.jsonKeys[0]) {
+	if len(s.keys) == 0 || (s.jsonKeys != nil && s.jsonKeys[0]) || (s.enumKeys != nil && s.enumKeys[0] != nil) {
 		class = mixed
 	}
 	for r := range s.rows {
