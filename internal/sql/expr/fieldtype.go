@@ -190,8 +190,15 @@ func aggregateType(fts []*ptypes.FieldType) *ptypes.FieldType {
 		fsp, scale, intDigits, clen int
 		binary                      = true
 		anySigned                   bool
+		allDuration                 = true
+		durFsp                      int
 	)
 	for _, ft := range fts {
+		if ft.GetType() == mysql.TypeDuration {
+			durFsp = max(durFsp, ft.GetDecimal())
+		} else if c := classOf(ft); c != classNull {
+			allDuration = false
+		}
 		c := classOf(ft)
 		switch c {
 		case classUnknown:
@@ -234,6 +241,8 @@ func aggregateType(fts []*ptypes.FieldType) *ptypes.FieldType {
 	switch {
 	case !seen:
 		return setBinaryCharset(ptypes.NewFieldType(mysql.TypeNull))
+	case allDuration:
+		return durationFT(min(durFsp, types.MaxFsp))
 	case allTime:
 		return timeType(timeTp, fsp)
 	case anyString || anyTime:
@@ -268,6 +277,17 @@ func anyUnsignedIn(fts []*ptypes.FieldType) bool {
 func coerce(ctx *EvalContext, d types.Datum, ft *ptypes.FieldType) types.Datum {
 	if d.IsNull() {
 		return d
+	}
+	if ft.GetType() == mysql.TypeDuration {
+		if d.Kind() == types.KindDuration {
+			return d
+		}
+		v, err := types.Convert(d, ft)
+		if err != nil {
+			ctx.Warn(err)
+			return types.Datum{}
+		}
+		return v
 	}
 	switch classOf(ft) {
 	case classInt:
