@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	pmysql "github.com/pingcap/tidb/pkg/parser/mysql"
 
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
@@ -36,10 +37,27 @@ type sessionExtra struct {
 	fkOff           bool // foreign_key_checks = 0
 	nonStrict       bool // sql_mode has neither STRICT_TRANS_TABLES nor STRICT_ALL_TABLES
 	clientFoundRows bool // the client connected with CLIENT_FOUND_ROWS
+	noBackslash     bool // sql_mode has NO_BACKSLASH_ESCAPES
 	// localInfile fetches a LOAD DATA LOCAL file from the client (nil:
 	// not available on this connection).
 	localInfile func(name string) (io.ReadCloser, error)
 }
+
+// setNoBackslashEscapes applies sql_mode's NO_BACKSLASH_ESCAPES to the
+// parser (a backslash in a string literal is then an ordinary character).
+func (s *Session) setNoBackslashEscapes(on bool) {
+	s.x.noBackslash = on
+	var m pmysql.SQLMode
+	if on {
+		m = pmysql.ModeNoBackslashEscapes
+	}
+	s.parser.SetSQLMode(m)
+}
+
+// NoBackslashEscapes reports whether sql_mode has NO_BACKSLASH_ESCAPES;
+// the server reports it to the client in the status flags, and drivers
+// then escape quotes by doubling them.
+func (s *Session) NoBackslashEscapes() bool { return s.x.noBackslash }
 
 // SetClientFoundRows makes UPDATE report matched rather than changed rows,
 // as a client connecting with CLIENT_FOUND_ROWS expects.

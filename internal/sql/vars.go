@@ -278,6 +278,7 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 			mode, _ := val.ToString()
 			mode = strings.ToUpper(mode)
 			s.x.nonStrict = !strings.Contains(mode, "STRICT_TRANS_TABLES") && !strings.Contains(mode, "STRICT_ALL_TABLES")
+			s.setNoBackslashEscapes(strings.Contains(mode, "NO_BACKSLASH_ESCAPES"))
 		}
 		if name == "foreign_key_checks" && !v.IsGlobal {
 			on, err := parseOnOff(val)

@@ -188,6 +188,11 @@ func syncStatus(c *mysql.Conn, sess session) {
 	if sess.AutoCommit() {
 		flags |= mysql.ServerStatusAutocommit
 	}
+	const noBackslashEscapes = 0x0200 // SERVER_STATUS_NO_BACKSLASH_ESCAPES
+	flags &^= noBackslashEscapes
+	if nb, ok := sess.(interface{ NoBackslashEscapes() bool }); ok && nb.NoBackslashEscapes() {
+		flags |= noBackslashEscapes
+	}
 	c.StatusFlags = flags
 }
 
