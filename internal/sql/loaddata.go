@@ -23,16 +23,16 @@ import (
 // batches through the INSERT write path (conversion, defaults, unique and
 // foreign key checks, index entries). As in MySQL, LOCAL implies IGNORE for
 // duplicate keys unless REPLACE is given. Outside an explicit transaction
-// the load commits every loadCommitRows rows, as TiDB does, so a large file
-// does not become one huge transaction; a failure keeps the batches already
-// committed. LOAD DATA INFILE of a file on the server is refused (1290), as
+// the load commits every loadCommitRows rows (TiDB commits LOAD DATA in
+// batches too), so a large file does not become one huge transaction; a
+// failure keeps the batches already committed. LOAD DATA INFILE of a file on the server is refused (1290), as
 // MySQL does under secure_file_priv.
 
 // loadBatchRows is how many rows one insert batch holds; loadCommitRows how
 // many an autocommit load writes per transaction.
 const (
 	loadBatchRows  = 1024
-	loadCommitRows = 20480
+	loadCommitRows = loadBatchRows
 )
 
 // SetLocalInfile installs the function that fetches a LOAD DATA LOCAL
