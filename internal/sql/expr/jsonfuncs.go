@@ -2,7 +2,6 @@ package expr
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -405,4 +404,3 @@ func jsonCompare(lt, rt Expr, l, r types.Datum) (int, error) {
 	return sqljson.Compare(a, b), nil
 }
 
-var _ = strconv.Itoa
