@@ -403,4 +403,3 @@ func jsonCompare(lt, rt Expr, l, r types.Datum) (int, error) {
 	}
 	return sqljson.Compare(a, b), nil
 }
-

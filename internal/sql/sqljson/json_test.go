@@ -5,7 +5,7 @@ import "testing"
 func TestCanonical(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"b":1,"a":[1,2.50,"x"],"aa":null}`: `{"a": [1, 2.5, "x"], "b": 1, "aa": null}`,
-		` [ true , false ] `:                  `[true, false]`,
+		` [ true , false ] `:                 `[true, false]`,
 		`"a\u00e9\n"`:                        `"aé\n"`,
 		`1e2`:                                `100.0`,
 		`18446744073709551615`:               `18446744073709551615`,
@@ -38,7 +38,7 @@ func TestPathsAndUpdates(t *testing.T) {
 		`$."c d"`:       `[1]`,
 		`$.a.b[*]`:      `[10, 20, 30]`,
 		`$**.b`:         `[[10, 20, 30]]`,
-		`$.x`:           `null`,
+		`$.x`:           `[]`,
 		`$.a[0].b[0]`:   `[10]`,
 		`a`:             `error`,
 		`$**`:           `error`,
