@@ -2,6 +2,7 @@ package expr
 
 import (
 	"strings"
+	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
@@ -57,6 +58,9 @@ func init() {
 		"minute":       {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retInt, eval: evalClockPart(1)},
 		"second":       {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retInt, eval: evalClockPart(2)},
 		"microsecond":  {minArgs: 1, maxArgs: 1, nullIfNullArg: true, retType: retInt, eval: evalClockPart(3)},
+		"addtime":      {minArgs: 2, maxArgs: 2, nullIfNullArg: true, retType: retAddtime, eval: evalAddtime(1)},
+		"subtime":      {minArgs: 2, maxArgs: 2, nullIfNullArg: true, retType: retAddtime, eval: evalAddtime(-1)},
+		"time_format":  {minArgs: 2, maxArgs: 2, nullIfNullArg: true, retType: retShortString, eval: evalTimeFormat},
 	} {
 		builtins[name] = def
 	}
@@ -215,4 +219,118 @@ func evalClockPart(part int) func(*EvalContext, *Func, []types.Datum) (types.Dat
 		secs := m / 1000000
 		return types.NewInt([4]int64{secs / 3600, secs / 60 % 60, secs % 60, m % 1000000}[part]), nil
 	}
+}
+
+// retAddtime: ADDTIME(datetime, time) is a DATETIME, ADDTIME(time, time) a
+// TIME (text arguments: a DATETIME when the text holds a date).
+func retAddtime(args []Expr) *ptypes.FieldType {
+	if classOf(args[0].Type()) == classTime {
+		return timeType(mysql.TypeDatetime, types.MaxFsp)
+	}
+	if k, ok := args[0].(*Constant); ok && k.Value.IsStringLike() && strings.Contains(string(k.Value.Bytes()), "-") {
+		return timeType(mysql.TypeDatetime, types.MaxFsp)
+	}
+	return durationFT(types.MaxFsp)
+}
+
+// evalAddtime is ADDTIME (sign 1) and SUBTIME (sign -1).
+func evalAddtime(sign int64) func(*EvalContext, *Func, []types.Datum) (types.Datum, error) {
+	return func(ctx *EvalContext, f *Func, args []types.Datum) (types.Datum, error) {
+		delta, _, ok := durationArg(ctx, args[1])
+		if !ok {
+			return types.Datum{}, nil
+		}
+		delta *= sign
+		if f.ft.GetType() == mysql.TypeDatetime {
+			t, ok := timeArg(ctx, args[0])
+			if !ok {
+				return types.Datum{}, nil
+			}
+			g := t.GoTime(time.UTC).Add(time.Duration(delta) * time.Microsecond)
+			r, err := types.TimeFromGo(g, mysql.TypeDatetime, types.MaxFsp)
+			if err != nil {
+				return types.Datum{}, nil
+			}
+			return types.NewTime(r), nil
+		}
+		m, _, ok := durationArg(ctx, args[0])
+		if !ok {
+			return types.Datum{}, nil
+		}
+		return types.NewDuration(clipDuration(m+delta), types.MaxFsp), nil
+	}
+}
+
+// evalTimeFormat is TIME_FORMAT(time, format): DATE_FORMAT's clock
+// specifiers, with hours beyond 23 for %H and %k.
+func evalTimeFormat(ctx *EvalContext, f *Func, args []types.Datum) (types.Datum, error) {
+	m, _, ok := durationArg(ctx, args[0])
+	if !ok {
+		return types.Datum{}, nil
+	}
+	neg := m < 0
+	if neg {
+		m = -m
+	}
+	secs := m / 1000000
+	h, mi, s, us := int(secs/3600), int(secs/60%60), int(secs%60), int(m%1000000)
+	format := textOf(args[1])
+	out := make([]byte, 0, len(format)+8)
+	if neg {
+		out = append(out, '-')
+	}
+	pad := func(v, w int) { out = appendPaddedInt(out, v, w) }
+	h12 := h % 12
+	if h12 == 0 {
+		h12 = 12
+	}
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' || i+1 == len(format) {
+			out = append(out, format[i])
+			continue
+		}
+		i++
+		switch format[i] {
+		case 'H':
+			pad(h, 2)
+		case 'k':
+			pad(h, 1)
+		case 'h', 'I':
+			pad(h12, 2)
+		case 'l':
+			pad(h12, 1)
+		case 'i':
+			pad(mi, 2)
+		case 's', 'S':
+			pad(s, 2)
+		case 'f':
+			pad(us, 6)
+		case 'p':
+			if h%24 < 12 {
+				out = append(out, "AM"...)
+			} else {
+				out = append(out, "PM"...)
+			}
+		case 'T':
+			pad(h, 2)
+			out = append(out, ':')
+			pad(mi, 2)
+			out = append(out, ':')
+			pad(s, 2)
+		case 'r':
+			pad(h12, 2)
+			out = append(out, ':')
+			pad(mi, 2)
+			out = append(out, ':')
+			pad(s, 2)
+			if h%24 < 12 {
+				out = append(out, " AM"...)
+			} else {
+				out = append(out, " PM"...)
+			}
+		default:
+			out = append(out, format[i])
+		}
+	}
+	return stringResult(f, out), nil
 }
