@@ -15,6 +15,34 @@ type StmtBuffer struct {
 	vals  map[string]stmtWrite
 	order []string
 	size  int64
+	// pre holds values read ahead with Prefetch (until Flush).
+	pre map[string]prefetched
+}
+
+type prefetched struct {
+	value []byte
+	found bool
+}
+
+// Prefetch reads keys from the transaction in one batch, so that the Gets
+// of a multi-row statement's uniqueness checks do not each make a round
+// trip; the statement's own staged writes still take precedence.
+func (b *StmtBuffer) Prefetch(ctx context.Context, keys [][]byte) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	got, err := b.txn.BatchGet(ctx, keys)
+	if err != nil {
+		return err
+	}
+	if b.pre == nil {
+		b.pre = make(map[string]prefetched, len(keys))
+	}
+	for _, k := range keys {
+		v, ok := got[string(k)]
+		b.pre[string(k)] = prefetched{value: v, found: ok}
+	}
+	return nil
 }
 
 type stmtWrite struct {
@@ -35,6 +63,12 @@ func (b *StmtBuffer) Get(ctx context.Context, key []byte) ([]byte, error) {
 			return nil, kv.ErrNotFound
 		}
 		return w.value, nil
+	}
+	if p, ok := b.pre[string(key)]; ok {
+		if !p.found {
+			return nil, kv.ErrNotFound
+		}
+		return p.value, nil
 	}
 	return b.txn.Get(ctx, key)
 }
@@ -95,6 +129,6 @@ func (b *StmtBuffer) Flush() error {
 			return err
 		}
 	}
-	b.vals, b.order, b.size = nil, nil, 0
+	b.vals, b.order, b.size, b.pre = nil, nil, 0, nil
 	return nil
 }

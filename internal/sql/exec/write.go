@@ -379,6 +379,43 @@ func (w *writer) completeRow(row []types.Datum, rowNum int) error {
 	return w.generate(row)
 }
 
+// prefetchHandles reads, in one batch, the rows an INSERT ... SELECT (or
+// LOAD DATA) of a table clustered on its integer key would collide with,
+// so that the primary key check of each row does not make a round trip.
+func (w *writer) prefetchHandles(p *plan.Insert, rows [][]types.Datum) error {
+	if !w.t.PKIsHandle || len(rows) < 2 {
+		return nil
+	}
+	j := -1
+	for i, off := range p.Targets {
+		if off == w.t.HandleOffset {
+			j = i
+		}
+	}
+	if j < 0 {
+		return nil
+	}
+	ft := w.t.Columns[w.t.HandleOffset].Type
+	keys := make([][]byte, 0, len(rows))
+	for _, r := range rows {
+		v, err := types.Convert(r[j], ft)
+		if err != nil || v.IsNull() {
+			continue
+		}
+		var h int64
+		switch v.Kind() {
+		case types.KindInt64:
+			h = v.Int()
+		case types.KindUint64:
+			h = int64(v.Uint())
+		default:
+			continue
+		}
+		keys = append(keys, tablecodec.RecordKey(w.t.ID, h))
+	}
+	return w.c.Writes.Prefetch(w.c.Ctx, keys)
+}
+
 // RunInsert executes INSERT / REPLACE.
 func RunInsert(c *Context, p *plan.Insert) error {
 	w := newWriter(c, p.Table)
@@ -394,6 +431,9 @@ func RunInsert(c *Context, p *plan.Insert) error {
 			return err
 		}
 		n = len(selected)
+		if err := w.prefetchHandles(p, selected); err != nil {
+			return err
+		}
 	}
 	for i := 0; i < n; i++ {
 		row := make([]types.Datum, len(p.Table.Columns))
