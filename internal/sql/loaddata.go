@@ -223,21 +223,19 @@ func (rr *recordReader) next() ([][]byte, error) {
 	}
 	var fields [][]byte
 	var cur []byte
-	enclosedField, quoted, started := false, false, false
+	// isNull: the field so far is exactly the escape sequence \N.
+	enclosedField, quoted, started, isNull := false, false, false, false
 	endField := func() {
 		switch {
-		case cur == nil && !enclosedField:
-			cur = []byte{}
-		}
-		if !enclosedField && rr.f.escape != 0 && bytes.Equal(cur, []byte{rr.f.escape, 'N'}) {
-			cur = nil
-		} else if !enclosedField && len(rr.f.enclosed) > 0 && string(cur) == "NULL" {
-			cur = nil
-		} else if cur == nil {
+		case !enclosedField && isNull && len(cur) == 0:
+			cur = nil // \N
+		case !enclosedField && len(rr.f.enclosed) > 0 && string(cur) == "NULL":
+			cur = nil // the bare word NULL when fields may be enclosed
+		case cur == nil:
 			cur = []byte{}
 		}
 		fields = append(fields, cur)
-		cur, enclosedField, quoted, started = nil, false, false, false
+		cur, enclosedField, quoted, started, isNull = nil, false, false, false, false
 	}
 	for {
 		if !started && len(rr.f.enclosed) > 0 && rr.startsWith(rr.f.enclosed) {
@@ -283,6 +281,10 @@ func (rr *recordReader) next() ([][]byte, error) {
 			return nil, err
 		}
 		started = true
+		if isNull {
+			// \N followed by more text is the text "N..." (MySQL reads it so).
+			cur, isNull = append(cur, 'N'), false
+		}
 		if rr.f.escape != 0 && c == rr.f.escape {
 			e, err := rr.r.ReadByte()
 			if err != nil {
@@ -303,11 +305,11 @@ func (rr *recordReader) next() ([][]byte, error) {
 			case 'Z':
 				cur = append(cur, 26)
 			case 'N':
-				if !enclosedField && len(cur) == 0 {
-					cur = append(cur, rr.f.escape, 'N') // \N: NULL, decided at the field's end
-				} else {
-					cur = append(cur, 'N')
+				if !enclosedField && len(cur) == 0 && !isNull {
+					isNull = true // \N: NULL if nothing follows in the field
+					continue
 				}
+				cur = append(cur, 'N')
 			default:
 				cur = append(cur, e)
 			}
