@@ -694,7 +694,8 @@ func TestMultiTableUpdateDelete(t *testing.T) {
 	expectRows(t, s, "SELECT COUNT(*) FROM orders", "0")
 }
 
-// countingStorage counts the Gets of its transactions.
+// countingStorage counts the keys its transactions read (Get and
+// BatchGet).
 type countingStorage struct {
 	kv.Storage
 	gets atomic.Int64
@@ -716,6 +717,11 @@ type countingTxn struct {
 func (t *countingTxn) Get(ctx context.Context, key []byte) ([]byte, error) {
 	t.gets.Add(1)
 	return t.Txn.Get(ctx, key)
+}
+
+func (t *countingTxn) BatchGet(ctx context.Context, keys [][]byte) (map[string][]byte, error) {
+	t.gets.Add(int64(len(keys)))
+	return t.Txn.BatchGet(ctx, keys)
 }
 
 func (t *countingTxn) Insert(key, value []byte) error { return t.Txn.(kv.Inserter).Insert(key, value) }

@@ -379,9 +379,10 @@ func (w *writer) completeRow(row []types.Datum, rowNum int) error {
 	return w.generate(row)
 }
 
-// prefetchHandles reads, in one batch, the rows an INSERT ... SELECT (or
-// LOAD DATA) of a table clustered on its integer key would collide with,
-// so that the primary key check of each row does not make a round trip.
+// prefetchHandles reads, in one batch, the rows a multi-row INSERT
+// (VALUES lists, INSERT ... SELECT, LOAD DATA) into a table clustered on
+// its integer key would collide with, so that the primary key check of
+// each row does not make a round trip.
 func (w *writer) prefetchHandles(p *plan.Insert, rows [][]types.Datum) error {
 	if !w.t.PKIsHandle || len(rows) < 2 {
 		return nil
@@ -432,6 +433,25 @@ func RunInsert(c *Context, p *plan.Insert) error {
 		}
 		n = len(selected)
 		if err := w.prefetchHandles(p, selected); err != nil {
+			return err
+		}
+	} else if len(p.Rows) > 1 && w.t.PKIsHandle {
+		// A multi-row VALUES list: its key values, evaluated ahead (an
+		// expression that fails here fails again, and is reported, when
+		// its row is inserted; a key read ahead for nothing is harmless).
+		rows := make([][]types.Datum, 0, len(p.Rows))
+		for _, r := range p.Rows {
+			vals := make([]types.Datum, len(r))
+			for j, e := range r {
+				if e != nil && p.Targets[j] == w.t.HandleOffset {
+					if v, err := e.Eval(c.Eval, nil); err == nil {
+						vals[j] = v
+					}
+				}
+			}
+			rows = append(rows, vals)
+		}
+		if err := w.prefetchHandles(p, rows); err != nil {
 			return err
 		}
 	}
