@@ -122,17 +122,19 @@ func stale(s *catalog.Schema, tableID, since int64) bool {
 }
 
 // pinTables records that the transaction of session state *p (nil: not
-// pinned yet), running under schema version sv, writes tables. A table that
-// changed since sv fails the statement with errSchemaChanged: the
-// transaction would write it as it was, and the engine may already have
-// promised that no transaction of that version commits.
-func (e *Engine) pinTables(p **txnPin, sv int64, tables []int64) error {
+// pinned yet), running under schema version sv, writes tables; a new pin
+// is made in buf, which must not be pinned. A table that changed since sv
+// fails the statement with errSchemaChanged: the transaction would write
+// it as it was, and the engine may already have promised that no
+// transaction of that version commits.
+func (e *Engine) pinTables(p **txnPin, buf *txnPin, sv int64, tables []int64) error {
 	e.sl.mu.Lock()
 	defer e.sl.mu.Unlock()
 	cur := e.schema.Load()
 	pin := *p
 	if pin == nil {
-		pin = &txnPin{version: sv, epoch: e.sl.epoch, eff: sv}
+		pin = buf
+		*pin = txnPin{version: sv, epoch: e.sl.epoch, eff: sv, tables: buf.tables[:0]}
 	}
 	added := false
 	for _, id := range tables {

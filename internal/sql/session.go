@@ -81,6 +81,7 @@ type Session struct {
 	schema     *catalog.Schema
 	readOnly   bool
 	pin        *txnPin // the tables txn writes, once it writes (schemalease.go)
+	pinBuf     txnPin  // pin's memory, reused by the session's transactions
 
 	vars     map[string]types.Datum // session system variables (lower case)
 	userVars map[string]types.Datum
@@ -207,7 +208,7 @@ func (s *Session) pinWrites(tables []int64) error {
 			return nil
 		}
 	}
-	return s.e.pinTables(&s.pin, s.schema.Version, tables)
+	return s.e.pinTables(&s.pin, &s.pinBuf, s.schema.Version, tables)
 }
 
 // writeTables appends the ids of the tables c writes to buf.

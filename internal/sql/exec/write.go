@@ -111,7 +111,9 @@ func (w *writer) removeRow(handle int64, row []types.Datum) error {
 // index is keyed by the values alone; while the index is being added, that
 // key may hold another row's entry (rows that existed before the index
 // are not yet checked for duplicates: the backfill finds them), and then
-// it is left alone.
+// it is left alone. An entry that is not there is deleted all the same:
+// the delete makes a backfill that read the row before it conflict with
+// this write instead of writing the entry of a row that is gone.
 func (w *writer) removeEntry(ix *catalog.IndexInfo, vals []types.Datum, handle int64) error {
 	k, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, vals, handle)
 	if err != nil {
@@ -119,14 +121,13 @@ func (w *writer) removeEntry(ix *catalog.IndexInfo, vals []types.Datum, handle i
 	}
 	if ix.State != catalog.StatePublic && tablecodec.DistinctIndexKey(ix.Unique, vals) {
 		v, err := w.c.Writes.Get(w.c.Ctx, k)
-		if errors.Is(err, kv.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, kv.ErrNotFound) {
 			return err
 		}
-		if h, err := tablecodec.IndexEntryHandle(k, v); err != nil || h != handle {
-			return err
+		if err == nil {
+			if h, err := tablecodec.IndexEntryHandle(k, v); err != nil || h != handle {
+				return err
+			}
 		}
 	}
 	w.c.Writes.Delete(k)
