@@ -261,4 +261,3 @@ func (s *Session) adminCheck(ctx context.Context, tn *ast.TableName, index strin
 	}
 	return sqlerr.New(errAdminCheck, "HY000", "admin check table %s failed: %s%s", t.Name, strings.Join(parts, "; "), more)
 }
-
