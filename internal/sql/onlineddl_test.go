@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-db/strata/internal/kv/kvtest"
 	"github.com/strata-db/strata/internal/node"
 	"github.com/strata-db/strata/internal/sql"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
@@ -158,4 +159,94 @@ func TestIndexChangesUnderWritesThroughTwoEngines(t *testing.T) {
 		t.Fatal(failure)
 	}
 	check("at the end")
+}
+
+// With one SQL engine the DDL owner waits for nobody: statements take a
+// few commits, not a lease (ORMs run migrations of many statements).
+func TestDDLOnOneNodeWaitsForNoLease(t *testing.T) {
+	s, exec := nodeSession(t)
+	ctx := context.Background()
+	exec("CREATE DATABASE d; USE d")
+	timed := func(q string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		if _, err := s.Execute(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return time.Since(start)
+	}
+	var worst time.Duration
+	for i := 0; i < 10; i++ {
+		for _, q := range []string{
+			fmt.Sprintf("CREATE TABLE t%d (id INT PRIMARY KEY, v INT)", i),
+			fmt.Sprintf("INSERT INTO t%d VALUES (1, 1), (2, 2)", i),
+			fmt.Sprintf("ALTER TABLE t%d ADD INDEX iv (v)", i),
+			fmt.Sprintf("ALTER TABLE t%d DROP INDEX iv", i),
+			fmt.Sprintf("DROP TABLE t%d", i),
+		} {
+			d := timed(q)
+			worst = max(worst, d)
+			if d > time.Second {
+				t.Errorf("%s took %s: it waited for a lease", q, d)
+			}
+		}
+	}
+	t.Logf("slowest statement: %s", worst)
+}
+
+// A node that restarts after a crash comes back under the same engine id
+// and takes its old lease (and DDL ownership) over: its DDL does not wait
+// for the dead process's lease to expire.
+func TestRestartedEngineTakesItsLeaseOver(t *testing.T) {
+	ctx := context.Background()
+	store := kvtest.NewMemStorage()
+	lease := 30 * time.Second
+	// The crashed process: registered, DDL owner, never heard of again.
+	if _, err := sql.NewEngine(ctx, store, sql.Options{ID: "store-1", Manual: true, SchemaLease: lease}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := sql.NewEngine(ctx, store, sql.Options{ID: "store-1", SchemaLease: lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	s := e.NewSession("root", "localhost")
+	start := time.Now()
+	for _, q := range []string{"CREATE DATABASE d", "CREATE TABLE d.t (id INT PRIMARY KEY, v INT)", "ALTER TABLE d.t ADD INDEX iv (v)"} {
+		if _, err := s.Execute(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if d := time.Since(start); d > lease/2 {
+		t.Fatalf("DDL after the restart took %s", d)
+	}
+}
+
+// An engine that died without a word holds DDL back for one lease (and
+// the clock offset margin), no longer.
+func TestDeadEngineHoldsDDLForOneLease(t *testing.T) {
+	ctx := context.Background()
+	store := kvtest.NewMemStorage()
+	lease := time.Second
+	e, err := sql.NewEngine(ctx, store, sql.Options{SchemaLease: lease, SchemaPoll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	s := e.NewSession("root", "localhost")
+	if _, err := s.Execute(ctx, "CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY, v INT)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sql.NewEngine(ctx, store, sql.Options{ID: "dead", Manual: true, SchemaLease: lease}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := s.Execute(ctx, "ALTER TABLE d.t ADD INDEX iv (v)"); err != nil {
+		t.Fatal(err)
+	}
+	d := time.Since(start)
+	t.Logf("ADD INDEX with a dead engine: %s", d)
+	if d < lease/2 || d > 2*lease+time.Second {
+		t.Fatalf("ADD INDEX took %s with a dead engine's lease of %s", d, lease)
+	}
 }

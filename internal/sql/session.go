@@ -183,7 +183,13 @@ func (s *Session) finish(ctx context.Context, commit bool) error {
 	defer s.e.unpin(pin)
 	if commit && txn.Len() > 0 {
 		if pin != nil {
-			if err := s.e.commitCheck(pin); err != nil {
+			err := s.e.commitCheck(pin)
+			if err == errSchemaExpired && s.e.ensureLease(ctx) == nil {
+				// Renewed (after a long pause, say): the transaction
+				// commits if nothing it writes changed meanwhile.
+				err = s.e.commitCheck(pin)
+			}
+			if err != nil {
 				txn.Rollback(ctx)
 				return err
 			}
