@@ -26,6 +26,63 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// PeerRole is a replica's part in its region's Raft configuration. A
+// learner receives the log but does not vote; IncomingVoter and
+// DemotingVoter exist only while a membership change is in joint
+// consensus (the first votes only in the new configuration, the second
+// only in the old one).
+type PeerRole int32
+
+const (
+	PeerRole_Voter         PeerRole = 0
+	PeerRole_Learner       PeerRole = 1
+	PeerRole_IncomingVoter PeerRole = 2
+	PeerRole_DemotingVoter PeerRole = 3
+)
+
+// Enum value maps for PeerRole.
+var (
+	PeerRole_name = map[int32]string{
+		0: "Voter",
+		1: "Learner",
+		2: "IncomingVoter",
+		3: "DemotingVoter",
+	}
+	PeerRole_value = map[string]int32{
+		"Voter":         0,
+		"Learner":       1,
+		"IncomingVoter": 2,
+		"DemotingVoter": 3,
+	}
+)
+
+func (x PeerRole) Enum() *PeerRole {
+	p := new(PeerRole)
+	*p = x
+	return p
+}
+
+func (x PeerRole) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PeerRole) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvpb_proto_enumTypes[0].Descriptor()
+}
+
+func (PeerRole) Type() protoreflect.EnumType {
+	return &file_kvpb_proto_enumTypes[0]
+}
+
+func (x PeerRole) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PeerRole.Descriptor instead.
+func (PeerRole) EnumDescriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{0}
+}
+
 type Op int32
 
 const (
@@ -71,11 +128,11 @@ func (x Op) String() string {
 }
 
 func (Op) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvpb_proto_enumTypes[0].Descriptor()
+	return file_kvpb_proto_enumTypes[1].Descriptor()
 }
 
 func (Op) Type() protoreflect.EnumType {
-	return &file_kvpb_proto_enumTypes[0]
+	return &file_kvpb_proto_enumTypes[1]
 }
 
 func (x Op) Number() protoreflect.EnumNumber {
@@ -84,7 +141,7 @@ func (x Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Op.Descriptor instead.
 func (Op) EnumDescriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{0}
+	return file_kvpb_proto_rawDescGZIP(), []int{1}
 }
 
 type Action int32
@@ -123,11 +180,11 @@ func (x Action) String() string {
 }
 
 func (Action) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvpb_proto_enumTypes[1].Descriptor()
+	return file_kvpb_proto_enumTypes[2].Descriptor()
 }
 
 func (Action) Type() protoreflect.EnumType {
-	return &file_kvpb_proto_enumTypes[1]
+	return &file_kvpb_proto_enumTypes[2]
 }
 
 func (x Action) Number() protoreflect.EnumNumber {
@@ -136,7 +193,65 @@ func (x Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Action.Descriptor instead.
 func (Action) EnumDescriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{1}
+	return file_kvpb_proto_rawDescGZIP(), []int{2}
+}
+
+type OperatorKind int32
+
+const (
+	OperatorKind_AddLearner     OperatorKind = 0
+	OperatorKind_PromoteLearner OperatorKind = 1
+	OperatorKind_LeaveJoint     OperatorKind = 2
+	OperatorKind_RemovePeer     OperatorKind = 3
+	OperatorKind_TransferLeader OperatorKind = 4
+	OperatorKind_DemoteVoter    OperatorKind = 5
+)
+
+// Enum value maps for OperatorKind.
+var (
+	OperatorKind_name = map[int32]string{
+		0: "AddLearner",
+		1: "PromoteLearner",
+		2: "LeaveJoint",
+		3: "RemovePeer",
+		4: "TransferLeader",
+		5: "DemoteVoter",
+	}
+	OperatorKind_value = map[string]int32{
+		"AddLearner":     0,
+		"PromoteLearner": 1,
+		"LeaveJoint":     2,
+		"RemovePeer":     3,
+		"TransferLeader": 4,
+		"DemoteVoter":    5,
+	}
+)
+
+func (x OperatorKind) Enum() *OperatorKind {
+	p := new(OperatorKind)
+	*p = x
+	return p
+}
+
+func (x OperatorKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OperatorKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvpb_proto_enumTypes[3].Descriptor()
+}
+
+func (OperatorKind) Type() protoreflect.EnumType {
+	return &file_kvpb_proto_enumTypes[3]
+}
+
+func (x OperatorKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OperatorKind.Descriptor instead.
+func (OperatorKind) EnumDescriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{3}
 }
 
 type RegionEpoch struct {
@@ -195,6 +310,7 @@ type Peer struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	StoreId       uint64                 `protobuf:"varint,2,opt,name=store_id,json=storeId,proto3" json:"store_id,omitempty"`
+	Role          PeerRole               `protobuf:"varint,3,opt,name=role,proto3,enum=kvpb.PeerRole" json:"role,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -241,6 +357,13 @@ func (x *Peer) GetStoreId() uint64 {
 		return x.StoreId
 	}
 	return 0
+}
+
+func (x *Peer) GetRole() PeerRole {
+	if x != nil {
+		return x.Role
+	}
+	return PeerRole_Voter
 }
 
 type Region struct {
@@ -322,7 +445,12 @@ func (x *Region) GetPeers() []*Peer {
 type Store struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"` // gRPC address
+	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"` // gRPC address other nodes dial (--advertise-addr)
+	SqlAddress    string                 `protobuf:"bytes,3,opt,name=sql_address,json=sqlAddress,proto3" json:"sql_address,omitempty"`
+	RespAddress   string                 `protobuf:"bytes,4,opt,name=resp_address,json=respAddress,proto3" json:"resp_address,omitempty"`
+	HttpAddress   string                 `protobuf:"bytes,5,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
+	Version       string                 `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
+	StartUnixMs   int64                  `protobuf:"varint,7,opt,name=start_unix_ms,json=startUnixMs,proto3" json:"start_unix_ms,omitempty"` // when the node last started
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -369,6 +497,41 @@ func (x *Store) GetAddress() string {
 		return x.Address
 	}
 	return ""
+}
+
+func (x *Store) GetSqlAddress() string {
+	if x != nil {
+		return x.SqlAddress
+	}
+	return ""
+}
+
+func (x *Store) GetRespAddress() string {
+	if x != nil {
+		return x.RespAddress
+	}
+	return ""
+}
+
+func (x *Store) GetHttpAddress() string {
+	if x != nil {
+		return x.HttpAddress
+	}
+	return ""
+}
+
+func (x *Store) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *Store) GetStartUnixMs() int64 {
+	if x != nil {
+		return x.StartUnixMs
+	}
+	return 0
 }
 
 // Context routes a request to one region replica and proves the client's
@@ -2981,6 +3144,145 @@ func (x *DestroyRangeResponse) GetError() string {
 	return ""
 }
 
+// ScanLockRequest lists the locks in [start_key, end_key) (clipped to the
+// region) of transactions that started at or below max_version: what GC
+// must resolve before it publishes a safe point.
+type ScanLockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	StartKey      []byte                 `protobuf:"bytes,2,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
+	EndKey        []byte                 `protobuf:"bytes,3,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
+	MaxVersion    uint64                 `protobuf:"varint,4,opt,name=max_version,json=maxVersion,proto3" json:"max_version,omitempty"`
+	Limit         uint32                 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanLockRequest) Reset() {
+	*x = ScanLockRequest{}
+	mi := &file_kvpb_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanLockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanLockRequest) ProtoMessage() {}
+
+func (x *ScanLockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanLockRequest.ProtoReflect.Descriptor instead.
+func (*ScanLockRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ScanLockRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *ScanLockRequest) GetStartKey() []byte {
+	if x != nil {
+		return x.StartKey
+	}
+	return nil
+}
+
+func (x *ScanLockRequest) GetEndKey() []byte {
+	if x != nil {
+		return x.EndKey
+	}
+	return nil
+}
+
+func (x *ScanLockRequest) GetMaxVersion() uint64 {
+	if x != nil {
+		return x.MaxVersion
+	}
+	return 0
+}
+
+func (x *ScanLockRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ScanLockResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *RegionError           `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Locks         []*LockInfo            `protobuf:"bytes,2,rep,name=locks,proto3" json:"locks,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanLockResponse) Reset() {
+	*x = ScanLockResponse{}
+	mi := &file_kvpb_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanLockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanLockResponse) ProtoMessage() {}
+
+func (x *ScanLockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanLockResponse.ProtoReflect.Descriptor instead.
+func (*ScanLockResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ScanLockResponse) GetRegionError() *RegionError {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *ScanLockResponse) GetLocks() []*LockInfo {
+	if x != nil {
+		return x.Locks
+	}
+	return nil
+}
+
+func (x *ScanLockResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type PDError struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Message       string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
@@ -2990,7 +3292,7 @@ type PDError struct {
 
 func (x *PDError) Reset() {
 	*x = PDError{}
-	mi := &file_kvpb_proto_msgTypes[43]
+	mi := &file_kvpb_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3304,7 @@ func (x *PDError) String() string {
 func (*PDError) ProtoMessage() {}
 
 func (x *PDError) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[43]
+	mi := &file_kvpb_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3015,7 +3317,7 @@ func (x *PDError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PDError.ProtoReflect.Descriptor instead.
 func (*PDError) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{43}
+	return file_kvpb_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *PDError) GetMessage() string {
@@ -3034,7 +3336,7 @@ type TsoRequest struct {
 
 func (x *TsoRequest) Reset() {
 	*x = TsoRequest{}
-	mi := &file_kvpb_proto_msgTypes[44]
+	mi := &file_kvpb_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3046,7 +3348,7 @@ func (x *TsoRequest) String() string {
 func (*TsoRequest) ProtoMessage() {}
 
 func (x *TsoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[44]
+	mi := &file_kvpb_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3059,7 +3361,7 @@ func (x *TsoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoRequest.ProtoReflect.Descriptor instead.
 func (*TsoRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{44}
+	return file_kvpb_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *TsoRequest) GetCount() uint32 {
@@ -3082,7 +3384,7 @@ type TsoResponse struct {
 
 func (x *TsoResponse) Reset() {
 	*x = TsoResponse{}
-	mi := &file_kvpb_proto_msgTypes[45]
+	mi := &file_kvpb_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3094,7 +3396,7 @@ func (x *TsoResponse) String() string {
 func (*TsoResponse) ProtoMessage() {}
 
 func (x *TsoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[45]
+	mi := &file_kvpb_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3107,7 +3409,7 @@ func (x *TsoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoResponse.ProtoReflect.Descriptor instead.
 func (*TsoResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{45}
+	return file_kvpb_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *TsoResponse) GetError() *PDError {
@@ -3140,7 +3442,7 @@ type GetRegionRequest struct {
 
 func (x *GetRegionRequest) Reset() {
 	*x = GetRegionRequest{}
-	mi := &file_kvpb_proto_msgTypes[46]
+	mi := &file_kvpb_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3152,7 +3454,7 @@ func (x *GetRegionRequest) String() string {
 func (*GetRegionRequest) ProtoMessage() {}
 
 func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[46]
+	mi := &file_kvpb_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3165,7 +3467,7 @@ func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{46}
+	return file_kvpb_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetRegionRequest) GetKey() []byte {
@@ -3184,7 +3486,7 @@ type GetRegionByIDRequest struct {
 
 func (x *GetRegionByIDRequest) Reset() {
 	*x = GetRegionByIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[47]
+	mi := &file_kvpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3196,7 +3498,7 @@ func (x *GetRegionByIDRequest) String() string {
 func (*GetRegionByIDRequest) ProtoMessage() {}
 
 func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[47]
+	mi := &file_kvpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3209,7 +3511,7 @@ func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionByIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{47}
+	return file_kvpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetRegionByIDRequest) GetRegionId() uint64 {
@@ -3230,7 +3532,7 @@ type GetRegionResponse struct {
 
 func (x *GetRegionResponse) Reset() {
 	*x = GetRegionResponse{}
-	mi := &file_kvpb_proto_msgTypes[48]
+	mi := &file_kvpb_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3242,7 +3544,7 @@ func (x *GetRegionResponse) String() string {
 func (*GetRegionResponse) ProtoMessage() {}
 
 func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[48]
+	mi := &file_kvpb_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3255,7 +3557,7 @@ func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionResponse.ProtoReflect.Descriptor instead.
 func (*GetRegionResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{48}
+	return file_kvpb_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetRegionResponse) GetError() *PDError {
@@ -3290,7 +3592,7 @@ type ScanRegionsRequest struct {
 
 func (x *ScanRegionsRequest) Reset() {
 	*x = ScanRegionsRequest{}
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3302,7 +3604,7 @@ func (x *ScanRegionsRequest) String() string {
 func (*ScanRegionsRequest) ProtoMessage() {}
 
 func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3315,7 +3617,7 @@ func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsRequest.ProtoReflect.Descriptor instead.
 func (*ScanRegionsRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{49}
+	return file_kvpb_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ScanRegionsRequest) GetStartKey() []byte {
@@ -3350,7 +3652,7 @@ type ScanRegionsResponse struct {
 
 func (x *ScanRegionsResponse) Reset() {
 	*x = ScanRegionsResponse{}
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3362,7 +3664,7 @@ func (x *ScanRegionsResponse) String() string {
 func (*ScanRegionsResponse) ProtoMessage() {}
 
 func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3375,7 +3677,7 @@ func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsResponse.ProtoReflect.Descriptor instead.
 func (*ScanRegionsResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{50}
+	return file_kvpb_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ScanRegionsResponse) GetError() *PDError {
@@ -3408,7 +3710,7 @@ type GetStoreRequest struct {
 
 func (x *GetStoreRequest) Reset() {
 	*x = GetStoreRequest{}
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3420,7 +3722,7 @@ func (x *GetStoreRequest) String() string {
 func (*GetStoreRequest) ProtoMessage() {}
 
 func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3433,7 +3735,7 @@ func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreRequest.ProtoReflect.Descriptor instead.
 func (*GetStoreRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{51}
+	return file_kvpb_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetStoreRequest) GetStoreId() uint64 {
@@ -3453,7 +3755,7 @@ type GetStoreResponse struct {
 
 func (x *GetStoreResponse) Reset() {
 	*x = GetStoreResponse{}
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3465,7 +3767,7 @@ func (x *GetStoreResponse) String() string {
 func (*GetStoreResponse) ProtoMessage() {}
 
 func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3478,7 +3780,7 @@ func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreResponse.ProtoReflect.Descriptor instead.
 func (*GetStoreResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{52}
+	return file_kvpb_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetStoreResponse) GetError() *PDError {
@@ -3504,7 +3806,7 @@ type AllocIDRequest struct {
 
 func (x *AllocIDRequest) Reset() {
 	*x = AllocIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[53]
+	mi := &file_kvpb_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3516,7 +3818,7 @@ func (x *AllocIDRequest) String() string {
 func (*AllocIDRequest) ProtoMessage() {}
 
 func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[53]
+	mi := &file_kvpb_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3529,7 +3831,7 @@ func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDRequest.ProtoReflect.Descriptor instead.
 func (*AllocIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{53}
+	return file_kvpb_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *AllocIDRequest) GetCount() uint32 {
@@ -3549,7 +3851,7 @@ type AllocIDResponse struct {
 
 func (x *AllocIDResponse) Reset() {
 	*x = AllocIDResponse{}
-	mi := &file_kvpb_proto_msgTypes[54]
+	mi := &file_kvpb_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3561,7 +3863,7 @@ func (x *AllocIDResponse) String() string {
 func (*AllocIDResponse) ProtoMessage() {}
 
 func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[54]
+	mi := &file_kvpb_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3574,7 +3876,7 @@ func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDResponse.ProtoReflect.Descriptor instead.
 func (*AllocIDResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{54}
+	return file_kvpb_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *AllocIDResponse) GetError() *PDError {
@@ -3591,6 +3893,887 @@ func (x *AllocIDResponse) GetId() uint64 {
 	return 0
 }
 
+// JoinRequest registers a node with the cluster. A new node sends
+// cluster_id 0 and a store without an id, and gets both; a node that
+// restarts sends its own, and is refused if they belong to another
+// cluster.
+type JoinRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId     uint64                 `protobuf:"varint,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Store         *Store                 `protobuf:"bytes,2,opt,name=store,proto3" json:"store,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinRequest) Reset() {
+	*x = JoinRequest{}
+	mi := &file_kvpb_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinRequest) ProtoMessage() {}
+
+func (x *JoinRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
+func (*JoinRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *JoinRequest) GetClusterId() uint64 {
+	if x != nil {
+		return x.ClusterId
+	}
+	return 0
+}
+
+func (x *JoinRequest) GetStore() *Store {
+	if x != nil {
+		return x.Store
+	}
+	return nil
+}
+
+type JoinResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *PDError               `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	ClusterId     uint64                 `protobuf:"varint,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	StoreId       uint64                 `protobuf:"varint,3,opt,name=store_id,json=storeId,proto3" json:"store_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinResponse) Reset() {
+	*x = JoinResponse{}
+	mi := &file_kvpb_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinResponse) ProtoMessage() {}
+
+func (x *JoinResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
+func (*JoinResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *JoinResponse) GetError() *PDError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *JoinResponse) GetClusterId() uint64 {
+	if x != nil {
+		return x.ClusterId
+	}
+	return 0
+}
+
+func (x *JoinResponse) GetStoreId() uint64 {
+	if x != nil {
+		return x.StoreId
+	}
+	return 0
+}
+
+// PeerProgress is how far a replica's log is known to its leader.
+type PeerProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PeerId        uint64                 `protobuf:"varint,1,opt,name=peer_id,json=peerId,proto3" json:"peer_id,omitempty"`
+	Match         uint64                 `protobuf:"varint,2,opt,name=match,proto3" json:"match,omitempty"`
+	Active        bool                   `protobuf:"varint,3,opt,name=active,proto3" json:"active,omitempty"` // heard from within an election timeout
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PeerProgress) Reset() {
+	*x = PeerProgress{}
+	mi := &file_kvpb_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PeerProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PeerProgress) ProtoMessage() {}
+
+func (x *PeerProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PeerProgress.ProtoReflect.Descriptor instead.
+func (*PeerProgress) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *PeerProgress) GetPeerId() uint64 {
+	if x != nil {
+		return x.PeerId
+	}
+	return 0
+}
+
+func (x *PeerProgress) GetMatch() uint64 {
+	if x != nil {
+		return x.Match
+	}
+	return 0
+}
+
+func (x *PeerProgress) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
+// RegionStat is what a region's leader reports of it.
+type RegionStat struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Region          *Region                `protobuf:"bytes,1,opt,name=region,proto3" json:"region,omitempty"`
+	Leader          *Peer                  `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`
+	Term            uint64                 `protobuf:"varint,3,opt,name=term,proto3" json:"term,omitempty"`
+	CommitIndex     uint64                 `protobuf:"varint,4,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	AppliedIndex    uint64                 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	Progress        []*PeerProgress        `protobuf:"bytes,6,rep,name=progress,proto3" json:"progress,omitempty"`
+	ApproximateKeys uint64                 `protobuf:"varint,7,opt,name=approximate_keys,json=approximateKeys,proto3" json:"approximate_keys,omitempty"`
+	ApproximateSize uint64                 `protobuf:"varint,8,opt,name=approximate_size,json=approximateSize,proto3" json:"approximate_size,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RegionStat) Reset() {
+	*x = RegionStat{}
+	mi := &file_kvpb_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionStat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionStat) ProtoMessage() {}
+
+func (x *RegionStat) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionStat.ProtoReflect.Descriptor instead.
+func (*RegionStat) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *RegionStat) GetRegion() *Region {
+	if x != nil {
+		return x.Region
+	}
+	return nil
+}
+
+func (x *RegionStat) GetLeader() *Peer {
+	if x != nil {
+		return x.Leader
+	}
+	return nil
+}
+
+func (x *RegionStat) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *RegionStat) GetCommitIndex() uint64 {
+	if x != nil {
+		return x.CommitIndex
+	}
+	return 0
+}
+
+func (x *RegionStat) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *RegionStat) GetProgress() []*PeerProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+func (x *RegionStat) GetApproximateKeys() uint64 {
+	if x != nil {
+		return x.ApproximateKeys
+	}
+	return 0
+}
+
+func (x *RegionStat) GetApproximateSize() uint64 {
+	if x != nil {
+		return x.ApproximateSize
+	}
+	return 0
+}
+
+// Operator is one change PD asks a region's leader to make. epoch is the
+// region epoch it was decided under: a leader whose region has moved on
+// ignores it.
+type Operator struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionId      uint64                 `protobuf:"varint,1,opt,name=region_id,json=regionId,proto3" json:"region_id,omitempty"`
+	Epoch         *RegionEpoch           `protobuf:"bytes,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Kind          OperatorKind           `protobuf:"varint,3,opt,name=kind,proto3,enum=kvpb.OperatorKind" json:"kind,omitempty"`
+	Peer          *Peer                  `protobuf:"bytes,4,opt,name=peer,proto3" json:"peer,omitempty"`
+	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Operator) Reset() {
+	*x = Operator{}
+	mi := &file_kvpb_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Operator) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Operator) ProtoMessage() {}
+
+func (x *Operator) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Operator.ProtoReflect.Descriptor instead.
+func (*Operator) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *Operator) GetRegionId() uint64 {
+	if x != nil {
+		return x.RegionId
+	}
+	return 0
+}
+
+func (x *Operator) GetEpoch() *RegionEpoch {
+	if x != nil {
+		return x.Epoch
+	}
+	return nil
+}
+
+func (x *Operator) GetKind() OperatorKind {
+	if x != nil {
+		return x.Kind
+	}
+	return OperatorKind_AddLearner
+}
+
+func (x *Operator) GetPeer() *Peer {
+	if x != nil {
+		return x.Peer
+	}
+	return nil
+}
+
+func (x *Operator) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// StoreHeartbeatRequest is one store's report, sent every second: itself,
+// and every region it leads. Batched per store (never per region).
+type StoreHeartbeatRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId     uint64                 `protobuf:"varint,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Store         *Store                 `protobuf:"bytes,2,opt,name=store,proto3" json:"store,omitempty"`
+	Regions       []*RegionStat          `protobuf:"bytes,3,rep,name=regions,proto3" json:"regions,omitempty"`
+	ReplicaCount  uint32                 `protobuf:"varint,4,opt,name=replica_count,json=replicaCount,proto3" json:"replica_count,omitempty"` // replicas the store holds, led or not
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreHeartbeatRequest) Reset() {
+	*x = StoreHeartbeatRequest{}
+	mi := &file_kvpb_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreHeartbeatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreHeartbeatRequest) ProtoMessage() {}
+
+func (x *StoreHeartbeatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreHeartbeatRequest.ProtoReflect.Descriptor instead.
+func (*StoreHeartbeatRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *StoreHeartbeatRequest) GetClusterId() uint64 {
+	if x != nil {
+		return x.ClusterId
+	}
+	return 0
+}
+
+func (x *StoreHeartbeatRequest) GetStore() *Store {
+	if x != nil {
+		return x.Store
+	}
+	return nil
+}
+
+func (x *StoreHeartbeatRequest) GetRegions() []*RegionStat {
+	if x != nil {
+		return x.Regions
+	}
+	return nil
+}
+
+func (x *StoreHeartbeatRequest) GetReplicaCount() uint32 {
+	if x != nil {
+		return x.ReplicaCount
+	}
+	return 0
+}
+
+type StoreHeartbeatResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Error     *PDError               `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Operators []*Operator            `protobuf:"bytes,2,rep,name=operators,proto3" json:"operators,omitempty"`
+	// stores is the cluster's store directory, so that every node can
+	// reach every other one without asking.
+	Stores        []*Store `protobuf:"bytes,3,rep,name=stores,proto3" json:"stores,omitempty"`
+	PdLeaderStore uint64   `protobuf:"varint,4,opt,name=pd_leader_store,json=pdLeaderStore,proto3" json:"pd_leader_store,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreHeartbeatResponse) Reset() {
+	*x = StoreHeartbeatResponse{}
+	mi := &file_kvpb_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreHeartbeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreHeartbeatResponse) ProtoMessage() {}
+
+func (x *StoreHeartbeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreHeartbeatResponse.ProtoReflect.Descriptor instead.
+func (*StoreHeartbeatResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *StoreHeartbeatResponse) GetError() *PDError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *StoreHeartbeatResponse) GetOperators() []*Operator {
+	if x != nil {
+		return x.Operators
+	}
+	return nil
+}
+
+func (x *StoreHeartbeatResponse) GetStores() []*Store {
+	if x != nil {
+		return x.Stores
+	}
+	return nil
+}
+
+func (x *StoreHeartbeatResponse) GetPdLeaderStore() uint64 {
+	if x != nil {
+		return x.PdLeaderStore
+	}
+	return 0
+}
+
+type ClusterStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterStatusRequest) Reset() {
+	*x = ClusterStatusRequest{}
+	mi := &file_kvpb_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterStatusRequest) ProtoMessage() {}
+
+func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
+func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{64}
+}
+
+type StoreStatus struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Store               *Store                 `protobuf:"bytes,1,opt,name=store,proto3" json:"store,omitempty"`
+	Up                  bool                   `protobuf:"varint,2,opt,name=up,proto3" json:"up,omitempty"`
+	LastHeartbeatUnixMs int64                  `protobuf:"varint,3,opt,name=last_heartbeat_unix_ms,json=lastHeartbeatUnixMs,proto3" json:"last_heartbeat_unix_ms,omitempty"`
+	StateSinceUnixMs    int64                  `protobuf:"varint,4,opt,name=state_since_unix_ms,json=stateSinceUnixMs,proto3" json:"state_since_unix_ms,omitempty"` // when it last went up or down
+	ReplicaCount        uint32                 `protobuf:"varint,5,opt,name=replica_count,json=replicaCount,proto3" json:"replica_count,omitempty"`
+	LeaderCount         uint32                 `protobuf:"varint,6,opt,name=leader_count,json=leaderCount,proto3" json:"leader_count,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *StoreStatus) Reset() {
+	*x = StoreStatus{}
+	mi := &file_kvpb_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreStatus) ProtoMessage() {}
+
+func (x *StoreStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreStatus.ProtoReflect.Descriptor instead.
+func (*StoreStatus) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *StoreStatus) GetStore() *Store {
+	if x != nil {
+		return x.Store
+	}
+	return nil
+}
+
+func (x *StoreStatus) GetUp() bool {
+	if x != nil {
+		return x.Up
+	}
+	return false
+}
+
+func (x *StoreStatus) GetLastHeartbeatUnixMs() int64 {
+	if x != nil {
+		return x.LastHeartbeatUnixMs
+	}
+	return 0
+}
+
+func (x *StoreStatus) GetStateSinceUnixMs() int64 {
+	if x != nil {
+		return x.StateSinceUnixMs
+	}
+	return 0
+}
+
+func (x *StoreStatus) GetReplicaCount() uint32 {
+	if x != nil {
+		return x.ReplicaCount
+	}
+	return 0
+}
+
+func (x *StoreStatus) GetLeaderCount() uint32 {
+	if x != nil {
+		return x.LeaderCount
+	}
+	return 0
+}
+
+type RegionStatus struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Region          *Region                `protobuf:"bytes,1,opt,name=region,proto3" json:"region,omitempty"`
+	Leader          *Peer                  `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`
+	Progress        []*PeerProgress        `protobuf:"bytes,3,rep,name=progress,proto3" json:"progress,omitempty"`
+	CommitIndex     uint64                 `protobuf:"varint,4,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	UnderReplicated bool                   `protobuf:"varint,5,opt,name=under_replicated,json=underReplicated,proto3" json:"under_replicated,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RegionStatus) Reset() {
+	*x = RegionStatus{}
+	mi := &file_kvpb_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionStatus) ProtoMessage() {}
+
+func (x *RegionStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionStatus.ProtoReflect.Descriptor instead.
+func (*RegionStatus) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *RegionStatus) GetRegion() *Region {
+	if x != nil {
+		return x.Region
+	}
+	return nil
+}
+
+func (x *RegionStatus) GetLeader() *Peer {
+	if x != nil {
+		return x.Leader
+	}
+	return nil
+}
+
+func (x *RegionStatus) GetProgress() []*PeerProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+func (x *RegionStatus) GetCommitIndex() uint64 {
+	if x != nil {
+		return x.CommitIndex
+	}
+	return 0
+}
+
+func (x *RegionStatus) GetUnderReplicated() bool {
+	if x != nil {
+		return x.UnderReplicated
+	}
+	return false
+}
+
+type ClusterStatusResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *PDError               `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	ClusterId     uint64                 `protobuf:"varint,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Replicas      uint32                 `protobuf:"varint,3,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	PdLeaderStore uint64                 `protobuf:"varint,4,opt,name=pd_leader_store,json=pdLeaderStore,proto3" json:"pd_leader_store,omitempty"`
+	Stores        []*StoreStatus         `protobuf:"bytes,5,rep,name=stores,proto3" json:"stores,omitempty"`
+	Regions       []*RegionStatus        `protobuf:"bytes,6,rep,name=regions,proto3" json:"regions,omitempty"`
+	GcSafePoint   uint64                 `protobuf:"varint,7,opt,name=gc_safe_point,json=gcSafePoint,proto3" json:"gc_safe_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterStatusResponse) Reset() {
+	*x = ClusterStatusResponse{}
+	mi := &file_kvpb_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterStatusResponse) ProtoMessage() {}
+
+func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
+func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *ClusterStatusResponse) GetError() *PDError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *ClusterStatusResponse) GetClusterId() uint64 {
+	if x != nil {
+		return x.ClusterId
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetReplicas() uint32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetPdLeaderStore() uint64 {
+	if x != nil {
+		return x.PdLeaderStore
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetStores() []*StoreStatus {
+	if x != nil {
+		return x.Stores
+	}
+	return nil
+}
+
+func (x *ClusterStatusResponse) GetRegions() []*RegionStatus {
+	if x != nil {
+		return x.Regions
+	}
+	return nil
+}
+
+func (x *ClusterStatusResponse) GetGcSafePoint() uint64 {
+	if x != nil {
+		return x.GcSafePoint
+	}
+	return 0
+}
+
+type GCSafePointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SafePoint     uint64                 `protobuf:"varint,1,opt,name=safe_point,json=safePoint,proto3" json:"safe_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GCSafePointRequest) Reset() {
+	*x = GCSafePointRequest{}
+	mi := &file_kvpb_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GCSafePointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GCSafePointRequest) ProtoMessage() {}
+
+func (x *GCSafePointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GCSafePointRequest.ProtoReflect.Descriptor instead.
+func (*GCSafePointRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *GCSafePointRequest) GetSafePoint() uint64 {
+	if x != nil {
+		return x.SafePoint
+	}
+	return 0
+}
+
+type GCSafePointResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *PDError               `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	SafePoint     uint64                 `protobuf:"varint,2,opt,name=safe_point,json=safePoint,proto3" json:"safe_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GCSafePointResponse) Reset() {
+	*x = GCSafePointResponse{}
+	mi := &file_kvpb_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GCSafePointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GCSafePointResponse) ProtoMessage() {}
+
+func (x *GCSafePointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GCSafePointResponse.ProtoReflect.Descriptor instead.
+func (*GCSafePointResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *GCSafePointResponse) GetError() *PDError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *GCSafePointResponse) GetSafePoint() uint64 {
+	if x != nil {
+		return x.SafePoint
+	}
+	return 0
+}
+
 var File_kvpb_proto protoreflect.FileDescriptor
 
 const file_kvpb_proto_rawDesc = "" +
@@ -3599,20 +4782,27 @@ const file_kvpb_proto_rawDesc = "" +
 	"kvpb.proto\x12\x04kvpb\"B\n" +
 	"\vRegionEpoch\x12\x19\n" +
 	"\bconf_ver\x18\x01 \x01(\x04R\aconfVer\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x04R\aversion\"1\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\"U\n" +
 	"\x04Peer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x19\n" +
-	"\bstore_id\x18\x02 \x01(\x04R\astoreId\"\x99\x01\n" +
+	"\bstore_id\x18\x02 \x01(\x04R\astoreId\x12\"\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x0e.kvpb.PeerRoleR\x04role\"\x99\x01\n" +
 	"\x06Region\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1b\n" +
 	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
 	"\aend_key\x18\x03 \x01(\fR\x06endKey\x12'\n" +
 	"\x05epoch\x18\x04 \x01(\v2\x11.kvpb.RegionEpochR\x05epoch\x12 \n" +
 	"\x05peers\x18\x05 \x03(\v2\n" +
-	".kvpb.PeerR\x05peers\"1\n" +
+	".kvpb.PeerR\x05peers\"\xd6\x01\n" +
 	"\x05Store\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x18\n" +
-	"\aaddress\x18\x02 \x01(\tR\aaddress\"|\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1f\n" +
+	"\vsql_address\x18\x03 \x01(\tR\n" +
+	"sqlAddress\x12!\n" +
+	"\fresp_address\x18\x04 \x01(\tR\vrespAddress\x12!\n" +
+	"\fhttp_address\x18\x05 \x01(\tR\vhttpAddress\x12\x18\n" +
+	"\aversion\x18\x06 \x01(\tR\aversion\x12\"\n" +
+	"\rstart_unix_ms\x18\a \x01(\x03R\vstartUnixMs\"|\n" +
 	"\aContext\x12\x1b\n" +
 	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x124\n" +
 	"\fregion_epoch\x18\x02 \x01(\v2\x11.kvpb.RegionEpochR\vregionEpoch\x12\x1e\n" +
@@ -3813,7 +5003,18 @@ const file_kvpb_proto_rawDesc = "" +
 	"safe_point\x18\x04 \x01(\x04R\tsafePoint\"b\n" +
 	"\x14DestroyRangeResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"#\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xa7\x01\n" +
+	"\x0fScanLockRequest\x12'\n" +
+	"\acontext\x18\x01 \x01(\v2\r.kvpb.ContextR\acontext\x12\x1b\n" +
+	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
+	"\aend_key\x18\x03 \x01(\fR\x06endKey\x12\x1f\n" +
+	"\vmax_version\x18\x04 \x01(\x04R\n" +
+	"maxVersion\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\rR\x05limit\"\x84\x01\n" +
+	"\x10ScanLockResponse\x124\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12$\n" +
+	"\x05locks\x18\x02 \x03(\v2\x0e.kvpb.LockInfoR\x05locks\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"#\n" +
 	"\aPDError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\"\"\n" +
 	"\n" +
@@ -3850,7 +5051,85 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x05count\x18\x01 \x01(\rR\x05count\"F\n" +
 	"\x0fAllocIDResponse\x12#\n" +
 	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\x04R\x02id*c\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\"O\n" +
+	"\vJoinRequest\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\x04R\tclusterId\x12!\n" +
+	"\x05store\x18\x02 \x01(\v2\v.kvpb.StoreR\x05store\"m\n" +
+	"\fJoinResponse\x12#\n" +
+	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x02 \x01(\x04R\tclusterId\x12\x19\n" +
+	"\bstore_id\x18\x03 \x01(\x04R\astoreId\"U\n" +
+	"\fPeerProgress\x12\x17\n" +
+	"\apeer_id\x18\x01 \x01(\x04R\x06peerId\x12\x14\n" +
+	"\x05match\x18\x02 \x01(\x04R\x05match\x12\x16\n" +
+	"\x06active\x18\x03 \x01(\bR\x06active\"\xb8\x02\n" +
+	"\n" +
+	"RegionStat\x12$\n" +
+	"\x06region\x18\x01 \x01(\v2\f.kvpb.RegionR\x06region\x12\"\n" +
+	"\x06leader\x18\x02 \x01(\v2\n" +
+	".kvpb.PeerR\x06leader\x12\x12\n" +
+	"\x04term\x18\x03 \x01(\x04R\x04term\x12!\n" +
+	"\fcommit_index\x18\x04 \x01(\x04R\vcommitIndex\x12#\n" +
+	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\x12.\n" +
+	"\bprogress\x18\x06 \x03(\v2\x12.kvpb.PeerProgressR\bprogress\x12)\n" +
+	"\x10approximate_keys\x18\a \x01(\x04R\x0fapproximateKeys\x12)\n" +
+	"\x10approximate_size\x18\b \x01(\x04R\x0fapproximateSize\"\xb0\x01\n" +
+	"\bOperator\x12\x1b\n" +
+	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x12'\n" +
+	"\x05epoch\x18\x02 \x01(\v2\x11.kvpb.RegionEpochR\x05epoch\x12&\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x12.kvpb.OperatorKindR\x04kind\x12\x1e\n" +
+	"\x04peer\x18\x04 \x01(\v2\n" +
+	".kvpb.PeerR\x04peer\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xaa\x01\n" +
+	"\x15StoreHeartbeatRequest\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\x04R\tclusterId\x12!\n" +
+	"\x05store\x18\x02 \x01(\v2\v.kvpb.StoreR\x05store\x12*\n" +
+	"\aregions\x18\x03 \x03(\v2\x10.kvpb.RegionStatR\aregions\x12#\n" +
+	"\rreplica_count\x18\x04 \x01(\rR\freplicaCount\"\xb8\x01\n" +
+	"\x16StoreHeartbeatResponse\x12#\n" +
+	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12,\n" +
+	"\toperators\x18\x02 \x03(\v2\x0e.kvpb.OperatorR\toperators\x12#\n" +
+	"\x06stores\x18\x03 \x03(\v2\v.kvpb.StoreR\x06stores\x12&\n" +
+	"\x0fpd_leader_store\x18\x04 \x01(\x04R\rpdLeaderStore\"\x16\n" +
+	"\x14ClusterStatusRequest\"\xec\x01\n" +
+	"\vStoreStatus\x12!\n" +
+	"\x05store\x18\x01 \x01(\v2\v.kvpb.StoreR\x05store\x12\x0e\n" +
+	"\x02up\x18\x02 \x01(\bR\x02up\x123\n" +
+	"\x16last_heartbeat_unix_ms\x18\x03 \x01(\x03R\x13lastHeartbeatUnixMs\x12-\n" +
+	"\x13state_since_unix_ms\x18\x04 \x01(\x03R\x10stateSinceUnixMs\x12#\n" +
+	"\rreplica_count\x18\x05 \x01(\rR\freplicaCount\x12!\n" +
+	"\fleader_count\x18\x06 \x01(\rR\vleaderCount\"\xd6\x01\n" +
+	"\fRegionStatus\x12$\n" +
+	"\x06region\x18\x01 \x01(\v2\f.kvpb.RegionR\x06region\x12\"\n" +
+	"\x06leader\x18\x02 \x01(\v2\n" +
+	".kvpb.PeerR\x06leader\x12.\n" +
+	"\bprogress\x18\x03 \x03(\v2\x12.kvpb.PeerProgressR\bprogress\x12!\n" +
+	"\fcommit_index\x18\x04 \x01(\x04R\vcommitIndex\x12)\n" +
+	"\x10under_replicated\x18\x05 \x01(\bR\x0funderReplicated\"\x9c\x02\n" +
+	"\x15ClusterStatusResponse\x12#\n" +
+	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x02 \x01(\x04R\tclusterId\x12\x1a\n" +
+	"\breplicas\x18\x03 \x01(\rR\breplicas\x12&\n" +
+	"\x0fpd_leader_store\x18\x04 \x01(\x04R\rpdLeaderStore\x12)\n" +
+	"\x06stores\x18\x05 \x03(\v2\x11.kvpb.StoreStatusR\x06stores\x12,\n" +
+	"\aregions\x18\x06 \x03(\v2\x12.kvpb.RegionStatusR\aregions\x12\"\n" +
+	"\rgc_safe_point\x18\a \x01(\x04R\vgcSafePoint\"3\n" +
+	"\x12GCSafePointRequest\x12\x1d\n" +
+	"\n" +
+	"safe_point\x18\x01 \x01(\x04R\tsafePoint\"Y\n" +
+	"\x13GCSafePointResponse\x12#\n" +
+	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12\x1d\n" +
+	"\n" +
+	"safe_point\x18\x02 \x01(\x04R\tsafePoint*H\n" +
+	"\bPeerRole\x12\t\n" +
+	"\x05Voter\x10\x00\x12\v\n" +
+	"\aLearner\x10\x01\x12\x11\n" +
+	"\rIncomingVoter\x10\x02\x12\x11\n" +
+	"\rDemotingVoter\x10\x03*c\n" +
 	"\x02Op\x12\a\n" +
 	"\x03Put\x10\x00\x12\a\n" +
 	"\x03Del\x10\x01\x12\b\n" +
@@ -3864,8 +5143,20 @@ const file_kvpb_proto_rawDesc = "" +
 	"\bNoAction\x10\x00\x12\x15\n" +
 	"\x11TTLExpireRollback\x10\x01\x12\x18\n" +
 	"\x14LockNotExistRollback\x10\x02\x12\x15\n" +
-	"\x11MinCommitTSPushed\x10\x032\xb7\x06\n" +
-	"\x02Kv\x12,\n" +
+	"\x11MinCommitTSPushed\x10\x03*w\n" +
+	"\fOperatorKind\x12\x0e\n" +
+	"\n" +
+	"AddLearner\x10\x00\x12\x12\n" +
+	"\x0ePromoteLearner\x10\x01\x12\x0e\n" +
+	"\n" +
+	"LeaveJoint\x10\x02\x12\x0e\n" +
+	"\n" +
+	"RemovePeer\x10\x03\x12\x12\n" +
+	"\x0eTransferLeader\x10\x04\x12\x0f\n" +
+	"\vDemoteVoter\x10\x052\xf4\x06\n" +
+	"\x02Kv\x12;\n" +
+	"\n" +
+	"KvScanLock\x12\x15.kvpb.ScanLockRequest\x1a\x16.kvpb.ScanLockResponse\x12,\n" +
 	"\x05KvGet\x12\x10.kvpb.GetRequest\x1a\x11.kvpb.GetResponse\x12;\n" +
 	"\n" +
 	"KvBatchGet\x12\x15.kvpb.BatchGetRequest\x1a\x16.kvpb.BatchGetResponse\x12/\n" +
@@ -3879,8 +5170,12 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x11KvPessimisticLock\x12\x1c.kvpb.PessimisticLockRequest\x1a\x1d.kvpb.PessimisticLockResponse\x12\\\n" +
 	"\x15KvPessimisticRollback\x12 .kvpb.PessimisticRollbackRequest\x1a!.kvpb.PessimisticRollbackResponse\x12G\n" +
 	"\x0eKvTxnHeartBeat\x12\x19.kvpb.TxnHeartBeatRequest\x1a\x1a.kvpb.TxnHeartBeatResponse\x12G\n" +
-	"\x0eKvDestroyRange\x12\x19.kvpb.DestroyRangeRequest\x1a\x1a.kvpb.DestroyRangeResponse2\xeb\x02\n" +
-	"\x02PD\x12*\n" +
+	"\x0eKvDestroyRange\x12\x19.kvpb.DestroyRangeRequest\x1a\x1a.kvpb.DestroyRangeResponse2\xf5\x04\n" +
+	"\x02PD\x12-\n" +
+	"\x04Join\x12\x11.kvpb.JoinRequest\x1a\x12.kvpb.JoinResponse\x12K\n" +
+	"\x0eStoreHeartbeat\x12\x1b.kvpb.StoreHeartbeatRequest\x1a\x1c.kvpb.StoreHeartbeatResponse\x12H\n" +
+	"\rClusterStatus\x12\x1a.kvpb.ClusterStatusRequest\x1a\x1b.kvpb.ClusterStatusResponse\x12B\n" +
+	"\vGCSafePoint\x12\x18.kvpb.GCSafePointRequest\x1a\x19.kvpb.GCSafePointResponse\x12*\n" +
 	"\x03Tso\x12\x10.kvpb.TsoRequest\x1a\x11.kvpb.TsoResponse\x12<\n" +
 	"\tGetRegion\x12\x16.kvpb.GetRegionRequest\x1a\x17.kvpb.GetRegionResponse\x12D\n" +
 	"\rGetRegionByID\x12\x1a.kvpb.GetRegionByIDRequest\x1a\x17.kvpb.GetRegionResponse\x12B\n" +
@@ -3900,179 +5195,231 @@ func file_kvpb_proto_rawDescGZIP() []byte {
 	return file_kvpb_proto_rawDescData
 }
 
-var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
 var file_kvpb_proto_goTypes = []any{
-	(Op)(0),                             // 0: kvpb.Op
-	(Action)(0),                         // 1: kvpb.Action
-	(*RegionEpoch)(nil),                 // 2: kvpb.RegionEpoch
-	(*Peer)(nil),                        // 3: kvpb.Peer
-	(*Region)(nil),                      // 4: kvpb.Region
-	(*Store)(nil),                       // 5: kvpb.Store
-	(*Context)(nil),                     // 6: kvpb.Context
-	(*RegionError)(nil),                 // 7: kvpb.RegionError
-	(*NotLeader)(nil),                   // 8: kvpb.NotLeader
-	(*EpochNotMatch)(nil),               // 9: kvpb.EpochNotMatch
-	(*KeyNotInRegion)(nil),              // 10: kvpb.KeyNotInRegion
-	(*ServerBusy)(nil),                  // 11: kvpb.ServerBusy
-	(*RegionNotFound)(nil),              // 12: kvpb.RegionNotFound
-	(*Mutation)(nil),                    // 13: kvpb.Mutation
-	(*LockInfo)(nil),                    // 14: kvpb.LockInfo
-	(*WriteConflict)(nil),               // 15: kvpb.WriteConflict
-	(*AlreadyExist)(nil),                // 16: kvpb.AlreadyExist
-	(*TxnNotFound)(nil),                 // 17: kvpb.TxnNotFound
-	(*Deadlock)(nil),                    // 18: kvpb.Deadlock
-	(*KeyError)(nil),                    // 19: kvpb.KeyError
-	(*KvPair)(nil),                      // 20: kvpb.KvPair
-	(*GetRequest)(nil),                  // 21: kvpb.GetRequest
-	(*GetResponse)(nil),                 // 22: kvpb.GetResponse
-	(*BatchGetRequest)(nil),             // 23: kvpb.BatchGetRequest
-	(*BatchGetResponse)(nil),            // 24: kvpb.BatchGetResponse
-	(*ScanRequest)(nil),                 // 25: kvpb.ScanRequest
-	(*ScanResponse)(nil),                // 26: kvpb.ScanResponse
-	(*PrewriteRequest)(nil),             // 27: kvpb.PrewriteRequest
-	(*PrewriteResponse)(nil),            // 28: kvpb.PrewriteResponse
-	(*CommitRequest)(nil),               // 29: kvpb.CommitRequest
-	(*CommitResponse)(nil),              // 30: kvpb.CommitResponse
-	(*BatchRollbackRequest)(nil),        // 31: kvpb.BatchRollbackRequest
-	(*BatchRollbackResponse)(nil),       // 32: kvpb.BatchRollbackResponse
-	(*CheckTxnStatusRequest)(nil),       // 33: kvpb.CheckTxnStatusRequest
-	(*CheckTxnStatusResponse)(nil),      // 34: kvpb.CheckTxnStatusResponse
-	(*ResolveLockRequest)(nil),          // 35: kvpb.ResolveLockRequest
-	(*ResolveLockResponse)(nil),         // 36: kvpb.ResolveLockResponse
-	(*PessimisticLockRequest)(nil),      // 37: kvpb.PessimisticLockRequest
-	(*PessimisticLockResponse)(nil),     // 38: kvpb.PessimisticLockResponse
-	(*PessimisticRollbackRequest)(nil),  // 39: kvpb.PessimisticRollbackRequest
-	(*PessimisticRollbackResponse)(nil), // 40: kvpb.PessimisticRollbackResponse
-	(*TxnHeartBeatRequest)(nil),         // 41: kvpb.TxnHeartBeatRequest
-	(*TxnHeartBeatResponse)(nil),        // 42: kvpb.TxnHeartBeatResponse
-	(*DestroyRangeRequest)(nil),         // 43: kvpb.DestroyRangeRequest
-	(*DestroyRangeResponse)(nil),        // 44: kvpb.DestroyRangeResponse
-	(*PDError)(nil),                     // 45: kvpb.PDError
-	(*TsoRequest)(nil),                  // 46: kvpb.TsoRequest
-	(*TsoResponse)(nil),                 // 47: kvpb.TsoResponse
-	(*GetRegionRequest)(nil),            // 48: kvpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),        // 49: kvpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),           // 50: kvpb.GetRegionResponse
-	(*ScanRegionsRequest)(nil),          // 51: kvpb.ScanRegionsRequest
-	(*ScanRegionsResponse)(nil),         // 52: kvpb.ScanRegionsResponse
-	(*GetStoreRequest)(nil),             // 53: kvpb.GetStoreRequest
-	(*GetStoreResponse)(nil),            // 54: kvpb.GetStoreResponse
-	(*AllocIDRequest)(nil),              // 55: kvpb.AllocIDRequest
-	(*AllocIDResponse)(nil),             // 56: kvpb.AllocIDResponse
+	(PeerRole)(0),                       // 0: kvpb.PeerRole
+	(Op)(0),                             // 1: kvpb.Op
+	(Action)(0),                         // 2: kvpb.Action
+	(OperatorKind)(0),                   // 3: kvpb.OperatorKind
+	(*RegionEpoch)(nil),                 // 4: kvpb.RegionEpoch
+	(*Peer)(nil),                        // 5: kvpb.Peer
+	(*Region)(nil),                      // 6: kvpb.Region
+	(*Store)(nil),                       // 7: kvpb.Store
+	(*Context)(nil),                     // 8: kvpb.Context
+	(*RegionError)(nil),                 // 9: kvpb.RegionError
+	(*NotLeader)(nil),                   // 10: kvpb.NotLeader
+	(*EpochNotMatch)(nil),               // 11: kvpb.EpochNotMatch
+	(*KeyNotInRegion)(nil),              // 12: kvpb.KeyNotInRegion
+	(*ServerBusy)(nil),                  // 13: kvpb.ServerBusy
+	(*RegionNotFound)(nil),              // 14: kvpb.RegionNotFound
+	(*Mutation)(nil),                    // 15: kvpb.Mutation
+	(*LockInfo)(nil),                    // 16: kvpb.LockInfo
+	(*WriteConflict)(nil),               // 17: kvpb.WriteConflict
+	(*AlreadyExist)(nil),                // 18: kvpb.AlreadyExist
+	(*TxnNotFound)(nil),                 // 19: kvpb.TxnNotFound
+	(*Deadlock)(nil),                    // 20: kvpb.Deadlock
+	(*KeyError)(nil),                    // 21: kvpb.KeyError
+	(*KvPair)(nil),                      // 22: kvpb.KvPair
+	(*GetRequest)(nil),                  // 23: kvpb.GetRequest
+	(*GetResponse)(nil),                 // 24: kvpb.GetResponse
+	(*BatchGetRequest)(nil),             // 25: kvpb.BatchGetRequest
+	(*BatchGetResponse)(nil),            // 26: kvpb.BatchGetResponse
+	(*ScanRequest)(nil),                 // 27: kvpb.ScanRequest
+	(*ScanResponse)(nil),                // 28: kvpb.ScanResponse
+	(*PrewriteRequest)(nil),             // 29: kvpb.PrewriteRequest
+	(*PrewriteResponse)(nil),            // 30: kvpb.PrewriteResponse
+	(*CommitRequest)(nil),               // 31: kvpb.CommitRequest
+	(*CommitResponse)(nil),              // 32: kvpb.CommitResponse
+	(*BatchRollbackRequest)(nil),        // 33: kvpb.BatchRollbackRequest
+	(*BatchRollbackResponse)(nil),       // 34: kvpb.BatchRollbackResponse
+	(*CheckTxnStatusRequest)(nil),       // 35: kvpb.CheckTxnStatusRequest
+	(*CheckTxnStatusResponse)(nil),      // 36: kvpb.CheckTxnStatusResponse
+	(*ResolveLockRequest)(nil),          // 37: kvpb.ResolveLockRequest
+	(*ResolveLockResponse)(nil),         // 38: kvpb.ResolveLockResponse
+	(*PessimisticLockRequest)(nil),      // 39: kvpb.PessimisticLockRequest
+	(*PessimisticLockResponse)(nil),     // 40: kvpb.PessimisticLockResponse
+	(*PessimisticRollbackRequest)(nil),  // 41: kvpb.PessimisticRollbackRequest
+	(*PessimisticRollbackResponse)(nil), // 42: kvpb.PessimisticRollbackResponse
+	(*TxnHeartBeatRequest)(nil),         // 43: kvpb.TxnHeartBeatRequest
+	(*TxnHeartBeatResponse)(nil),        // 44: kvpb.TxnHeartBeatResponse
+	(*DestroyRangeRequest)(nil),         // 45: kvpb.DestroyRangeRequest
+	(*DestroyRangeResponse)(nil),        // 46: kvpb.DestroyRangeResponse
+	(*ScanLockRequest)(nil),             // 47: kvpb.ScanLockRequest
+	(*ScanLockResponse)(nil),            // 48: kvpb.ScanLockResponse
+	(*PDError)(nil),                     // 49: kvpb.PDError
+	(*TsoRequest)(nil),                  // 50: kvpb.TsoRequest
+	(*TsoResponse)(nil),                 // 51: kvpb.TsoResponse
+	(*GetRegionRequest)(nil),            // 52: kvpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),        // 53: kvpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),           // 54: kvpb.GetRegionResponse
+	(*ScanRegionsRequest)(nil),          // 55: kvpb.ScanRegionsRequest
+	(*ScanRegionsResponse)(nil),         // 56: kvpb.ScanRegionsResponse
+	(*GetStoreRequest)(nil),             // 57: kvpb.GetStoreRequest
+	(*GetStoreResponse)(nil),            // 58: kvpb.GetStoreResponse
+	(*AllocIDRequest)(nil),              // 59: kvpb.AllocIDRequest
+	(*AllocIDResponse)(nil),             // 60: kvpb.AllocIDResponse
+	(*JoinRequest)(nil),                 // 61: kvpb.JoinRequest
+	(*JoinResponse)(nil),                // 62: kvpb.JoinResponse
+	(*PeerProgress)(nil),                // 63: kvpb.PeerProgress
+	(*RegionStat)(nil),                  // 64: kvpb.RegionStat
+	(*Operator)(nil),                    // 65: kvpb.Operator
+	(*StoreHeartbeatRequest)(nil),       // 66: kvpb.StoreHeartbeatRequest
+	(*StoreHeartbeatResponse)(nil),      // 67: kvpb.StoreHeartbeatResponse
+	(*ClusterStatusRequest)(nil),        // 68: kvpb.ClusterStatusRequest
+	(*StoreStatus)(nil),                 // 69: kvpb.StoreStatus
+	(*RegionStatus)(nil),                // 70: kvpb.RegionStatus
+	(*ClusterStatusResponse)(nil),       // 71: kvpb.ClusterStatusResponse
+	(*GCSafePointRequest)(nil),          // 72: kvpb.GCSafePointRequest
+	(*GCSafePointResponse)(nil),         // 73: kvpb.GCSafePointResponse
 }
 var file_kvpb_proto_depIdxs = []int32{
-	2,  // 0: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
-	3,  // 1: kvpb.Region.peers:type_name -> kvpb.Peer
-	2,  // 2: kvpb.Context.region_epoch:type_name -> kvpb.RegionEpoch
-	3,  // 3: kvpb.Context.peer:type_name -> kvpb.Peer
-	8,  // 4: kvpb.RegionError.not_leader:type_name -> kvpb.NotLeader
-	9,  // 5: kvpb.RegionError.epoch_not_match:type_name -> kvpb.EpochNotMatch
-	10, // 6: kvpb.RegionError.key_not_in_region:type_name -> kvpb.KeyNotInRegion
-	11, // 7: kvpb.RegionError.server_busy:type_name -> kvpb.ServerBusy
-	12, // 8: kvpb.RegionError.region_not_found:type_name -> kvpb.RegionNotFound
-	3,  // 9: kvpb.NotLeader.leader:type_name -> kvpb.Peer
-	4,  // 10: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
-	0,  // 11: kvpb.Mutation.op:type_name -> kvpb.Op
-	0,  // 12: kvpb.LockInfo.lock_type:type_name -> kvpb.Op
-	14, // 13: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
-	15, // 14: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
-	16, // 15: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
-	17, // 16: kvpb.KeyError.txn_not_found:type_name -> kvpb.TxnNotFound
-	18, // 17: kvpb.KeyError.deadlock:type_name -> kvpb.Deadlock
-	19, // 18: kvpb.KvPair.error:type_name -> kvpb.KeyError
-	6,  // 19: kvpb.GetRequest.context:type_name -> kvpb.Context
-	7,  // 20: kvpb.GetResponse.region_error:type_name -> kvpb.RegionError
-	19, // 21: kvpb.GetResponse.error:type_name -> kvpb.KeyError
-	6,  // 22: kvpb.BatchGetRequest.context:type_name -> kvpb.Context
-	7,  // 23: kvpb.BatchGetResponse.region_error:type_name -> kvpb.RegionError
-	20, // 24: kvpb.BatchGetResponse.pairs:type_name -> kvpb.KvPair
-	19, // 25: kvpb.BatchGetResponse.error:type_name -> kvpb.KeyError
-	6,  // 26: kvpb.ScanRequest.context:type_name -> kvpb.Context
-	7,  // 27: kvpb.ScanResponse.region_error:type_name -> kvpb.RegionError
-	20, // 28: kvpb.ScanResponse.pairs:type_name -> kvpb.KvPair
-	19, // 29: kvpb.ScanResponse.error:type_name -> kvpb.KeyError
-	6,  // 30: kvpb.PrewriteRequest.context:type_name -> kvpb.Context
-	13, // 31: kvpb.PrewriteRequest.mutations:type_name -> kvpb.Mutation
-	7,  // 32: kvpb.PrewriteResponse.region_error:type_name -> kvpb.RegionError
-	19, // 33: kvpb.PrewriteResponse.errors:type_name -> kvpb.KeyError
-	6,  // 34: kvpb.CommitRequest.context:type_name -> kvpb.Context
-	7,  // 35: kvpb.CommitResponse.region_error:type_name -> kvpb.RegionError
-	19, // 36: kvpb.CommitResponse.error:type_name -> kvpb.KeyError
-	6,  // 37: kvpb.BatchRollbackRequest.context:type_name -> kvpb.Context
-	7,  // 38: kvpb.BatchRollbackResponse.region_error:type_name -> kvpb.RegionError
-	19, // 39: kvpb.BatchRollbackResponse.error:type_name -> kvpb.KeyError
-	6,  // 40: kvpb.CheckTxnStatusRequest.context:type_name -> kvpb.Context
-	7,  // 41: kvpb.CheckTxnStatusResponse.region_error:type_name -> kvpb.RegionError
-	19, // 42: kvpb.CheckTxnStatusResponse.error:type_name -> kvpb.KeyError
-	1,  // 43: kvpb.CheckTxnStatusResponse.action:type_name -> kvpb.Action
-	14, // 44: kvpb.CheckTxnStatusResponse.lock_info:type_name -> kvpb.LockInfo
-	6,  // 45: kvpb.ResolveLockRequest.context:type_name -> kvpb.Context
-	7,  // 46: kvpb.ResolveLockResponse.region_error:type_name -> kvpb.RegionError
-	19, // 47: kvpb.ResolveLockResponse.error:type_name -> kvpb.KeyError
-	6,  // 48: kvpb.PessimisticLockRequest.context:type_name -> kvpb.Context
-	13, // 49: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
-	7,  // 50: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
-	19, // 51: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
-	6,  // 52: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
-	7,  // 53: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
-	19, // 54: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
-	6,  // 55: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
-	7,  // 56: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
-	19, // 57: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
-	6,  // 58: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
-	7,  // 59: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
-	45, // 60: kvpb.TsoResponse.error:type_name -> kvpb.PDError
-	45, // 61: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
-	4,  // 62: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
-	3,  // 63: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
-	45, // 64: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
-	4,  // 65: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
-	3,  // 66: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
-	45, // 67: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
-	5,  // 68: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
-	45, // 69: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
-	21, // 70: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
-	23, // 71: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
-	25, // 72: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
-	27, // 73: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
-	29, // 74: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
-	31, // 75: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
-	33, // 76: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
-	35, // 77: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
-	37, // 78: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
-	39, // 79: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
-	41, // 80: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
-	43, // 81: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
-	46, // 82: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
-	48, // 83: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
-	49, // 84: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
-	51, // 85: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
-	53, // 86: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
-	55, // 87: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
-	22, // 88: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
-	24, // 89: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
-	26, // 90: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
-	28, // 91: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
-	30, // 92: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
-	32, // 93: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
-	34, // 94: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
-	36, // 95: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
-	38, // 96: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
-	40, // 97: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
-	42, // 98: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
-	44, // 99: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
-	47, // 100: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
-	50, // 101: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
-	50, // 102: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
-	52, // 103: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
-	54, // 104: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
-	56, // 105: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
-	88, // [88:106] is the sub-list for method output_type
-	70, // [70:88] is the sub-list for method input_type
-	70, // [70:70] is the sub-list for extension type_name
-	70, // [70:70] is the sub-list for extension extendee
-	0,  // [0:70] is the sub-list for field type_name
+	0,   // 0: kvpb.Peer.role:type_name -> kvpb.PeerRole
+	4,   // 1: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
+	5,   // 2: kvpb.Region.peers:type_name -> kvpb.Peer
+	4,   // 3: kvpb.Context.region_epoch:type_name -> kvpb.RegionEpoch
+	5,   // 4: kvpb.Context.peer:type_name -> kvpb.Peer
+	10,  // 5: kvpb.RegionError.not_leader:type_name -> kvpb.NotLeader
+	11,  // 6: kvpb.RegionError.epoch_not_match:type_name -> kvpb.EpochNotMatch
+	12,  // 7: kvpb.RegionError.key_not_in_region:type_name -> kvpb.KeyNotInRegion
+	13,  // 8: kvpb.RegionError.server_busy:type_name -> kvpb.ServerBusy
+	14,  // 9: kvpb.RegionError.region_not_found:type_name -> kvpb.RegionNotFound
+	5,   // 10: kvpb.NotLeader.leader:type_name -> kvpb.Peer
+	6,   // 11: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
+	1,   // 12: kvpb.Mutation.op:type_name -> kvpb.Op
+	1,   // 13: kvpb.LockInfo.lock_type:type_name -> kvpb.Op
+	16,  // 14: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
+	17,  // 15: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
+	18,  // 16: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
+	19,  // 17: kvpb.KeyError.txn_not_found:type_name -> kvpb.TxnNotFound
+	20,  // 18: kvpb.KeyError.deadlock:type_name -> kvpb.Deadlock
+	21,  // 19: kvpb.KvPair.error:type_name -> kvpb.KeyError
+	8,   // 20: kvpb.GetRequest.context:type_name -> kvpb.Context
+	9,   // 21: kvpb.GetResponse.region_error:type_name -> kvpb.RegionError
+	21,  // 22: kvpb.GetResponse.error:type_name -> kvpb.KeyError
+	8,   // 23: kvpb.BatchGetRequest.context:type_name -> kvpb.Context
+	9,   // 24: kvpb.BatchGetResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 25: kvpb.BatchGetResponse.pairs:type_name -> kvpb.KvPair
+	21,  // 26: kvpb.BatchGetResponse.error:type_name -> kvpb.KeyError
+	8,   // 27: kvpb.ScanRequest.context:type_name -> kvpb.Context
+	9,   // 28: kvpb.ScanResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 29: kvpb.ScanResponse.pairs:type_name -> kvpb.KvPair
+	21,  // 30: kvpb.ScanResponse.error:type_name -> kvpb.KeyError
+	8,   // 31: kvpb.PrewriteRequest.context:type_name -> kvpb.Context
+	15,  // 32: kvpb.PrewriteRequest.mutations:type_name -> kvpb.Mutation
+	9,   // 33: kvpb.PrewriteResponse.region_error:type_name -> kvpb.RegionError
+	21,  // 34: kvpb.PrewriteResponse.errors:type_name -> kvpb.KeyError
+	8,   // 35: kvpb.CommitRequest.context:type_name -> kvpb.Context
+	9,   // 36: kvpb.CommitResponse.region_error:type_name -> kvpb.RegionError
+	21,  // 37: kvpb.CommitResponse.error:type_name -> kvpb.KeyError
+	8,   // 38: kvpb.BatchRollbackRequest.context:type_name -> kvpb.Context
+	9,   // 39: kvpb.BatchRollbackResponse.region_error:type_name -> kvpb.RegionError
+	21,  // 40: kvpb.BatchRollbackResponse.error:type_name -> kvpb.KeyError
+	8,   // 41: kvpb.CheckTxnStatusRequest.context:type_name -> kvpb.Context
+	9,   // 42: kvpb.CheckTxnStatusResponse.region_error:type_name -> kvpb.RegionError
+	21,  // 43: kvpb.CheckTxnStatusResponse.error:type_name -> kvpb.KeyError
+	2,   // 44: kvpb.CheckTxnStatusResponse.action:type_name -> kvpb.Action
+	16,  // 45: kvpb.CheckTxnStatusResponse.lock_info:type_name -> kvpb.LockInfo
+	8,   // 46: kvpb.ResolveLockRequest.context:type_name -> kvpb.Context
+	9,   // 47: kvpb.ResolveLockResponse.region_error:type_name -> kvpb.RegionError
+	21,  // 48: kvpb.ResolveLockResponse.error:type_name -> kvpb.KeyError
+	8,   // 49: kvpb.PessimisticLockRequest.context:type_name -> kvpb.Context
+	15,  // 50: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
+	9,   // 51: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
+	21,  // 52: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
+	8,   // 53: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
+	9,   // 54: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
+	21,  // 55: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
+	8,   // 56: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
+	9,   // 57: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
+	21,  // 58: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
+	8,   // 59: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
+	9,   // 60: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
+	8,   // 61: kvpb.ScanLockRequest.context:type_name -> kvpb.Context
+	9,   // 62: kvpb.ScanLockResponse.region_error:type_name -> kvpb.RegionError
+	16,  // 63: kvpb.ScanLockResponse.locks:type_name -> kvpb.LockInfo
+	49,  // 64: kvpb.TsoResponse.error:type_name -> kvpb.PDError
+	49,  // 65: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
+	6,   // 66: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
+	5,   // 67: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
+	49,  // 68: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
+	6,   // 69: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
+	5,   // 70: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
+	49,  // 71: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
+	7,   // 72: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
+	49,  // 73: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
+	7,   // 74: kvpb.JoinRequest.store:type_name -> kvpb.Store
+	49,  // 75: kvpb.JoinResponse.error:type_name -> kvpb.PDError
+	6,   // 76: kvpb.RegionStat.region:type_name -> kvpb.Region
+	5,   // 77: kvpb.RegionStat.leader:type_name -> kvpb.Peer
+	63,  // 78: kvpb.RegionStat.progress:type_name -> kvpb.PeerProgress
+	4,   // 79: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
+	3,   // 80: kvpb.Operator.kind:type_name -> kvpb.OperatorKind
+	5,   // 81: kvpb.Operator.peer:type_name -> kvpb.Peer
+	7,   // 82: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
+	64,  // 83: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
+	49,  // 84: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
+	65,  // 85: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
+	7,   // 86: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
+	7,   // 87: kvpb.StoreStatus.store:type_name -> kvpb.Store
+	6,   // 88: kvpb.RegionStatus.region:type_name -> kvpb.Region
+	5,   // 89: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
+	63,  // 90: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
+	49,  // 91: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
+	69,  // 92: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
+	70,  // 93: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
+	49,  // 94: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
+	47,  // 95: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
+	23,  // 96: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
+	25,  // 97: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
+	27,  // 98: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
+	29,  // 99: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
+	31,  // 100: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
+	33,  // 101: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
+	35,  // 102: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
+	37,  // 103: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
+	39,  // 104: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
+	41,  // 105: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
+	43,  // 106: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
+	45,  // 107: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
+	61,  // 108: kvpb.PD.Join:input_type -> kvpb.JoinRequest
+	66,  // 109: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
+	68,  // 110: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
+	72,  // 111: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
+	50,  // 112: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
+	52,  // 113: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
+	53,  // 114: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
+	55,  // 115: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
+	57,  // 116: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
+	59,  // 117: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
+	48,  // 118: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
+	24,  // 119: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
+	26,  // 120: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
+	28,  // 121: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
+	30,  // 122: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
+	32,  // 123: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
+	34,  // 124: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
+	36,  // 125: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
+	38,  // 126: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
+	40,  // 127: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
+	42,  // 128: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
+	44,  // 129: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
+	46,  // 130: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
+	62,  // 131: kvpb.PD.Join:output_type -> kvpb.JoinResponse
+	67,  // 132: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
+	71,  // 133: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
+	73,  // 134: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
+	51,  // 135: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
+	54,  // 136: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
+	54,  // 137: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
+	56,  // 138: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
+	58,  // 139: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
+	60,  // 140: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
+	118, // [118:141] is the sub-list for method output_type
+	95,  // [95:118] is the sub-list for method input_type
+	95,  // [95:95] is the sub-list for extension type_name
+	95,  // [95:95] is the sub-list for extension extendee
+	0,   // [0:95] is the sub-list for field type_name
 }
 
 func init() { file_kvpb_proto_init() }
@@ -4085,8 +5432,8 @@ func file_kvpb_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvpb_proto_rawDesc), len(file_kvpb_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   55,
+			NumEnums:      4,
+			NumMessages:   70,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

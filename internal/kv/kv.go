@@ -175,3 +175,15 @@ func IsRetryable(err error) bool {
 	var re *RetryableError
 	return errors.As(err, &re)
 }
+
+// Savepointer is implemented by transactions that can undo the writes
+// buffered after a point (SQL's SAVEPOINT / ROLLBACK TO SAVEPOINT). Locks
+// taken after the point stay held until the transaction ends, as InnoDB
+// keeps them.
+type Savepointer interface {
+	// Savepoint returns a token for the transaction's buffered writes now.
+	Savepoint() any
+	// RollbackToSavepoint restores the buffered writes to what they were
+	// when sp was taken; sp must come from this transaction.
+	RollbackToSavepoint(sp any)
+}

@@ -24,6 +24,12 @@ import (
 // runDDL commits any open transaction (MySQL's implicit commit), runs the
 // statement as a DDL job and waits for it.
 func (s *Session) runDDL(ctx context.Context, st ast.StmtNode) (*Result, error) {
+	if s.explicit && s.readOnly {
+		return nil, sqlerr.New(1792, "25006", "Cannot execute statement in a READ ONLY transaction.")
+	}
+	if r, ok, err := s.tempDDL(ctx, st); ok {
+		return r, err // a temporary table: the session's own, no job
+	}
 	if s.txn != nil {
 		if err := s.finish(ctx, true); err != nil {
 			return nil, err
@@ -57,14 +63,19 @@ func (s *Session) runDDL(ctx context.Context, st ast.StmtNode) (*Result, error) 
 
 // newJob describes st as a job of this session.
 func (s *Session) newJob(st ast.StmtNode) *catalog.Job {
+	// The owner applies the statement as restored from its syntax tree,
+	// which may differ from the text (DROP TABLE leaves out the session's
+	// temporary tables).
+	var sb strings.Builder
+	restored := ""
+	if err := st.Restore(format.NewRestoreCtx(format.DefaultRestoreFlags, &sb)); err == nil {
+		restored = sb.String()
+	}
 	q := st.Text()
 	if q == "" {
-		var sb strings.Builder
-		if err := st.Restore(format.NewRestoreCtx(format.DefaultRestoreFlags, &sb)); err == nil {
-			q = sb.String()
-		}
+		q = restored
 	}
-	j := &catalog.Job{Type: ddlJobType(st), Query: q, DB: s.db, State: catalog.JobQueueing,
+	j := &catalog.Job{Type: ddlJobType(st), Query: q, Stmt: restored, DB: s.db, State: catalog.JobQueueing,
 		SchemaState: catalog.StateAbsent}
 	for k, v := range s.vars {
 		if v.Kind() == types.KindString {
@@ -96,6 +107,10 @@ func (s *Session) newJob(st ast.StmtNode) *catalog.Job {
 		tn = n.Table
 	case *ast.AlterTableStmt:
 		tn = n.Table
+	case *ast.RenameTableStmt:
+		if len(n.TableToTables) > 0 {
+			tn = n.TableToTables[0].OldTable
+		}
 	}
 	if tn != nil {
 		j.SchemaName, j.TableName = tn.Schema.O, tn.Name.O
@@ -128,6 +143,11 @@ func ddlJobType(st ast.StmtNode) string {
 		return "add index"
 	case *ast.DropIndexStmt:
 		return "drop index"
+	case *ast.RenameTableStmt:
+		if len(n.TableToTables) > 1 {
+			return "rename tables"
+		}
+		return "rename table"
 	case *ast.AlterTableStmt:
 		var kinds []string
 		for _, spec := range n.Specs {

@@ -370,7 +370,11 @@ func (e *Engine) applyJob(ctx context.Context, txn kv.Txn, job *catalog.Job, sch
 	for k, v := range job.Vars {
 		s.vars[k] = types.NewString(v)
 	}
-	st, err := s.parser.ParseOneStmt(job.Query, "", "")
+	text := job.Stmt
+	if text == "" {
+		text = job.Query
+	}
+	st, err := s.parser.ParseOneStmt(text, "", "")
 	if err != nil {
 		return e.finishJob(ctx, txn, job, catalog.JobCancelled, parseError(err), "failed")
 	}

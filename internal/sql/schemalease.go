@@ -141,7 +141,7 @@ func (e *Engine) pinTables(p **txnPin, buf *txnPin, sv int64, tables []int64) er
 		if containsID(pin.tables, id) {
 			continue
 		}
-		if cur.Version > sv && stale(cur, id, sv) {
+		if cur.Version > pin.version && stale(cur, id, pin.version) {
 			return errSchemaChanged
 		}
 		pin.tables = append(pin.tables, id)
@@ -282,6 +282,16 @@ func (e *Engine) loadSchema(ctx context.Context) (*catalog.Schema, error) {
 	}
 	e.installSchema(s)
 	return e.schema.Load(), nil
+}
+
+// schemaFor returns the schema at version ver, which txn reads: the
+// engine's when it is at ver, else loaded through txn (and not installed:
+// the engine installs versions in order, as it polls).
+func (e *Engine) schemaFor(ctx context.Context, txn kv.Txn, ver int64) (*catalog.Schema, error) {
+	if s := e.schema.Load(); s != nil && s.Version == ver {
+		return s, nil
+	}
+	return catalog.Load(ctx, txn)
 }
 
 // installSchema makes s the engine's schema unless a newer one is in place.

@@ -96,7 +96,10 @@ type JobError struct {
 type Job struct {
 	ID    int64  `json:"id"`
 	Type  string `json:"type"` // "create table", "add index", ...
-	Query string `json:"query"`
+	Query string `json:"query"` // as the client sent it
+	// Stmt is the statement the owner applies, restored from the syntax
+	// tree the session built (Query when empty).
+	Stmt string `json:"stmt,omitempty"`
 	// DB and Vars are the submitting session's current database and the
 	// session variables the statement is evaluated with.
 	DB   string            `json:"db,omitempty"`
