@@ -95,7 +95,7 @@ type JobError struct {
 // changes and a new owner resumes it where the last step left it.
 type Job struct {
 	ID    int64  `json:"id"`
-	Type  string `json:"type"` // "create table", "add index", ...
+	Type  string `json:"type"`  // "create table", "add index", ...
 	Query string `json:"query"` // as the client sent it
 	// Stmt is the statement the owner applies, restored from the syntax
 	// tree the session built (Query when empty).
