@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,13 +78,16 @@ func (s *Session) newJob(st ast.StmtNode) *catalog.Job {
 	}
 	j := &catalog.Job{Type: ddlJobType(st), Query: q, Stmt: restored, DB: s.db, State: catalog.JobQueueing,
 		SchemaState: catalog.StateAbsent}
+	// The variables the statement sees here (this engine's globals, then
+	// the session's), since the owner may be another engine.
+	j.Vars = map[string]string{}
+	s.e.mu.Lock()
+	for k, v := range s.e.globalVars {
+		j.Vars[k] = encodeVar(v)
+	}
+	s.e.mu.Unlock()
 	for k, v := range s.vars {
-		if v.Kind() == types.KindString {
-			if j.Vars == nil {
-				j.Vars = map[string]string{}
-			}
-			j.Vars[k] = string(v.Bytes())
-		}
+		j.Vars[k] = encodeVar(v)
 	}
 	var tn *ast.TableName
 	switch n := st.(type) {
@@ -296,4 +300,45 @@ func (e *Engine) waitSettled(ctx context.Context, ver int64) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// encodeVar writes a session variable's value for a job: its kind's letter
+// and its text (integers, floats and NULL keep their kind; anything else
+// becomes a string, as SET would store it).
+func encodeVar(v types.Datum) string {
+	switch v.Kind() {
+	case types.KindNull:
+		return "n"
+	case types.KindInt64:
+		return "i" + strconv.FormatInt(v.Int(), 10)
+	case types.KindUint64:
+		return "u" + strconv.FormatUint(v.Uint(), 10)
+	case types.KindFloat64:
+		return "f" + strconv.FormatFloat(v.Float(), 'g', -1, 64)
+	}
+	return "s" + string(v.AppendText(nil))
+}
+
+func decodeVar(s string) types.Datum {
+	if s == "" {
+		return types.NewString("")
+	}
+	text := s[1:]
+	switch s[0] {
+	case 'n':
+		return types.Null
+	case 'i':
+		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return types.NewInt(n)
+		}
+	case 'u':
+		if n, err := strconv.ParseUint(text, 10, 64); err == nil {
+			return types.NewUint(n)
+		}
+	case 'f':
+		if f, err := strconv.ParseFloat(text, 64); err == nil {
+			return types.NewFloat(f)
+		}
+	}
+	return types.NewString(text)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/strata-db/strata/internal/sql/exec"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/tablecodec"
-	"github.com/strata-db/strata/internal/sql/types"
 )
 
 // The DDL owner: the one engine of the cluster that runs DDL jobs, one
@@ -368,7 +367,7 @@ func (e *Engine) applyJob(ctx context.Context, txn kv.Txn, job *catalog.Job, sch
 	s := e.NewSession("root", "localhost")
 	s.db = job.DB
 	for k, v := range job.Vars {
-		s.vars[k] = types.NewString(v)
+		s.vars[k] = decodeVar(v)
 	}
 	text := job.Stmt
 	if text == "" {
