@@ -197,7 +197,7 @@ func (e *Engine) cancelJob(ctx context.Context, id int64) (string, error) {
 		case j.Cancel || j.State == catalog.JobRollingBack:
 			txn.Rollback(ctx)
 			return fmt.Sprintf("error: [ddl:8213]This job:%d is almost finished, can't be cancelled now", id), nil
-		case j.State == catalog.JobRunning && (len(j.Adding) == 0 || j.SchemaState == catalog.StatePublic):
+		case j.State == catalog.JobRunning && j.Applied && (len(j.Adding) == 0 || j.SchemaState == catalog.StatePublic):
 			txn.Rollback(ctx)
 			return fmt.Sprintf("error: [ddl:8213]This job:%d is almost finished, can't be cancelled now", id), nil
 		}

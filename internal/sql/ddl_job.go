@@ -77,7 +77,7 @@ func (s *Session) newJob(st ast.StmtNode) *catalog.Job {
 		q = restored
 	}
 	j := &catalog.Job{Type: ddlJobType(st), Query: q, Stmt: restored, DB: s.db, State: catalog.JobQueueing,
-		SchemaState: catalog.StateAbsent}
+		SchemaState: catalog.StateAbsent, Barrier: needsBarrier(st)}
 	// The variables the statement sees here (this engine's globals, then
 	// the session's), since the owner may be another engine.
 	j.Vars = map[string]string{}
@@ -184,6 +184,35 @@ func ddlJobType(st ast.StmtNode) string {
 		return "alter table multi-schema change"
 	}
 	return "ddl"
+}
+
+// needsBarrier reports whether st changes a table in a way that a writer
+// one schema version behind would get wrong, so that its job must stop
+// writes to the table before applying it: its columns (a row rewritten
+// without a column just added, a value encoded as the old type) or its
+// constraints (rows written unchecked). Indexes have states of their own;
+// names, comments and dropped constraints are safe in one step.
+func needsBarrier(st ast.StmtNode) bool {
+	n, ok := st.(*ast.AlterTableStmt)
+	if !ok {
+		return false
+	}
+	for _, spec := range n.Specs {
+		switch spec.Tp {
+		case ast.AlterTableOption, ast.AlterTableDropIndex, ast.AlterTableRenameTable, ast.AlterTableRenameIndex,
+			ast.AlterTableRenameColumn, ast.AlterTableDropForeignKey, ast.AlterTableAlterColumn,
+			ast.AlterTableEnableKeys, ast.AlterTableDisableKeys:
+		case ast.AlterTableAddConstraint:
+			switch spec.Constraint.Tp {
+			case ast.ConstraintKey, ast.ConstraintIndex, ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
+			default:
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // startIndexAdd turns an index just added to t's public indexes (by

@@ -317,10 +317,13 @@ func (e *Engine) ddlStep(ctx context.Context) (StepResult, error) {
 	if err != nil {
 		return res, err
 	}
-	if job.State == catalog.JobQueueing {
-		return e.applyJob(ctx, txn, job, schema)
+	switch {
+	case job.Applied:
+		return e.advanceJob(ctx, txn, job, schema)
+	case job.Barrier && job.State == catalog.JobQueueing:
+		return e.barrierStep(ctx, txn, job, schema)
 	}
-	return e.advanceJob(ctx, txn, job, schema)
+	return e.applyJob(ctx, txn, job, schema)
 }
 
 // commitStep commits a step's transaction, which moved the schema to a
@@ -358,12 +361,19 @@ func jobError(err error) *catalog.JobError {
 	return &catalog.JobError{Code: sqlerr.ErUnknown, State: "HY000", Message: err.Error()}
 }
 
-// applyJob is a job's first step: the statement's catalog change, applied
-// as a session of the submitter would (its database and variables). Most
+// applyJob applies a job's statement: its catalog change, made as a
+// session of the submitter would (its database and variables). Most
 // statements are done with it; one that adds or drops indexes leaves them
 // in TableInfo.Changing (delete-only when added, write-only when dropped),
-// and the job goes on through advanceJob.
+// and the job goes on through advanceJob. A job with a write barrier
+// lifts it in the same version.
 func (e *Engine) applyJob(ctx context.Context, txn kv.Txn, job *catalog.Job, schema *catalog.Schema) (StepResult, error) {
+	res := StepResult{JobID: job.ID}
+	barrier := job.Barrier && job.State == catalog.JobRunning // set by barrierStep
+	if barrier && job.Cancel {
+		txn.Rollback(ctx)
+		return e.liftBarrier(ctx, job, errJobCancelled)
+	}
 	s := e.NewSession("root", "localhost")
 	s.db = job.DB
 	for k, v := range job.Vars {
@@ -375,6 +385,10 @@ func (e *Engine) applyJob(ctx context.Context, txn kv.Txn, job *catalog.Job, sch
 	}
 	st, err := s.parser.ParseOneStmt(text, "", "")
 	if err != nil {
+		if barrier {
+			txn.Rollback(ctx)
+			return e.liftBarrier(ctx, job, parseError(err))
+		}
 		return e.finishJob(ctx, txn, job, catalog.JobCancelled, parseError(err), "failed")
 	}
 	next := schema.Version + 1
@@ -389,65 +403,149 @@ func (e *Engine) applyJob(ctx context.Context, txn kv.Txn, job *catalog.Job, sch
 		// The statement failed as it would have on one node: nothing of
 		// it is kept.
 		txn.Rollback(ctx)
+		if barrier {
+			return e.liftBarrier(ctx, job, se)
+		}
 		if txn, err = e.store.Begin(ctx, kv.TxnOptions{}); err != nil {
-			return StepResult{JobID: job.ID}, err
+			return res, err
 		}
 		defer txn.Rollback(ctx)
 		return e.finishJob(ctx, txn, job, catalog.JobCancelled, se, "failed: "+se.Msg)
 	case err != nil:
-		return StepResult{JobID: job.ID}, err
-	case !changed:
+		return res, err
+	case rt.err != nil:
+		return res, rt.err
+	case !changed && !barrier:
 		return e.finishJob(ctx, txn, job, catalog.JobSynced, nil, "nothing to change")
 	}
-	if rt.err != nil {
-		return StepResult{JobID: job.ID}, rt.err
+	if barrier && rt.tables[job.TableID] == nil {
+		if t := schema.TableByID(job.TableID); t != nil {
+			if err := catalog.PutTable(rt, t.Clone()); err != nil { // lifts the barrier
+				return res, err
+			}
+		}
 	}
 	if _, err := catalog.NextVersion(ctx, txn); err != nil {
-		return StepResult{JobID: job.ID}, err
+		return res, err
 	}
-	job.Version = next
+	job.Version, job.Applied = next, true
+	var changing *catalog.TableInfo
 	for _, t := range rt.tables {
-		if len(t.Changing) == 0 {
-			continue
+		if len(t.Changing) > 0 {
+			changing = t
 		}
-		job.TableID, job.SchemaID = t.ID, t.DBID
-		for _, ix := range t.Changing {
+	}
+	var did string
+	if changing == nil {
+		if job.TableID == 0 {
+			for _, t := range rt.tables { // the table created or changed
+				if job.TableID == 0 || t.ID < job.TableID {
+					job.SchemaID, job.TableID = t.DBID, t.ID
+				}
+			}
+		}
+		job.State, job.SchemaState = catalog.JobSynced, catalog.StatePublic
+		job.Finished = e.now() / int64(time.Millisecond)
+		if err := catalog.FinishJob(txn, job); err != nil {
+			return res, err
+		}
+		did = fmt.Sprintf("%s: done at version %d", job.Type, next)
+	} else {
+		job.TableID, job.SchemaID = changing.ID, changing.DBID
+		for _, ix := range changing.Changing {
 			if ix.State == catalog.StateDeleteOnly {
 				job.Adding = append(job.Adding, ix.ID)
 			} else {
 				job.Dropping = append(job.Dropping, ix.ID)
 			}
 		}
-	}
-	var did string
-	if job.TableID == 0 {
-		for _, t := range rt.tables { // the table created or changed
-			if job.TableID == 0 || t.ID < job.TableID {
-				job.SchemaID, job.TableID = t.DBID, t.ID
-			}
-		}
-		job.State, job.SchemaState = catalog.JobSynced, catalog.StatePublic
-		job.Finished = e.now() / int64(time.Millisecond)
-		if err := catalog.FinishJob(txn, job); err != nil {
-			return StepResult{JobID: job.ID}, err
-		}
-		did = fmt.Sprintf("%s: done at version %d", job.Type, next)
-	} else {
 		job.State = catalog.JobRunning
-		job.SchemaState = jobSchemaState(job, rt.tables[job.TableID])
+		job.SchemaState = jobSchemaState(job, changing)
 		if err := catalog.PutJob(txn, job); err != nil {
-			return StepResult{JobID: job.ID}, err
+			return res, err
 		}
 		did = fmt.Sprintf("%s: none -> %s at version %d", job.Type, job.SchemaState, next)
 	}
+	if barrier {
+		did += ", writes resume"
+	}
 	if err := e.commitStep(ctx, txn); err != nil {
-		return StepResult{JobID: job.ID}, err
+		return res, err
 	}
 	if job.Done() {
 		e.notifyJobsDone()
 	}
 	e.kickCleanup()
-	return StepResult{JobID: job.ID, Did: did}, nil
+	res.Did = did
+	return res, nil
+}
+
+// barrierStep is the first step of a job with a write barrier: writers
+// stop writing the job's table (they wait for the next version). The
+// statement is applied at the next step, once every engine has this
+// version: no transaction that could still commit writes the table under
+// the definition the statement changes.
+func (e *Engine) barrierStep(ctx context.Context, txn kv.Txn, job *catalog.Job, schema *catalog.Schema) (StepResult, error) {
+	t := schema.Table(job.SchemaName, job.TableName)
+	if t == nil || t.IsView() {
+		job.Barrier = false // nothing to stop: the statement reports the error
+		return e.applyJob(ctx, txn, job, schema)
+	}
+	next := schema.Version + 1
+	nt := t.Clone()
+	nt.WriteBarrier, nt.Revision = true, next
+	if err := catalog.PutTable(txn, nt); err != nil {
+		return StepResult{JobID: job.ID}, err
+	}
+	if _, err := catalog.NextVersion(ctx, txn); err != nil {
+		return StepResult{JobID: job.ID}, err
+	}
+	job.State, job.Version = catalog.JobRunning, next
+	job.TableID, job.SchemaID = t.ID, t.DBID
+	if err := catalog.PutJob(txn, job); err != nil {
+		return StepResult{JobID: job.ID}, err
+	}
+	if err := e.commitStep(ctx, txn); err != nil {
+		return StepResult{JobID: job.ID}, err
+	}
+	return StepResult{JobID: job.ID, Did: fmt.Sprintf("%s: writes to %s stop at version %d", job.Type, t.Name, next)}, nil
+}
+
+// liftBarrier ends a job whose statement failed (or was cancelled) after
+// its write barrier went up: the table is as it was, writable again.
+func (e *Engine) liftBarrier(ctx context.Context, job *catalog.Job, cause error) (StepResult, error) {
+	res := StepResult{JobID: job.ID}
+	txn, err := e.store.Begin(ctx, kv.TxnOptions{})
+	if err != nil {
+		return res, err
+	}
+	defer txn.Rollback(ctx)
+	schema, err := catalog.Load(ctx, txn)
+	if err != nil {
+		return res, err
+	}
+	next := schema.Version + 1
+	if t := schema.TableByID(job.TableID); t != nil && t.WriteBarrier {
+		nt := t.Clone()
+		nt.WriteBarrier, nt.Revision = false, next
+		if err := catalog.PutTable(txn, nt); err != nil {
+			return res, err
+		}
+	}
+	if _, err := catalog.NextVersion(ctx, txn); err != nil {
+		return res, err
+	}
+	job.Version, job.State, job.Error = next, catalog.JobRollbackDone, jobError(cause)
+	job.Finished = e.now() / int64(time.Millisecond)
+	if err := catalog.FinishJob(txn, job); err != nil {
+		return res, err
+	}
+	if err := e.commitStep(ctx, txn); err != nil {
+		return res, err
+	}
+	e.notifyJobsDone()
+	res.Did = fmt.Sprintf("%s: failed (%s), writes resume at version %d", job.Type, job.Error.Message, next)
+	return res, nil
 }
 
 // jobSchemaState is the state a job shows: that of the indexes it adds
@@ -661,9 +759,10 @@ func (e *Engine) rollBack(ctx context.Context, id int64, cause error) (StepResul
 	return res, nil
 }
 
-// revisionTxn is the transaction of a job's first step as the statement's
-// apply code sees it: every table definition it stores gets the new
-// schema version as its Revision, and is remembered for the job.
+// revisionTxn is the transaction of the step applying a job's statement
+// as the statement's code sees it: every table definition it stores gets
+// the new schema version as its Revision (and no write barrier), and is
+// remembered for the job.
 type revisionTxn struct {
 	kv.Txn
 	version int64
@@ -680,7 +779,7 @@ func (t *revisionTxn) Set(key, value []byte) error {
 		t.err = err
 		return t.Txn.Set(key, value)
 	}
-	ti.Revision = t.version
+	ti.Revision, ti.WriteBarrier = t.version, false
 	b, err := json.Marshal(&ti)
 	if err != nil {
 		return err

@@ -17,10 +17,10 @@ import (
 )
 
 // Two SQL engines over one storage, each with its own schema cache and
-// lease (two nodes' SQL layers, before the cluster can run two nodes):
-// writers change the table through both while indexes are added and
-// dropped through the second, and ADMIN CHECK TABLE then finds every row's
-// entries and no others, in every index, through either engine.
+// lease (two nodes' SQL layers): writers change the table through both
+// while indexes and a column are added and dropped through the second, and
+// ADMIN CHECK TABLE then finds every row's entries and no others, in every
+// index, through either engine.
 func TestIndexChangesUnderWritesThroughTwoEngines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stress test")
@@ -102,18 +102,18 @@ func TestIndexChangesUnderWritesThroughTwoEngines(t *testing.T) {
 				var ok bool
 				switch op := rng.Intn(10); {
 				case op < 3:
-					ok = run(fmt.Sprintf("INSERT INTO t VALUES (%d, %d, 'c%d')", id, rng.Intn(97), id))
+					ok = run(fmt.Sprintf("INSERT INTO t (id, k, c) VALUES (%d, %d, 'c%d')", id, rng.Intn(97), id))
 				case op < 6:
 					ok = run(fmt.Sprintf("UPDATE t SET k = %d WHERE id = %d", rng.Intn(97), id))
 				case op < 7:
 					ok = run(fmt.Sprintf("DELETE FROM t WHERE id = %d", id))
 				case op < 8:
-					ok = run(fmt.Sprintf("REPLACE INTO t VALUES (%d, %d, 'c%d')", id, rng.Intn(97), id))
+					ok = run(fmt.Sprintf("REPLACE INTO t (id, k, c) VALUES (%d, %d, 'c%d')", id, rng.Intn(97), id))
 				default:
 					ok = run("BEGIN") &&
 						run(fmt.Sprintf("UPDATE t SET k = k + 1 WHERE id = %d", id)) &&
 						run(fmt.Sprintf("DELETE FROM t WHERE id = %d", (id+1)%(rows*2))) &&
-						run(fmt.Sprintf("INSERT INTO t VALUES (%d, %d, 'c%d')", (id+2)%(rows*2), rng.Intn(97), (id+2)%(rows*2))) &&
+						run(fmt.Sprintf("INSERT INTO t (id, k, c) VALUES (%d, %d, 'c%d')", (id+2)%(rows*2), rng.Intn(97), (id+2)%(rows*2))) &&
 						run("COMMIT")
 					if !ok {
 						_, _ = s.Execute(ctx, "ROLLBACK")
@@ -140,6 +140,9 @@ func TestIndexChangesUnderWritesThroughTwoEngines(t *testing.T) {
 		"ALTER TABLE t DROP INDEX ik",
 		"CREATE INDEX ik2 ON t (k)",
 		"ALTER TABLE t DROP INDEX ick, ADD INDEX ikc (k, c)",
+		"ALTER TABLE t ADD COLUMN extra INT DEFAULT 3, ADD INDEX ie (extra)",
+		"ALTER TABLE t DROP INDEX ie",
+		"ALTER TABLE t DROP COLUMN extra",
 	} {
 		before := writes.Load()
 		start := time.Now()

@@ -435,3 +435,24 @@ func (e *Engine) deregister(ctx context.Context) {
 	}
 	_ = txn.Commit(ctx)
 }
+
+// waitBarrier waits, at most a lease, until the engine runs a schema in
+// which table id takes writes again (or is gone).
+func (e *Engine) waitBarrier(ctx context.Context, id int64) {
+	t := time.NewTimer(e.sl.poll)
+	defer t.Stop()
+	deadline := time.Now().Add(e.sl.lease)
+	for time.Now().Before(deadline) {
+		changed := e.settleChanged()
+		if tbl := e.schema.Load().TableByID(id); tbl == nil || !tbl.WriteBarrier {
+			return
+		}
+		t.Reset(e.sl.poll)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}

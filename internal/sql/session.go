@@ -210,8 +210,17 @@ func (s *Session) finish(ctx context.Context, commit bool) error {
 }
 
 // pinWrites records the tables the transaction's statement writes (see
-// Engine.pinTables); it costs no lock when they are recorded already.
-func (s *Session) pinWrites(tables []int64) error {
+// Engine.pinTables); it costs no lock when they are recorded already. A
+// table whose writes a DDL job stopped (catalog.TableInfo.WriteBarrier)
+// makes the statement wait for the job's next version and fail with 8028,
+// which an autocommit statement meets by running again under it.
+func (s *Session) pinWrites(ctx context.Context, tables []int64) error {
+	for _, id := range tables {
+		if t := s.schema.TableByID(id); t != nil && t.WriteBarrier {
+			s.e.waitBarrier(ctx, id)
+			return errSchemaChanged
+		}
+	}
 	if p := s.pin; p != nil {
 		all := true
 		for _, id := range tables {
@@ -514,7 +523,7 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 		return nil, err
 	}
 	var tables [4]int64
-	if err := s.pinWrites(c.writeTables(tables[:0])); err != nil {
+	if err := s.pinWrites(ctx, c.writeTables(tables[:0])); err != nil {
 		return nil, err
 	}
 	ec.Writes = exec.NewStmtBuffer(s.txn)
@@ -529,7 +538,7 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 	if err != nil {
 		return nil, err
 	}
-	if err := s.pinWrites(ec.Writes.Tables()); err != nil {
+	if err := s.pinWrites(ctx, ec.Writes.Tables()); err != nil {
 		return nil, err
 	}
 	if err := ec.Writes.Flush(); err != nil {

@@ -159,6 +159,10 @@ type TableInfo struct {
 	// definition: a transaction that began under an older version knows
 	// the table as it was before (see the commit check in package sql).
 	Revision int64 `json:"revision,omitempty"`
+	// WriteBarrier: writers wait instead of writing the table, while a
+	// DDL job waits for every engine to stop writing it under the
+	// definition the job is about to change (ddl_owner.go in package sql).
+	WriteBarrier bool `json:"write_barrier,omitempty"`
 	// Charset and Collate are the table's defaults (empty: utf8mb4_bin,
 	// the collation of tables created before they were recorded).
 	Charset     string            `json:"charset,omitempty"`
@@ -298,7 +302,7 @@ func (s *Schema) WithTables(extra []*TableInfo) *Schema {
 	if len(extra) == 0 {
 		return s
 	}
-	out := &Schema{Version: s.Version, dbs: s.dbs, tables: make(map[int64]map[string]*TableInfo, len(s.tables))}
+	out := &Schema{Version: s.Version, dbs: s.dbs, tables: make(map[int64]map[string]*TableInfo, len(s.tables)), byID: s.byID}
 	for id, m := range s.tables {
 		out.tables[id] = m
 	}
@@ -473,7 +477,7 @@ func (s *Schema) WithoutTable(db, name string) *Schema {
 	if d == nil {
 		return s
 	}
-	out := &Schema{Version: s.Version, dbs: s.dbs, tables: make(map[int64]map[string]*TableInfo, len(s.tables))}
+	out := &Schema{Version: s.Version, dbs: s.dbs, tables: make(map[int64]map[string]*TableInfo, len(s.tables)), byID: s.byID}
 	for id, m := range s.tables {
 		out.tables[id] = m
 	}

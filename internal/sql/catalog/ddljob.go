@@ -112,6 +112,14 @@ type Job struct {
 
 	State       JobState    `json:"state"`
 	SchemaState SchemaState `json:"schema_state"`
+	// Barrier: the statement changes its table in a way writers one
+	// version behind would get wrong (columns, foreign keys), so the job
+	// first stops writes to the table (TableInfo.WriteBarrier) and
+	// applies the statement once every engine has.
+	Barrier bool `json:"barrier,omitempty"`
+	// Applied: the statement's catalog change is committed; only the
+	// states of the indexes it adds or drops remain.
+	Applied bool `json:"applied,omitempty"`
 	// Adding and Dropping are the ids of the indexes of TableID in
 	// TableInfo.Changing that the job adds or drops.
 	Adding   []int64 `json:"adding,omitempty"`
