@@ -93,8 +93,10 @@ func (s *Session) adminShowDDL(ctx context.Context) (*Result, error) {
 		if owner, err = catalog.GetOwner(ctx, txn); err != nil {
 			return err
 		}
-		jobs, err = catalog.Jobs(ctx, txn)
-		return err
+		if jobs, err = catalog.Jobs(ctx, txn); err != nil {
+			return err
+		}
+		return countBackfilled(ctx, txn, jobs)
 	})
 	if err != nil {
 		return nil, err
@@ -130,6 +132,9 @@ func (s *Session) adminShowDDLJobs(ctx context.Context, n int) (*Result, error) 
 		if queued, err = catalog.Jobs(ctx, txn); err != nil {
 			return err
 		}
+		if err := countBackfilled(ctx, txn, queued); err != nil {
+			return err
+		}
 		history, err = catalog.RecentHistory(ctx, txn, n)
 		return err
 	})
@@ -146,6 +151,25 @@ func (s *Session) adminShowDDLJobs(ctx context.Context, n int) (*Result, error) 
 		res.Rows = append(res.Rows, jobRow(j))
 	}
 	return res, nil
+}
+
+// countBackfilled sets the row count of jobs whose backfill runs from
+// their shares' progress.
+func countBackfilled(ctx context.Context, txn kv.Txn, jobs []*catalog.Job) error {
+	for _, j := range jobs {
+		if j.SchemaState != catalog.StateWriteReorg || j.ReorgDone {
+			continue
+		}
+		ranges, err := catalog.ReorgRanges(ctx, txn, j.ID)
+		if err != nil {
+			return err
+		}
+		j.RowCount = 0
+		for _, r := range ranges {
+			j.RowCount += r.Rows
+		}
+	}
+	return nil
 }
 
 func jobRow(j *catalog.Job) []types.Datum {

@@ -27,8 +27,12 @@ import (
 // read, so two engines that both think they own DDL conflict, and one step
 // wins.
 
-// defaultBackfillBatch is how many rows one backfill transaction covers.
-const defaultBackfillBatch = 1024
+// defaultBackfillBatch is how many rows one backfill transaction covers;
+// defaultBackfillWorkers how many shares of a table are filled at once.
+const (
+	defaultBackfillBatch   = 1024
+	defaultBackfillWorkers = 4
+)
 
 // errJobCancelled ends a job cancelled by ADMIN CANCEL DDL JOBS (TiDB's 8214).
 var errJobCancelled = sqlerr.New(8214, "HY000", "Cancelled DDL job")
@@ -642,8 +646,38 @@ func (e *Engine) advanceJob(ctx context.Context, txn kv.Txn, job *catalog.Job, s
 	}
 	job.Version = next
 	job.SchemaState = jobSchemaState(job, nt)
-	if job.SchemaState == catalog.StateWriteReorg && before != catalog.StateWriteReorg {
-		job.ReorgNext, job.ReorgDone, job.RowCount = nil, false, 0
+	switch {
+	case job.SchemaState == catalog.StateWriteReorg && before != catalog.StateWriteReorg:
+		// The backfill's shares, stored with the state that starts it.
+		parts, err := e.splitBackfill(ctx, txn, t, reorgSetting(job, "tidb_ddl_reorg_worker_cnt", e.backfillWorkers, 1, 64),
+			reorgSetting(job, "tidb_ddl_reorg_batch_size", e.backfillBatch, 1, 10240))
+		if err != nil {
+			return res, err
+		}
+		for i, p := range parts {
+			if err := catalog.PutReorgRange(txn, &catalog.ReorgRange{Job: job.ID, Part: i, Next: p[0], End: p[1]}); err != nil {
+				return res, err
+			}
+		}
+		job.ReorgDone, job.RowCount = len(parts) == 0, 0
+	case before == catalog.StateWriteReorg:
+		// Deleting the shares makes any batch still running for them
+		// conflict with this step instead of writing after it.
+		ranges, err := catalog.ReorgRanges(ctx, txn, job.ID)
+		if err != nil {
+			return res, err
+		}
+		if !job.ReorgDone {
+			job.RowCount = 0
+			for _, r := range ranges {
+				job.RowCount += r.Rows
+			}
+		}
+		for _, r := range ranges {
+			if err := catalog.DeleteReorgRange(txn, r); err != nil {
+				return res, err
+			}
+		}
 	}
 	done := true
 	for _, ix := range nt.Changing {
@@ -680,59 +714,182 @@ func (e *Engine) advanceJob(ctx context.Context, txn kv.Txn, job *catalog.Job, s
 	return res, nil
 }
 
-// backfillStep writes one batch of a job's new index entries in a
-// transaction of its own that also records the job's progress, so a new
-// owner resumes after the last batch committed. A duplicate in a unique
-// index rolls the job back with the 1062 error.
+// reorgSetting is a backfill setting: the variable name as the job's
+// statement saw it (TiDB's tidb_ddl_reorg_worker_cnt and
+// tidb_ddl_reorg_batch_size, set on the submitting engine), else def; kept
+// within [lo, hi].
+func reorgSetting(job *catalog.Job, name string, def, lo, hi int) int {
+	if v, ok := job.Vars[name]; ok {
+		if n, err := decodeVar(v).ToInt64(); err == nil {
+			return int(min(max(n, int64(lo)), int64(hi)))
+		}
+	}
+	return def
+}
+
+// splitBackfill divides t's rows into up to workers shares of about equal
+// handle ranges (returned as record key ranges; the last ends at the
+// table's end, nil), none for an empty table, one for a table of fewer
+// than a batch per worker.
+func (e *Engine) splitBackfill(ctx context.Context, txn kv.Txn, t *catalog.TableInfo, workers, batch int) ([][2][]byte, error) {
+	prefix := tablecodec.RecordPrefix(t.ID)
+	end := tablecodec.PrefixEnd(prefix)
+	first, err := txn.Scan(ctx, prefix, end, 1, false)
+	if err != nil || len(first) == 0 {
+		return nil, err
+	}
+	last, err := txn.Scan(ctx, prefix, end, 1, true)
+	if err != nil || len(last) == 0 {
+		return nil, err
+	}
+	_, lo, err := tablecodec.DecodeRecordKey(first[0].Key)
+	if err != nil {
+		return nil, err
+	}
+	_, hi, err := tablecodec.DecodeRecordKey(last[0].Key)
+	if err != nil {
+		return nil, err
+	}
+	parts := uint64(workers)
+	span := uint64(hi) - uint64(lo) // hi >= lo: no overflow as unsigned
+	if parts <= 1 || span/parts < uint64(batch) {
+		return [][2][]byte{{prefix, nil}}, nil
+	}
+	out := make([][2][]byte, 0, parts)
+	from := prefix
+	for i := uint64(1); i < parts; i++ {
+		b := tablecodec.RecordKey(t.ID, int64(uint64(lo)+span/parts*i))
+		out = append(out, [2][]byte{from, b})
+		from = b
+	}
+	return append(out, [2][]byte{from, nil}), nil
+}
+
+// backfillStep runs one batch of each share of a job's backfill that is
+// not done, at the same time, each in a transaction of its own that also
+// records its share's progress (so a new owner resumes every share where
+// it stopped). Once every share is done it records that the backfill is.
+// A duplicate in a unique index rolls the job back with the 1062 error.
 func (e *Engine) backfillStep(ctx context.Context, queued *catalog.Job) (StepResult, error) {
 	res := StepResult{JobID: queued.ID}
+	var ranges []*catalog.ReorgRange
+	if err := e.readOnly(ctx, func(txn kv.Txn) error {
+		var err error
+		ranges, err = catalog.ReorgRanges(ctx, txn, queued.ID)
+		return err
+	}); err != nil {
+		return res, err
+	}
+	var pending []*catalog.ReorgRange
+	var total int64
+	for _, r := range ranges {
+		total += r.Rows
+		if !r.Done {
+			pending = append(pending, r)
+		}
+	}
+	if len(pending) == 0 {
+		return e.finishBackfill(ctx, queued.ID)
+	}
+	schema := e.schema.Load()
+	if schema.Version < queued.Version {
+		var err error
+		if schema, err = e.loadSchema(ctx); err != nil {
+			return res, err
+		}
+	}
+	t := schema.TableByID(queued.TableID)
+	if t == nil || t.Revision != queued.Version {
+		return res, fmt.Errorf("sql: job %d: table %d is not at the job's version %d", queued.ID, queued.TableID, queued.Version)
+	}
+	var ixs []*catalog.IndexInfo
+	for _, ix := range t.Changing {
+		if ix.State == catalog.StateWriteReorg && slices.Contains(queued.Adding, ix.ID) {
+			ixs = append(ixs, ix)
+		}
+	}
+	batch := reorgSetting(queued, "tidb_ddl_reorg_batch_size", e.backfillBatch, 1, 10240)
+	rows := make([]int, len(pending))
+	errs := make([]error, len(pending))
+	var wg sync.WaitGroup
+	for i, r := range pending {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rows[i], errs[i] = e.fillShare(ctx, queued.ID, r.Part, t, ixs, batch)
+		}()
+	}
+	wg.Wait()
+	n := 0
+	for i, err := range errs {
+		var se *sqlerr.Error
+		switch {
+		case errors.As(err, &se):
+			return e.rollBack(ctx, queued.ID, se)
+		case err != nil && !kv.IsRetryable(err):
+			return res, err
+		}
+		n += rows[i]
+	}
+	res.Did = fmt.Sprintf("backfilled %d rows (%d in all)", n, total+int64(n))
+	return res, nil
+}
+
+// fillShare fills one batch of share part of a job's backfill.
+func (e *Engine) fillShare(ctx context.Context, job int64, part int, t *catalog.TableInfo, ixs []*catalog.IndexInfo, batch int) (int, error) {
+	txn, err := e.store.Begin(ctx, kv.TxnOptions{})
+	if err != nil {
+		return 0, err
+	}
+	defer txn.Rollback(ctx)
+	r, err := catalog.GetReorgRange(ctx, txn, job, part)
+	if err != nil || r == nil || r.Done {
+		return 0, err // gone: the job moved on
+	}
+	ec := &exec.Context{Ctx: ctx, Txn: txn, Mem: exec.NewMemTracker(0)}
+	next, n, done, err := exec.BackfillBatch(ec, t, ixs, r.Next, r.End, batch)
+	if err != nil {
+		return 0, err
+	}
+	r.Next, r.Done = next, done
+	r.Rows += int64(n)
+	if err := catalog.PutReorgRange(txn, r); err != nil {
+		return 0, err
+	}
+	return n, txn.Commit(ctx)
+}
+
+// finishBackfill records that every share of a job's backfill is done.
+func (e *Engine) finishBackfill(ctx context.Context, id int64) (StepResult, error) {
+	res := StepResult{JobID: id}
 	txn, err := e.store.Begin(ctx, kv.TxnOptions{})
 	if err != nil {
 		return res, err
 	}
 	defer txn.Rollback(ctx)
-	job, err := catalog.QueuedJob(ctx, txn, queued.ID)
+	job, err := catalog.QueuedJob(ctx, txn, id)
 	if err != nil || job == nil {
 		return res, err
 	}
-	schema := e.schema.Load()
-	if schema.Version < job.Version {
-		if schema, err = e.loadSchema(ctx); err != nil {
-			return res, err
-		}
-	}
-	t := schema.TableByID(job.TableID)
-	if t == nil || t.Revision != job.Version {
-		return res, fmt.Errorf("sql: job %d: table %d is not at the job's version %d", job.ID, job.TableID, job.Version)
-	}
-	var ixs []*catalog.IndexInfo
-	for _, ix := range t.Changing {
-		if ix.State == catalog.StateWriteReorg && slices.Contains(job.Adding, ix.ID) {
-			ixs = append(ixs, ix)
-		}
-	}
-	ec := &exec.Context{Ctx: ctx, Txn: txn, Mem: exec.NewMemTracker(0)}
-	next, n, done, err := exec.BackfillBatch(ec, t, ixs, job.ReorgNext, e.backfillBatch)
-	var se *sqlerr.Error
-	if errors.As(err, &se) {
-		txn.Rollback(ctx)
-		return e.rollBack(ctx, job.ID, se)
-	}
+	ranges, err := catalog.ReorgRanges(ctx, txn, id)
 	if err != nil {
 		return res, err
 	}
-	job.ReorgNext, job.ReorgDone = next, done
-	job.RowCount += int64(n)
+	job.RowCount = 0
+	for _, r := range ranges {
+		if !r.Done {
+			return res, nil // a share was reset meanwhile
+		}
+		job.RowCount += r.Rows
+	}
+	job.ReorgDone = true
 	if err := catalog.PutJob(txn, job); err != nil {
 		return res, err
 	}
 	if err := txn.Commit(ctx); err != nil {
 		return res, err
 	}
-	res.Did = fmt.Sprintf("backfilled %d rows (%d in all)", n, job.RowCount)
-	if done {
-		res.Did += ", backfill done"
-	}
+	res.Did = fmt.Sprintf("backfill done (%d rows)", job.RowCount)
 	return res, nil
 }
 

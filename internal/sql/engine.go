@@ -47,12 +47,13 @@ type Engine struct {
 
 	// Online schema change: the engine's identity, its schema lease
 	// (schemalease.go) and its part in running DDL jobs (ddl_owner.go).
-	id            string
-	addr          string
-	sl            schemaLease
-	own           ownerState
-	backfillBatch int
-	manual        bool
+	id              string
+	addr            string
+	sl              schemaLease
+	own             ownerState
+	backfillBatch   int
+	backfillWorkers int
+	manual          bool
 	loops         sync.WaitGroup
 
 	mu         sync.Mutex
@@ -99,6 +100,10 @@ type Options struct {
 	// BackfillBatch is the number of rows an index backfill writes per
 	// transaction (default 1024).
 	BackfillBatch int
+	// BackfillWorkers is how many shares of a table an index backfill
+	// fills at the same time (default 4), so that their commits share
+	// fsyncs.
+	BackfillWorkers int
 	// Clock replaces the wall clock for leases (tests).
 	Clock Clock
 	// Manual runs no background loop: the caller drives the engine with
@@ -120,7 +125,8 @@ func (e *Engine) Close() {
 // NewEngine opens the SQL layer over store and loads the catalog.
 func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, error) {
 	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1),
-		id: opts.ID, addr: opts.Addr, backfillBatch: opts.BackfillBatch, manual: opts.Manual}
+		id: opts.ID, addr: opts.Addr, backfillBatch: opts.BackfillBatch, backfillWorkers: opts.BackfillWorkers,
+		manual: opts.Manual}
 	e.gcCtx, e.gcStop = context.WithCancel(context.Background())
 	e.ids = &idAllocator{store: store, tables: map[int64]*idRange{}}
 	if e.id == "" {
@@ -128,6 +134,9 @@ func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, er
 	}
 	if e.backfillBatch <= 0 {
 		e.backfillBatch = defaultBackfillBatch
+	}
+	if e.backfillWorkers <= 0 {
+		e.backfillWorkers = defaultBackfillWorkers
 	}
 	e.sl.clock, e.sl.lease, e.sl.poll = opts.Clock, opts.SchemaLease, opts.SchemaPoll
 	if e.sl.clock == nil {

@@ -45,7 +45,7 @@ func TestIndexChangesUnderWritesThroughTwoEngines(t *testing.T) {
 	}
 	admin := b.NewSession("root", "localhost")
 	exec(admin, "CREATE DATABASE d; USE d; CREATE TABLE t (id INT PRIMARY KEY, k INT, c VARCHAR(20), KEY ik (k))")
-	const rows = 4000
+	const rows = 8000 // four backfill shares of more than a batch
 	for i := 0; i < rows; i += 500 {
 		q := "INSERT INTO t VALUES "
 		for j := i; j < i+500; j++ {

@@ -54,7 +54,9 @@ const harnessLease = 10 * time.Second
 // TestSchemaChange drives F1's online schema change protocol step by step
 // with several engines over one storage (testdata/schema_change):
 //
-//	engines [names=a,b] [batch=N]  start engines (manual mode); the first is the DDL owner
+//	engines [names=a,b] [batch=N] [workers=N]
+//	                          start engines (manual mode; one backfill worker unless
+//	                          told); the first is the DDL owner
 //	exec S / query S          run statements on session S (engine = S's first letter);
 //	                          exec prints ok or the error, query the rows
 //	ddl S                     exec while every engine not held ticks and takes owner steps
@@ -164,19 +166,21 @@ func (h *schemaChangeHarness) run(t *testing.T, d *datadriven.TestData) string {
 	switch d.Cmd {
 	case "engines":
 		names := []string{"a", "b"}
-		batch := 0
+		batch, workers := 0, 1
 		for _, a := range d.CmdArgs {
 			switch a.Key {
 			case "names":
 				names = a.Vals
 			case "batch":
 				batch, _ = strconv.Atoi(a.Vals[0])
+			case "workers":
+				workers, _ = strconv.Atoi(a.Vals[0])
 			}
 		}
 		var out []string
 		for _, n := range names {
 			e, err := NewEngine(ctx, h.store, Options{ID: n, Manual: true, Clock: h.clock, SchemaLease: harnessLease,
-				SchemaPoll: time.Millisecond, BackfillBatch: batch})
+				SchemaPoll: time.Millisecond, BackfillBatch: batch, BackfillWorkers: workers})
 			if err != nil {
 				t.Fatal(err)
 			}

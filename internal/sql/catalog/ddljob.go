@@ -17,6 +17,7 @@ import (
 // schema version it runs.
 
 var (
+	prefixDDLReorg   = []byte("mDDLReorg")
 	prefixDDLJob     = []byte("mDDLJob")
 	prefixDDLHistory = []byte("mDDLHistory")
 	keyDDLOwner      = []byte("mDDLOwner")
@@ -125,12 +126,10 @@ type Job struct {
 	Adding   []int64 `json:"adding,omitempty"`
 	Dropping []int64 `json:"dropping,omitempty"`
 
-	// RowCount counts the rows backfilled; ReorgNext is the record key the
-	// backfill resumes from (nil: the table's first row) and ReorgDone is
-	// set when it has passed the last row.
-	RowCount  int64  `json:"row_count,omitempty"`
-	ReorgNext []byte `json:"reorg_next,omitempty"`
-	ReorgDone bool   `json:"reorg_done,omitempty"`
+	// RowCount counts the rows backfilled once the backfill is done
+	// (ReorgDone); while it runs, its ReorgRanges count them.
+	RowCount  int64 `json:"row_count,omitempty"`
+	ReorgDone bool  `json:"reorg_done,omitempty"`
 
 	// Version is the schema version the job's last step committed.
 	Version int64 `json:"version,omitempty"`
@@ -315,4 +314,56 @@ func GuardVersion(ctx context.Context, txn kv.Txn) (int64, error) {
 		return 0, err
 	}
 	return v, txn.Set(keyVersion, []byte(strconv.FormatInt(v, 10)))
+}
+
+// ReorgRange is one share of a backfill: the rows whose record keys are in
+// [Next, End) are still to be done (End nil: up to the table's end). A
+// backfill splits the table into ranges that workers fill at the same
+// time; each batch of a range rewrites its record in the batch's
+// transaction, so a new owner resumes every range where it stopped.
+type ReorgRange struct {
+	Job  int64  `json:"job"`
+	Part int    `json:"part"`
+	Next []byte `json:"next"`
+	End  []byte `json:"end,omitempty"`
+	Rows int64  `json:"rows,omitempty"`
+	Done bool   `json:"done,omitempty"`
+}
+
+func reorgKey(job int64, part int) []byte {
+	return tablecodec.AppendInt(jobKey(prefixDDLReorg, job), int64(part))
+}
+
+// PutReorgRange stores a backfill range.
+func PutReorgRange(txn kv.Txn, r *ReorgRange) error { return putJSON(txn, reorgKey(r.Job, r.Part), r) }
+
+// DeleteReorgRange removes a backfill range.
+func DeleteReorgRange(txn kv.Txn, r *ReorgRange) error { return txn.Delete(reorgKey(r.Job, r.Part)) }
+
+// GetReorgRange reads one backfill range; nil when it is gone.
+func GetReorgRange(ctx context.Context, txn kv.Txn, job int64, part int) (*ReorgRange, error) {
+	var r ReorgRange
+	ok, err := getJSON(ctx, txn, reorgKey(job, part), &r)
+	if !ok || err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// ReorgRanges lists a job's backfill ranges.
+func ReorgRanges(ctx context.Context, txn kv.Txn, job int64) ([]*ReorgRange, error) {
+	p := jobKey(prefixDDLReorg, job)
+	kvs, err := txn.Scan(ctx, p, tablecodec.PrefixEnd(p), 0, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*ReorgRange, 0, len(kvs))
+	for _, e := range kvs {
+		var r ReorgRange
+		if err := json.Unmarshal(e.Value, &r); err != nil {
+			return nil, fmt.Errorf("catalog: corrupt backfill range %q: %w", e.Key, err)
+		}
+		out = append(out, &r)
+	}
+	return out, nil
 }

@@ -12,10 +12,10 @@ import (
 )
 
 // BackfillBatch writes, in c.Txn, the entries of the indexes ixs (being
-// added, in backfill) for up to limit rows of t, from record key start on
-// (nil: the table's first row). It returns the key the next batch starts
-// from, the number of rows read, and done when the table's last row was
-// read.
+// added, in backfill) for up to limit rows of t whose record keys are in
+// [start, end) (start nil: the table's first row; end nil: its last). It
+// returns the key the next batch starts from, the number of rows read, and
+// done when the range's last row was read.
 //
 // Rows written while every engine was at least write-only carry their
 // own entries; the backfill writes every row's entry again, harmlessly. A
@@ -26,13 +26,16 @@ import (
 //
 // A unique index's entry whose key already points to another row is a
 // duplicate: the batch fails with 1062 naming the values.
-func BackfillBatch(c *Context, t *catalog.TableInfo, ixs []*catalog.IndexInfo, start []byte, limit int) (next []byte, rows int, done bool, err error) {
+func BackfillBatch(c *Context, t *catalog.TableInfo, ixs []*catalog.IndexInfo, start, end []byte, limit int) (next []byte, rows int, done bool, err error) {
 	w := newWriter(c, t)
 	prefix := tablecodec.RecordPrefix(t.ID)
 	if start == nil {
 		start = prefix
 	}
-	kvs, err := c.Txn.Scan(c.Ctx, start, tablecodec.PrefixEnd(prefix), limit, false)
+	if end == nil {
+		end = tablecodec.PrefixEnd(prefix)
+	}
+	kvs, err := c.Txn.Scan(c.Ctx, start, end, limit, false)
 	if err != nil {
 		return nil, 0, false, err
 	}
