@@ -54,7 +54,7 @@ type Engine struct {
 	backfillBatch   int
 	backfillWorkers int
 	manual          bool
-	loops         sync.WaitGroup
+	loops           sync.WaitGroup
 
 	mu         sync.Mutex
 	globalVars map[string]types.Datum
