@@ -4,12 +4,13 @@
 #
 # It builds bin/strata (unless SKIP_BUILD=1), starts one node as its own child,
 # loads one sysbench table (oltp_common prepare: ROWS rows, whose k_1 index is
-# itself added after the load), then times, one after the other:
-#   ALTER TABLE sbtest1 ADD INDEX ic (c)         -- 120-character values
-#   ALTER TABLE sbtest1 ADD INDEX ik2 (k)        -- integers
-#   ALTER TABLE sbtest1 ADD UNIQUE INDEX uid (id, k)
-#   ALTER TABLE sbtest1 ADD INDEX ik3 (k)        -- while sysbench oltp_write_only runs (WRITE_THREADS)
-#   ADMIN CHECK TABLE sbtest1
+# itself added after the load), then times, one after the other, each with the
+# backfill's worker count set first (SET GLOBAL tidb_ddl_reorg_worker_cnt):
+#   ADD INDEX on c (120-character values) with 1 worker, then with 4
+#   ADD INDEX on k (integers) with 1 worker, then with 4
+#   ADD UNIQUE INDEX on (id, k) with 4
+#   ADD INDEX on k with 4 while sysbench oltp_write_only runs (WRITE_THREADS)
+#   ADMIN CHECK TABLE sbtest1 (every index against every row)
 # and prints each one's wall time and rows per second of backfill (ROWS divided
 # by the statement's time: the statement also moves through four schema
 # versions, a few milliseconds on one node). ADMIN SHOW DDL JOBS is sampled
@@ -80,23 +81,29 @@ REPORT="$WORK_DIR/report.md"
 	echo
 	echo "commit $(cd "$REPO_ROOT" && git rev-parse --short HEAD), $ROWS rows of sysbench's sbtest1, \`flock /tmp/strata-bench.lock bash bench/addindex.sh\`"
 	echo
-	echo "| statement | seconds | rows/s |"
-	echo "|---|---|---|"
+	echo "| statement | backfill workers | seconds | rows/s |"
+	echo "|---|---|---|---|"
 } >"$REPORT"
 
-timed() { # <statement>: runs it, appends its row to the report
+timed() { # <workers> <statement>: runs it, appends its row to the report
 	local t0 t1 secs
 	t0=$(date +%s.%N)
-	sql sbtest -e "$1"
+	if [[ $1 == - ]]; then
+		sql sbtest -e "$2"
+	else
+		sql sbtest -e "SET GLOBAL tidb_ddl_reorg_worker_cnt = $1; $2"
+	fi
 	t1=$(date +%s.%N)
 	secs=$(echo "$t1 - $t0" | bc)
-	printf '| `%s` | %.2f | %.0f |\n' "$1" "$secs" "$(echo "$ROWS / $secs" | bc -l)" >>"$REPORT"
-	log "$1: ${secs}s"
+	printf '| `%s` | %s | %.2f | %.0f |\n' "$2" "$1" "$secs" "$(echo "$ROWS / $secs" | bc -l)" >>"$REPORT"
+	log "$2 ($1 workers): ${secs}s"
 }
 
-timed 'ALTER TABLE sbtest1 ADD INDEX ic (c)'
-timed 'ALTER TABLE sbtest1 ADD INDEX ik2 (k)'
-timed 'ALTER TABLE sbtest1 ADD UNIQUE INDEX uid (id, k)'
+timed 1 'ALTER TABLE sbtest1 ADD INDEX ic1 (c)'
+timed 4 'ALTER TABLE sbtest1 ADD INDEX ic4 (c)'
+timed 1 'ALTER TABLE sbtest1 ADD INDEX ik1 (k)'
+timed 4 'ALTER TABLE sbtest1 ADD INDEX ik4 (k)'
+timed 4 'ALTER TABLE sbtest1 ADD UNIQUE INDEX uid (id, k)'
 
 # The same ADD INDEX under a write load on the table.
 LOAD_TIME=600
@@ -108,20 +115,20 @@ before=$(grep -E '^\[ [0-9]+s \]' "$WORK_DIR/load.log" | tail -n 3 | awk '{s += 
 : >"$WORK_DIR/progress.txt"
 (
 	while sleep 0.5; do
-		sql -e 'ADMIN SHOW DDL JOBS 1' 2>/dev/null | awk -F'\t' '{print $4, $5, $8, $12}' >>"$WORK_DIR/progress.txt" || true
+		sql -e 'ADMIN SHOW DDL JOBS 1' 2>/dev/null | awk -F'\t' '$12 == "running" {print $4, $5, $8, $12}' >>"$WORK_DIR/progress.txt" || true
 	done
 ) &
 SAMPLER=$!
 from=$(grep -cE '^\[ [0-9]+s \]' "$WORK_DIR/load.log" || true)
-timed 'ALTER TABLE sbtest1 ADD INDEX ik3 (k)'
+timed 4 'ALTER TABLE sbtest1 ADD INDEX ikw (k)'
 to=$(grep -cE '^\[ [0-9]+s \]' "$WORK_DIR/load.log" || true)
 kill "$SAMPLER" 2>/dev/null || true
 wait "$SAMPLER" 2>/dev/null || true
 during=$(grep -E '^\[ [0-9]+s \]' "$WORK_DIR/load.log" | sed -n "$((from + 1)),${to}p" | awk '{s += $7} END {if (NR) printf "%.0f", s / NR; else print "n/a"}')
 stop_pid "$LOAD_PID" 5
 LOAD_PID=
-sed -i 's/^| `ALTER TABLE sbtest1 ADD INDEX ik3 (k)`/| `ALTER TABLE sbtest1 ADD INDEX ik3 (k)` (under the write load)/' "$REPORT"
-timed 'ADMIN CHECK TABLE sbtest1'
+sed -i 's/^| `ALTER TABLE sbtest1 ADD INDEX ikw (k)`/| `ALTER TABLE sbtest1 ADD INDEX ikw (k)` (under the write load)/' "$REPORT"
+timed - 'ADMIN CHECK TABLE sbtest1'
 {
 	echo
 	echo "Write load (sysbench oltp_write_only, $WRITE_THREADS threads, same table): $before tps before the last ADD INDEX, $during tps while it ran."

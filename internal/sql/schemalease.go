@@ -325,9 +325,16 @@ func (e *Engine) selfLease() *catalog.EngineLease {
 // lease expired cannot know what the owner did meanwhile: the engine then
 // dooms every transaction pinned before (they commit only where nothing
 // they write changed).
-func (e *Engine) renewLease(ctx context.Context) error {
+func (e *Engine) renewLease(ctx context.Context) error { return e.renew(ctx, false) }
+
+// renew is renewLease; with ifExpired it does nothing when the lease is
+// valid by the time it is this call's turn (another caller renewed it).
+func (e *Engine) renew(ctx context.Context, ifExpired bool) error {
 	e.sl.renewMu.Lock()
 	defer e.sl.renewMu.Unlock()
+	if ifExpired && e.now() < e.sl.validUntil.Load() {
+		return nil
+	}
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		e.sl.mu.Lock()
@@ -402,7 +409,7 @@ func (e *Engine) ensureLease(ctx context.Context) error {
 	if e.now() < e.sl.validUntil.Load() {
 		return nil
 	}
-	if err := e.renewLease(ctx); err != nil {
+	if err := e.renew(ctx, true); err != nil {
 		if !errors.Is(err, errLeaseHeld) {
 			slog.Warn("sql: cannot renew the schema lease", "engine", e.id, "err", err)
 		}

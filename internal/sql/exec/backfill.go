@@ -124,19 +124,33 @@ func (p IndexProblem) String() string {
 
 // CheckIndexes compares each index of ixs with the rows of t at c.Txn's
 // snapshot: every row must have its entry and every entry must be a row's.
-// It returns the inconsistencies found, in key order, at most max (0: no
-// limit). The expected entries are held in memory, charged to c.Mem.
+// It returns the inconsistencies found, at most max (0: no limit). One
+// index at a time, the rows' expected entries are sorted in memory
+// (charged to c.Mem) and merged with the index's entries as they are read.
 func CheckIndexes(c *Context, t *catalog.TableInfo, ixs []*catalog.IndexInfo, max int) ([]IndexProblem, error) {
+	var problems []IndexProblem
+	for _, ix := range ixs {
+		found, err := checkIndex(c, t, ix)
+		if err != nil {
+			return nil, err
+		}
+		problems = append(problems, found...)
+		if max > 0 && len(problems) >= max {
+			return problems[:max], nil
+		}
+	}
+	return problems, nil
+}
+
+type expectedEntry struct {
+	key, value []byte
+	handle     int64
+	vals       []types.Datum
+}
+
+func checkIndex(c *Context, t *catalog.TableInfo, ix *catalog.IndexInfo) ([]IndexProblem, error) {
 	w := newWriter(c, t)
-	type want struct {
-		value  []byte
-		handle int64
-		vals   []types.Datum
-	}
-	expected := make([]map[string]want, len(ixs))
-	for i := range expected {
-		expected[i] = map[string]want{}
-	}
+	var want []expectedEntry
 	prefix := tablecodec.RecordPrefix(t.ID)
 	it, err := c.Txn.Iter(c.Ctx, prefix, tablecodec.PrefixEnd(prefix), false)
 	if err != nil {
@@ -153,60 +167,62 @@ func CheckIndexes(c *Context, t *catalog.TableInfo, ixs []*catalog.IndexInfo, ma
 			it.Close()
 			return nil, err
 		}
-		for i, ix := range ixs {
-			vals := indexVals(ix, row)
-			k, v, err := tablecodec.IndexEntry(t.ID, ix.ID, ix.Unique, vals, h)
-			if err != nil {
-				it.Close()
-				return nil, err
-			}
-			if err := c.Mem.Consume(int64(len(k) + len(v) + 64)); err != nil {
-				it.Close()
-				return nil, err
-			}
-			expected[i][string(k)] = want{value: v, handle: h, vals: vals}
+		vals := indexVals(ix, row)
+		k, v, err := tablecodec.IndexEntry(t.ID, ix.ID, ix.Unique, vals, h)
+		if err != nil {
+			it.Close()
+			return nil, err
 		}
+		if err := c.Mem.Consume(int64(len(k) + len(v) + 64)); err != nil {
+			it.Close()
+			return nil, err
+		}
+		want = append(want, expectedEntry{key: k, value: v, handle: h, vals: vals})
 		if err := it.Next(c.Ctx); err != nil {
 			it.Close()
 			return nil, err
 		}
 	}
 	it.Close()
-	var problems []IndexProblem
-	for i, ix := range ixs {
-		p := tablecodec.IndexPrefix(t.ID, ix.ID)
-		it, err := c.Txn.Iter(c.Ctx, p, tablecodec.PrefixEnd(p), false)
-		if err != nil {
+	sort.Slice(want, func(a, b int) bool { return bytes.Compare(want[a].key, want[b].key) < 0 })
+
+	var found []IndexProblem
+	missing := func(e expectedEntry) {
+		found = append(found, IndexProblem{Index: ix.Name, Handle: e.handle, Missing: true, Values: dupText(e.vals)})
+	}
+	p := tablecodec.IndexPrefix(t.ID, ix.ID)
+	if it, err = c.Txn.Iter(c.Ctx, p, tablecodec.PrefixEnd(p), false); err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	i := 0
+	for it.Valid() {
+		k := it.Key()
+		for i < len(want) && bytes.Compare(want[i].key, k) < 0 {
+			missing(want[i])
+			i++
+		}
+		if i < len(want) && bytes.Equal(want[i].key, k) && bytes.Equal(want[i].value, it.Value()) {
+			i++
+		} else {
+			if i < len(want) && bytes.Equal(want[i].key, k) {
+				missing(want[i]) // the key points elsewhere: the row's entry is missing too
+				i++
+			}
+			h, _ := tablecodec.IndexEntryHandle(k, it.Value())
+			text := fmt.Sprintf("%x", k[len(p):])
+			if vals, _, err := codec.DecodeKey(k[len(p):], len(ix.Columns)); err == nil {
+				text = dupText(vals)
+			}
+			found = append(found, IndexProblem{Index: ix.Name, Handle: h, Values: text})
+		}
+		if err := it.Next(c.Ctx); err != nil {
 			return nil, err
 		}
-		var found []IndexProblem
-		for it.Valid() {
-			k := it.Key()
-			wnt, ok := expected[i][string(k)]
-			if ok && bytes.Equal(wnt.value, it.Value()) {
-				delete(expected[i], string(k))
-			} else {
-				h, _ := tablecodec.IndexEntryHandle(k, it.Value())
-				text := fmt.Sprintf("%x", k[len(p):])
-				if vals, _, err := codec.DecodeKey(k[len(p):], len(ix.Columns)); err == nil {
-					text = dupText(vals)
-				}
-				found = append(found, IndexProblem{Index: ix.Name, Handle: h, Values: text})
-			}
-			if err := it.Next(c.Ctx); err != nil {
-				it.Close()
-				return nil, err
-			}
-		}
-		it.Close()
-		for _, wnt := range expected[i] {
-			found = append(found, IndexProblem{Index: ix.Name, Handle: wnt.handle, Missing: true, Values: dupText(wnt.vals)})
-		}
-		sort.SliceStable(found, func(a, b int) bool { return found[a].Handle < found[b].Handle })
-		problems = append(problems, found...)
-		if max > 0 && len(problems) >= max {
-			return problems[:max], nil
-		}
 	}
-	return problems, nil
+	for ; i < len(want); i++ {
+		missing(want[i])
+	}
+	sort.SliceStable(found, func(a, b int) bool { return found[a].Handle < found[b].Handle })
+	return found, nil
 }
