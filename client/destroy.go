@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 

@@ -1,8 +1,11 @@
 package node
 
 import (
+	"strings"
+
 	"context"
 	"fmt"
+	"github.com/strata-db/strata/internal/sql/infoschema"
 	"net/http"
 	"net/url"
 	"time"
@@ -140,4 +143,37 @@ func (n *Node) handleStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+// clusterInfo is the cluster's state for INFORMATION_SCHEMA.CLUSTER_NODES
+// and REGIONS.
+func (n *Node) clusterInfo() (*infoschema.ClusterInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := n.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &infoschema.ClusterInfo{}
+	for _, nd := range st.Nodes {
+		state := "Up"
+		if !nd.Up {
+			state = "Down"
+		}
+		out.Nodes = append(out.Nodes, infoschema.ClusterNode{ID: nd.ID, Address: nd.Address, SQLAddress: nd.SQLAddress,
+			RedisAddress: nd.RESPAddress, HTTPAddress: nd.HTTPAddress, Version: nd.Version, State: state, Since: nd.Since,
+			Replicas: uint64(nd.Replicas), Leaders: uint64(nd.Leaders), PDLeader: nd.ID == st.PDLeaderStore})
+	}
+	for _, r := range st.Regions {
+		cr := infoschema.ClusterRegion{ID: r.ID, StartKey: r.StartKey, EndKey: r.EndKey, LeaderNode: r.LeaderStore,
+			Version: r.Version, ConfVersion: r.ConfVersion, UnderReplicated: r.UnderReplicated, System: r.System}
+		var peers []string
+		for _, p := range r.Peers {
+			peers = append(peers, fmt.Sprintf("%d:%s", p.Store, p.Role))
+			cr.MaxLag = max(cr.MaxLag, p.Lag)
+		}
+		cr.Peers = strings.Join(peers, " ")
+		out.Regions = append(out.Regions, cr)
+	}
+	return out, nil
 }

@@ -29,6 +29,7 @@ import (
 
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/infoschema"
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
@@ -38,9 +39,10 @@ const autoIDBatch = 1000
 // Engine is the SQL layer of one node: it caches the schema and allocates
 // ids; it is shared by all sessions.
 type Engine struct {
-	store  kv.Storage
-	schema atomic.Pointer[catalog.Schema]
-	ids    *idAllocator
+	store   kv.Storage
+	schema  atomic.Pointer[catalog.Schema]
+	ids     *idAllocator
+	cluster infoschema.ClusterSource
 
 	// ddlMu orders schema installs against transaction starts.
 	ddlMu sync.RWMutex
@@ -109,6 +111,9 @@ type Options struct {
 	// Manual runs no background loop: the caller drives the engine with
 	// Tick and RunDDLStep (tests of the protocol).
 	Manual bool
+	// Cluster reads the cluster's state for INFORMATION_SCHEMA.CLUSTER_NODES
+	// and REGIONS (nil: they are empty).
+	Cluster infoschema.ClusterSource
 }
 
 // Close stops background work (the cleanup of dropped data) and waits for
@@ -124,7 +129,7 @@ func (e *Engine) Close() {
 
 // NewEngine opens the SQL layer over store and loads the catalog.
 func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, error) {
-	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1),
+	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1), cluster: opts.Cluster,
 		id: opts.ID, addr: opts.Addr, backfillBatch: opts.BackfillBatch, backfillWorkers: opts.BackfillWorkers,
 		manual: opts.Manual}
 	e.gcCtx, e.gcStop = context.WithCancel(context.Background())

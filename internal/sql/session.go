@@ -442,6 +442,7 @@ func (s *Session) evalContext(params []types.Datum) *expr.EvalContext {
 func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 	b := plan.NewBuilder(s.schema, s.db)
 	b.ParseView = parseView
+	b.Cluster = s.e.cluster
 	c := &compiled{version: s.schema.Version, tempVersion: s.x.tempVersion}
 	var err error
 	switch n := st.(type) {

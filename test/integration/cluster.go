@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -167,4 +168,14 @@ func (n *Node) signal(sig syscall.Signal) {
 	if pid := n.PID(); pid != 0 {
 		_ = syscall.Kill(pid, sig)
 	}
+}
+
+// addrFree reports whether a loopback address can be listened on now.
+func addrFree(addr string) bool {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
 }

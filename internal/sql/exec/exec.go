@@ -200,6 +200,9 @@ func Build(p plan.Plan) (Executor, error) {
 	case *plan.Dual:
 		return &dualExec{}, nil
 	case *plan.Values:
+		if n.Fetch != nil {
+			return &valuesExec{rows: n.Fetch()}, nil
+		}
 		return &valuesExec{rows: n.Rows}, nil
 	case *plan.CTEScan:
 		return &valuesExec{rows: n.Work.Rows}, nil

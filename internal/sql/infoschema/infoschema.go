@@ -116,6 +116,9 @@ func TableNames() []string {
 
 var tableInfos = func() map[string]*catalog.TableInfo {
 	out := map[string]*catalog.TableInfo{}
+	for name, cols := range clusterTableDefs {
+		tableDefs[name] = cols
+	}
 	for name, cols := range tableDefs {
 		t := &catalog.TableInfo{Name: name}
 		for i, c := range cols {

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/strata-db/strata/internal/sql/infoschema"
 	"slices"
 	"strings"
 
@@ -28,6 +29,9 @@ type Builder struct {
 	clause    string // for error messages: "where clause", "order clause" ...
 	// ctes are the common table expressions in scope, innermost last.
 	ctes []*cteDef
+	// Cluster reads the cluster's state for INFORMATION_SCHEMA's cluster
+	// tables (nil outside a node).
+	Cluster infoschema.ClusterSource
 }
 
 func (b *Builder) clauseName() string {

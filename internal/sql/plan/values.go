@@ -16,6 +16,9 @@ type Values struct {
 	base
 	Name string
 	Rows [][]types.Datum
+	// Fetch, when set, returns the rows each time the plan runs (a table
+	// whose rows come from the cluster, not the schema).
+	Fetch func() [][]types.Datum
 }
 
 func (*Values) Children() []Plan  { return nil }
@@ -27,7 +30,13 @@ func (b *Builder) buildInfoSchema(sc *scope, name, alias string) (*leaf, error) 
 	if t == nil {
 		return nil, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", infoschema.Name, name)
 	}
-	v := &Values{Name: infoschema.Name + "." + t.Name, Rows: infoschema.Rows(b.Schema, t.Name)}
+	v := &Values{Name: infoschema.Name + "." + t.Name}
+	if infoschema.IsClusterTable(t.Name) {
+		src, name := b.Cluster, t.Name
+		v.Fetch = func() [][]types.Datum { return infoschema.ClusterRows(src, name) }
+	} else {
+		v.Rows = infoschema.Rows(b.Schema, t.Name)
+	}
 	for _, c := range t.Columns {
 		col := &Column{Name: c.Name, OrgName: c.Name, Table: alias, OrgTable: t.Name, DB: infoschema.Name, Type: c.Type}
 		v.cols = append(v.cols, col)
