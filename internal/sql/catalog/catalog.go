@@ -3,7 +3,7 @@
 //
 // Keys:
 //
-//	mVersion            schema version, bumped by every DDL transaction
+//	mVersion            schema version, bumped by every step of a DDL job
 //	mNextID             last allocated database/table/index id
 //	mDB{dbID}           DBInfo
 //	mTable{dbID}{tblID} TableInfo
@@ -13,9 +13,11 @@
 //	mDDLHistory{jobID}  a finished DDL job
 //	mDDLOwner           the engine that runs DDL jobs, and its lease (Owner)
 //	mDDLEngine{id}      an SQL engine's schema version lease (EngineLease)
+//	mDDLReorg{job}{n}   a share of a job's index backfill (ReorgRange)
 //
-// Contract: every change goes through a kv.Txn the caller commits, so a DDL
-// statement is atomic. Readers load an immutable *Schema snapshot (Load) and
+// Contract: every change goes through a kv.Txn the caller commits, so each
+// step of a DDL job (one schema version) is atomic. Readers load an
+// immutable *Schema snapshot (Load) and
 // reuse it while the version key is unchanged (Version is one Get); the
 // Schema and everything reachable from it must not be modified.
 package catalog
@@ -202,16 +204,6 @@ func (t *TableInfo) DeletableIndexes() []*IndexInfo {
 		}
 	}
 	return out
-}
-
-// ChangingIndex finds an index of Changing by case-insensitive name.
-func (t *TableInfo) ChangingIndex(name string) *IndexInfo {
-	for _, ix := range t.Changing {
-		if strings.EqualFold(ix.Name, name) {
-			return ix
-		}
-	}
-	return nil
 }
 
 // IsView reports whether t is a view.
@@ -402,7 +394,8 @@ func Load(ctx context.Context, txn kv.Txn) (*Schema, error) {
 	return s, nil
 }
 
-// BumpVersion increments the schema version inside a DDL transaction.
+// BumpVersion increments the schema version in txn (DDL jobs use
+// NextVersion, which returns it).
 func BumpVersion(ctx context.Context, txn kv.Txn) error {
 	v, err := Version(ctx, txn)
 	if err != nil {
