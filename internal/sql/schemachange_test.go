@@ -206,8 +206,9 @@ func (h *schemaChangeHarness) run(t *testing.T, d *datadriven.TestData) string {
 		// takes owner steps, as their background loops would.
 		s := h.session(arg(0))
 		ch := make(chan error, 1)
+		input := d.Input // d is reused for the next directive
 		go func() {
-			_, err := s.Execute(ctx, d.Input)
+			_, err := s.Execute(ctx, input)
 			ch <- err
 		}()
 		deadline := time.After(10 * time.Second)
@@ -233,8 +234,9 @@ func (h *schemaChangeHarness) run(t *testing.T, d *datadriven.TestData) string {
 		s := h.session(name)
 		before := h.jobCount()
 		ch := make(chan error, 1)
+		input := d.Input // d is reused for the next directive
 		go func() {
-			_, err := s.Execute(ctx, d.Input)
+			_, err := s.Execute(ctx, input)
 			ch <- err
 		}()
 		// A DDL statement is submitted once its job is queued (or it ended).
