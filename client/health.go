@@ -112,3 +112,17 @@ func (r *GRPCRouter) probe(conn *grpc.ClientConn, h *storeHealth) {
 		h.observe(err == nil)
 	}
 }
+
+// isDown reports whether the store is down now.
+func (h *storeHealth) isDown() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.down
+}
+
+// downContext is cancelled when the store is next found down.
+func (h *storeHealth) downContext() context.Context {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.downCtx
+}

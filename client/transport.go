@@ -138,6 +138,7 @@ type GRPCRouter struct {
 	addrs   map[uint64]string        // store id -> address
 	conns   map[string]*grpc.ClientConn
 	health  map[string]*storeHealth // by address
+	batches map[string]*batchConn   // by address
 	closed  bool
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -154,6 +155,7 @@ func NewGRPCRouter(pd PD, dialOpts ...grpc.DialOption) *GRPCRouter {
 		addrs:    make(map[uint64]string),
 		conns:    make(map[string]*grpc.ClientConn),
 		health:   make(map[string]*storeHealth),
+		batches:  make(map[string]*batchConn),
 		stop:     make(chan struct{}),
 	}
 }
@@ -231,7 +233,12 @@ func (r *GRPCRouter) connect(storeID uint64) (kvpb.KvClient, error) {
 		r.wg.Add(1)
 		go r.probe(conn, h)
 	}
-	c := kvpb.NewKvClient(conn)
+	bc, ok := r.batches[addr]
+	if !ok {
+		bc = newBatchConn(conn, r.health[addr])
+		r.batches[addr] = bc
+	}
+	c := batchKv{b: bc}
 	r.clients[storeID] = c
 	r.addrs[storeID] = addr
 	return c, nil
@@ -260,6 +267,9 @@ func (r *GRPCRouter) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var first error
+	for _, bc := range r.batches {
+		bc.close()
+	}
 	for addr, conn := range r.conns {
 		if err := conn.Close(); err != nil && first == nil {
 			first = err
@@ -285,6 +295,10 @@ func (l localPD) ClusterStatus(ctx context.Context, in *kvpb.ClusterStatusReques
 
 func (l localPD) GCSafePoint(ctx context.Context, in *kvpb.GCSafePointRequest, _ ...grpc.CallOption) (*kvpb.GCSafePointResponse, error) {
 	return l.srv.GCSafePoint(ctx, in)
+}
+
+func (l localKv) KvBatchCommands(ctx context.Context, _ ...grpc.CallOption) (kvpb.Kv_KvBatchCommandsClient, error) {
+	return nil, fmt.Errorf("client: batch streams are for remote stores")
 }
 
 func (l localKv) KvScanLock(ctx context.Context, in *kvpb.ScanLockRequest, _ ...grpc.CallOption) (*kvpb.ScanLockResponse, error) {

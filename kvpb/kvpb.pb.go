@@ -3283,6 +3283,221 @@ func (x *ScanLockResponse) GetError() string {
 	return ""
 }
 
+// BatchRequest carries many KV requests on one stream (KvBatchCommands):
+// a client sends every request it has in flight to a store in one
+// message instead of one RPC each. method names the Kv method ("KvGet"),
+// request is that method's request message, marshaled.
+type BatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*BatchRequestEntry   `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchRequest) Reset() {
+	*x = BatchRequest{}
+	mi := &file_kvpb_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchRequest) ProtoMessage() {}
+
+func (x *BatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
+func (*BatchRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *BatchRequest) GetEntries() []*BatchRequestEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type BatchRequestEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Method        string                 `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	Request       []byte                 `protobuf:"bytes,3,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchRequestEntry) Reset() {
+	*x = BatchRequestEntry{}
+	mi := &file_kvpb_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchRequestEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchRequestEntry) ProtoMessage() {}
+
+func (x *BatchRequestEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchRequestEntry.ProtoReflect.Descriptor instead.
+func (*BatchRequestEntry) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *BatchRequestEntry) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *BatchRequestEntry) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *BatchRequestEntry) GetRequest() []byte {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+// BatchResponse answers entries of BatchRequests, in the order they
+// complete: response is the method's response message, marshaled, or
+// error says why there is none.
+type BatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*BatchResponseEntry  `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResponse) Reset() {
+	*x = BatchResponse{}
+	mi := &file_kvpb_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResponse) ProtoMessage() {}
+
+func (x *BatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
+func (*BatchResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *BatchResponse) GetEntries() []*BatchResponseEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type BatchResponseEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Response      []byte                 `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResponseEntry) Reset() {
+	*x = BatchResponseEntry{}
+	mi := &file_kvpb_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResponseEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResponseEntry) ProtoMessage() {}
+
+func (x *BatchResponseEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResponseEntry.ProtoReflect.Descriptor instead.
+func (*BatchResponseEntry) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *BatchResponseEntry) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *BatchResponseEntry) GetResponse() []byte {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *BatchResponseEntry) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type PDError struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Message       string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
@@ -3292,7 +3507,7 @@ type PDError struct {
 
 func (x *PDError) Reset() {
 	*x = PDError{}
-	mi := &file_kvpb_proto_msgTypes[45]
+	mi := &file_kvpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3304,7 +3519,7 @@ func (x *PDError) String() string {
 func (*PDError) ProtoMessage() {}
 
 func (x *PDError) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[45]
+	mi := &file_kvpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3317,7 +3532,7 @@ func (x *PDError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PDError.ProtoReflect.Descriptor instead.
 func (*PDError) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{45}
+	return file_kvpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PDError) GetMessage() string {
@@ -3336,7 +3551,7 @@ type TsoRequest struct {
 
 func (x *TsoRequest) Reset() {
 	*x = TsoRequest{}
-	mi := &file_kvpb_proto_msgTypes[46]
+	mi := &file_kvpb_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3348,7 +3563,7 @@ func (x *TsoRequest) String() string {
 func (*TsoRequest) ProtoMessage() {}
 
 func (x *TsoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[46]
+	mi := &file_kvpb_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3361,7 +3576,7 @@ func (x *TsoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoRequest.ProtoReflect.Descriptor instead.
 func (*TsoRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{46}
+	return file_kvpb_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *TsoRequest) GetCount() uint32 {
@@ -3384,7 +3599,7 @@ type TsoResponse struct {
 
 func (x *TsoResponse) Reset() {
 	*x = TsoResponse{}
-	mi := &file_kvpb_proto_msgTypes[47]
+	mi := &file_kvpb_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3396,7 +3611,7 @@ func (x *TsoResponse) String() string {
 func (*TsoResponse) ProtoMessage() {}
 
 func (x *TsoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[47]
+	mi := &file_kvpb_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3409,7 +3624,7 @@ func (x *TsoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoResponse.ProtoReflect.Descriptor instead.
 func (*TsoResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{47}
+	return file_kvpb_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *TsoResponse) GetError() *PDError {
@@ -3442,7 +3657,7 @@ type GetRegionRequest struct {
 
 func (x *GetRegionRequest) Reset() {
 	*x = GetRegionRequest{}
-	mi := &file_kvpb_proto_msgTypes[48]
+	mi := &file_kvpb_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3454,7 +3669,7 @@ func (x *GetRegionRequest) String() string {
 func (*GetRegionRequest) ProtoMessage() {}
 
 func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[48]
+	mi := &file_kvpb_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3467,7 +3682,7 @@ func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{48}
+	return file_kvpb_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetRegionRequest) GetKey() []byte {
@@ -3486,7 +3701,7 @@ type GetRegionByIDRequest struct {
 
 func (x *GetRegionByIDRequest) Reset() {
 	*x = GetRegionByIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3498,7 +3713,7 @@ func (x *GetRegionByIDRequest) String() string {
 func (*GetRegionByIDRequest) ProtoMessage() {}
 
 func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3511,7 +3726,7 @@ func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionByIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{49}
+	return file_kvpb_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetRegionByIDRequest) GetRegionId() uint64 {
@@ -3532,7 +3747,7 @@ type GetRegionResponse struct {
 
 func (x *GetRegionResponse) Reset() {
 	*x = GetRegionResponse{}
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3544,7 +3759,7 @@ func (x *GetRegionResponse) String() string {
 func (*GetRegionResponse) ProtoMessage() {}
 
 func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3557,7 +3772,7 @@ func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionResponse.ProtoReflect.Descriptor instead.
 func (*GetRegionResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{50}
+	return file_kvpb_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetRegionResponse) GetError() *PDError {
@@ -3592,7 +3807,7 @@ type ScanRegionsRequest struct {
 
 func (x *ScanRegionsRequest) Reset() {
 	*x = ScanRegionsRequest{}
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3604,7 +3819,7 @@ func (x *ScanRegionsRequest) String() string {
 func (*ScanRegionsRequest) ProtoMessage() {}
 
 func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3617,7 +3832,7 @@ func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsRequest.ProtoReflect.Descriptor instead.
 func (*ScanRegionsRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{51}
+	return file_kvpb_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ScanRegionsRequest) GetStartKey() []byte {
@@ -3652,7 +3867,7 @@ type ScanRegionsResponse struct {
 
 func (x *ScanRegionsResponse) Reset() {
 	*x = ScanRegionsResponse{}
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3664,7 +3879,7 @@ func (x *ScanRegionsResponse) String() string {
 func (*ScanRegionsResponse) ProtoMessage() {}
 
 func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3677,7 +3892,7 @@ func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsResponse.ProtoReflect.Descriptor instead.
 func (*ScanRegionsResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{52}
+	return file_kvpb_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ScanRegionsResponse) GetError() *PDError {
@@ -3710,7 +3925,7 @@ type GetStoreRequest struct {
 
 func (x *GetStoreRequest) Reset() {
 	*x = GetStoreRequest{}
-	mi := &file_kvpb_proto_msgTypes[53]
+	mi := &file_kvpb_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3722,7 +3937,7 @@ func (x *GetStoreRequest) String() string {
 func (*GetStoreRequest) ProtoMessage() {}
 
 func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[53]
+	mi := &file_kvpb_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3735,7 +3950,7 @@ func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreRequest.ProtoReflect.Descriptor instead.
 func (*GetStoreRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{53}
+	return file_kvpb_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetStoreRequest) GetStoreId() uint64 {
@@ -3755,7 +3970,7 @@ type GetStoreResponse struct {
 
 func (x *GetStoreResponse) Reset() {
 	*x = GetStoreResponse{}
-	mi := &file_kvpb_proto_msgTypes[54]
+	mi := &file_kvpb_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3767,7 +3982,7 @@ func (x *GetStoreResponse) String() string {
 func (*GetStoreResponse) ProtoMessage() {}
 
 func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[54]
+	mi := &file_kvpb_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3780,7 +3995,7 @@ func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreResponse.ProtoReflect.Descriptor instead.
 func (*GetStoreResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{54}
+	return file_kvpb_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetStoreResponse) GetError() *PDError {
@@ -3806,7 +4021,7 @@ type AllocIDRequest struct {
 
 func (x *AllocIDRequest) Reset() {
 	*x = AllocIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[55]
+	mi := &file_kvpb_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3818,7 +4033,7 @@ func (x *AllocIDRequest) String() string {
 func (*AllocIDRequest) ProtoMessage() {}
 
 func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[55]
+	mi := &file_kvpb_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3831,7 +4046,7 @@ func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDRequest.ProtoReflect.Descriptor instead.
 func (*AllocIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{55}
+	return file_kvpb_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *AllocIDRequest) GetCount() uint32 {
@@ -3851,7 +4066,7 @@ type AllocIDResponse struct {
 
 func (x *AllocIDResponse) Reset() {
 	*x = AllocIDResponse{}
-	mi := &file_kvpb_proto_msgTypes[56]
+	mi := &file_kvpb_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3863,7 +4078,7 @@ func (x *AllocIDResponse) String() string {
 func (*AllocIDResponse) ProtoMessage() {}
 
 func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[56]
+	mi := &file_kvpb_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3876,7 +4091,7 @@ func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDResponse.ProtoReflect.Descriptor instead.
 func (*AllocIDResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{56}
+	return file_kvpb_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *AllocIDResponse) GetError() *PDError {
@@ -3907,7 +4122,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_kvpb_proto_msgTypes[57]
+	mi := &file_kvpb_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3919,7 +4134,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[57]
+	mi := &file_kvpb_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3932,7 +4147,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{57}
+	return file_kvpb_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *JoinRequest) GetClusterId() uint64 {
@@ -3960,7 +4175,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_kvpb_proto_msgTypes[58]
+	mi := &file_kvpb_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3972,7 +4187,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[58]
+	mi := &file_kvpb_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3985,7 +4200,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{58}
+	return file_kvpb_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *JoinResponse) GetError() *PDError {
@@ -4021,7 +4236,7 @@ type PeerProgress struct {
 
 func (x *PeerProgress) Reset() {
 	*x = PeerProgress{}
-	mi := &file_kvpb_proto_msgTypes[59]
+	mi := &file_kvpb_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4033,7 +4248,7 @@ func (x *PeerProgress) String() string {
 func (*PeerProgress) ProtoMessage() {}
 
 func (x *PeerProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[59]
+	mi := &file_kvpb_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4046,7 +4261,7 @@ func (x *PeerProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerProgress.ProtoReflect.Descriptor instead.
 func (*PeerProgress) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{59}
+	return file_kvpb_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PeerProgress) GetPeerId() uint64 {
@@ -4087,7 +4302,7 @@ type RegionStat struct {
 
 func (x *RegionStat) Reset() {
 	*x = RegionStat{}
-	mi := &file_kvpb_proto_msgTypes[60]
+	mi := &file_kvpb_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4099,7 +4314,7 @@ func (x *RegionStat) String() string {
 func (*RegionStat) ProtoMessage() {}
 
 func (x *RegionStat) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[60]
+	mi := &file_kvpb_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4112,7 +4327,7 @@ func (x *RegionStat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionStat.ProtoReflect.Descriptor instead.
 func (*RegionStat) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{60}
+	return file_kvpb_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RegionStat) GetRegion() *Region {
@@ -4187,7 +4402,7 @@ type Operator struct {
 
 func (x *Operator) Reset() {
 	*x = Operator{}
-	mi := &file_kvpb_proto_msgTypes[61]
+	mi := &file_kvpb_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4199,7 +4414,7 @@ func (x *Operator) String() string {
 func (*Operator) ProtoMessage() {}
 
 func (x *Operator) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[61]
+	mi := &file_kvpb_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4212,7 +4427,7 @@ func (x *Operator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operator.ProtoReflect.Descriptor instead.
 func (*Operator) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{61}
+	return file_kvpb_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *Operator) GetRegionId() uint64 {
@@ -4264,7 +4479,7 @@ type StoreHeartbeatRequest struct {
 
 func (x *StoreHeartbeatRequest) Reset() {
 	*x = StoreHeartbeatRequest{}
-	mi := &file_kvpb_proto_msgTypes[62]
+	mi := &file_kvpb_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4276,7 +4491,7 @@ func (x *StoreHeartbeatRequest) String() string {
 func (*StoreHeartbeatRequest) ProtoMessage() {}
 
 func (x *StoreHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[62]
+	mi := &file_kvpb_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4289,7 +4504,7 @@ func (x *StoreHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*StoreHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{62}
+	return file_kvpb_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *StoreHeartbeatRequest) GetClusterId() uint64 {
@@ -4334,7 +4549,7 @@ type StoreHeartbeatResponse struct {
 
 func (x *StoreHeartbeatResponse) Reset() {
 	*x = StoreHeartbeatResponse{}
-	mi := &file_kvpb_proto_msgTypes[63]
+	mi := &file_kvpb_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4346,7 +4561,7 @@ func (x *StoreHeartbeatResponse) String() string {
 func (*StoreHeartbeatResponse) ProtoMessage() {}
 
 func (x *StoreHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[63]
+	mi := &file_kvpb_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4359,7 +4574,7 @@ func (x *StoreHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*StoreHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{63}
+	return file_kvpb_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *StoreHeartbeatResponse) GetError() *PDError {
@@ -4398,7 +4613,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_kvpb_proto_msgTypes[64]
+	mi := &file_kvpb_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4410,7 +4625,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[64]
+	mi := &file_kvpb_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4423,7 +4638,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{64}
+	return file_kvpb_proto_rawDescGZIP(), []int{68}
 }
 
 type StoreStatus struct {
@@ -4440,7 +4655,7 @@ type StoreStatus struct {
 
 func (x *StoreStatus) Reset() {
 	*x = StoreStatus{}
-	mi := &file_kvpb_proto_msgTypes[65]
+	mi := &file_kvpb_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4452,7 +4667,7 @@ func (x *StoreStatus) String() string {
 func (*StoreStatus) ProtoMessage() {}
 
 func (x *StoreStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[65]
+	mi := &file_kvpb_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4465,7 +4680,7 @@ func (x *StoreStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreStatus.ProtoReflect.Descriptor instead.
 func (*StoreStatus) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{65}
+	return file_kvpb_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *StoreStatus) GetStore() *Store {
@@ -4523,7 +4738,7 @@ type RegionStatus struct {
 
 func (x *RegionStatus) Reset() {
 	*x = RegionStatus{}
-	mi := &file_kvpb_proto_msgTypes[66]
+	mi := &file_kvpb_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4535,7 +4750,7 @@ func (x *RegionStatus) String() string {
 func (*RegionStatus) ProtoMessage() {}
 
 func (x *RegionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[66]
+	mi := &file_kvpb_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4548,7 +4763,7 @@ func (x *RegionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionStatus.ProtoReflect.Descriptor instead.
 func (*RegionStatus) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{66}
+	return file_kvpb_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *RegionStatus) GetRegion() *Region {
@@ -4601,7 +4816,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_kvpb_proto_msgTypes[67]
+	mi := &file_kvpb_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4613,7 +4828,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[67]
+	mi := &file_kvpb_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4626,7 +4841,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{67}
+	return file_kvpb_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ClusterStatusResponse) GetError() *PDError {
@@ -4687,7 +4902,7 @@ type GCSafePointRequest struct {
 
 func (x *GCSafePointRequest) Reset() {
 	*x = GCSafePointRequest{}
-	mi := &file_kvpb_proto_msgTypes[68]
+	mi := &file_kvpb_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4699,7 +4914,7 @@ func (x *GCSafePointRequest) String() string {
 func (*GCSafePointRequest) ProtoMessage() {}
 
 func (x *GCSafePointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[68]
+	mi := &file_kvpb_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4712,7 +4927,7 @@ func (x *GCSafePointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCSafePointRequest.ProtoReflect.Descriptor instead.
 func (*GCSafePointRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{68}
+	return file_kvpb_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *GCSafePointRequest) GetSafePoint() uint64 {
@@ -4732,7 +4947,7 @@ type GCSafePointResponse struct {
 
 func (x *GCSafePointResponse) Reset() {
 	*x = GCSafePointResponse{}
-	mi := &file_kvpb_proto_msgTypes[69]
+	mi := &file_kvpb_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4744,7 +4959,7 @@ func (x *GCSafePointResponse) String() string {
 func (*GCSafePointResponse) ProtoMessage() {}
 
 func (x *GCSafePointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[69]
+	mi := &file_kvpb_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4757,7 +4972,7 @@ func (x *GCSafePointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCSafePointResponse.ProtoReflect.Descriptor instead.
 func (*GCSafePointResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{69}
+	return file_kvpb_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *GCSafePointResponse) GetError() *PDError {
@@ -5014,6 +5229,18 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x10ScanLockResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12$\n" +
 	"\x05locks\x18\x02 \x03(\v2\x0e.kvpb.LockInfoR\x05locks\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"A\n" +
+	"\fBatchRequest\x121\n" +
+	"\aentries\x18\x01 \x03(\v2\x17.kvpb.BatchRequestEntryR\aentries\"U\n" +
+	"\x11BatchRequestEntry\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12\x18\n" +
+	"\arequest\x18\x03 \x01(\fR\arequest\"C\n" +
+	"\rBatchResponse\x122\n" +
+	"\aentries\x18\x01 \x03(\v2\x18.kvpb.BatchResponseEntryR\aentries\"V\n" +
+	"\x12BatchResponseEntry\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1a\n" +
+	"\bresponse\x18\x02 \x01(\fR\bresponse\x12\x14\n" +
 	"\x05error\x18\x03 \x01(\tR\x05error\"#\n" +
 	"\aPDError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\"\"\n" +
@@ -5153,8 +5380,9 @@ const file_kvpb_proto_rawDesc = "" +
 	"\n" +
 	"RemovePeer\x10\x03\x12\x12\n" +
 	"\x0eTransferLeader\x10\x04\x12\x0f\n" +
-	"\vDemoteVoter\x10\x052\xf4\x06\n" +
-	"\x02Kv\x12;\n" +
+	"\vDemoteVoter\x10\x052\xb4\a\n" +
+	"\x02Kv\x12>\n" +
+	"\x0fKvBatchCommands\x12\x12.kvpb.BatchRequest\x1a\x13.kvpb.BatchResponse(\x010\x01\x12;\n" +
 	"\n" +
 	"KvScanLock\x12\x15.kvpb.ScanLockRequest\x1a\x16.kvpb.ScanLockResponse\x12,\n" +
 	"\x05KvGet\x12\x10.kvpb.GetRequest\x1a\x11.kvpb.GetResponse\x12;\n" +
@@ -5196,7 +5424,7 @@ func file_kvpb_proto_rawDescGZIP() []byte {
 }
 
 var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
+var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
 var file_kvpb_proto_goTypes = []any{
 	(PeerRole)(0),                       // 0: kvpb.PeerRole
 	(Op)(0),                             // 1: kvpb.Op
@@ -5247,31 +5475,35 @@ var file_kvpb_proto_goTypes = []any{
 	(*DestroyRangeResponse)(nil),        // 46: kvpb.DestroyRangeResponse
 	(*ScanLockRequest)(nil),             // 47: kvpb.ScanLockRequest
 	(*ScanLockResponse)(nil),            // 48: kvpb.ScanLockResponse
-	(*PDError)(nil),                     // 49: kvpb.PDError
-	(*TsoRequest)(nil),                  // 50: kvpb.TsoRequest
-	(*TsoResponse)(nil),                 // 51: kvpb.TsoResponse
-	(*GetRegionRequest)(nil),            // 52: kvpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),        // 53: kvpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),           // 54: kvpb.GetRegionResponse
-	(*ScanRegionsRequest)(nil),          // 55: kvpb.ScanRegionsRequest
-	(*ScanRegionsResponse)(nil),         // 56: kvpb.ScanRegionsResponse
-	(*GetStoreRequest)(nil),             // 57: kvpb.GetStoreRequest
-	(*GetStoreResponse)(nil),            // 58: kvpb.GetStoreResponse
-	(*AllocIDRequest)(nil),              // 59: kvpb.AllocIDRequest
-	(*AllocIDResponse)(nil),             // 60: kvpb.AllocIDResponse
-	(*JoinRequest)(nil),                 // 61: kvpb.JoinRequest
-	(*JoinResponse)(nil),                // 62: kvpb.JoinResponse
-	(*PeerProgress)(nil),                // 63: kvpb.PeerProgress
-	(*RegionStat)(nil),                  // 64: kvpb.RegionStat
-	(*Operator)(nil),                    // 65: kvpb.Operator
-	(*StoreHeartbeatRequest)(nil),       // 66: kvpb.StoreHeartbeatRequest
-	(*StoreHeartbeatResponse)(nil),      // 67: kvpb.StoreHeartbeatResponse
-	(*ClusterStatusRequest)(nil),        // 68: kvpb.ClusterStatusRequest
-	(*StoreStatus)(nil),                 // 69: kvpb.StoreStatus
-	(*RegionStatus)(nil),                // 70: kvpb.RegionStatus
-	(*ClusterStatusResponse)(nil),       // 71: kvpb.ClusterStatusResponse
-	(*GCSafePointRequest)(nil),          // 72: kvpb.GCSafePointRequest
-	(*GCSafePointResponse)(nil),         // 73: kvpb.GCSafePointResponse
+	(*BatchRequest)(nil),                // 49: kvpb.BatchRequest
+	(*BatchRequestEntry)(nil),           // 50: kvpb.BatchRequestEntry
+	(*BatchResponse)(nil),               // 51: kvpb.BatchResponse
+	(*BatchResponseEntry)(nil),          // 52: kvpb.BatchResponseEntry
+	(*PDError)(nil),                     // 53: kvpb.PDError
+	(*TsoRequest)(nil),                  // 54: kvpb.TsoRequest
+	(*TsoResponse)(nil),                 // 55: kvpb.TsoResponse
+	(*GetRegionRequest)(nil),            // 56: kvpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),        // 57: kvpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),           // 58: kvpb.GetRegionResponse
+	(*ScanRegionsRequest)(nil),          // 59: kvpb.ScanRegionsRequest
+	(*ScanRegionsResponse)(nil),         // 60: kvpb.ScanRegionsResponse
+	(*GetStoreRequest)(nil),             // 61: kvpb.GetStoreRequest
+	(*GetStoreResponse)(nil),            // 62: kvpb.GetStoreResponse
+	(*AllocIDRequest)(nil),              // 63: kvpb.AllocIDRequest
+	(*AllocIDResponse)(nil),             // 64: kvpb.AllocIDResponse
+	(*JoinRequest)(nil),                 // 65: kvpb.JoinRequest
+	(*JoinResponse)(nil),                // 66: kvpb.JoinResponse
+	(*PeerProgress)(nil),                // 67: kvpb.PeerProgress
+	(*RegionStat)(nil),                  // 68: kvpb.RegionStat
+	(*Operator)(nil),                    // 69: kvpb.Operator
+	(*StoreHeartbeatRequest)(nil),       // 70: kvpb.StoreHeartbeatRequest
+	(*StoreHeartbeatResponse)(nil),      // 71: kvpb.StoreHeartbeatResponse
+	(*ClusterStatusRequest)(nil),        // 72: kvpb.ClusterStatusRequest
+	(*StoreStatus)(nil),                 // 73: kvpb.StoreStatus
+	(*RegionStatus)(nil),                // 74: kvpb.RegionStatus
+	(*ClusterStatusResponse)(nil),       // 75: kvpb.ClusterStatusResponse
+	(*GCSafePointRequest)(nil),          // 76: kvpb.GCSafePointRequest
+	(*GCSafePointResponse)(nil),         // 77: kvpb.GCSafePointResponse
 }
 var file_kvpb_proto_depIdxs = []int32{
 	0,   // 0: kvpb.Peer.role:type_name -> kvpb.PeerRole
@@ -5338,88 +5570,92 @@ var file_kvpb_proto_depIdxs = []int32{
 	8,   // 61: kvpb.ScanLockRequest.context:type_name -> kvpb.Context
 	9,   // 62: kvpb.ScanLockResponse.region_error:type_name -> kvpb.RegionError
 	16,  // 63: kvpb.ScanLockResponse.locks:type_name -> kvpb.LockInfo
-	49,  // 64: kvpb.TsoResponse.error:type_name -> kvpb.PDError
-	49,  // 65: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
-	6,   // 66: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
-	5,   // 67: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
-	49,  // 68: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
-	6,   // 69: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
-	5,   // 70: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
-	49,  // 71: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
-	7,   // 72: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
-	49,  // 73: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
-	7,   // 74: kvpb.JoinRequest.store:type_name -> kvpb.Store
-	49,  // 75: kvpb.JoinResponse.error:type_name -> kvpb.PDError
-	6,   // 76: kvpb.RegionStat.region:type_name -> kvpb.Region
-	5,   // 77: kvpb.RegionStat.leader:type_name -> kvpb.Peer
-	63,  // 78: kvpb.RegionStat.progress:type_name -> kvpb.PeerProgress
-	4,   // 79: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
-	3,   // 80: kvpb.Operator.kind:type_name -> kvpb.OperatorKind
-	5,   // 81: kvpb.Operator.peer:type_name -> kvpb.Peer
-	7,   // 82: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
-	64,  // 83: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
-	49,  // 84: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
-	65,  // 85: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
-	7,   // 86: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
-	7,   // 87: kvpb.StoreStatus.store:type_name -> kvpb.Store
-	6,   // 88: kvpb.RegionStatus.region:type_name -> kvpb.Region
-	5,   // 89: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
-	63,  // 90: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
-	49,  // 91: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
-	69,  // 92: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
-	70,  // 93: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
-	49,  // 94: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
-	47,  // 95: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
-	23,  // 96: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
-	25,  // 97: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
-	27,  // 98: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
-	29,  // 99: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
-	31,  // 100: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
-	33,  // 101: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
-	35,  // 102: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
-	37,  // 103: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
-	39,  // 104: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
-	41,  // 105: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
-	43,  // 106: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
-	45,  // 107: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
-	61,  // 108: kvpb.PD.Join:input_type -> kvpb.JoinRequest
-	66,  // 109: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
-	68,  // 110: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
-	72,  // 111: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
-	50,  // 112: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
-	52,  // 113: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
-	53,  // 114: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
-	55,  // 115: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
-	57,  // 116: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
-	59,  // 117: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
-	48,  // 118: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
-	24,  // 119: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
-	26,  // 120: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
-	28,  // 121: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
-	30,  // 122: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
-	32,  // 123: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
-	34,  // 124: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
-	36,  // 125: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
-	38,  // 126: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
-	40,  // 127: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
-	42,  // 128: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
-	44,  // 129: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
-	46,  // 130: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
-	62,  // 131: kvpb.PD.Join:output_type -> kvpb.JoinResponse
-	67,  // 132: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
-	71,  // 133: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
-	73,  // 134: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
-	51,  // 135: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
-	54,  // 136: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
-	54,  // 137: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
-	56,  // 138: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
-	58,  // 139: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
-	60,  // 140: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
-	118, // [118:141] is the sub-list for method output_type
-	95,  // [95:118] is the sub-list for method input_type
-	95,  // [95:95] is the sub-list for extension type_name
-	95,  // [95:95] is the sub-list for extension extendee
-	0,   // [0:95] is the sub-list for field type_name
+	50,  // 64: kvpb.BatchRequest.entries:type_name -> kvpb.BatchRequestEntry
+	52,  // 65: kvpb.BatchResponse.entries:type_name -> kvpb.BatchResponseEntry
+	53,  // 66: kvpb.TsoResponse.error:type_name -> kvpb.PDError
+	53,  // 67: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
+	6,   // 68: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
+	5,   // 69: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
+	53,  // 70: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
+	6,   // 71: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
+	5,   // 72: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
+	53,  // 73: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
+	7,   // 74: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
+	53,  // 75: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
+	7,   // 76: kvpb.JoinRequest.store:type_name -> kvpb.Store
+	53,  // 77: kvpb.JoinResponse.error:type_name -> kvpb.PDError
+	6,   // 78: kvpb.RegionStat.region:type_name -> kvpb.Region
+	5,   // 79: kvpb.RegionStat.leader:type_name -> kvpb.Peer
+	67,  // 80: kvpb.RegionStat.progress:type_name -> kvpb.PeerProgress
+	4,   // 81: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
+	3,   // 82: kvpb.Operator.kind:type_name -> kvpb.OperatorKind
+	5,   // 83: kvpb.Operator.peer:type_name -> kvpb.Peer
+	7,   // 84: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
+	68,  // 85: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
+	53,  // 86: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
+	69,  // 87: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
+	7,   // 88: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
+	7,   // 89: kvpb.StoreStatus.store:type_name -> kvpb.Store
+	6,   // 90: kvpb.RegionStatus.region:type_name -> kvpb.Region
+	5,   // 91: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
+	67,  // 92: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
+	53,  // 93: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
+	73,  // 94: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
+	74,  // 95: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
+	53,  // 96: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
+	49,  // 97: kvpb.Kv.KvBatchCommands:input_type -> kvpb.BatchRequest
+	47,  // 98: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
+	23,  // 99: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
+	25,  // 100: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
+	27,  // 101: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
+	29,  // 102: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
+	31,  // 103: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
+	33,  // 104: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
+	35,  // 105: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
+	37,  // 106: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
+	39,  // 107: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
+	41,  // 108: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
+	43,  // 109: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
+	45,  // 110: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
+	65,  // 111: kvpb.PD.Join:input_type -> kvpb.JoinRequest
+	70,  // 112: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
+	72,  // 113: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
+	76,  // 114: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
+	54,  // 115: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
+	56,  // 116: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
+	57,  // 117: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
+	59,  // 118: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
+	61,  // 119: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
+	63,  // 120: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
+	51,  // 121: kvpb.Kv.KvBatchCommands:output_type -> kvpb.BatchResponse
+	48,  // 122: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
+	24,  // 123: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
+	26,  // 124: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
+	28,  // 125: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
+	30,  // 126: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
+	32,  // 127: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
+	34,  // 128: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
+	36,  // 129: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
+	38,  // 130: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
+	40,  // 131: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
+	42,  // 132: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
+	44,  // 133: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
+	46,  // 134: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
+	66,  // 135: kvpb.PD.Join:output_type -> kvpb.JoinResponse
+	71,  // 136: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
+	75,  // 137: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
+	77,  // 138: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
+	55,  // 139: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
+	58,  // 140: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
+	58,  // 141: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
+	60,  // 142: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
+	62,  // 143: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
+	64,  // 144: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
+	121, // [121:145] is the sub-list for method output_type
+	97,  // [97:121] is the sub-list for method input_type
+	97,  // [97:97] is the sub-list for extension type_name
+	97,  // [97:97] is the sub-list for extension extendee
+	0,   // [0:97] is the sub-list for field type_name
 }
 
 func init() { file_kvpb_proto_init() }
@@ -5433,7 +5669,7 @@ func file_kvpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvpb_proto_rawDesc), len(file_kvpb_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   70,
+			NumMessages:   74,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

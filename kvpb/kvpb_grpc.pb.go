@@ -24,6 +24,7 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
+	Kv_KvBatchCommands_FullMethodName       = "/kvpb.Kv/KvBatchCommands"
 	Kv_KvScanLock_FullMethodName            = "/kvpb.Kv/KvScanLock"
 	Kv_KvGet_FullMethodName                 = "/kvpb.Kv/KvGet"
 	Kv_KvBatchGet_FullMethodName            = "/kvpb.Kv/KvBatchGet"
@@ -43,6 +44,7 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type KvClient interface {
+	KvBatchCommands(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[BatchRequest, BatchResponse], error)
 	KvScanLock(ctx context.Context, in *ScanLockRequest, opts ...grpc.CallOption) (*ScanLockResponse, error)
 	KvGet(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*GetResponse, error)
 	KvBatchGet(ctx context.Context, in *BatchGetRequest, opts ...grpc.CallOption) (*BatchGetResponse, error)
@@ -65,6 +67,19 @@ type kvClient struct {
 func NewKvClient(cc grpc.ClientConnInterface) KvClient {
 	return &kvClient{cc}
 }
+
+func (c *kvClient) KvBatchCommands(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[BatchRequest, BatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Kv_ServiceDesc.Streams[0], Kv_KvBatchCommands_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[BatchRequest, BatchResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Kv_KvBatchCommandsClient = grpc.BidiStreamingClient[BatchRequest, BatchResponse]
 
 func (c *kvClient) KvScanLock(ctx context.Context, in *ScanLockRequest, opts ...grpc.CallOption) (*ScanLockResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -200,6 +215,7 @@ func (c *kvClient) KvDestroyRange(ctx context.Context, in *DestroyRangeRequest, 
 // All implementations must embed UnimplementedKvServer
 // for forward compatibility.
 type KvServer interface {
+	KvBatchCommands(grpc.BidiStreamingServer[BatchRequest, BatchResponse]) error
 	KvScanLock(context.Context, *ScanLockRequest) (*ScanLockResponse, error)
 	KvGet(context.Context, *GetRequest) (*GetResponse, error)
 	KvBatchGet(context.Context, *BatchGetRequest) (*BatchGetResponse, error)
@@ -223,6 +239,9 @@ type KvServer interface {
 // pointer dereference when methods are called.
 type UnimplementedKvServer struct{}
 
+func (UnimplementedKvServer) KvBatchCommands(grpc.BidiStreamingServer[BatchRequest, BatchResponse]) error {
+	return status.Errorf(codes.Unimplemented, "method KvBatchCommands not implemented")
+}
 func (UnimplementedKvServer) KvScanLock(context.Context, *ScanLockRequest) (*ScanLockResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method KvScanLock not implemented")
 }
@@ -282,6 +301,13 @@ func RegisterKvServer(s grpc.ServiceRegistrar, srv KvServer) {
 	}
 	s.RegisterService(&Kv_ServiceDesc, srv)
 }
+
+func _Kv_KvBatchCommands_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(KvServer).KvBatchCommands(&grpc.GenericServerStream[BatchRequest, BatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Kv_KvBatchCommandsServer = grpc.BidiStreamingServer[BatchRequest, BatchResponse]
 
 func _Kv_KvScanLock_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ScanLockRequest)
@@ -577,7 +603,14 @@ var Kv_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Kv_KvDestroyRange_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "KvBatchCommands",
+			Handler:       _Kv_KvBatchCommands_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "kvpb.proto",
 }
 

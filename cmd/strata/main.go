@@ -109,6 +109,7 @@ func start(args []string) error {
 	grpcAddr := fs.String("grpc-addr", "127.0.0.1:20160", "gRPC listen address of the KV, PD and Raft services (other nodes and clients)")
 	advertiseAddr := fs.String("advertise-addr", "", "gRPC address other nodes dial to reach this one (default: --grpc-addr)")
 	join := fs.String("join", "", "comma-separated --grpc-addr (or --advertise-addr) of nodes of the cluster to join; empty on the first node")
+	testClockRate := fs.Float64("test-clock-rate", 1, "fault tests only: run this node's lease clock at this rate of real time")
 	replicas := fs.Int("replicas", 3, "replication factor of a new cluster (1..7); set on the node that bootstraps it")
 	rootPassword := fs.String("root-password", os.Getenv("STRATA_ROOT_PASSWORD"),
 		"password of the root user (default empty: root may log in without a password from loopback only)")
@@ -160,6 +161,7 @@ func start(args []string) error {
 		RootPassword:     *rootPassword,
 		Logger:           logger,
 		Version:          Version,
+		TestClockRate:    *testClockRate,
 	})
 	if err != nil {
 		return err

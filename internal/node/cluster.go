@@ -211,8 +211,10 @@ func (n *Node) waitCluster(ctx context.Context) error {
 // replica changed. PD learns of it at once (a heartbeat now, and its own
 // leadership when the region is the system region).
 func (n *Node) onLeaderChange(regionID uint64, leader bool) {
-	if regionID == pd.SystemRegionID && n.pd != nil {
-		n.pd.LeaderChanged(leader)
+	// The store runs this on its loop, from before PD's server exists;
+	// the server's own watcher notices a change this misses.
+	if p := n.pdReady.Load(); regionID == pd.SystemRegionID && p != nil {
+		p.LeaderChanged(leader)
 	}
 	n.triggerHeartbeat()
 }

@@ -36,6 +36,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -103,6 +104,9 @@ type Config struct {
 	VersionCacheSize int64
 	// Version is reported to the cluster (strata status).
 	Version string
+	// TestClockRate makes the node's lease clock run at this rate of real
+	// time (fault tests only; 0 or 1: real time).
+	TestClockRate float64
 }
 
 // DefaultVersionCacheSize is the version cache's default memory: enough
@@ -138,9 +142,12 @@ type Node struct {
 	started   time.Time
 	storeInfo *kvpb.Store
 	ops       operators // cluster.go
-	hbNow     chan struct{}
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	// pdReady is pd once it exists, for callbacks of the store that may
+	// run before (onLeaderChange).
+	pdReady atomic.Pointer[pd.Server]
+	hbNow   chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // maxSQLCleanupInterval bounds how long the SQL engine waits between looks
@@ -235,14 +242,16 @@ func (n *Node) open(ctx context.Context) error {
 	resolver := &storeResolver{}
 	n.transport = transport.New(n.clusterID, n.storeID, resolver, n.log)
 	store, err := raftstore.Open(eng, raftstore.Config{StoreID: n.storeID, Logger: n.log,
-		Observer: storeObserver{locks}, Transport: n.transport, OnLeaderChange: n.onLeaderChange})
+		Observer: storeObserver{locks}, Transport: n.transport, OnLeaderChange: n.onLeaderChange,
+		ClockRate: n.cfg.TestClockRate})
 	if err != nil {
 		return err
 	}
 	n.store = store
 	n.transport.SetStore(store)
 	n.pd = pd.New(store, pd.Config{Join: n.cfg.Join, Logger: n.log})
-	resolver.pd = n.pd
+	n.pdReady.Store(n.pd)
+	resolver.pd.Store(n.pd)
 	n.kv = kvserver.New(store, locks, n.pd.NextTimestampAnywhere)
 	if n.grpcLn != nil {
 		n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
@@ -308,13 +317,14 @@ func isLocked(err error) bool {
 
 // storeResolver resolves store addresses for the transport through PD's
 // store directory (set once PD's server exists).
-type storeResolver struct{ pd *pd.Server }
+type storeResolver struct{ pd atomic.Pointer[pd.Server] }
 
 func (r *storeResolver) StoreAddress(ctx context.Context, id uint64) (string, error) {
-	if r.pd == nil {
+	p := r.pd.Load()
+	if p == nil {
 		return "", errors.New("node: starting")
 	}
-	return r.pd.StoreAddress(ctx, id)
+	return p.StoreAddress(ctx, id)
 }
 
 func (n *Node) listen() error {

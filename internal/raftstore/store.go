@@ -110,6 +110,7 @@ type Store struct {
 	manualTicks bool
 	start       time.Time
 	clockOffset atomic.Int64 // tests: added to the store clock
+	clockRate   float64      // fault tests: rate of the store clock
 	onLeader    func(regionID uint64, leader bool)
 
 	// Log truncation waits for a KV-engine flush (truncate.go): flushDone
@@ -159,6 +160,12 @@ type Config struct {
 	// OnLeaderChange, when set, is called on the store loop whenever a
 	// local replica becomes a ready leader (true) or stops leading (false).
 	OnLeaderChange func(regionID uint64, leader bool)
+	// ClockRate, for fault tests only, makes the store clock (leases) run
+	// at this rate of real time (0: 1). A rate below 1 - leaseMargin /
+	// (electionTicks-1) x tickInterval (about 0.78) lets a leader
+	// believe in a lease longer than it is safe: the fault suite uses it
+	// to check that the margin is what keeps reads linearizable.
+	ClockRate float64
 }
 
 // BootstrapRegion writes the initial state of a region whose replicas are
@@ -218,6 +225,7 @@ func Open(eng engine.Engines, cfg Config) (*Store, error) {
 		transport:   cfg.Transport,
 		manualTicks: cfg.ManualTicks,
 		onLeader:    cfg.OnLeaderChange,
+		clockRate:   cfg.ClockRate,
 		start:       time.Now(),
 		snapGen:     make(map[uint64]bool),
 		tick:        make(chan struct{}, 1),
@@ -459,7 +467,11 @@ func (s *Store) now() time.Duration {
 		// Deterministic tests: time moves only by AdvanceClock.
 		return time.Duration(s.clockOffset.Load())
 	}
-	return time.Since(s.start) + time.Duration(s.clockOffset.Load())
+	elapsed := time.Since(s.start)
+	if s.clockRate > 0 && s.clockRate != 1 {
+		elapsed = time.Duration(float64(elapsed) * s.clockRate)
+	}
+	return elapsed + time.Duration(s.clockOffset.Load())
 }
 
 // AdvanceClock moves the store clock forward (tests of lease expiry).

@@ -18,9 +18,9 @@
 package sql
 
 import (
-	"github.com/strata-db/strata/internal/sql/infoschema"
 	"context"
 	"errors"
+	"github.com/strata-db/strata/internal/sql/infoschema"
 	"sync"
 	"sync/atomic"
 	"time"
