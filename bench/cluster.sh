@@ -298,16 +298,19 @@ set_pid() { # <name> <pid>: records (or, with no pid, forgets) a sampled process
 	} >"$PIDS_FILE.new"
 	mv "$PIDS_FILE.new" "$PIDS_FILE"
 }
-set_phase() { echo "$1" >"$WORK_DIR/phase"; }
+set_phase() { # written whole (rename), so the sampler never reads it empty
+	echo "$1" >"$WORK_DIR/phase.new"
+	mv "$WORK_DIR/phase.new" "$WORK_DIR/phase"
+}
 
 # sampler appends "<phase> <name> <VmRSS KiB>" for every process once a second.
 sampler() {
 	local phase name pid kib
 	while true; do
-		phase=$(cat "$WORK_DIR/phase" 2>/dev/null || echo unknown)
+		phase=$(cat "$WORK_DIR/phase" 2>/dev/null || true)
 		while read -r name pid; do
 			kib=$(rss_kib "$pid")
-			[[ -z $kib ]] || echo "$phase $name $kib"
+			[[ -z $kib ]] || echo "${phase:-unknown} $name $kib"
 		done <"$PIDS_FILE" >>"$RSS_FILE"
 		sleep 1
 	done
@@ -672,6 +675,11 @@ analyze_failover() {
 }
 
 if has_phase failover && [[ -z $ABORTED ]] && ((FAILOVERS > 0)); then
+	if [[ -z ${TABLES_DIRTY[cluster]:-} ]]; then
+		# The sysbench phase did not run: the load needs its tables.
+		prepare_tables cluster
+		((RSS_LOADED_DONE)) || record_loaded_rss
+	fi
 	set_phase failover
 	log "failover: $FAILOVERS kills under $FAILOVER_WORKLOAD at $FAILOVER_THREADS threads (${FAILOVER_PRE}s before, ${FAILOVER_POST}s after each)"
 	for ((f = 1; f <= FAILOVERS; f++)); do
@@ -750,6 +758,9 @@ if has_phase failover && [[ -z $ABORTED ]] && ((FAILOVERS > 0)); then
 			break
 		fi
 		replicated_s=$((SECONDS - restarted_at))
+		# How the restarted node caught up: snapshots it applied since its restart.
+		snaps=$(curl -sf --max-time 3 "http://127.0.0.1:${HTTP_PORT[v]}/metrics" |
+			awk '/^strata_raftstore_snapshots_total\{kind="applied"\}/ { print $2 }' || true)
 		if ((rc != 0)) || ! compgen -G "$tl.*" >/dev/null; then
 			log "failover $f: the load failed (exit $rc); tail of $out:"
 			tail -n 5 "$out" >&2
@@ -757,13 +768,14 @@ if has_phase failover && [[ -z $ABORTED ]] && ((FAILOVERS > 0)); then
 			continue
 		fi
 		read -r rec censored stall base minw < <(analyze_failover "$tl".*)
-		log "failover $f: killed node $v (leaders $leaders); back to 90% of $base tps after ${rec}s$( ((censored)) && echo " (NOT within the ${FAILOVER_POST}s of load)"), longest stall ${stall}s, lowest 1 s $minw tps; fully replicated ${replicated_s}s after the restart"
+		log "failover $f: killed node $v (leaders $leaders); back to 90% of $base tps after ${rec}s$( ((censored)) && echo " (NOT within the ${FAILOVER_POST}s of load)"), longest stall ${stall}s, lowest 1 s $minw tps; fully replicated ${replicated_s}s after the restart (${snaps:-0} snapshots applied)"
 		row failover "$FAILOVER_WORKLOAD" "n$v" "$f" recovery_s "$rec"
 		row failover "$FAILOVER_WORKLOAD" "n$v" "$f" censored "$censored"
 		row failover "$FAILOVER_WORKLOAD" "n$v" "$f" stall_s "$stall"
 		row failover "$FAILOVER_WORKLOAD" "n$v" "$f" baseline_tps "$base"
 		row failover "$FAILOVER_WORKLOAD" "n$v" "$f" min_1s_tps "$minw"
 		row failover "$FAILOVER_WORKLOAD" "n$v" "$f" replicated_s "$replicated_s"
+		row failover "$FAILOVER_WORKLOAD" "n$v" "$f" snapshots_applied "${snaps:-0}"
 		row failover "$FAILOVER_WORKLOAD" "n$v" "$f" leaders "\"$leaders\""
 		check_alive "failover $f" || break
 	done
@@ -771,7 +783,7 @@ fi
 set_phase done
 
 # Memory: the peak of each process in each phase.
-awk '{ k = $1 SUBSEP $2; if ($3 + 0 > peak[k] + 0) peak[k] = $3 }
+awk 'NF == 3 { k = $1 SUBSEP $2; if ($3 + 0 > peak[k] + 0) peak[k] = $3 }
 	END { for (k in peak) { split(k, a, SUBSEP); printf "rss\tpeak-%s\t%s\t-\trss_kib\t%s\n", a[1], a[2], peak[k] } }' \
 	"$RSS_FILE" | sort >>"$RAW"
 
@@ -880,12 +892,12 @@ summarize() {
 			print "\n### Failover: kill -9 of the node with the most region leaders, under load\n"
 			printf "%d kills, %d with a failed load, %d not recovered before the load ended. Recovery, in seconds from the kill until the first 100 ms that, and the second it starts, ran at >= 90%% of the pre-kill rate: **p50 %s, p99 %s, max %s** (goal: under 3 s). Longest stall with no transaction completed: p50 %s, max %s s.\n\n", \
 				fon + fofail, fofail + 0, censored + 0, pct(rec, 50), pct(rec, 99), pct(rec, 100), pct(stall, 50), pct(stall, 100)
-			print "| # | killed | leaders before (placement driver) | pre-kill TPS | lowest 1 s TPS | longest stall s | recovery s | fully replicated after restart, s |"
-			print "|---:|---|---|---:|---:|---:|---:|---:|"
+			print "| # | killed | leaders before (placement driver) | pre-kill TPS | lowest 1 s TPS | longest stall s | recovery s | fully replicated after restart, s | snapshots it applied |"
+			print "|---:|---|---|---:|---:|---:|---:|---:|---:|"
 			for (i = 1; i <= fon; i++) {
 				f = foi[i]; l = fo[f, "leaders"]; gsub(/"/, "", l)
 				r = fo[f, "recovery_s"]; if (fo[f, "censored"] == 1) r = "> " r " (not recovered)"
-				printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", f, fov[f], l, fo[f, "baseline_tps"], fo[f, "min_1s_tps"], fo[f, "stall_s"], r, fo[f, "replicated_s"]
+				printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", f, fov[f], l, fo[f, "baseline_tps"], fo[f, "min_1s_tps"], fo[f, "stall_s"], r, fo[f, "replicated_s"], ((f, "snapshots_applied") in fo) ? fo[f, "snapshots_applied"] : "-"
 			}
 		}
 		# fixed orders: the phases as they run, the processes as they start
@@ -918,8 +930,12 @@ version_of() {
 		fi
 		echo "$v"
 		;;
-	mariadb) mariadbd --version 2>/dev/null | head -n 1 || echo unknown ;;
-	etcd) etcd --version 2>/dev/null | head -n 1 || echo unknown ;;
+	mariadb | etcd)
+		local v
+		v=$(${1/mariadb/mariadbd} --version 2>/dev/null || true)
+		v=${v%%$'\n'*}
+		echo "${v:-unknown}"
+		;;
 	esac
 }
 
