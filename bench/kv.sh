@@ -188,20 +188,6 @@ trap 'exit 143' TERM
 ensure_debian_packages redis-server redis-benchmark redis-cli etcd etcdctl -- \
 	redis-server redis-tools etcd-server etcd-client
 
-# wait_for_resp <port> <pid> [timeout]: until PING answers PONG.
-wait_for_resp() {
-	local port=$1 pid=$2 timeout=${3:-30} waited=0
-	while ((waited < timeout * 10)); do
-		kill -0 "$pid" 2>/dev/null || return 1
-		if [[ $(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null) == PONG ]]; then
-			return 0
-		fi
-		sleep 0.1
-		waited=$((waited + 1))
-	done
-	return 1
-}
-
 # start_redis <dir> <port>: Redis with its default configuration (no config
 # file), data under dir. Sets REDIS_PID.
 start_redis() {
@@ -220,43 +206,6 @@ start_redis() {
 	fi
 }
 
-# start_etcd_member <dir> <name> <client_port> <peer_port> <cluster> <token>:
-# one etcd member with etcd's defaults, a direct child of this shell. Sets
-# MEMBER_PID.
-start_etcd_member() {
-	local dir=$1 name=$2 cport=$3 pport=$4 cluster=$5 token=$6
-	mkdir -p "$dir"
-	etcd --name "$name" --data-dir "$dir/data" \
-		--listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
-		--listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-		--initial-cluster "$cluster" --initial-cluster-token "$token" --initial-cluster-state new \
-		>"$dir/etcd.log" 2>&1 &
-	MEMBER_PID=$!
-}
-
-# wait_for_etcd <endpoints> <dir> <pid>...: until every endpoint is healthy
-# (a quorum read succeeds).
-wait_for_etcd() {
-	local endpoints=$1 dir=$2 waited=0 pid
-	shift 2
-	while ((waited < 300)); do
-		for pid in "$@"; do
-			if ! kill -0 "$pid" 2>/dev/null; then
-				log "etcd ($pid) exited during startup; last lines of its logs:"
-				tail -n 20 "$dir"/*/etcd.log >&2 || true
-				return 1
-			fi
-		done
-		if ETCDCTL_API=3 etcdctl --endpoints "$endpoints" --dial-timeout 1s endpoint health >/dev/null 2>&1; then
-			return 0
-		fi
-		sleep 0.1
-		waited=$((waited + 1))
-	done
-	log "etcd at $endpoints did not become healthy in 30s"
-	return 1
-}
-
 # start_etcd1 <dir> <port>: a single-member etcd. Sets ETCD1_PID.
 start_etcd1() {
 	local dir=$1 port=$2
@@ -265,23 +214,6 @@ start_etcd1() {
 	start_etcd_member "$dir/m1" m1 "$port" $((port + 1)) "m1=http://127.0.0.1:$((port + 1))" kv-bench-1
 	ETCD1_PID=$MEMBER_PID
 	wait_for_etcd "127.0.0.1:$port" "$dir" "$ETCD1_PID"
-}
-
-# start_etcd3 <dir> <port>: a three-member etcd on ports port, port+2, port+4
-# (peers one above each). Sets ETCD3_PIDS.
-start_etcd3() {
-	local dir=$1 port=$2 i cluster="" endpoints=""
-	for i in 0 1 2; do
-		require_free_ports $((port + 2 * i)) $((port + 2 * i + 1)) || return 1
-		cluster+="${cluster:+,}e$i=http://127.0.0.1:$((port + 2 * i + 1))"
-		endpoints+="${endpoints:+,}127.0.0.1:$((port + 2 * i))"
-	done
-	log "starting etcd (3 members) on $endpoints (data $dir)"
-	for i in 0 1 2; do
-		start_etcd_member "$dir/e$i" "e$i" $((port + 2 * i)) $((port + 2 * i + 1)) "$cluster" kv-bench-3
-		ETCD3_PIDS+=("$MEMBER_PID")
-	done
-	wait_for_etcd "$endpoints" "$dir" "${ETCD3_PIDS[@]}"
 }
 
 ETCD3_ENDPOINTS="127.0.0.1:$ETCD3_PORT,127.0.0.1:$((ETCD3_PORT + 2)),127.0.0.1:$((ETCD3_PORT + 4))"

@@ -1,12 +1,14 @@
 # shellcheck shell=bash
-# bench/lib.sh: server lifecycle shared by bench/sysbench.sh, scripts/test.sh and
-# anyone who needs a throwaway MariaDB or Strata to point a client at.
+# bench/lib.sh: server lifecycle shared by bench/sysbench.sh, bench/kv.sh,
+# bench/cluster.sh, scripts/test.sh and anyone who needs a throwaway MariaDB, Strata
+# (one node or a cluster) or etcd to point a client at.
 #
 # Contract:
 #   - Every server is started as a direct child of the calling shell, so its PID is
 #     known exactly; callers stop it with stop_pid <pid> (never by process name).
 #   - Each server gets its own data directory, chosen by the caller, and listens on
-#     127.0.0.1 only. Both accept user root with an empty password over TCP.
+#     127.0.0.1 only. MariaDB and Strata accept user root with an empty password
+#     over TCP.
 #   - Functions return non-zero (and print the server's log tail) when a server does
 #     not become ready; they never leave a half-started server behind.
 #
@@ -174,6 +176,137 @@ start_strata() {
 		stop_pid "$STRATA_PID" 5
 		return 1
 	fi
+}
+
+# wait_for_resp <port> <pid> [timeout]: until PING answers PONG.
+wait_for_resp() {
+	local port=$1 pid=$2 timeout=${3:-30} waited=0
+	while ((waited < timeout * 10)); do
+		kill -0 "$pid" 2>/dev/null || return 1
+		if [[ $(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null) == PONG ]]; then
+			return 0
+		fi
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+	return 1
+}
+
+# start_etcd_member <dir> <name> <client_port> <peer_port> <cluster> <token>:
+# one etcd member with etcd's defaults, a direct child of this shell. Sets
+# MEMBER_PID.
+start_etcd_member() {
+	local dir=$1 name=$2 cport=$3 pport=$4 cluster=$5 token=$6
+	mkdir -p "$dir"
+	etcd --name "$name" --data-dir "$dir/data" \
+		--listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
+		--listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+		--initial-cluster "$cluster" --initial-cluster-token "$token" --initial-cluster-state new \
+		>"$dir/etcd.log" 2>&1 &
+	MEMBER_PID=$!
+}
+
+# wait_for_etcd <endpoints> <dir> <pid>...: until every endpoint is healthy
+# (a quorum read succeeds).
+wait_for_etcd() {
+	local endpoints=$1 dir=$2 waited=0 pid
+	shift 2
+	while ((waited < 300)); do
+		for pid in "$@"; do
+			if ! kill -0 "$pid" 2>/dev/null; then
+				log "etcd ($pid) exited during startup; last lines of its logs:"
+				tail -n 20 "$dir"/*/etcd.log >&2 || true
+				return 1
+			fi
+		done
+		if ETCDCTL_API=3 etcdctl --endpoints "$endpoints" --dial-timeout 1s endpoint health >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+	log "etcd at $endpoints did not become healthy in 30s"
+	return 1
+}
+
+# start_etcd3 <dir> <port>: a three-member etcd on ports port, port+2, port+4
+# (peers one above each), etcd's defaults (every write fsynced), a
+# direct child of this shell each. Appends their PIDs to ETCD3_PIDS.
+start_etcd3() {
+	local dir=$1 port=$2 i cluster="" endpoints=""
+	for i in 0 1 2; do
+		require_free_ports $((port + 2 * i)) $((port + 2 * i + 1)) || return 1
+		cluster+="${cluster:+,}e$i=http://127.0.0.1:$((port + 2 * i + 1))"
+		endpoints+="${endpoints:+,}127.0.0.1:$((port + 2 * i))"
+	done
+	log "starting etcd (3 members) on $endpoints (data $dir)"
+	for i in 0 1 2; do
+		start_etcd_member "$dir/e$i" "e$i" $((port + 2 * i)) $((port + 2 * i + 1)) "$cluster" kv-bench-3
+		ETCD3_PIDS+=("$MEMBER_PID")
+	done
+	wait_for_etcd "$endpoints" "$dir" "${ETCD3_PIDS[@]}"
+}
+
+# start_cluster_node <binary> <dir> <sql_port> <resp_port> <http_port> <grpc_port> [join]:
+# starts one node of a Strata cluster on 127.0.0.1 with its data under dir/data,
+# appending to dir/strata.log, and waits until its SQL port answers. The node that
+# bootstraps the cluster has no join; the others join the given gRPC address(es).
+# Called again with the same arguments after the node stopped, it restarts it with
+# the same command line, as a user does. Sets NODE_PID.
+start_cluster_node() {
+	local bin=$1 dir=$2 sql=$3 resp=$4 http=$5 grpc=$6 join=${7:-}
+	local args=(start --data-dir "$dir/data" --sql-addr "127.0.0.1:$sql" --resp-addr "127.0.0.1:$resp"
+		--http-addr "127.0.0.1:$http" --grpc-addr "127.0.0.1:$grpc")
+	[[ -z $join ]] || args+=(--join "$join")
+	require_free_ports "$sql" "$resp" "$http" "$grpc" || return 1
+	mkdir -p "$dir"
+	echo "=== $(date -u +%FT%T.%3NZ) $bin ${args[*]}" >>"$dir/strata.log"
+	"$bin" "${args[@]}" >>"$dir/strata.log" 2>&1 &
+	NODE_PID=$!
+	if ! wait_for_sql 127.0.0.1 "$sql" "$NODE_PID" 60; then
+		log "Strata node on 127.0.0.1:$sql did not start; last lines of $dir/strata.log:"
+		tail -n 20 "$dir/strata.log" >&2 || true
+		stop_pid "$NODE_PID" 5
+		return 1
+	fi
+}
+
+# cluster_status <http_port>...: prints the /status JSON of the first of the given
+# nodes (their --http-addr ports on 127.0.0.1) that answers; fails if none does.
+cluster_status() {
+	local port
+	for port in "$@"; do
+		if curl -sf --max-time 3 "http://127.0.0.1:$port/status"; then
+			return 0
+		fi
+	done
+	return 1
+}
+
+# cluster_replicated <replicas> reads /status JSON on stdin and succeeds when the
+# cluster is fully replicated: every node up, and every region has a leader and
+# exactly <replicas> peers, all voters, none lagging behind the leader's log.
+cluster_replicated() {
+	jq -e --argjson n "$1" '
+		(.nodes | length) >= $n and all(.nodes[]; .up) and (.regions | length) > 0 and
+		all(.regions[]; .leader_store != 0 and (.peers | length) == $n and
+			all(.peers[]; .role == "voter" and .lag == 0))' >/dev/null
+}
+
+# wait_cluster_replicated <replicas> <timeout_s> <http_port>...: polls /status until
+# cluster_replicated holds; fails (printing the last status) after the timeout.
+wait_cluster_replicated() {
+	local n=$1 timeout=$2 started=$SECONDS st=""
+	shift 2
+	while ((SECONDS - started < timeout)); do
+		if st=$(cluster_status "$@") && cluster_replicated "$n" <<<"$st"; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	log "the cluster is not fully replicated after ${timeout}s; last /status:"
+	echo "$st" >&2
+	return 1
 }
 
 # rss_kib prints the resident set size (VmRSS, KiB) of pid, or nothing if gone.

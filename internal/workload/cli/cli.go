@@ -130,7 +130,7 @@ func newFlagSet(inv *Invocation) (*flag.FlagSet, *flagValues) {
 
 	// Where and how to connect.
 	fs.StringVar(&d.Driver, "driver", "resp", "client protocol: resp (Redis), sql (MySQL) or etcd")
-	fs.StringVar(&v.addr, "addr", "", "host:port of the server (default: 127.0.0.1:6380 for resp, 127.0.0.1:4000 for sql, 127.0.0.1:2379 for etcd)")
+	fs.StringVar(&v.addr, "addr", "", "host:port of the server (default: 127.0.0.1:6380 for resp, 127.0.0.1:4000 for sql, 127.0.0.1:2379 for etcd); resp: several, comma-separated, for the nodes of one cluster, visited in turn")
 	fs.StringVar(&v.endpoints, "endpoints", "", "etcd endpoints, comma-separated (default --addr)")
 	fs.StringVar(&d.User, "user", "", "user name (sql: default root; resp: ACL user for AUTH; etcd: etcd user)")
 	fs.StringVar(&d.Password, "password", "", "password (sql, resp AUTH, etcd)")

@@ -98,7 +98,9 @@ type Store interface {
 type Config struct {
 	// Driver is "resp", "sql" or "etcd".
 	Driver string
-	// Addr is host:port of a resp or sql server.
+	// Addr is host:port of a resp or sql server. For resp it may list
+	// several, comma-separated: nodes of one cluster that serve the same
+	// keys (Strata's), which the operations visit in turn.
 	Addr string
 	// Endpoints are etcd's client URLs or host:port pairs.
 	Endpoints []string

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,36 @@ func TestRESPConformanceRedis(t *testing.T) {
 		}
 		drivertest.Conformance(t, s, redisNative(c, true))
 	})
+}
+
+// With several addresses the resp driver sends each operation to the next
+// server in turn: two separate Redis servers each receive half the inserts.
+func TestRESPSeveralAddresses(t *testing.T) {
+	a, b := drivertest.StartRedis(t), drivertest.StartRedis(t)
+	s := openStore(t, driver.Config{Driver: "resp", Addr: a.Addr + ", " + b.Addr})
+	ctx := drivertest.Context(t)
+	for i := 0; i < 10; i++ {
+		if err := s.Insert(ctx, fmt.Sprintf("user%d", i), drivertest.Fields(4, 10, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, srv := range []*drivertest.Server{a, b} {
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: 2})
+		n, err := c.DBSize(ctx).Result()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 5 {
+			t.Errorf("%s holds %d of the 10 records, want 5", srv.Addr, n)
+		}
+	}
+	// Every address is checked when the store opens.
+	bad := drivertest.FreeAddr(t)
+	cfg := driver.Config{Driver: "resp", Addr: a.Addr + "," + bad, Timeout: time.Second}
+	if _, err := driver.Open(ctx, cfg, drivertest.Schema()); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("open with an unreachable second address: %v (want an error naming %s)", err, bad)
+	}
 }
 
 func TestEtcdConformance(t *testing.T) {

@@ -4,17 +4,44 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // respStore keeps records in a Redis-protocol server (Strata or Redis).
+// With several addresses (Config.Addr "host:port,host:port,..."), the
+// nodes of one cluster that all serve every key, as every Strata node
+// does, each operation goes to the next server in turn, as the etcd
+// driver's requests go round the endpoints; the servers must share one
+// keyspace (separate Redis servers do not).
 type respStore struct {
-	c      *redis.Client
-	schema Schema
-	hash   bool // records are hashes, not one string value each
+	clients []*redis.Client
+	next    atomic.Uint64
+	schema  Schema
+	hash    bool // records are hashes, not one string value each
+}
+
+// c returns the client of the server the next operation goes to.
+func (s *respStore) c() *redis.Client {
+	if len(s.clients) == 1 {
+		return s.clients[0]
+	}
+	return s.clients[s.next.Add(1)%uint64(len(s.clients))]
+}
+
+// respAddrs splits Config.Addr into its comma-separated addresses.
+func respAddrs(addr string) []string {
+	var addrs []string
+	for _, a := range strings.Split(addr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
 }
 
 // quietLogger swallows go-redis's own log lines ("failed to dial after 5
@@ -36,33 +63,46 @@ func openRESP(ctx context.Context, cfg Config, schema Schema) (Store, error) {
 	default:
 		return nil, fmt.Errorf("--resp-records must be value or hash, not %q", cfg.RESPRecords)
 	}
-	c := redis.NewClient(&redis.Options{
-		Addr:     cfg.Addr,
-		Username: cfg.User,
-		Password: cfg.Password,
-		// RESP2, as redis-benchmark speaks: the same bytes on the wire for
-		// every server, no HELLO round trip.
-		Protocol:        2,
-		DisableIdentity: true, // no CLIENT SETINFO on connect
-		MaintNotificationsConfig: &maintnotifications.Config{
-			Mode: maintnotifications.ModeDisabled,
-		},
-		// Every failure is the run's to count; a retried command would hide
-		// it and be measured as one slow success.
-		MaxRetries:   -1,
-		DialTimeout:  cfg.Timeout,
-		ReadTimeout:  cfg.Timeout,
-		WriteTimeout: cfg.Timeout,
-		PoolSize:     cfg.Conns,
-		// Keep every worker's connection open between operations.
-		MinIdleConns: cfg.Conns,
-		MaxIdleConns: cfg.Conns,
-	})
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("resp server at %s: %w", cfg.Addr, err)
+	addrs := respAddrs(cfg.Addr)
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("resp: no server address given")
 	}
-	return &respStore{c: c, schema: schema, hash: hash}, nil
+	// A worker has one operation in flight, so the workers together keep
+	// at most Conns connections busy, spread evenly over the servers: each
+	// keeps its share open between operations, and may open more up to
+	// Conns when the turns bunch up.
+	idle := (cfg.Conns + len(addrs) - 1) / len(addrs)
+	s := &respStore{schema: schema, hash: hash}
+	for _, addr := range addrs {
+		c := redis.NewClient(&redis.Options{
+			Addr:     addr,
+			Username: cfg.User,
+			Password: cfg.Password,
+			// RESP2, as redis-benchmark speaks: the same bytes on the wire
+			// for every server, no HELLO round trip.
+			Protocol:        2,
+			DisableIdentity: true, // no CLIENT SETINFO on connect
+			MaintNotificationsConfig: &maintnotifications.Config{
+				Mode: maintnotifications.ModeDisabled,
+			},
+			// Every failure is the run's to count; a retried command would
+			// hide it and be measured as one slow success.
+			MaxRetries:   -1,
+			DialTimeout:  cfg.Timeout,
+			ReadTimeout:  cfg.Timeout,
+			WriteTimeout: cfg.Timeout,
+			PoolSize:     cfg.Conns,
+			// Keep every worker's connection open between operations.
+			MinIdleConns: idle,
+			MaxIdleConns: cfg.Conns,
+		})
+		s.clients = append(s.clients, c)
+		if err := c.Ping(ctx).Err(); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("resp server at %s: %w", addr, err)
+		}
+	}
+	return s, nil
 }
 
 func (s *respStore) WholeRecordUpdates() bool { return !s.hash }
@@ -74,12 +114,12 @@ func (s *respStore) Init(ctx context.Context, drop bool) error {
 	// Delete the workload's keys only, never the rest of the keyspace.
 	var cursor uint64
 	for {
-		keys, next, err := s.c.Scan(ctx, cursor, s.schema.KeyPrefix+"*", 1000).Result()
+		keys, next, err := s.clients[0].Scan(ctx, cursor, s.schema.KeyPrefix+"*", 1000).Result()
 		if err != nil {
 			return fmt.Errorf("scan for %s* keys to drop: %w", s.schema.KeyPrefix, err)
 		}
 		if len(keys) > 0 {
-			if err := s.c.Del(ctx, keys...).Err(); err != nil {
+			if err := s.clients[0].Del(ctx, keys...).Err(); err != nil {
 				return fmt.Errorf("drop %s* keys: %w", s.schema.KeyPrefix, err)
 			}
 		}
@@ -108,16 +148,16 @@ func (s *respStore) set(ctx context.Context, p redis.Cmdable, key string, fields
 }
 
 func (s *respStore) Insert(ctx context.Context, key string, fields [][]byte) error {
-	return s.set(ctx, s.c, key, fields)
+	return s.set(ctx, s.c(), key, fields)
 }
 
 func (s *respStore) Write(ctx context.Context, key string, fields [][]byte) error {
-	return s.set(ctx, s.c, key, fields)
+	return s.set(ctx, s.c(), key, fields)
 }
 
 // InsertBatch pipelines the writes: one round trip, not atomic.
 func (s *respStore) InsertBatch(ctx context.Context, keys []string, fields [][][]byte) error {
-	cmds, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	cmds, err := s.c().Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
 			s.set(ctx, p, k, fields[i])
 		}
@@ -136,7 +176,7 @@ func (s *respStore) InsertBatch(ctx context.Context, keys []string, fields [][][
 
 func (s *respStore) Read(ctx context.Context, key string) (bool, error) {
 	if s.hash {
-		m, err := s.c.HGetAll(ctx, key).Result()
+		m, err := s.c().HGetAll(ctx, key).Result()
 		if err != nil {
 			return false, err
 		}
@@ -148,7 +188,7 @@ func (s *respStore) Read(ctx context.Context, key string) (bool, error) {
 		}
 		return true, nil
 	}
-	v, err := s.c.Get(ctx, key).Bytes()
+	v, err := s.c().Get(ctx, key).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return false, nil
 	}
@@ -163,13 +203,21 @@ func (s *respStore) Read(ctx context.Context, key string) (bool, error) {
 
 func (s *respStore) Update(ctx context.Context, key string, i int, fields [][]byte) error {
 	if s.hash && i >= 0 {
-		return s.c.HSet(ctx, key, s.schema.HashFields[i], fields[i]).Err()
+		return s.c().HSet(ctx, key, s.schema.HashFields[i], fields[i]).Err()
 	}
-	return s.set(ctx, s.c, key, fields)
+	return s.set(ctx, s.c(), key, fields)
 }
 
 func (s *respStore) Scan(context.Context, string, int) (int, error) {
 	return 0, OrderedScans(Config{Driver: "resp"})
 }
 
-func (s *respStore) Close() error { return s.c.Close() }
+func (s *respStore) Close() error {
+	var first error
+	for _, c := range s.clients {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
