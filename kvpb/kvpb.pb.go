@@ -139,6 +139,55 @@ func (Action) EnumDescriptor() ([]byte, []int) {
 	return file_kvpb_proto_rawDescGZIP(), []int{1}
 }
 
+type DeadlockRequestType int32
+
+const (
+	DeadlockRequestType_Detect         DeadlockRequestType = 0 // add entry's edge, unless it closes a cycle: then refuse it
+	DeadlockRequestType_CleanUpWaitFor DeadlockRequestType = 1 // remove entry's edge (the wait ended)
+	DeadlockRequestType_CleanUp        DeadlockRequestType = 2 // remove every edge from entry.txn (it finished)
+)
+
+// Enum value maps for DeadlockRequestType.
+var (
+	DeadlockRequestType_name = map[int32]string{
+		0: "Detect",
+		1: "CleanUpWaitFor",
+		2: "CleanUp",
+	}
+	DeadlockRequestType_value = map[string]int32{
+		"Detect":         0,
+		"CleanUpWaitFor": 1,
+		"CleanUp":        2,
+	}
+)
+
+func (x DeadlockRequestType) Enum() *DeadlockRequestType {
+	p := new(DeadlockRequestType)
+	*p = x
+	return p
+}
+
+func (x DeadlockRequestType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DeadlockRequestType) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvpb_proto_enumTypes[2].Descriptor()
+}
+
+func (DeadlockRequestType) Type() protoreflect.EnumType {
+	return &file_kvpb_proto_enumTypes[2]
+}
+
+func (x DeadlockRequestType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DeadlockRequestType.Descriptor instead.
+func (DeadlockRequestType) EnumDescriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{2}
+}
+
 type RegionEpoch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ConfVer       uint64                 `protobuf:"varint,1,opt,name=conf_ver,json=confVer,proto3" json:"conf_ver,omitempty"` // bumped on membership change
@@ -1111,12 +1160,16 @@ func (x *TxnNotFound) GetPrimaryKey() []byte {
 	return nil
 }
 
+// Deadlock refuses a pessimistic lock whose wait would close a cycle of
+// transactions waiting for each other: the requester is the victim.
 type Deadlock struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	LockTs        uint64                 `protobuf:"varint,1,opt,name=lock_ts,json=lockTs,proto3" json:"lock_ts,omitempty"`
-	LockKey       []byte                 `protobuf:"bytes,2,opt,name=lock_key,json=lockKey,proto3" json:"lock_key,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	LockTs          uint64                 `protobuf:"varint,1,opt,name=lock_ts,json=lockTs,proto3" json:"lock_ts,omitempty"`   // start ts of the lock's owner
+	LockKey         []byte                 `protobuf:"bytes,2,opt,name=lock_key,json=lockKey,proto3" json:"lock_key,omitempty"` // the key waited for
+	DeadlockKeyHash uint64                 `protobuf:"varint,3,opt,name=deadlock_key_hash,json=deadlockKeyHash,proto3" json:"deadlock_key_hash,omitempty"`
+	WaitChain       []*WaitForEntry        `protobuf:"bytes,4,rep,name=wait_chain,json=waitChain,proto3" json:"wait_chain,omitempty"` // the cycle, from the lock's owner back to the requester
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Deadlock) Reset() {
@@ -1159,6 +1212,20 @@ func (x *Deadlock) GetLockTs() uint64 {
 func (x *Deadlock) GetLockKey() []byte {
 	if x != nil {
 		return x.LockKey
+	}
+	return nil
+}
+
+func (x *Deadlock) GetDeadlockKeyHash() uint64 {
+	if x != nil {
+		return x.DeadlockKeyHash
+	}
+	return 0
+}
+
+func (x *Deadlock) GetWaitChain() []*WaitForEntry {
+	if x != nil {
+		return x.WaitChain
 	}
 	return nil
 }
@@ -2981,6 +3048,202 @@ func (x *DestroyRangeResponse) GetError() string {
 	return ""
 }
 
+// WaitForEntry is an edge of the cluster's wait-for graph: transaction txn
+// waits for a lock held by transaction wait_for_txn on key (key_hash
+// identifies it; key is for messages only).
+type WaitForEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Txn           uint64                 `protobuf:"varint,1,opt,name=txn,proto3" json:"txn,omitempty"`
+	WaitForTxn    uint64                 `protobuf:"varint,2,opt,name=wait_for_txn,json=waitForTxn,proto3" json:"wait_for_txn,omitempty"`
+	KeyHash       uint64                 `protobuf:"varint,3,opt,name=key_hash,json=keyHash,proto3" json:"key_hash,omitempty"`
+	Key           []byte                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitForEntry) Reset() {
+	*x = WaitForEntry{}
+	mi := &file_kvpb_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitForEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitForEntry) ProtoMessage() {}
+
+func (x *WaitForEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitForEntry.ProtoReflect.Descriptor instead.
+func (*WaitForEntry) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *WaitForEntry) GetTxn() uint64 {
+	if x != nil {
+		return x.Txn
+	}
+	return 0
+}
+
+func (x *WaitForEntry) GetWaitForTxn() uint64 {
+	if x != nil {
+		return x.WaitForTxn
+	}
+	return 0
+}
+
+func (x *WaitForEntry) GetKeyHash() uint64 {
+	if x != nil {
+		return x.KeyHash
+	}
+	return 0
+}
+
+func (x *WaitForEntry) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+type DeadlockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tp            DeadlockRequestType    `protobuf:"varint,1,opt,name=tp,proto3,enum=kvpb.DeadlockRequestType" json:"tp,omitempty"`
+	Entry         *WaitForEntry          `protobuf:"bytes,2,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeadlockRequest) Reset() {
+	*x = DeadlockRequest{}
+	mi := &file_kvpb_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadlockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadlockRequest) ProtoMessage() {}
+
+func (x *DeadlockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadlockRequest.ProtoReflect.Descriptor instead.
+func (*DeadlockRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *DeadlockRequest) GetTp() DeadlockRequestType {
+	if x != nil {
+		return x.Tp
+	}
+	return DeadlockRequestType_Detect
+}
+
+func (x *DeadlockRequest) GetEntry() *WaitForEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+// DeadlockResponse answers a request. For a Detect that would close a cycle,
+// entry is the refused edge and wait_chain the cycle it closes, starting at
+// the edge out of entry.wait_for_txn and ending at the edge into entry.txn.
+// error is set when this node does not run the detector (it is not the
+// leader of the first region): the caller asks the node that does.
+type DeadlockResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Entry           *WaitForEntry          `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	DeadlockKeyHash uint64                 `protobuf:"varint,2,opt,name=deadlock_key_hash,json=deadlockKeyHash,proto3" json:"deadlock_key_hash,omitempty"`
+	WaitChain       []*WaitForEntry        `protobuf:"bytes,3,rep,name=wait_chain,json=waitChain,proto3" json:"wait_chain,omitempty"`
+	Error           string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DeadlockResponse) Reset() {
+	*x = DeadlockResponse{}
+	mi := &file_kvpb_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadlockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadlockResponse) ProtoMessage() {}
+
+func (x *DeadlockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadlockResponse.ProtoReflect.Descriptor instead.
+func (*DeadlockResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *DeadlockResponse) GetEntry() *WaitForEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+func (x *DeadlockResponse) GetDeadlockKeyHash() uint64 {
+	if x != nil {
+		return x.DeadlockKeyHash
+	}
+	return 0
+}
+
+func (x *DeadlockResponse) GetWaitChain() []*WaitForEntry {
+	if x != nil {
+		return x.WaitChain
+	}
+	return nil
+}
+
+func (x *DeadlockResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type PDError struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Message       string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
@@ -2990,7 +3253,7 @@ type PDError struct {
 
 func (x *PDError) Reset() {
 	*x = PDError{}
-	mi := &file_kvpb_proto_msgTypes[43]
+	mi := &file_kvpb_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3265,7 @@ func (x *PDError) String() string {
 func (*PDError) ProtoMessage() {}
 
 func (x *PDError) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[43]
+	mi := &file_kvpb_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3015,7 +3278,7 @@ func (x *PDError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PDError.ProtoReflect.Descriptor instead.
 func (*PDError) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{43}
+	return file_kvpb_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *PDError) GetMessage() string {
@@ -3034,7 +3297,7 @@ type TsoRequest struct {
 
 func (x *TsoRequest) Reset() {
 	*x = TsoRequest{}
-	mi := &file_kvpb_proto_msgTypes[44]
+	mi := &file_kvpb_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3046,7 +3309,7 @@ func (x *TsoRequest) String() string {
 func (*TsoRequest) ProtoMessage() {}
 
 func (x *TsoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[44]
+	mi := &file_kvpb_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3059,7 +3322,7 @@ func (x *TsoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoRequest.ProtoReflect.Descriptor instead.
 func (*TsoRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{44}
+	return file_kvpb_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *TsoRequest) GetCount() uint32 {
@@ -3082,7 +3345,7 @@ type TsoResponse struct {
 
 func (x *TsoResponse) Reset() {
 	*x = TsoResponse{}
-	mi := &file_kvpb_proto_msgTypes[45]
+	mi := &file_kvpb_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3094,7 +3357,7 @@ func (x *TsoResponse) String() string {
 func (*TsoResponse) ProtoMessage() {}
 
 func (x *TsoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[45]
+	mi := &file_kvpb_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3107,7 +3370,7 @@ func (x *TsoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoResponse.ProtoReflect.Descriptor instead.
 func (*TsoResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{45}
+	return file_kvpb_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *TsoResponse) GetError() *PDError {
@@ -3140,7 +3403,7 @@ type GetRegionRequest struct {
 
 func (x *GetRegionRequest) Reset() {
 	*x = GetRegionRequest{}
-	mi := &file_kvpb_proto_msgTypes[46]
+	mi := &file_kvpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3152,7 +3415,7 @@ func (x *GetRegionRequest) String() string {
 func (*GetRegionRequest) ProtoMessage() {}
 
 func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[46]
+	mi := &file_kvpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3165,7 +3428,7 @@ func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{46}
+	return file_kvpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetRegionRequest) GetKey() []byte {
@@ -3184,7 +3447,7 @@ type GetRegionByIDRequest struct {
 
 func (x *GetRegionByIDRequest) Reset() {
 	*x = GetRegionByIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[47]
+	mi := &file_kvpb_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3196,7 +3459,7 @@ func (x *GetRegionByIDRequest) String() string {
 func (*GetRegionByIDRequest) ProtoMessage() {}
 
 func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[47]
+	mi := &file_kvpb_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3209,7 +3472,7 @@ func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionByIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{47}
+	return file_kvpb_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetRegionByIDRequest) GetRegionId() uint64 {
@@ -3230,7 +3493,7 @@ type GetRegionResponse struct {
 
 func (x *GetRegionResponse) Reset() {
 	*x = GetRegionResponse{}
-	mi := &file_kvpb_proto_msgTypes[48]
+	mi := &file_kvpb_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3242,7 +3505,7 @@ func (x *GetRegionResponse) String() string {
 func (*GetRegionResponse) ProtoMessage() {}
 
 func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[48]
+	mi := &file_kvpb_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3255,7 +3518,7 @@ func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionResponse.ProtoReflect.Descriptor instead.
 func (*GetRegionResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{48}
+	return file_kvpb_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetRegionResponse) GetError() *PDError {
@@ -3290,7 +3553,7 @@ type ScanRegionsRequest struct {
 
 func (x *ScanRegionsRequest) Reset() {
 	*x = ScanRegionsRequest{}
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3302,7 +3565,7 @@ func (x *ScanRegionsRequest) String() string {
 func (*ScanRegionsRequest) ProtoMessage() {}
 
 func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3315,7 +3578,7 @@ func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsRequest.ProtoReflect.Descriptor instead.
 func (*ScanRegionsRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{49}
+	return file_kvpb_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ScanRegionsRequest) GetStartKey() []byte {
@@ -3350,7 +3613,7 @@ type ScanRegionsResponse struct {
 
 func (x *ScanRegionsResponse) Reset() {
 	*x = ScanRegionsResponse{}
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3362,7 +3625,7 @@ func (x *ScanRegionsResponse) String() string {
 func (*ScanRegionsResponse) ProtoMessage() {}
 
 func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3375,7 +3638,7 @@ func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsResponse.ProtoReflect.Descriptor instead.
 func (*ScanRegionsResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{50}
+	return file_kvpb_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ScanRegionsResponse) GetError() *PDError {
@@ -3408,7 +3671,7 @@ type GetStoreRequest struct {
 
 func (x *GetStoreRequest) Reset() {
 	*x = GetStoreRequest{}
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3420,7 +3683,7 @@ func (x *GetStoreRequest) String() string {
 func (*GetStoreRequest) ProtoMessage() {}
 
 func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3433,7 +3696,7 @@ func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreRequest.ProtoReflect.Descriptor instead.
 func (*GetStoreRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{51}
+	return file_kvpb_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetStoreRequest) GetStoreId() uint64 {
@@ -3453,7 +3716,7 @@ type GetStoreResponse struct {
 
 func (x *GetStoreResponse) Reset() {
 	*x = GetStoreResponse{}
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3465,7 +3728,7 @@ func (x *GetStoreResponse) String() string {
 func (*GetStoreResponse) ProtoMessage() {}
 
 func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3478,7 +3741,7 @@ func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreResponse.ProtoReflect.Descriptor instead.
 func (*GetStoreResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{52}
+	return file_kvpb_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetStoreResponse) GetError() *PDError {
@@ -3504,7 +3767,7 @@ type AllocIDRequest struct {
 
 func (x *AllocIDRequest) Reset() {
 	*x = AllocIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[53]
+	mi := &file_kvpb_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3516,7 +3779,7 @@ func (x *AllocIDRequest) String() string {
 func (*AllocIDRequest) ProtoMessage() {}
 
 func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[53]
+	mi := &file_kvpb_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3529,7 +3792,7 @@ func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDRequest.ProtoReflect.Descriptor instead.
 func (*AllocIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{53}
+	return file_kvpb_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *AllocIDRequest) GetCount() uint32 {
@@ -3549,7 +3812,7 @@ type AllocIDResponse struct {
 
 func (x *AllocIDResponse) Reset() {
 	*x = AllocIDResponse{}
-	mi := &file_kvpb_proto_msgTypes[54]
+	mi := &file_kvpb_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3561,7 +3824,7 @@ func (x *AllocIDResponse) String() string {
 func (*AllocIDResponse) ProtoMessage() {}
 
 func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[54]
+	mi := &file_kvpb_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3574,7 +3837,7 @@ func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDResponse.ProtoReflect.Descriptor instead.
 func (*AllocIDResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{54}
+	return file_kvpb_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *AllocIDResponse) GetError() *PDError {
@@ -3670,10 +3933,13 @@ const file_kvpb_proto_rawDesc = "" +
 	"\vTxnNotFound\x12\x19\n" +
 	"\bstart_ts\x18\x01 \x01(\x04R\astartTs\x12\x1f\n" +
 	"\vprimary_key\x18\x02 \x01(\fR\n" +
-	"primaryKey\">\n" +
+	"primaryKey\"\x9d\x01\n" +
 	"\bDeadlock\x12\x17\n" +
 	"\alock_ts\x18\x01 \x01(\x04R\x06lockTs\x12\x19\n" +
-	"\block_key\x18\x02 \x01(\fR\alockKey\"\xb3\x02\n" +
+	"\block_key\x18\x02 \x01(\fR\alockKey\x12*\n" +
+	"\x11deadlock_key_hash\x18\x03 \x01(\x04R\x0fdeadlockKeyHash\x121\n" +
+	"\n" +
+	"wait_chain\x18\x04 \x03(\v2\x12.kvpb.WaitForEntryR\twaitChain\"\xb3\x02\n" +
 	"\bKeyError\x12&\n" +
 	"\x06locked\x18\x01 \x01(\v2\x0e.kvpb.LockInfoR\x06locked\x12\x1c\n" +
 	"\tretryable\x18\x02 \x01(\tR\tretryable\x12\x14\n" +
@@ -3813,7 +4079,22 @@ const file_kvpb_proto_rawDesc = "" +
 	"safe_point\x18\x04 \x01(\x04R\tsafePoint\"b\n" +
 	"\x14DestroyRangeResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"#\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"o\n" +
+	"\fWaitForEntry\x12\x10\n" +
+	"\x03txn\x18\x01 \x01(\x04R\x03txn\x12 \n" +
+	"\fwait_for_txn\x18\x02 \x01(\x04R\n" +
+	"waitForTxn\x12\x19\n" +
+	"\bkey_hash\x18\x03 \x01(\x04R\akeyHash\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\fR\x03key\"f\n" +
+	"\x0fDeadlockRequest\x12)\n" +
+	"\x02tp\x18\x01 \x01(\x0e2\x19.kvpb.DeadlockRequestTypeR\x02tp\x12(\n" +
+	"\x05entry\x18\x02 \x01(\v2\x12.kvpb.WaitForEntryR\x05entry\"\xb1\x01\n" +
+	"\x10DeadlockResponse\x12(\n" +
+	"\x05entry\x18\x01 \x01(\v2\x12.kvpb.WaitForEntryR\x05entry\x12*\n" +
+	"\x11deadlock_key_hash\x18\x02 \x01(\x04R\x0fdeadlockKeyHash\x121\n" +
+	"\n" +
+	"wait_chain\x18\x03 \x03(\v2\x12.kvpb.WaitForEntryR\twaitChain\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"#\n" +
 	"\aPDError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\"\"\n" +
 	"\n" +
@@ -3864,7 +4145,12 @@ const file_kvpb_proto_rawDesc = "" +
 	"\bNoAction\x10\x00\x12\x15\n" +
 	"\x11TTLExpireRollback\x10\x01\x12\x18\n" +
 	"\x14LockNotExistRollback\x10\x02\x12\x15\n" +
-	"\x11MinCommitTSPushed\x10\x032\xb7\x06\n" +
+	"\x11MinCommitTSPushed\x10\x03*B\n" +
+	"\x13DeadlockRequestType\x12\n" +
+	"\n" +
+	"\x06Detect\x10\x00\x12\x12\n" +
+	"\x0eCleanUpWaitFor\x10\x01\x12\v\n" +
+	"\aCleanUp\x10\x022\xb7\x06\n" +
 	"\x02Kv\x12,\n" +
 	"\x05KvGet\x12\x10.kvpb.GetRequest\x1a\x11.kvpb.GetResponse\x12;\n" +
 	"\n" +
@@ -3879,7 +4165,9 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x11KvPessimisticLock\x12\x1c.kvpb.PessimisticLockRequest\x1a\x1d.kvpb.PessimisticLockResponse\x12\\\n" +
 	"\x15KvPessimisticRollback\x12 .kvpb.PessimisticRollbackRequest\x1a!.kvpb.PessimisticRollbackResponse\x12G\n" +
 	"\x0eKvTxnHeartBeat\x12\x19.kvpb.TxnHeartBeatRequest\x1a\x1a.kvpb.TxnHeartBeatResponse\x12G\n" +
-	"\x0eKvDestroyRange\x12\x19.kvpb.DestroyRangeRequest\x1a\x1a.kvpb.DestroyRangeResponse2\xeb\x02\n" +
+	"\x0eKvDestroyRange\x12\x19.kvpb.DestroyRangeRequest\x1a\x1a.kvpb.DestroyRangeResponse2K\n" +
+	"\x10DeadlockDetector\x127\n" +
+	"\x06Detect\x12\x15.kvpb.DeadlockRequest\x1a\x16.kvpb.DeadlockResponse2\xeb\x02\n" +
 	"\x02PD\x12*\n" +
 	"\x03Tso\x12\x10.kvpb.TsoRequest\x1a\x11.kvpb.TsoResponse\x12<\n" +
 	"\tGetRegion\x12\x16.kvpb.GetRegionRequest\x1a\x17.kvpb.GetRegionResponse\x12D\n" +
@@ -3900,179 +4188,190 @@ func file_kvpb_proto_rawDescGZIP() []byte {
 	return file_kvpb_proto_rawDescData
 }
 
-var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_kvpb_proto_goTypes = []any{
 	(Op)(0),                             // 0: kvpb.Op
 	(Action)(0),                         // 1: kvpb.Action
-	(*RegionEpoch)(nil),                 // 2: kvpb.RegionEpoch
-	(*Peer)(nil),                        // 3: kvpb.Peer
-	(*Region)(nil),                      // 4: kvpb.Region
-	(*Store)(nil),                       // 5: kvpb.Store
-	(*Context)(nil),                     // 6: kvpb.Context
-	(*RegionError)(nil),                 // 7: kvpb.RegionError
-	(*NotLeader)(nil),                   // 8: kvpb.NotLeader
-	(*EpochNotMatch)(nil),               // 9: kvpb.EpochNotMatch
-	(*KeyNotInRegion)(nil),              // 10: kvpb.KeyNotInRegion
-	(*ServerBusy)(nil),                  // 11: kvpb.ServerBusy
-	(*RegionNotFound)(nil),              // 12: kvpb.RegionNotFound
-	(*Mutation)(nil),                    // 13: kvpb.Mutation
-	(*LockInfo)(nil),                    // 14: kvpb.LockInfo
-	(*WriteConflict)(nil),               // 15: kvpb.WriteConflict
-	(*AlreadyExist)(nil),                // 16: kvpb.AlreadyExist
-	(*TxnNotFound)(nil),                 // 17: kvpb.TxnNotFound
-	(*Deadlock)(nil),                    // 18: kvpb.Deadlock
-	(*KeyError)(nil),                    // 19: kvpb.KeyError
-	(*KvPair)(nil),                      // 20: kvpb.KvPair
-	(*GetRequest)(nil),                  // 21: kvpb.GetRequest
-	(*GetResponse)(nil),                 // 22: kvpb.GetResponse
-	(*BatchGetRequest)(nil),             // 23: kvpb.BatchGetRequest
-	(*BatchGetResponse)(nil),            // 24: kvpb.BatchGetResponse
-	(*ScanRequest)(nil),                 // 25: kvpb.ScanRequest
-	(*ScanResponse)(nil),                // 26: kvpb.ScanResponse
-	(*PrewriteRequest)(nil),             // 27: kvpb.PrewriteRequest
-	(*PrewriteResponse)(nil),            // 28: kvpb.PrewriteResponse
-	(*CommitRequest)(nil),               // 29: kvpb.CommitRequest
-	(*CommitResponse)(nil),              // 30: kvpb.CommitResponse
-	(*BatchRollbackRequest)(nil),        // 31: kvpb.BatchRollbackRequest
-	(*BatchRollbackResponse)(nil),       // 32: kvpb.BatchRollbackResponse
-	(*CheckTxnStatusRequest)(nil),       // 33: kvpb.CheckTxnStatusRequest
-	(*CheckTxnStatusResponse)(nil),      // 34: kvpb.CheckTxnStatusResponse
-	(*ResolveLockRequest)(nil),          // 35: kvpb.ResolveLockRequest
-	(*ResolveLockResponse)(nil),         // 36: kvpb.ResolveLockResponse
-	(*PessimisticLockRequest)(nil),      // 37: kvpb.PessimisticLockRequest
-	(*PessimisticLockResponse)(nil),     // 38: kvpb.PessimisticLockResponse
-	(*PessimisticRollbackRequest)(nil),  // 39: kvpb.PessimisticRollbackRequest
-	(*PessimisticRollbackResponse)(nil), // 40: kvpb.PessimisticRollbackResponse
-	(*TxnHeartBeatRequest)(nil),         // 41: kvpb.TxnHeartBeatRequest
-	(*TxnHeartBeatResponse)(nil),        // 42: kvpb.TxnHeartBeatResponse
-	(*DestroyRangeRequest)(nil),         // 43: kvpb.DestroyRangeRequest
-	(*DestroyRangeResponse)(nil),        // 44: kvpb.DestroyRangeResponse
-	(*PDError)(nil),                     // 45: kvpb.PDError
-	(*TsoRequest)(nil),                  // 46: kvpb.TsoRequest
-	(*TsoResponse)(nil),                 // 47: kvpb.TsoResponse
-	(*GetRegionRequest)(nil),            // 48: kvpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),        // 49: kvpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),           // 50: kvpb.GetRegionResponse
-	(*ScanRegionsRequest)(nil),          // 51: kvpb.ScanRegionsRequest
-	(*ScanRegionsResponse)(nil),         // 52: kvpb.ScanRegionsResponse
-	(*GetStoreRequest)(nil),             // 53: kvpb.GetStoreRequest
-	(*GetStoreResponse)(nil),            // 54: kvpb.GetStoreResponse
-	(*AllocIDRequest)(nil),              // 55: kvpb.AllocIDRequest
-	(*AllocIDResponse)(nil),             // 56: kvpb.AllocIDResponse
+	(DeadlockRequestType)(0),            // 2: kvpb.DeadlockRequestType
+	(*RegionEpoch)(nil),                 // 3: kvpb.RegionEpoch
+	(*Peer)(nil),                        // 4: kvpb.Peer
+	(*Region)(nil),                      // 5: kvpb.Region
+	(*Store)(nil),                       // 6: kvpb.Store
+	(*Context)(nil),                     // 7: kvpb.Context
+	(*RegionError)(nil),                 // 8: kvpb.RegionError
+	(*NotLeader)(nil),                   // 9: kvpb.NotLeader
+	(*EpochNotMatch)(nil),               // 10: kvpb.EpochNotMatch
+	(*KeyNotInRegion)(nil),              // 11: kvpb.KeyNotInRegion
+	(*ServerBusy)(nil),                  // 12: kvpb.ServerBusy
+	(*RegionNotFound)(nil),              // 13: kvpb.RegionNotFound
+	(*Mutation)(nil),                    // 14: kvpb.Mutation
+	(*LockInfo)(nil),                    // 15: kvpb.LockInfo
+	(*WriteConflict)(nil),               // 16: kvpb.WriteConflict
+	(*AlreadyExist)(nil),                // 17: kvpb.AlreadyExist
+	(*TxnNotFound)(nil),                 // 18: kvpb.TxnNotFound
+	(*Deadlock)(nil),                    // 19: kvpb.Deadlock
+	(*KeyError)(nil),                    // 20: kvpb.KeyError
+	(*KvPair)(nil),                      // 21: kvpb.KvPair
+	(*GetRequest)(nil),                  // 22: kvpb.GetRequest
+	(*GetResponse)(nil),                 // 23: kvpb.GetResponse
+	(*BatchGetRequest)(nil),             // 24: kvpb.BatchGetRequest
+	(*BatchGetResponse)(nil),            // 25: kvpb.BatchGetResponse
+	(*ScanRequest)(nil),                 // 26: kvpb.ScanRequest
+	(*ScanResponse)(nil),                // 27: kvpb.ScanResponse
+	(*PrewriteRequest)(nil),             // 28: kvpb.PrewriteRequest
+	(*PrewriteResponse)(nil),            // 29: kvpb.PrewriteResponse
+	(*CommitRequest)(nil),               // 30: kvpb.CommitRequest
+	(*CommitResponse)(nil),              // 31: kvpb.CommitResponse
+	(*BatchRollbackRequest)(nil),        // 32: kvpb.BatchRollbackRequest
+	(*BatchRollbackResponse)(nil),       // 33: kvpb.BatchRollbackResponse
+	(*CheckTxnStatusRequest)(nil),       // 34: kvpb.CheckTxnStatusRequest
+	(*CheckTxnStatusResponse)(nil),      // 35: kvpb.CheckTxnStatusResponse
+	(*ResolveLockRequest)(nil),          // 36: kvpb.ResolveLockRequest
+	(*ResolveLockResponse)(nil),         // 37: kvpb.ResolveLockResponse
+	(*PessimisticLockRequest)(nil),      // 38: kvpb.PessimisticLockRequest
+	(*PessimisticLockResponse)(nil),     // 39: kvpb.PessimisticLockResponse
+	(*PessimisticRollbackRequest)(nil),  // 40: kvpb.PessimisticRollbackRequest
+	(*PessimisticRollbackResponse)(nil), // 41: kvpb.PessimisticRollbackResponse
+	(*TxnHeartBeatRequest)(nil),         // 42: kvpb.TxnHeartBeatRequest
+	(*TxnHeartBeatResponse)(nil),        // 43: kvpb.TxnHeartBeatResponse
+	(*DestroyRangeRequest)(nil),         // 44: kvpb.DestroyRangeRequest
+	(*DestroyRangeResponse)(nil),        // 45: kvpb.DestroyRangeResponse
+	(*WaitForEntry)(nil),                // 46: kvpb.WaitForEntry
+	(*DeadlockRequest)(nil),             // 47: kvpb.DeadlockRequest
+	(*DeadlockResponse)(nil),            // 48: kvpb.DeadlockResponse
+	(*PDError)(nil),                     // 49: kvpb.PDError
+	(*TsoRequest)(nil),                  // 50: kvpb.TsoRequest
+	(*TsoResponse)(nil),                 // 51: kvpb.TsoResponse
+	(*GetRegionRequest)(nil),            // 52: kvpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),        // 53: kvpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),           // 54: kvpb.GetRegionResponse
+	(*ScanRegionsRequest)(nil),          // 55: kvpb.ScanRegionsRequest
+	(*ScanRegionsResponse)(nil),         // 56: kvpb.ScanRegionsResponse
+	(*GetStoreRequest)(nil),             // 57: kvpb.GetStoreRequest
+	(*GetStoreResponse)(nil),            // 58: kvpb.GetStoreResponse
+	(*AllocIDRequest)(nil),              // 59: kvpb.AllocIDRequest
+	(*AllocIDResponse)(nil),             // 60: kvpb.AllocIDResponse
 }
 var file_kvpb_proto_depIdxs = []int32{
-	2,  // 0: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
-	3,  // 1: kvpb.Region.peers:type_name -> kvpb.Peer
-	2,  // 2: kvpb.Context.region_epoch:type_name -> kvpb.RegionEpoch
-	3,  // 3: kvpb.Context.peer:type_name -> kvpb.Peer
-	8,  // 4: kvpb.RegionError.not_leader:type_name -> kvpb.NotLeader
-	9,  // 5: kvpb.RegionError.epoch_not_match:type_name -> kvpb.EpochNotMatch
-	10, // 6: kvpb.RegionError.key_not_in_region:type_name -> kvpb.KeyNotInRegion
-	11, // 7: kvpb.RegionError.server_busy:type_name -> kvpb.ServerBusy
-	12, // 8: kvpb.RegionError.region_not_found:type_name -> kvpb.RegionNotFound
-	3,  // 9: kvpb.NotLeader.leader:type_name -> kvpb.Peer
-	4,  // 10: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
+	3,  // 0: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
+	4,  // 1: kvpb.Region.peers:type_name -> kvpb.Peer
+	3,  // 2: kvpb.Context.region_epoch:type_name -> kvpb.RegionEpoch
+	4,  // 3: kvpb.Context.peer:type_name -> kvpb.Peer
+	9,  // 4: kvpb.RegionError.not_leader:type_name -> kvpb.NotLeader
+	10, // 5: kvpb.RegionError.epoch_not_match:type_name -> kvpb.EpochNotMatch
+	11, // 6: kvpb.RegionError.key_not_in_region:type_name -> kvpb.KeyNotInRegion
+	12, // 7: kvpb.RegionError.server_busy:type_name -> kvpb.ServerBusy
+	13, // 8: kvpb.RegionError.region_not_found:type_name -> kvpb.RegionNotFound
+	4,  // 9: kvpb.NotLeader.leader:type_name -> kvpb.Peer
+	5,  // 10: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
 	0,  // 11: kvpb.Mutation.op:type_name -> kvpb.Op
 	0,  // 12: kvpb.LockInfo.lock_type:type_name -> kvpb.Op
-	14, // 13: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
-	15, // 14: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
-	16, // 15: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
-	17, // 16: kvpb.KeyError.txn_not_found:type_name -> kvpb.TxnNotFound
-	18, // 17: kvpb.KeyError.deadlock:type_name -> kvpb.Deadlock
-	19, // 18: kvpb.KvPair.error:type_name -> kvpb.KeyError
-	6,  // 19: kvpb.GetRequest.context:type_name -> kvpb.Context
-	7,  // 20: kvpb.GetResponse.region_error:type_name -> kvpb.RegionError
-	19, // 21: kvpb.GetResponse.error:type_name -> kvpb.KeyError
-	6,  // 22: kvpb.BatchGetRequest.context:type_name -> kvpb.Context
-	7,  // 23: kvpb.BatchGetResponse.region_error:type_name -> kvpb.RegionError
-	20, // 24: kvpb.BatchGetResponse.pairs:type_name -> kvpb.KvPair
-	19, // 25: kvpb.BatchGetResponse.error:type_name -> kvpb.KeyError
-	6,  // 26: kvpb.ScanRequest.context:type_name -> kvpb.Context
-	7,  // 27: kvpb.ScanResponse.region_error:type_name -> kvpb.RegionError
-	20, // 28: kvpb.ScanResponse.pairs:type_name -> kvpb.KvPair
-	19, // 29: kvpb.ScanResponse.error:type_name -> kvpb.KeyError
-	6,  // 30: kvpb.PrewriteRequest.context:type_name -> kvpb.Context
-	13, // 31: kvpb.PrewriteRequest.mutations:type_name -> kvpb.Mutation
-	7,  // 32: kvpb.PrewriteResponse.region_error:type_name -> kvpb.RegionError
-	19, // 33: kvpb.PrewriteResponse.errors:type_name -> kvpb.KeyError
-	6,  // 34: kvpb.CommitRequest.context:type_name -> kvpb.Context
-	7,  // 35: kvpb.CommitResponse.region_error:type_name -> kvpb.RegionError
-	19, // 36: kvpb.CommitResponse.error:type_name -> kvpb.KeyError
-	6,  // 37: kvpb.BatchRollbackRequest.context:type_name -> kvpb.Context
-	7,  // 38: kvpb.BatchRollbackResponse.region_error:type_name -> kvpb.RegionError
-	19, // 39: kvpb.BatchRollbackResponse.error:type_name -> kvpb.KeyError
-	6,  // 40: kvpb.CheckTxnStatusRequest.context:type_name -> kvpb.Context
-	7,  // 41: kvpb.CheckTxnStatusResponse.region_error:type_name -> kvpb.RegionError
-	19, // 42: kvpb.CheckTxnStatusResponse.error:type_name -> kvpb.KeyError
-	1,  // 43: kvpb.CheckTxnStatusResponse.action:type_name -> kvpb.Action
-	14, // 44: kvpb.CheckTxnStatusResponse.lock_info:type_name -> kvpb.LockInfo
-	6,  // 45: kvpb.ResolveLockRequest.context:type_name -> kvpb.Context
-	7,  // 46: kvpb.ResolveLockResponse.region_error:type_name -> kvpb.RegionError
-	19, // 47: kvpb.ResolveLockResponse.error:type_name -> kvpb.KeyError
-	6,  // 48: kvpb.PessimisticLockRequest.context:type_name -> kvpb.Context
-	13, // 49: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
-	7,  // 50: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
-	19, // 51: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
-	6,  // 52: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
-	7,  // 53: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
-	19, // 54: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
-	6,  // 55: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
-	7,  // 56: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
-	19, // 57: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
-	6,  // 58: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
-	7,  // 59: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
-	45, // 60: kvpb.TsoResponse.error:type_name -> kvpb.PDError
-	45, // 61: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
-	4,  // 62: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
-	3,  // 63: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
-	45, // 64: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
-	4,  // 65: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
-	3,  // 66: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
-	45, // 67: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
-	5,  // 68: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
-	45, // 69: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
-	21, // 70: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
-	23, // 71: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
-	25, // 72: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
-	27, // 73: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
-	29, // 74: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
-	31, // 75: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
-	33, // 76: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
-	35, // 77: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
-	37, // 78: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
-	39, // 79: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
-	41, // 80: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
-	43, // 81: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
-	46, // 82: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
-	48, // 83: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
-	49, // 84: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
-	51, // 85: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
-	53, // 86: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
-	55, // 87: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
-	22, // 88: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
-	24, // 89: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
-	26, // 90: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
-	28, // 91: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
-	30, // 92: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
-	32, // 93: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
-	34, // 94: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
-	36, // 95: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
-	38, // 96: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
-	40, // 97: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
-	42, // 98: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
-	44, // 99: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
-	47, // 100: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
-	50, // 101: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
-	50, // 102: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
-	52, // 103: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
-	54, // 104: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
-	56, // 105: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
-	88, // [88:106] is the sub-list for method output_type
-	70, // [70:88] is the sub-list for method input_type
-	70, // [70:70] is the sub-list for extension type_name
-	70, // [70:70] is the sub-list for extension extendee
-	0,  // [0:70] is the sub-list for field type_name
+	46, // 13: kvpb.Deadlock.wait_chain:type_name -> kvpb.WaitForEntry
+	15, // 14: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
+	16, // 15: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
+	17, // 16: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
+	18, // 17: kvpb.KeyError.txn_not_found:type_name -> kvpb.TxnNotFound
+	19, // 18: kvpb.KeyError.deadlock:type_name -> kvpb.Deadlock
+	20, // 19: kvpb.KvPair.error:type_name -> kvpb.KeyError
+	7,  // 20: kvpb.GetRequest.context:type_name -> kvpb.Context
+	8,  // 21: kvpb.GetResponse.region_error:type_name -> kvpb.RegionError
+	20, // 22: kvpb.GetResponse.error:type_name -> kvpb.KeyError
+	7,  // 23: kvpb.BatchGetRequest.context:type_name -> kvpb.Context
+	8,  // 24: kvpb.BatchGetResponse.region_error:type_name -> kvpb.RegionError
+	21, // 25: kvpb.BatchGetResponse.pairs:type_name -> kvpb.KvPair
+	20, // 26: kvpb.BatchGetResponse.error:type_name -> kvpb.KeyError
+	7,  // 27: kvpb.ScanRequest.context:type_name -> kvpb.Context
+	8,  // 28: kvpb.ScanResponse.region_error:type_name -> kvpb.RegionError
+	21, // 29: kvpb.ScanResponse.pairs:type_name -> kvpb.KvPair
+	20, // 30: kvpb.ScanResponse.error:type_name -> kvpb.KeyError
+	7,  // 31: kvpb.PrewriteRequest.context:type_name -> kvpb.Context
+	14, // 32: kvpb.PrewriteRequest.mutations:type_name -> kvpb.Mutation
+	8,  // 33: kvpb.PrewriteResponse.region_error:type_name -> kvpb.RegionError
+	20, // 34: kvpb.PrewriteResponse.errors:type_name -> kvpb.KeyError
+	7,  // 35: kvpb.CommitRequest.context:type_name -> kvpb.Context
+	8,  // 36: kvpb.CommitResponse.region_error:type_name -> kvpb.RegionError
+	20, // 37: kvpb.CommitResponse.error:type_name -> kvpb.KeyError
+	7,  // 38: kvpb.BatchRollbackRequest.context:type_name -> kvpb.Context
+	8,  // 39: kvpb.BatchRollbackResponse.region_error:type_name -> kvpb.RegionError
+	20, // 40: kvpb.BatchRollbackResponse.error:type_name -> kvpb.KeyError
+	7,  // 41: kvpb.CheckTxnStatusRequest.context:type_name -> kvpb.Context
+	8,  // 42: kvpb.CheckTxnStatusResponse.region_error:type_name -> kvpb.RegionError
+	20, // 43: kvpb.CheckTxnStatusResponse.error:type_name -> kvpb.KeyError
+	1,  // 44: kvpb.CheckTxnStatusResponse.action:type_name -> kvpb.Action
+	15, // 45: kvpb.CheckTxnStatusResponse.lock_info:type_name -> kvpb.LockInfo
+	7,  // 46: kvpb.ResolveLockRequest.context:type_name -> kvpb.Context
+	8,  // 47: kvpb.ResolveLockResponse.region_error:type_name -> kvpb.RegionError
+	20, // 48: kvpb.ResolveLockResponse.error:type_name -> kvpb.KeyError
+	7,  // 49: kvpb.PessimisticLockRequest.context:type_name -> kvpb.Context
+	14, // 50: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
+	8,  // 51: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
+	20, // 52: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
+	7,  // 53: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
+	8,  // 54: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
+	20, // 55: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
+	7,  // 56: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
+	8,  // 57: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
+	20, // 58: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
+	7,  // 59: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
+	8,  // 60: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
+	2,  // 61: kvpb.DeadlockRequest.tp:type_name -> kvpb.DeadlockRequestType
+	46, // 62: kvpb.DeadlockRequest.entry:type_name -> kvpb.WaitForEntry
+	46, // 63: kvpb.DeadlockResponse.entry:type_name -> kvpb.WaitForEntry
+	46, // 64: kvpb.DeadlockResponse.wait_chain:type_name -> kvpb.WaitForEntry
+	49, // 65: kvpb.TsoResponse.error:type_name -> kvpb.PDError
+	49, // 66: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
+	5,  // 67: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
+	4,  // 68: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
+	49, // 69: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
+	5,  // 70: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
+	4,  // 71: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
+	49, // 72: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
+	6,  // 73: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
+	49, // 74: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
+	22, // 75: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
+	24, // 76: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
+	26, // 77: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
+	28, // 78: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
+	30, // 79: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
+	32, // 80: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
+	34, // 81: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
+	36, // 82: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
+	38, // 83: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
+	40, // 84: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
+	42, // 85: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
+	44, // 86: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
+	47, // 87: kvpb.DeadlockDetector.Detect:input_type -> kvpb.DeadlockRequest
+	50, // 88: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
+	52, // 89: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
+	53, // 90: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
+	55, // 91: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
+	57, // 92: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
+	59, // 93: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
+	23, // 94: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
+	25, // 95: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
+	27, // 96: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
+	29, // 97: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
+	31, // 98: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
+	33, // 99: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
+	35, // 100: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
+	37, // 101: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
+	39, // 102: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
+	41, // 103: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
+	43, // 104: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
+	45, // 105: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
+	48, // 106: kvpb.DeadlockDetector.Detect:output_type -> kvpb.DeadlockResponse
+	51, // 107: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
+	54, // 108: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
+	54, // 109: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
+	56, // 110: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
+	58, // 111: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
+	60, // 112: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
+	94, // [94:113] is the sub-list for method output_type
+	75, // [75:94] is the sub-list for method input_type
+	75, // [75:75] is the sub-list for extension type_name
+	75, // [75:75] is the sub-list for extension extendee
+	0,  // [0:75] is the sub-list for field type_name
 }
 
 func init() { file_kvpb_proto_init() }
@@ -4085,10 +4384,10 @@ func file_kvpb_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvpb_proto_rawDesc), len(file_kvpb_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   55,
+			NumEnums:      3,
+			NumMessages:   58,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   3,
 		},
 		GoTypes:           file_kvpb_proto_goTypes,
 		DependencyIndexes: file_kvpb_proto_depIdxs,
