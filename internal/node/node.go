@@ -308,6 +308,9 @@ func (n *Node) listen() error {
 		n.grpc = grpc.NewServer()
 		kvpb.RegisterKvServer(n.grpc, n.kv)
 		kvpb.RegisterPDServer(n.grpc, n.pd)
+		// The deadlock detector of the cluster runs with the leader of the
+		// first region; a single node leads every region.
+		kvpb.RegisterDeadlockDetectorServer(n.grpc, n.kv.Detector())
 		go n.grpc.Serve(ln)
 	}
 	if n.cfg.HTTPAddr != "" {
