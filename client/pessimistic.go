@@ -7,21 +7,26 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 
-// LockKeys takes pessimistic locks on keys (SELECT ... FOR UPDATE). The
-// first key this transaction ever locks becomes its primary. In a
-// snapshot-isolated transaction the locks are taken at the start timestamp,
-// so a key committed by another transaction after our snapshot fails with a
-// *kv.RetryableError (first committer wins), exactly as it would at commit;
-// a read-committed transaction locks at a fresh timestamp instead.
+// LockKeys takes pessimistic locks on keys (DML and SELECT ... FOR UPDATE
+// in a pessimistic transaction). The first key this transaction ever locks
+// becomes its primary. The locks are taken at the statement's for-update
+// timestamp (BeginStatement); without one, at the start timestamp, or at a
+// fresh timestamp under read committed. A key committed by another
+// transaction after that timestamp fails with a *kv.RetryableError: with
+// PessimisticConflict set in a pessimistic transaction (the statement may
+// run again at a newer timestamp), as a plain write conflict otherwise.
 //
-// A key locked by a live transaction is waited for up to
-// Options.LockWaitTimeout when the transaction is Pessimistic, and fails at
-// once otherwise; either way the failure is a *kv.RetryableError with
-// LockWaitTimeout set. Locks are released by Commit (they are committed as
-// part of the transaction) or Rollback.
+// A key locked by a live transaction is waited for, on the region leader,
+// up to the lock wait timeout (TxnOptions.LockWaitTimeout, else
+// Options.LockWaitTimeout) when the transaction is pessimistic, and fails
+// at once otherwise; the failure then has LockWaitTimeout set. A wait that
+// would close a cycle of waiting transactions fails at once with Deadlock
+// set. Locks are released by Commit (they are committed as part of the
+// transaction) or Rollback.
 func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 	if t.finished {
 		return ErrTxnFinished
@@ -41,13 +46,16 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 	sortKeys(todo)
 	todo = dedupSorted(todo)
 
-	forUpdateTS := t.startTS
-	if t.opts.ReadCommitted {
-		ts, err := t.c.getTS(ctx)
-		if err != nil {
-			return err
+	forUpdateTS := t.stmtForUpdateTS
+	if forUpdateTS == 0 {
+		forUpdateTS = t.startTS
+		if t.opts.ReadCommitted {
+			ts, err := t.c.getTS(ctx)
+			if err != nil {
+				return err
+			}
+			forUpdateTS = ts
 		}
-		forUpdateTS = ts
 	}
 	if forUpdateTS > t.forUpdateTS {
 		t.forUpdateTS = forUpdateTS
@@ -56,7 +64,14 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 		t.locked = make(map[string]struct{}, len(todo))
 	}
 
-	pl := &pessimisticLocker{t: t, forUpdateTS: forUpdateTS, waitStart: time.Now()}
+	wait := t.opts.LockWaitTimeout
+	if wait <= 0 {
+		wait = t.c.opts.LockWaitTimeout
+	}
+	if !t.opts.Pessimistic {
+		wait = 0
+	}
+	pl := &pessimisticLocker{t: t, forUpdateTS: forUpdateTS, waitStart: time.Now(), waitTimeout: wait}
 	bo := newBackoffer(ctx, t.c.opts.BackoffBudget)
 	if t.primary == nil {
 		// Lock the primary alone first: every other lock points at it,
@@ -81,7 +96,8 @@ type pessimisticLocker struct {
 	t           *Txn
 	forUpdateTS uint64
 	waitStart   time.Time
-	mu          sync.Mutex // guards t.locked while regions lock in parallel
+	waitTimeout time.Duration // zero: fail at once on a live lock
+	mu          sync.Mutex    // guards t.locked while regions lock in parallel
 }
 
 // lock locks sorted keys, one request per region, regions in parallel.
@@ -101,24 +117,36 @@ func (pl *pessimisticLocker) lock(bo *backoffer, keys [][]byte) error {
 	})
 }
 
+// quickReturn is how soon a response must come back for the client to
+// assume the leader did not wait (the lock was met at once): it then backs
+// off itself before it asks again, instead of spinning.
+const quickReturn = 10 * time.Millisecond
+
 func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]byte) error {
 	t, c := pl.t, pl.t.c
 	muts := make([]*kvpb.Mutation, len(keys))
 	for i, k := range keys {
 		muts[i] = &kvpb.Mutation{Op: kvpb.Op_PessimisticLock, Key: k}
 	}
-	waitBo := newBackoffer(bo.ctx, c.opts.LockWaitTimeout)
+	waitBo := newBackoffer(bo.ctx, pl.waitTimeout)
 	for {
+		remaining := pl.waitTimeout - time.Since(pl.waitStart)
+		var waitMs int64
+		if remaining > 0 {
+			waitMs = max(remaining.Milliseconds(), 1)
+		}
+		sent := time.Now()
 		kvc, err := c.kvClient(e)
 		var resp *kvpb.PessimisticLockResponse
 		if err == nil {
 			resp, err = kvc.KvPessimisticLock(bo.ctx, &kvpb.PessimisticLockRequest{
-				Context:      e.rpcCtx,
-				Mutations:    muts,
-				PrimaryLock:  t.primary,
-				StartVersion: t.startTS,
-				LockTtl:      uint64((time.Since(t.began) + c.opts.LockTTL).Milliseconds()),
-				ForUpdateTs:  pl.forUpdateTS,
+				Context:       e.rpcCtx,
+				Mutations:     muts,
+				PrimaryLock:   t.primary,
+				StartVersion:  t.startTS,
+				LockTtl:       uint64((time.Since(t.began) + c.opts.LockTTL).Milliseconds()),
+				ForUpdateTs:   pl.forUpdateTS,
+				WaitTimeoutMs: waitMs,
 			})
 		}
 		if err != nil {
@@ -135,16 +163,21 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 		}
 		var locks []*kvpb.LockInfo
 		for _, ke := range resp.Errors {
-			if ke == nil {
-				continue
-			}
-			if ke.Locked == nil {
+			switch {
+			case ke == nil:
+			case ke.Locked != nil && ke.Locked.LockVersion == t.startTS:
+				// already ours
+			case ke.Locked != nil:
+				locks = append(locks, ke.Locked)
+			case ke.Deadlock != nil:
+				return &kv.RetryableError{Deadlock: true,
+					Reason: fmt.Sprintf("deadlock: transaction %d waited for a lock of transaction %d, which waits for it", t.startTS, ke.Deadlock.LockTs)}
+			case ke.Conflict != nil && t.opts.Pessimistic:
+				return &kv.RetryableError{PessimisticConflict: true,
+					Reason: fmt.Sprintf("transaction %d committed a row after transaction %d read it", ke.Conflict.ConflictTs, t.startTS)}
+			default:
 				return keyErrorAsError(ke)
 			}
-			if ke.Locked.LockVersion == t.startTS {
-				continue // already ours
-			}
-			locks = append(locks, ke.Locked)
 		}
 		if len(locks) == 0 {
 			pl.mu.Lock()
@@ -154,6 +187,9 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 			pl.mu.Unlock()
 			return nil
 		}
+		// The leader waited, or the wait is over: settle the locks of
+		// finished or abandoned transactions and try again while time
+		// remains.
 		wait, err := c.resolver.resolve(bo, t.startTS, t.startTS, locks)
 		if err != nil {
 			return err
@@ -161,31 +197,28 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 		l := locks[0]
 		if wait == 0 {
 			// The locks were stale and are gone: try again.
-			if err := bo.afterResolve(fmt.Errorf("key %q locked", l.Key)); err != nil {
+			if err := bo.afterResolve(fmt.Errorf("lock of transaction %d", l.LockVersion)); err != nil {
 				return err
 			}
 			continue
 		}
-		if !t.opts.Pessimistic {
-			return retryable(fmt.Sprintf("key %q is locked by transaction %d", l.Key, l.LockVersion), true)
-		}
-		if remaining := c.opts.LockWaitTimeout - time.Since(pl.waitStart); remaining < wait {
-			wait = remaining
-		}
-		if wait <= 0 {
+		remaining = pl.waitTimeout - time.Since(pl.waitStart)
+		if remaining <= 0 {
 			return pl.timedOut(l)
 		}
-		if err := waitBo.backoffAtMost(boTxnLock, wait, fmt.Errorf("key %q locked", l.Key)); err != nil {
-			if bo.ctx.Err() != nil {
-				return bo.ctx.Err()
+		if time.Since(sent) < quickReturn {
+			if err := waitBo.backoffAtMost(boTxnLock, min(wait, remaining), fmt.Errorf("lock of transaction %d", l.LockVersion)); err != nil {
+				if bo.ctx.Err() != nil {
+					return bo.ctx.Err()
+				}
+				return pl.timedOut(l)
 			}
-			return pl.timedOut(l)
 		}
 	}
 }
 
 func (pl *pessimisticLocker) timedOut(l *kvpb.LockInfo) error {
-	return retryable(fmt.Sprintf("lock wait timeout exceeded on key %q (held by transaction %d)", l.Key, l.LockVersion), true)
+	return retryable(fmt.Sprintf("lock wait timeout exceeded: a row is locked by transaction %d", l.LockVersion), true)
 }
 
 // Rollback discards the buffered writes and releases pessimistic locks.

@@ -77,9 +77,18 @@ type Session struct {
 	db         string
 	autocommit bool
 	txn        kv.Txn
-	explicit   bool // inside BEGIN ... COMMIT
+	txnOpts    kv.TxnOptions // txn's
+	explicit   bool          // inside BEGIN ... COMMIT
 	schema     *catalog.Schema
 	readOnly   bool
+
+	// beginMode is BEGIN PESSIMISTIC / OPTIMISTIC's mode for the open
+	// transaction; autoPessimistic makes an autocommit statement's retry
+	// pessimistic; nextIsolation is a one-shot SET TRANSACTION ISOLATION
+	// LEVEL (txnmode.go).
+	beginMode       string
+	autoPessimistic bool
+	nextIsolation   string
 
 	vars     map[string]types.Datum // session system variables (lower case)
 	userVars map[string]types.Datum
@@ -159,20 +168,20 @@ func (s *Session) begin(ctx context.Context) error {
 	if s.txn != nil {
 		return nil
 	}
-	// Pessimistic: SELECT ... FOR UPDATE waits for conflicting row locks
-	// (up to the lock wait timeout) instead of failing at once.
-	txn, schema, err := s.e.beginTxn(ctx, kv.TxnOptions{Pessimistic: true})
+	opts := s.txnOptions()
+	txn, schema, err := s.e.beginTxn(ctx, opts)
 	if err != nil {
 		return err
 	}
-	s.txn, s.schema = txn, schema
+	s.txn, s.schema, s.txnOpts = txn, schema, opts
+	s.nextIsolation = ""
 	return nil
 }
 
 // finish ends the transaction: commit (rollback when it wrote nothing).
 func (s *Session) finish(ctx context.Context, commit bool) error {
 	txn := s.txn
-	s.txn, s.explicit, s.schema = nil, false, nil
+	s.txn, s.explicit, s.schema, s.beginMode = nil, false, nil, ""
 	if txn == nil {
 		return nil
 	}
@@ -247,14 +256,24 @@ func (s *Session) run(ctx context.Context, st ast.StmtNode, params []types.Datum
 	if _, ok := st.(*ast.ShowStmt); !ok {
 		defer func() { s.lastWarnings = append(s.lastWarnings[:0], s.warnings...) }()
 	}
+	defer func() { s.autoPessimistic = false }()
 	for attempt := 0; ; attempt++ {
+		// An autocommit statement runs optimistically first, then
+		// pessimistically (txnmode.go).
+		s.autoPessimistic = attempt > 0
 		r, err := s.runOnce(ctx, st, params, p)
 		if err == nil {
 			r.Warnings = uint16(min(len(s.warnings), 65535))
 			return r, nil
 		}
-		if kv.IsRetryable(err) && s.txn == nil && s.autocommitStmt() && attempt < autocommitRetries && isDML(st) {
+		var re *kv.RetryableError
+		if errors.As(err, &re) && !re.LockWaitTimeout && s.txn == nil && s.autocommitStmt() && attempt < autocommitRetries && isDML(st) {
+			s.warnings = s.warnings[:0]
 			continue
+		}
+		if isDeadlock(err) && s.txn != nil {
+			// InnoDB rolls back the victim of a deadlock.
+			_ = s.finish(ctx, false)
 		}
 		return nil, toSQLError(err)
 	}
@@ -278,10 +297,11 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 				return nil, err
 			}
 		}
+		s.explicit, s.beginMode = true, n.Mode
 		if err := s.begin(ctx); err != nil {
+			s.explicit, s.beginMode = false, ""
 			return nil, err
 		}
-		s.explicit = true
 		s.readOnly = n.ReadOnly
 		return &Result{}, nil
 	case *ast.CommitStmt:
@@ -391,7 +411,26 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 			p.cached = c
 		}
 	}
-	ec = &exec.Context{
+	// A statement that reads to write locks what it writes, in a
+	// pessimistic transaction, and runs again when its locks find rows
+	// committed after it read them (txnmode.go).
+	forUpdate := s.txnOpts.Pessimistic && (c.query == nil || c.forUpdate)
+	for attempt := 0; ; attempt++ {
+		if err := s.beginStatement(ctx, forUpdate, attempt > 0); err != nil {
+			return nil, err
+		}
+		res, ec, err = s.execStmt(ctx, c, params, auto, forUpdate)
+		if err != nil && forUpdate && isPessimisticConflict(err) && attempt < maxPessimisticRetries {
+			s.warnings = s.warnings[:0]
+			continue
+		}
+		return res, err
+	}
+}
+
+// execStmt runs a compiled statement once in the session's transaction.
+func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datum, auto, forUpdate bool) (*Result, *exec.Context, error) {
+	ec := &exec.Context{
 		Ctx: ctx, Txn: s.txn, Eval: s.evalContext(params), IDs: s.e.ids,
 		Mem: exec.NewMemTracker(s.memQuota()),
 		// A statement that is its own transaction, with nothing written
@@ -403,14 +442,15 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 	if c.query != nil {
 		rows, err := exec.Query(ec, c.query)
 		if err != nil {
-			return nil, err
+			return nil, ec, err
 		}
-		return &Result{Columns: c.columns, Rows: rows}, nil
+		return &Result{Columns: c.columns, Rows: rows}, ec, nil
 	}
 	if s.readOnly && s.explicit {
-		return nil, sqlerr.New(1792, "25006", "Cannot execute statement in a READ ONLY transaction.")
+		return nil, ec, sqlerr.New(1792, "25006", "Cannot execute statement in a READ ONLY transaction.")
 	}
 	ec.Writes = exec.NewStmtBuffer(s.txn)
+	var err error
 	switch {
 	case c.insert != nil:
 		err = exec.RunInsert(ec, c.insert)
@@ -420,15 +460,20 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 		err = exec.RunDelete(ec, c.delete)
 	}
 	if err != nil {
-		return nil, err
+		return nil, ec, err
+	}
+	if forUpdate {
+		if err := s.lockWrites(ctx, ec.Writes.Keys()); err != nil {
+			return nil, ec, err
+		}
 	}
 	if err := ec.Writes.Flush(); err != nil {
-		return nil, err
+		return nil, ec, err
 	}
 	if ec.LastInsertID != 0 {
 		s.lastInsertID = ec.LastInsertID
 	}
-	return &Result{AffectedRows: ec.AffectedRows, LastInsertID: ec.LastInsertID}, nil
+	return &Result{AffectedRows: ec.AffectedRows, LastInsertID: ec.LastInsertID}, ec, nil
 }
 
 func resultColumns(cols []*plan.Column) []*Column {
@@ -498,10 +543,7 @@ func toSQLError(err error) error {
 	}
 	var re *kv.RetryableError
 	if errors.As(err, &re) {
-		if re.LockWaitTimeout {
-			return sqlerr.New(sqlerr.ErLockWaitTimeout, "HY000", "Lock wait timeout exceeded; try restarting transaction")
-		}
-		return sqlerr.New(sqlerr.ErLockDeadlock, "40001", "Deadlock found when trying to get lock; try restarting transaction (%s)", re.Reason)
+		return retryableSQLError(re)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return sqlerr.New(sqlerr.ErQueryInterrupted, "70100", "Query execution was interrupted")

@@ -63,6 +63,7 @@ var systemVars = map[string]types.Datum{
 	"default_storage_engine":          types.NewString("InnoDB"),
 	"storage_engine":                  types.NewString("InnoDB"),
 	"innodb_lock_wait_timeout":        types.NewInt(50),
+	"tidb_txn_mode":                   types.NewString("pessimistic"),
 	"lock_wait_timeout":               types.NewInt(31536000),
 	"group_concat_max_len":            types.NewInt(1024),
 	"div_precision_increment":         types.NewInt(4),
@@ -170,16 +171,17 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 			s.userVars[name] = val
 			continue
 		}
-		switch name {
-		case "tx_isolation_one_shot", "transaction_isolation_one_shot":
+		if ok, err := s.setTxnVar(name, val, v.IsGlobal); ok {
+			if err != nil {
+				return nil, err
+			}
 			continue
+		}
+		switch name {
 		case "transaction_isolation", "tx_isolation":
-			str, _ := val.ToString()
-			str = strings.ToUpper(strings.ReplaceAll(str, " ", "-"))
-			switch str {
-			case "REPEATABLE-READ", "READ-COMMITTED", "SERIALIZABLE", "READ-UNCOMMITTED":
-			default:
-				return nil, sqlerr.New(1231, "42000", "Variable '%s' can't be set to the value of '%s'", name, str)
+			str, err := isolationLevel(name, val)
+			if err != nil {
+				return nil, err
 			}
 			val = types.NewString(str)
 			if v.IsGlobal {

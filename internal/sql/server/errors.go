@@ -26,10 +26,13 @@ func wireError(err error) *mysql.SQLError {
 	}
 	var re *kv.RetryableError
 	if errors.As(err, &re) {
-		if re.LockWaitTimeout {
+		switch {
+		case re.LockWaitTimeout:
 			return mysql.NewSQLError(sqlerr.ErLockWaitTimeout, "HY000", "Lock wait timeout exceeded; try restarting transaction")
+		case re.Deadlock:
+			return mysql.NewSQLError(sqlerr.ErLockDeadlock, "40001", "Deadlock found when trying to get lock; try restarting transaction")
 		}
-		return mysql.NewSQLError(sqlerr.ErLockDeadlock, "40001", "Deadlock found when trying to get lock; try restarting transaction: %s", re.Reason)
+		return mysql.NewSQLError(sqlerr.ErLockDeadlock, "40001", "Write conflict with a concurrent transaction; try restarting transaction")
 	}
 	if errors.Is(err, kv.ErrTxnTooOld) {
 		return mysql.NewSQLError(sqlerr.ErGCTooEarly, "HY000", "%s", err.Error())
