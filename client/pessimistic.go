@@ -125,8 +125,10 @@ const quickReturn = 10 * time.Millisecond
 func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]byte) error {
 	t, c := pl.t, pl.t.c
 	muts := make([]*kvpb.Mutation, len(keys))
+	mutVals := make([]kvpb.Mutation, len(keys))
 	for i, k := range keys {
-		muts[i] = &kvpb.Mutation{Op: kvpb.Op_PessimisticLock, Key: k}
+		mutVals[i].Op, mutVals[i].Key = kvpb.Op_PessimisticLock, k
+		muts[i] = &mutVals[i]
 	}
 	waitBo := newBackoffer(bo.ctx, pl.waitTimeout)
 	for {
@@ -301,49 +303,61 @@ func (t *Txn) stopHeartbeat() {
 // is: every third of the lock TTL it extends the TTL to (time since the
 // transaction began + LockTTL). If the coordinator dies, heartbeats stop and
 // the locks expire LockTTL later.
+//
+// It runs on a timer, not on a goroutine of its own: most transactions end
+// long before the first beat (every pessimistic transaction starts one), and
+// stopping a timer costs the committing goroutine no wait for another to be
+// scheduled. A beat already under way when the transaction ends finds the
+// lock gone, which is harmless.
 type heartbeat struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+	c       *Client
+	primary []byte
+	startTS uint64
+	began   time.Time
+
+	mu          sync.Mutex
+	timer       *time.Timer
+	stopped     bool
+	established bool // a beat succeeded: "no such lock" now means finished
 }
 
 func (c *Client) startHeartbeat(primary []byte, startTS uint64, began time.Time) *heartbeat {
-	ctx, cancel := context.WithCancel(c.closing)
-	h := &heartbeat{cancel: cancel, done: make(chan struct{})}
-	go c.runHeartbeat(ctx, h.done, primary, startTS, began)
+	h := &heartbeat{c: c, primary: primary, startTS: startTS, began: began}
+	h.mu.Lock()
+	h.timer = time.AfterFunc(c.opts.LockTTL/3, h.beat)
+	h.mu.Unlock()
 	return h
 }
 
+// stop ends the heartbeats; it does not wait for a beat under way.
 func (h *heartbeat) stop() {
-	h.cancel()
-	<-h.done
+	h.mu.Lock()
+	h.stopped = true
+	h.timer.Stop()
+	h.mu.Unlock()
 }
 
-func (c *Client) runHeartbeat(ctx context.Context, done chan struct{}, primary []byte, startTS uint64, began time.Time) {
-	defer close(done)
-	ticker := time.NewTicker(c.opts.LockTTL / 3)
-	defer ticker.Stop()
-	// Until a heartbeat has succeeded, "no such lock" only means the
-	// primary's prewrite has not landed yet.
-	established := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		if time.Since(began) > c.opts.MaxTxnLifetime {
-			return
-		}
-		ttl := uint64((time.Since(began) + c.opts.LockTTL).Milliseconds())
-		switch c.sendHeartbeat(ctx, primary, startTS, ttl) {
-		case heartbeatOK:
-			established = true
-		case heartbeatLockGone:
-			if established {
-				return // committed or rolled back: nothing to keep alive
-			}
+func (h *heartbeat) beat() {
+	c := h.c
+	if c.closing.Err() != nil || time.Since(h.began) > c.opts.MaxTxnLifetime {
+		return
+	}
+	ttl := uint64((time.Since(h.began) + c.opts.LockTTL).Milliseconds())
+	switch c.sendHeartbeat(c.closing, h.primary, h.startTS, ttl) {
+	case heartbeatOK:
+		h.established = true
+	case heartbeatLockGone:
+		// Until a beat has succeeded, "no such lock" only means the
+		// primary's prewrite has not landed yet.
+		if h.established {
+			return // committed or rolled back: nothing to keep alive
 		}
 	}
+	h.mu.Lock()
+	if !h.stopped {
+		h.timer.Reset(c.opts.LockTTL / 3)
+	}
+	h.mu.Unlock()
 }
 
 type heartbeatResult uint8

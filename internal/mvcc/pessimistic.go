@@ -2,7 +2,6 @@ package mvcc
 
 import (
 	"bytes"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -96,7 +95,8 @@ func (p *PessimisticLocks) hasRoom(key []byte, l *lock) bool {
 }
 
 // memOp is a staged change of the table: put l on key, or delete key's lock
-// of transaction startTS when l is nil.
+// of transaction startTS when l is nil. key is only read while the command
+// applies its ops.
 type memOp struct {
 	key     []byte
 	l       *lock
@@ -119,10 +119,9 @@ func (p *PessimisticLocks) apply(ops []memOp) {
 		if old != nil {
 			p.bytes -= entryBytes(op.key, old)
 		}
-		l := *op.l
-		l.mem = true
-		p.m[k] = &l
-		p.bytes += entryBytes(op.key, &l)
+		op.l.mem = true
+		p.m[k] = op.l // staged by this command alone: the table owns it now
+		p.bytes += entryBytes(op.key, op.l)
 	}
 	p.n.Store(int64(len(p.m)))
 }
@@ -201,7 +200,7 @@ func txnLock(r pebble.Reader, key []byte) (*lock, error) {
 // putLock stages l as key's lock, in memory when l is an in-memory lock.
 func (s *staged) putLock(r pebble.Reader, key []byte, l *lock) {
 	if l.mem {
-		s.memOps = append(s.memOps, memOp{key: slices.Clone(key), l: l, startTS: l.startTS})
+		s.memOps = append(s.memOps, memOp{key: key, l: l, startTS: l.startTS})
 		s.memTable = pessimisticLocksOf(r)
 		return
 	}
@@ -211,7 +210,7 @@ func (s *staged) putLock(r pebble.Reader, key []byte, l *lock) {
 // delLock stages the removal of key's lock l.
 func (s *staged) delLock(r pebble.Reader, key []byte, l *lock) {
 	if l.mem {
-		s.memOps = append(s.memOps, memOp{key: slices.Clone(key), startTS: l.startTS})
+		s.memOps = append(s.memOps, memOp{key: key, startTS: l.startTS})
 		s.memTable = pessimisticLocksOf(r)
 		return
 	}
