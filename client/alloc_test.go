@@ -6,7 +6,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 

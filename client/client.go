@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 
@@ -81,6 +81,8 @@ type Client struct {
 	// with it.
 	closing context.Context
 	close   context.CancelFunc
+	// closers release what Connect opened, after the client closes.
+	closers []func()
 }
 
 var _ kv.Storage = (*Client)(nil)
@@ -114,6 +116,10 @@ func New(pd PD, router Router, opts Options) *Client {
 func (c *Client) Close() {
 	c.close()
 	c.tso.close()
+	for _, fn := range c.closers {
+		fn()
+	}
+	c.closers = nil
 }
 
 // Begin implements kv.Storage.

@@ -167,23 +167,17 @@ func (cm *committer) execute(ctx context.Context) error {
 // reports whether the store committed it; errOnePCDeclined asks for 2PC.
 func (cm *committer) onePC(bo *backoffer, b regionBatch) (bool, error) {
 	for {
-		kvc, err := cm.c.kvClient(b.entry)
-		if err != nil {
-			// Nothing was sent: re-route through 2PC's retry logic.
-			if err := cm.c.onSendFailure(bo, b.entry, err); err != nil {
-				return false, err
-			}
-			return false, errOnePCDeclined
-		}
-		resp, err := kvc.KvPrewrite(bo.ctx, cm.prewriteRequest(b, true))
-		if err != nil {
+		resp, outcome, err := sendOnce(cm.c, bo, b.entry, func(kvc kvpb.KvClient) (*kvpb.PrewriteResponse, error) {
+			return kvc.KvPrewrite(bo.ctx, cm.prewriteRequest(b, true))
+		})
+		switch {
+		case outcome == lost:
 			// The store may have committed before the reply was lost.
 			return false, fmt.Errorf("%w: one-phase commit of txn %d: %v", ErrResultUndetermined, cm.t.startTS, err)
-		}
-		if resp.RegionError != nil {
-			if err := cm.c.onRegionError(bo, b.entry, resp.RegionError); err != nil {
-				return false, err
-			}
+		case err != nil:
+			return false, err
+		case outcome == resend:
+			// Nothing was done: re-route through 2PC's retry logic.
 			return false, errOnePCDeclined
 		}
 		retry, err := cm.handlePrewriteErrors(bo, resp.Errors)
@@ -256,22 +250,15 @@ func (cm *committer) handlePrewriteErrors(bo *backoffer, errs []*kvpb.KeyError) 
 // prewrite locks the keys of b, re-routing if the region changed.
 func (cm *committer) prewrite(bo *backoffer, b regionBatch) error {
 	for {
-		kvc, err := cm.c.kvClient(b.entry)
-		var resp *kvpb.PrewriteResponse
-		if err == nil {
-			resp, err = kvc.KvPrewrite(bo.ctx, cm.prewriteRequest(b, false))
-		}
+		// Prewrite is idempotent for a given start ts: a lost one is sent
+		// again.
+		resp, outcome, err := sendOnce(cm.c, bo, b.entry, func(kvc kvpb.KvClient) (*kvpb.PrewriteResponse, error) {
+			return kvc.KvPrewrite(bo.ctx, cm.prewriteRequest(b, false))
+		})
 		if err != nil {
-			// Prewrite is idempotent for a given start ts: resend.
-			if err := cm.c.onSendFailure(bo, b.entry, err); err != nil {
-				return err
-			}
-			return cm.regroup(bo, b, cm.prewrite)
+			return err
 		}
-		if resp.RegionError != nil {
-			if err := cm.c.onRegionError(bo, b.entry, resp.RegionError); err != nil {
-				return err
-			}
+		if outcome != sent {
 			return cm.regroup(bo, b, cm.prewrite)
 		}
 		retry, err := cm.handlePrewriteErrors(bo, resp.Errors)
@@ -360,51 +347,28 @@ func (cm *committer) inBatch(b regionBatch, key []byte) bool {
 // changed, the part holding the primary is committed first. uncertain is set
 // when a request may have reached the store without its reply reaching us.
 func (cm *committer) commitPrimary(bo *backoffer, b regionBatch, uncertain *bool) error {
-	for {
-		kvc, err := cm.c.kvClient(b.entry)
-		var resp *kvpb.CommitResponse
-		if err == nil {
-			resp, err = kvc.KvCommit(bo.ctx, cm.commitRequest(b))
-			if err != nil {
-				*uncertain = true
-			}
-		}
-		if err != nil {
-			// Commit is idempotent: resending is safe.
-			if err := cm.c.onSendFailure(bo, b.entry, err); err != nil {
-				return err
-			}
-			b.entry = cm.relocate(bo, b)
-			if b.entry == nil {
-				return cm.regroupPrimary(bo, b, uncertain)
-			}
-			continue
-		}
-		if resp.RegionError != nil {
-			if err := cm.c.onRegionError(bo, b.entry, resp.RegionError); err != nil {
-				return err
-			}
-			return cm.regroupPrimary(bo, b, uncertain)
-		}
-		if ke := resp.Error; ke != nil {
-			// The store refused: the primary lock is gone (rolled
-			// back by a reader after it expired), so the transaction
-			// did not commit and may be run again.
-			*uncertain = false
-			return retryable(fmt.Sprintf("transaction %d could not commit: %v", cm.t.startTS, keyErrorAsError(ke)), false)
-		}
-		return nil
+	// Commit is idempotent: a lost one is sent again, regrouped by the
+	// corrected cache.
+	resp, outcome, err := sendOnce(cm.c, bo, b.entry, func(kvc kvpb.KvClient) (*kvpb.CommitResponse, error) {
+		return kvc.KvCommit(bo.ctx, cm.commitRequest(b))
+	})
+	if outcome == lost {
+		*uncertain = true
 	}
-}
-
-// relocate returns the current region of b when all of b's keys are still
-// in one region, or nil.
-func (cm *committer) relocate(bo *backoffer, b regionBatch) *regionEntry {
-	e, err := cm.c.regions.locate(bo.ctx, cm.keys[b.lo])
-	if err != nil || !e.contains(cm.keys[b.hi-1]) {
-		return nil
+	if err != nil {
+		return err
 	}
-	return e
+	if outcome != sent {
+		return cm.regroupPrimary(bo, b, uncertain)
+	}
+	if ke := resp.Error; ke != nil {
+		// The store refused: the primary lock is gone (rolled back by a
+		// reader after it expired), so the transaction did not commit and
+		// may be run again.
+		*uncertain = false
+		return retryable(fmt.Sprintf("transaction %d could not commit: %v", cm.t.startTS, keyErrorAsError(ke)), false)
+	}
+	return nil
 }
 
 func (cm *committer) regroupPrimary(bo *backoffer, b regionBatch, uncertain *bool) error {
@@ -437,21 +401,14 @@ func (cm *committer) commitRequest(b regionBatch) *kvpb.CommitRequest {
 }
 
 func (cm *committer) commitSecondary(bo *backoffer, b regionBatch) error {
-	kvc, err := cm.c.kvClient(b.entry)
-	var resp *kvpb.CommitResponse
-	if err == nil {
-		resp, err = kvc.KvCommit(bo.ctx, cm.commitRequest(b))
-	}
+	// Commit is idempotent: a lost one is sent again.
+	resp, outcome, err := sendOnce(cm.c, bo, b.entry, func(kvc kvpb.KvClient) (*kvpb.CommitResponse, error) {
+		return kvc.KvCommit(bo.ctx, cm.commitRequest(b))
+	})
 	if err != nil {
-		if err := cm.c.onSendFailure(bo, b.entry, err); err != nil {
-			return err
-		}
-		return cm.regroup(bo, b, cm.commitSecondary)
+		return err
 	}
-	if resp.RegionError != nil {
-		if err := cm.c.onRegionError(bo, b.entry, resp.RegionError); err != nil {
-			return err
-		}
+	if outcome != sent {
 		return cm.regroup(bo, b, cm.commitSecondary)
 	}
 	if resp.Error != nil {
@@ -479,25 +436,17 @@ func (cm *committer) rollback(ctx context.Context) {
 }
 
 func (cm *committer) rollbackBatch(bo *backoffer, b regionBatch) error {
-	kvc, err := cm.c.kvClient(b.entry)
-	var resp *kvpb.BatchRollbackResponse
-	if err == nil {
-		resp, err = kvc.KvBatchRollback(bo.ctx, &kvpb.BatchRollbackRequest{
+	resp, outcome, err := sendOnce(cm.c, bo, b.entry, func(kvc kvpb.KvClient) (*kvpb.BatchRollbackResponse, error) {
+		return kvc.KvBatchRollback(bo.ctx, &kvpb.BatchRollbackRequest{
 			Context:      b.entry.rpcCtx,
 			StartVersion: cm.t.startTS,
 			Keys:         cm.keys[b.lo:b.hi],
 		})
-	}
+	})
 	if err != nil {
-		if err := cm.c.onSendFailure(bo, b.entry, err); err != nil {
-			return err
-		}
-		return cm.regroup(bo, b, cm.rollbackBatch)
+		return err
 	}
-	if resp.RegionError != nil {
-		if err := cm.c.onRegionError(bo, b.entry, resp.RegionError); err != nil {
-			return err
-		}
+	if outcome != sent {
 		return cm.regroup(bo, b, cm.rollbackBatch)
 	}
 	if resp.Error != nil {

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 
@@ -51,38 +51,20 @@ func (c *Client) DestroyRange(ctx context.Context, start, end []byte, safePoint 
 // destroyRegion destroys the part of [start, end) in the region holding
 // start and returns that region as the store accepted it.
 func (c *Client) destroyRegion(bo *backoffer, start, end []byte, safePoint uint64) (*regionEntry, error) {
-	for {
-		e, err := c.regions.locate(bo.ctx, start)
-		if err != nil {
-			return nil, err
-		}
-		req := &kvpb.DestroyRangeRequest{Context: e.rpcCtx, StartKey: start, EndKey: end, SafePoint: safePoint}
-		if regionEnd := e.endKey(); len(regionEnd) > 0 && bytes.Compare(regionEnd, end) < 0 {
-			req.EndKey = regionEnd
-		}
-		kvc, err := c.kvClient(e)
-		if err != nil {
-			if err := c.onSendFailure(bo, e, err); err != nil {
-				return nil, err
+	resp, e, err := sendRequest(c, bo,
+		func() (*regionEntry, error) { return c.regions.locate(bo.ctx, start) },
+		func(kvc kvpb.KvClient, e *regionEntry) (*kvpb.DestroyRangeResponse, error) {
+			req := &kvpb.DestroyRangeRequest{Context: e.rpcCtx, StartKey: start, EndKey: end, SafePoint: safePoint}
+			if regionEnd := e.endKey(); len(regionEnd) > 0 && bytes.Compare(regionEnd, end) < 0 {
+				req.EndKey = regionEnd
 			}
-			continue
-		}
-		resp, err := kvc.KvDestroyRange(bo.ctx, req)
-		if err != nil {
-			if err := c.onSendFailure(bo, e, err); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if resp.RegionError != nil {
-			if err := c.onRegionError(bo, e, resp.RegionError); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if resp.Error != "" {
-			return nil, fmt.Errorf("client: destroy range in region %d: %s", e.region.Id, resp.Error)
-		}
-		return e, nil
+			return kvc.KvDestroyRange(bo.ctx, req)
+		})
+	if err != nil {
+		return nil, err
 	}
+	if resp.Error != "" {
+		return nil, fmt.Errorf("client: destroy range in region %d: %s", e.region.Id, resp.Error)
+	}
+	return e, nil
 }

@@ -5,7 +5,13 @@
 //
 // # Connecting
 //
-// A Client needs the placement driver (for timestamps and the region
+// From another program, give Connect the gRPC address of any node of the
+// cluster (more than one to survive one being down):
+//
+//	c, err := client.Connect(ctx, []string{"10.0.0.1:20160", "10.0.0.2:20160"}, client.Options{})
+//	defer c.Close()
+//
+// Underneath, a Client needs the placement driver (for timestamps and the region
 // directory) and a Router that reaches the KV service of each store:
 //
 //	pd := kvpb.NewPDClient(conn)              // or client.LocalPD(pdServer) in-process

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 
@@ -131,32 +131,16 @@ func (lr *lockResolver) txnStatus(bo *backoffer, callerTS uint64, l *kvpb.LockIn
 		CurrentTs:          currentTS,
 		RollbackIfNotExist: rollbackIfNotExist,
 	}
-	for {
-		e, err := lr.c.regions.locate(bo.ctx, l.PrimaryLock)
-		if err != nil {
-			return txnStatus{}, 0, err
-		}
-		kvc, err := lr.c.kvClient(e)
-		if err != nil {
-			if err := lr.c.onSendFailure(bo, e, err); err != nil {
-				return txnStatus{}, 0, err
-			}
-			continue
-		}
-		req.Context = e.rpcCtx
-		resp, err := kvc.KvCheckTxnStatus(bo.ctx, req)
-		if err != nil {
-			if err := lr.c.onSendFailure(bo, e, err); err != nil {
-				return txnStatus{}, 0, err
-			}
-			continue
-		}
-		if resp.RegionError != nil {
-			if err := lr.c.onRegionError(bo, e, resp.RegionError); err != nil {
-				return txnStatus{}, 0, err
-			}
-			continue
-		}
+	resp, _, err := sendRequest(lr.c, bo,
+		func() (*regionEntry, error) { return lr.c.regions.locate(bo.ctx, l.PrimaryLock) },
+		func(kvc kvpb.KvClient, e *regionEntry) (*kvpb.CheckTxnStatusResponse, error) {
+			req.Context = e.rpcCtx
+			return kvc.KvCheckTxnStatus(bo.ctx, req)
+		})
+	if err != nil {
+		return txnStatus{}, 0, err
+	}
+	{
 		if ke := resp.Error; ke != nil {
 			if ke.TxnNotFound != nil && !rollbackIfNotExist {
 				// The primary is not written yet: wait as for a
@@ -182,32 +166,16 @@ func (lr *lockResolver) resolveLock(bo *backoffer, l *kvpb.LockInfo, commitTS ui
 		CommitVersion: commitTS,
 		Keys:          [][]byte{l.Key},
 	}
-	for {
-		e, err := lr.c.regions.locate(bo.ctx, l.Key)
-		if err != nil {
-			return err
-		}
-		kvc, err := lr.c.kvClient(e)
-		if err != nil {
-			if err := lr.c.onSendFailure(bo, e, err); err != nil {
-				return err
-			}
-			continue
-		}
-		req.Context = e.rpcCtx
-		resp, err := kvc.KvResolveLock(bo.ctx, req)
-		if err != nil {
-			if err := lr.c.onSendFailure(bo, e, err); err != nil {
-				return err
-			}
-			continue
-		}
-		if resp.RegionError != nil {
-			if err := lr.c.onRegionError(bo, e, resp.RegionError); err != nil {
-				return err
-			}
-			continue
-		}
+	resp, _, err := sendRequest(lr.c, bo,
+		func() (*regionEntry, error) { return lr.c.regions.locate(bo.ctx, l.Key) },
+		func(kvc kvpb.KvClient, e *regionEntry) (*kvpb.ResolveLockResponse, error) {
+			req.Context = e.rpcCtx
+			return kvc.KvResolveLock(bo.ctx, req)
+		})
+	if err != nil {
+		return err
+	}
+	{
 		if resp.Error != nil {
 			return fmt.Errorf("client: resolve lock of txn %d: %w", l.LockVersion, keyErrorAsError(resp.Error))
 		}

@@ -137,11 +137,9 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 		if remaining > 0 {
 			waitMs = max(remaining.Milliseconds(), 1)
 		}
-		sent := time.Now()
-		kvc, err := c.kvClient(e)
-		var resp *kvpb.PessimisticLockResponse
-		if err == nil {
-			resp, err = kvc.KvPessimisticLock(bo.ctx, &kvpb.PessimisticLockRequest{
+		sentAt := time.Now()
+		resp, outcome, err := sendOnce(c, bo, e, func(kvc kvpb.KvClient) (*kvpb.PessimisticLockResponse, error) {
+			return kvc.KvPessimisticLock(bo.ctx, &kvpb.PessimisticLockRequest{
 				Context:       e.rpcCtx,
 				Mutations:     muts,
 				PrimaryLock:   t.primary,
@@ -150,17 +148,12 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 				ForUpdateTs:   pl.forUpdateTS,
 				WaitTimeoutMs: waitMs,
 			})
-		}
+		})
 		if err != nil {
-			if err := c.onSendFailure(bo, e, err); err != nil {
-				return err
-			}
-			return pl.lock(bo, keys)
+			return err
 		}
-		if resp.RegionError != nil {
-			if err := c.onRegionError(bo, e, resp.RegionError); err != nil {
-				return err
-			}
+		if outcome != sent {
+			// Locking again is safe: a lock already held is held again.
 			return pl.lock(bo, keys)
 		}
 		var locks []*kvpb.LockInfo
@@ -208,7 +201,7 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 		if remaining <= 0 {
 			return pl.timedOut(l)
 		}
-		if time.Since(sent) < quickReturn {
+		if time.Since(sentAt) < quickReturn {
 			if err := waitBo.backoffAtMost(boTxnLock, min(wait, remaining), fmt.Errorf("lock of transaction %d", l.LockVersion)); err != nil {
 				if bo.ctx.Err() != nil {
 					return bo.ctx.Err()
@@ -261,26 +254,18 @@ func (t *Txn) pessimisticRollbackKeys(bo *backoffer, keys [][]byte) error {
 		g := groups[i]
 		sub := bo.fork()
 		e, part := g.entry, keys[g.lo:g.hi]
-		kvc, err := c.kvClient(e)
-		var resp *kvpb.PessimisticRollbackResponse
-		if err == nil {
-			resp, err = kvc.KvPessimisticRollback(sub.ctx, &kvpb.PessimisticRollbackRequest{
+		resp, outcome, err := sendOnce(c, &sub, e, func(kvc kvpb.KvClient) (*kvpb.PessimisticRollbackResponse, error) {
+			return kvc.KvPessimisticRollback(sub.ctx, &kvpb.PessimisticRollbackRequest{
 				Context:      e.rpcCtx,
 				StartVersion: t.startTS,
 				ForUpdateTs:  t.forUpdateTS,
 				Keys:         part,
 			})
-		}
+		})
 		if err != nil {
-			if err := c.onSendFailure(&sub, e, err); err != nil {
-				return err
-			}
-			return t.pessimisticRollbackKeys(&sub, part)
+			return err
 		}
-		if resp.RegionError != nil {
-			if err := c.onRegionError(&sub, e, resp.RegionError); err != nil {
-				return err
-			}
+		if outcome != sent {
 			return t.pessimisticRollbackKeys(&sub, part)
 		}
 		for _, ke := range resp.Errors {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kv"
 )
 
 func lockErr(t *testing.T, err error) *kv.RetryableError {

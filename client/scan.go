@@ -5,7 +5,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 
@@ -103,16 +103,11 @@ func (s *snapshotScanner) fetch(bo *backoffer) error {
 	if err != nil {
 		return err
 	}
-	kvc, err := s.c.kvClient(e)
-	if err != nil {
-		return s.c.onSendFailure(bo, e, err)
-	}
-	resp, err := kvc.KvScan(bo.ctx, req)
-	if err != nil {
-		return s.c.onSendFailure(bo, e, err)
-	}
-	if resp.RegionError != nil {
-		return s.c.onRegionError(bo, e, resp.RegionError)
+	resp, outcome, err := sendOnce(s.c, bo, e, func(kvc kvpb.KvClient) (*kvpb.ScanResponse, error) {
+		return kvc.KvScan(bo.ctx, req)
+	})
+	if err != nil || outcome != sent {
+		return err // the caller fetches again from the same cursor
 	}
 	if ke := resp.Error; ke != nil {
 		if ke.Locked != nil {

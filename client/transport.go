@@ -137,7 +137,11 @@ type GRPCRouter struct {
 	clients map[uint64]kvpb.KvClient // by store id
 	addrs   map[uint64]string        // store id -> address
 	conns   map[string]*grpc.ClientConn
+	health  map[string]*storeHealth // by address
+	batches map[string]*batchConn   // by address
 	closed  bool
+	stop    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // NewGRPCRouter returns a router that dials stores with insecure transport
@@ -150,6 +154,9 @@ func NewGRPCRouter(pd PD, dialOpts ...grpc.DialOption) *GRPCRouter {
 		clients:  make(map[uint64]kvpb.KvClient),
 		addrs:    make(map[uint64]string),
 		conns:    make(map[string]*grpc.ClientConn),
+		health:   make(map[string]*storeHealth),
+		batches:  make(map[string]*batchConn),
+		stop:     make(chan struct{}),
 	}
 }
 
@@ -216,13 +223,22 @@ func (r *GRPCRouter) connect(storeID uint64) (kvpb.KvClient, error) {
 	if !ok {
 		// grpc.NewClient does not dial; the connection is established on
 		// the first RPC and re-established by gRPC after failures.
-		conn, err = grpc.NewClient(addr, r.dialOpts...)
+		h := newStoreHealth()
+		conn, err = grpc.NewClient(addr, append(r.dialOpts, grpc.WithUnaryInterceptor(h.intercept))...)
 		if err != nil {
 			return nil, fmt.Errorf("client: connect to store %d at %s: %w", storeID, addr, err)
 		}
 		r.conns[addr] = conn
+		r.health[addr] = h
+		r.wg.Add(1)
+		go r.probe(conn, h)
 	}
-	c := kvpb.NewKvClient(conn)
+	bc, ok := r.batches[addr]
+	if !ok {
+		bc = newBatchConn(conn, r.health[addr])
+		r.batches[addr] = bc
+	}
+	c := batchKv{b: bc}
 	r.clients[storeID] = c
 	r.addrs[storeID] = addr
 	return c, nil
@@ -242,9 +258,18 @@ func (r *GRPCRouter) InvalidateStore(storeID uint64) {
 // stores.
 func (r *GRPCRouter) Close() error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	if !r.closed {
+		close(r.stop)
+	}
 	r.closed = true
+	r.mu.Unlock()
+	r.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var first error
+	for _, bc := range r.batches {
+		bc.close()
+	}
 	for addr, conn := range r.conns {
 		if err := conn.Close(); err != nil && first == nil {
 			first = err
@@ -254,4 +279,28 @@ func (r *GRPCRouter) Close() error {
 	clear(r.clients)
 	clear(r.addrs)
 	return first
+}
+
+func (l localPD) Join(ctx context.Context, in *kvpb.JoinRequest, _ ...grpc.CallOption) (*kvpb.JoinResponse, error) {
+	return l.srv.Join(ctx, in)
+}
+
+func (l localPD) StoreHeartbeat(ctx context.Context, in *kvpb.StoreHeartbeatRequest, _ ...grpc.CallOption) (*kvpb.StoreHeartbeatResponse, error) {
+	return l.srv.StoreHeartbeat(ctx, in)
+}
+
+func (l localPD) ClusterStatus(ctx context.Context, in *kvpb.ClusterStatusRequest, _ ...grpc.CallOption) (*kvpb.ClusterStatusResponse, error) {
+	return l.srv.ClusterStatus(ctx, in)
+}
+
+func (l localPD) GCSafePoint(ctx context.Context, in *kvpb.GCSafePointRequest, _ ...grpc.CallOption) (*kvpb.GCSafePointResponse, error) {
+	return l.srv.GCSafePoint(ctx, in)
+}
+
+func (l localKv) KvBatchCommands(ctx context.Context, _ ...grpc.CallOption) (kvpb.Kv_KvBatchCommandsClient, error) {
+	return nil, fmt.Errorf("client: batch streams are for remote stores")
+}
+
+func (l localKv) KvScanLock(ctx context.Context, in *kvpb.ScanLockRequest, _ ...grpc.CallOption) (*kvpb.ScanLockResponse, error) {
+	return l.srv.KvScanLock(ctx, in)
 }

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 
@@ -198,34 +198,13 @@ func (c *Client) snapshotGet(ctx context.Context, view readView, key []byte) ([]
 // bo) unreachable stores and region errors. The response it returns has no
 // region error; a key error (a lock, a conflict) is the caller's to handle.
 func (c *Client) sendGet(bo *backoffer, req *kvpb.GetRequest) (*kvpb.GetResponse, error) {
-	for {
-		e, err := c.regions.locate(bo.ctx, req.Key)
-		if err != nil {
-			return nil, err
-		}
-		kvc, err := c.kvClient(e)
-		if err != nil {
-			if err := c.onSendFailure(bo, e, err); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		req.Context = e.rpcCtx
-		resp, err := kvc.KvGet(bo.ctx, req)
-		if err != nil {
-			if err := c.onSendFailure(bo, e, err); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if resp.RegionError != nil {
-			if err := c.onRegionError(bo, e, resp.RegionError); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		return resp, nil
-	}
+	resp, _, err := sendRequest(c, bo,
+		func() (*regionEntry, error) { return c.regions.locate(bo.ctx, req.Key) },
+		func(kvc kvpb.KvClient, e *regionEntry) (*kvpb.GetResponse, error) {
+			req.Context = e.rpcCtx
+			return kvc.KvGet(bo.ctx, req)
+		})
+	return resp, err
 }
 
 // BatchGet returns the visible values of the keys that exist, keyed by
@@ -282,21 +261,13 @@ func (c *Client) batchGet(bo *backoffer, view readView, keys [][]byte, found fun
 }
 
 func (c *Client) batchGetRegion(bo *backoffer, view readView, e *regionEntry, keys [][]byte, found func(k, v []byte)) error {
-	kvc, err := c.kvClient(e)
-	var resp *kvpb.BatchGetResponse
-	if err == nil {
-		resp, err = kvc.KvBatchGet(bo.ctx, &kvpb.BatchGetRequest{Context: e.rpcCtx, Keys: keys, Version: view.ts})
-	}
+	resp, outcome, err := sendOnce(c, bo, e, func(kvc kvpb.KvClient) (*kvpb.BatchGetResponse, error) {
+		return kvc.KvBatchGet(bo.ctx, &kvpb.BatchGetRequest{Context: e.rpcCtx, Keys: keys, Version: view.ts})
+	})
 	if err != nil {
-		if err := c.onSendFailure(bo, e, err); err != nil {
-			return err
-		}
-		return c.batchGet(bo, view, keys, found)
+		return err
 	}
-	if resp.RegionError != nil {
-		if err := c.onRegionError(bo, e, resp.RegionError); err != nil {
-			return err
-		}
+	if outcome != sent {
 		// The region may have changed shape: regroup and retry.
 		return c.batchGet(bo, view, keys, found)
 	}

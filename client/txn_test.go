@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 

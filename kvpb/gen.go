@@ -2,4 +2,4 @@
 // and placement-driver APIs (see kvpb.proto).
 package kvpb
 
-//go:generate protoc --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative kvpb.proto
+//go:generate protoc --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative kvpb.proto raftmsg.proto

@@ -26,6 +26,63 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// PeerRole is a replica's part in its region's Raft configuration. A
+// learner receives the log but does not vote; IncomingVoter and
+// DemotingVoter exist only while a membership change is in joint
+// consensus (the first votes only in the new configuration, the second
+// only in the old one).
+type PeerRole int32
+
+const (
+	PeerRole_Voter         PeerRole = 0
+	PeerRole_Learner       PeerRole = 1
+	PeerRole_IncomingVoter PeerRole = 2
+	PeerRole_DemotingVoter PeerRole = 3
+)
+
+// Enum value maps for PeerRole.
+var (
+	PeerRole_name = map[int32]string{
+		0: "Voter",
+		1: "Learner",
+		2: "IncomingVoter",
+		3: "DemotingVoter",
+	}
+	PeerRole_value = map[string]int32{
+		"Voter":         0,
+		"Learner":       1,
+		"IncomingVoter": 2,
+		"DemotingVoter": 3,
+	}
+)
+
+func (x PeerRole) Enum() *PeerRole {
+	p := new(PeerRole)
+	*p = x
+	return p
+}
+
+func (x PeerRole) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PeerRole) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvpb_proto_enumTypes[0].Descriptor()
+}
+
+func (PeerRole) Type() protoreflect.EnumType {
+	return &file_kvpb_proto_enumTypes[0]
+}
+
+func (x PeerRole) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PeerRole.Descriptor instead.
+func (PeerRole) EnumDescriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{0}
+}
+
 type Op int32
 
 const (
@@ -71,11 +128,11 @@ func (x Op) String() string {
 }
 
 func (Op) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvpb_proto_enumTypes[0].Descriptor()
+	return file_kvpb_proto_enumTypes[1].Descriptor()
 }
 
 func (Op) Type() protoreflect.EnumType {
-	return &file_kvpb_proto_enumTypes[0]
+	return &file_kvpb_proto_enumTypes[1]
 }
 
 func (x Op) Number() protoreflect.EnumNumber {
@@ -84,7 +141,7 @@ func (x Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Op.Descriptor instead.
 func (Op) EnumDescriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{0}
+	return file_kvpb_proto_rawDescGZIP(), []int{1}
 }
 
 type Action int32
@@ -123,11 +180,11 @@ func (x Action) String() string {
 }
 
 func (Action) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvpb_proto_enumTypes[1].Descriptor()
+	return file_kvpb_proto_enumTypes[2].Descriptor()
 }
 
 func (Action) Type() protoreflect.EnumType {
-	return &file_kvpb_proto_enumTypes[1]
+	return &file_kvpb_proto_enumTypes[2]
 }
 
 func (x Action) Number() protoreflect.EnumNumber {
@@ -136,7 +193,7 @@ func (x Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Action.Descriptor instead.
 func (Action) EnumDescriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{1}
+	return file_kvpb_proto_rawDescGZIP(), []int{2}
 }
 
 type DeadlockRequestType int32
@@ -172,11 +229,11 @@ func (x DeadlockRequestType) String() string {
 }
 
 func (DeadlockRequestType) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvpb_proto_enumTypes[2].Descriptor()
+	return file_kvpb_proto_enumTypes[3].Descriptor()
 }
 
 func (DeadlockRequestType) Type() protoreflect.EnumType {
-	return &file_kvpb_proto_enumTypes[2]
+	return &file_kvpb_proto_enumTypes[3]
 }
 
 func (x DeadlockRequestType) Number() protoreflect.EnumNumber {
@@ -185,7 +242,65 @@ func (x DeadlockRequestType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use DeadlockRequestType.Descriptor instead.
 func (DeadlockRequestType) EnumDescriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{2}
+	return file_kvpb_proto_rawDescGZIP(), []int{3}
+}
+
+type OperatorKind int32
+
+const (
+	OperatorKind_AddLearner     OperatorKind = 0
+	OperatorKind_PromoteLearner OperatorKind = 1
+	OperatorKind_LeaveJoint     OperatorKind = 2
+	OperatorKind_RemovePeer     OperatorKind = 3
+	OperatorKind_TransferLeader OperatorKind = 4
+	OperatorKind_DemoteVoter    OperatorKind = 5
+)
+
+// Enum value maps for OperatorKind.
+var (
+	OperatorKind_name = map[int32]string{
+		0: "AddLearner",
+		1: "PromoteLearner",
+		2: "LeaveJoint",
+		3: "RemovePeer",
+		4: "TransferLeader",
+		5: "DemoteVoter",
+	}
+	OperatorKind_value = map[string]int32{
+		"AddLearner":     0,
+		"PromoteLearner": 1,
+		"LeaveJoint":     2,
+		"RemovePeer":     3,
+		"TransferLeader": 4,
+		"DemoteVoter":    5,
+	}
+)
+
+func (x OperatorKind) Enum() *OperatorKind {
+	p := new(OperatorKind)
+	*p = x
+	return p
+}
+
+func (x OperatorKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OperatorKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvpb_proto_enumTypes[4].Descriptor()
+}
+
+func (OperatorKind) Type() protoreflect.EnumType {
+	return &file_kvpb_proto_enumTypes[4]
+}
+
+func (x OperatorKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OperatorKind.Descriptor instead.
+func (OperatorKind) EnumDescriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{4}
 }
 
 type RegionEpoch struct {
@@ -244,6 +359,7 @@ type Peer struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	StoreId       uint64                 `protobuf:"varint,2,opt,name=store_id,json=storeId,proto3" json:"store_id,omitempty"`
+	Role          PeerRole               `protobuf:"varint,3,opt,name=role,proto3,enum=kvpb.PeerRole" json:"role,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -290,6 +406,13 @@ func (x *Peer) GetStoreId() uint64 {
 		return x.StoreId
 	}
 	return 0
+}
+
+func (x *Peer) GetRole() PeerRole {
+	if x != nil {
+		return x.Role
+	}
+	return PeerRole_Voter
 }
 
 type Region struct {
@@ -371,7 +494,12 @@ func (x *Region) GetPeers() []*Peer {
 type Store struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"` // gRPC address
+	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"` // gRPC address other nodes dial (--advertise-addr)
+	SqlAddress    string                 `protobuf:"bytes,3,opt,name=sql_address,json=sqlAddress,proto3" json:"sql_address,omitempty"`
+	RespAddress   string                 `protobuf:"bytes,4,opt,name=resp_address,json=respAddress,proto3" json:"resp_address,omitempty"`
+	HttpAddress   string                 `protobuf:"bytes,5,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
+	Version       string                 `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
+	StartUnixMs   int64                  `protobuf:"varint,7,opt,name=start_unix_ms,json=startUnixMs,proto3" json:"start_unix_ms,omitempty"` // when the node last started
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -418,6 +546,41 @@ func (x *Store) GetAddress() string {
 		return x.Address
 	}
 	return ""
+}
+
+func (x *Store) GetSqlAddress() string {
+	if x != nil {
+		return x.SqlAddress
+	}
+	return ""
+}
+
+func (x *Store) GetRespAddress() string {
+	if x != nil {
+		return x.RespAddress
+	}
+	return ""
+}
+
+func (x *Store) GetHttpAddress() string {
+	if x != nil {
+		return x.HttpAddress
+	}
+	return ""
+}
+
+func (x *Store) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *Store) GetStartUnixMs() int64 {
+	if x != nil {
+		return x.StartUnixMs
+	}
+	return 0
 }
 
 // Context routes a request to one region replica and proves the client's
@@ -3048,6 +3211,360 @@ func (x *DestroyRangeResponse) GetError() string {
 	return ""
 }
 
+// ScanLockRequest lists the locks in [start_key, end_key) (clipped to the
+// region) of transactions that started at or below max_version: what GC
+// must resolve before it publishes a safe point.
+type ScanLockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	StartKey      []byte                 `protobuf:"bytes,2,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
+	EndKey        []byte                 `protobuf:"bytes,3,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
+	MaxVersion    uint64                 `protobuf:"varint,4,opt,name=max_version,json=maxVersion,proto3" json:"max_version,omitempty"`
+	Limit         uint32                 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanLockRequest) Reset() {
+	*x = ScanLockRequest{}
+	mi := &file_kvpb_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanLockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanLockRequest) ProtoMessage() {}
+
+func (x *ScanLockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanLockRequest.ProtoReflect.Descriptor instead.
+func (*ScanLockRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ScanLockRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *ScanLockRequest) GetStartKey() []byte {
+	if x != nil {
+		return x.StartKey
+	}
+	return nil
+}
+
+func (x *ScanLockRequest) GetEndKey() []byte {
+	if x != nil {
+		return x.EndKey
+	}
+	return nil
+}
+
+func (x *ScanLockRequest) GetMaxVersion() uint64 {
+	if x != nil {
+		return x.MaxVersion
+	}
+	return 0
+}
+
+func (x *ScanLockRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type ScanLockResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *RegionError           `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Locks         []*LockInfo            `protobuf:"bytes,2,rep,name=locks,proto3" json:"locks,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScanLockResponse) Reset() {
+	*x = ScanLockResponse{}
+	mi := &file_kvpb_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScanLockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScanLockResponse) ProtoMessage() {}
+
+func (x *ScanLockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScanLockResponse.ProtoReflect.Descriptor instead.
+func (*ScanLockResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ScanLockResponse) GetRegionError() *RegionError {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *ScanLockResponse) GetLocks() []*LockInfo {
+	if x != nil {
+		return x.Locks
+	}
+	return nil
+}
+
+func (x *ScanLockResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// BatchRequest carries many KV requests on one stream (KvBatchCommands):
+// a client sends every request it has in flight to a store in one
+// message instead of one RPC each. method names the Kv method ("KvGet"),
+// request is that method's request message, marshaled.
+type BatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*BatchRequestEntry   `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchRequest) Reset() {
+	*x = BatchRequest{}
+	mi := &file_kvpb_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchRequest) ProtoMessage() {}
+
+func (x *BatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
+func (*BatchRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *BatchRequest) GetEntries() []*BatchRequestEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type BatchRequestEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Method        string                 `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	Request       []byte                 `protobuf:"bytes,3,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchRequestEntry) Reset() {
+	*x = BatchRequestEntry{}
+	mi := &file_kvpb_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchRequestEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchRequestEntry) ProtoMessage() {}
+
+func (x *BatchRequestEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchRequestEntry.ProtoReflect.Descriptor instead.
+func (*BatchRequestEntry) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *BatchRequestEntry) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *BatchRequestEntry) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *BatchRequestEntry) GetRequest() []byte {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+// BatchResponse answers entries of BatchRequests, in the order they
+// complete: response is the method's response message, marshaled, or
+// error says why there is none.
+type BatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*BatchResponseEntry  `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResponse) Reset() {
+	*x = BatchResponse{}
+	mi := &file_kvpb_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResponse) ProtoMessage() {}
+
+func (x *BatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
+func (*BatchResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *BatchResponse) GetEntries() []*BatchResponseEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type BatchResponseEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Response      []byte                 `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchResponseEntry) Reset() {
+	*x = BatchResponseEntry{}
+	mi := &file_kvpb_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchResponseEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchResponseEntry) ProtoMessage() {}
+
+func (x *BatchResponseEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchResponseEntry.ProtoReflect.Descriptor instead.
+func (*BatchResponseEntry) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *BatchResponseEntry) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *BatchResponseEntry) GetResponse() []byte {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *BatchResponseEntry) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // WaitForEntry is an edge of the cluster's wait-for graph: transaction txn
 // waits for a lock held by transaction wait_for_txn on key (key_hash
 // identifies it; key is for messages only).
@@ -3063,7 +3580,7 @@ type WaitForEntry struct {
 
 func (x *WaitForEntry) Reset() {
 	*x = WaitForEntry{}
-	mi := &file_kvpb_proto_msgTypes[43]
+	mi := &file_kvpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3075,7 +3592,7 @@ func (x *WaitForEntry) String() string {
 func (*WaitForEntry) ProtoMessage() {}
 
 func (x *WaitForEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[43]
+	mi := &file_kvpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3088,7 +3605,7 @@ func (x *WaitForEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitForEntry.ProtoReflect.Descriptor instead.
 func (*WaitForEntry) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{43}
+	return file_kvpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *WaitForEntry) GetTxn() uint64 {
@@ -3129,7 +3646,7 @@ type DeadlockRequest struct {
 
 func (x *DeadlockRequest) Reset() {
 	*x = DeadlockRequest{}
-	mi := &file_kvpb_proto_msgTypes[44]
+	mi := &file_kvpb_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3141,7 +3658,7 @@ func (x *DeadlockRequest) String() string {
 func (*DeadlockRequest) ProtoMessage() {}
 
 func (x *DeadlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[44]
+	mi := &file_kvpb_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3154,7 +3671,7 @@ func (x *DeadlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadlockRequest.ProtoReflect.Descriptor instead.
 func (*DeadlockRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{44}
+	return file_kvpb_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DeadlockRequest) GetTp() DeadlockRequestType {
@@ -3188,7 +3705,7 @@ type DeadlockResponse struct {
 
 func (x *DeadlockResponse) Reset() {
 	*x = DeadlockResponse{}
-	mi := &file_kvpb_proto_msgTypes[45]
+	mi := &file_kvpb_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3200,7 +3717,7 @@ func (x *DeadlockResponse) String() string {
 func (*DeadlockResponse) ProtoMessage() {}
 
 func (x *DeadlockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[45]
+	mi := &file_kvpb_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3213,7 +3730,7 @@ func (x *DeadlockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadlockResponse.ProtoReflect.Descriptor instead.
 func (*DeadlockResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{45}
+	return file_kvpb_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DeadlockResponse) GetEntry() *WaitForEntry {
@@ -3253,7 +3770,7 @@ type PDError struct {
 
 func (x *PDError) Reset() {
 	*x = PDError{}
-	mi := &file_kvpb_proto_msgTypes[46]
+	mi := &file_kvpb_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3265,7 +3782,7 @@ func (x *PDError) String() string {
 func (*PDError) ProtoMessage() {}
 
 func (x *PDError) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[46]
+	mi := &file_kvpb_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3278,7 +3795,7 @@ func (x *PDError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PDError.ProtoReflect.Descriptor instead.
 func (*PDError) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{46}
+	return file_kvpb_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *PDError) GetMessage() string {
@@ -3297,7 +3814,7 @@ type TsoRequest struct {
 
 func (x *TsoRequest) Reset() {
 	*x = TsoRequest{}
-	mi := &file_kvpb_proto_msgTypes[47]
+	mi := &file_kvpb_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3309,7 +3826,7 @@ func (x *TsoRequest) String() string {
 func (*TsoRequest) ProtoMessage() {}
 
 func (x *TsoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[47]
+	mi := &file_kvpb_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3322,7 +3839,7 @@ func (x *TsoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoRequest.ProtoReflect.Descriptor instead.
 func (*TsoRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{47}
+	return file_kvpb_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *TsoRequest) GetCount() uint32 {
@@ -3345,7 +3862,7 @@ type TsoResponse struct {
 
 func (x *TsoResponse) Reset() {
 	*x = TsoResponse{}
-	mi := &file_kvpb_proto_msgTypes[48]
+	mi := &file_kvpb_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3357,7 +3874,7 @@ func (x *TsoResponse) String() string {
 func (*TsoResponse) ProtoMessage() {}
 
 func (x *TsoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[48]
+	mi := &file_kvpb_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3370,7 +3887,7 @@ func (x *TsoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoResponse.ProtoReflect.Descriptor instead.
 func (*TsoResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{48}
+	return file_kvpb_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *TsoResponse) GetError() *PDError {
@@ -3403,7 +3920,7 @@ type GetRegionRequest struct {
 
 func (x *GetRegionRequest) Reset() {
 	*x = GetRegionRequest{}
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3415,7 +3932,7 @@ func (x *GetRegionRequest) String() string {
 func (*GetRegionRequest) ProtoMessage() {}
 
 func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3428,7 +3945,7 @@ func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{49}
+	return file_kvpb_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetRegionRequest) GetKey() []byte {
@@ -3447,7 +3964,7 @@ type GetRegionByIDRequest struct {
 
 func (x *GetRegionByIDRequest) Reset() {
 	*x = GetRegionByIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3459,7 +3976,7 @@ func (x *GetRegionByIDRequest) String() string {
 func (*GetRegionByIDRequest) ProtoMessage() {}
 
 func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3472,7 +3989,7 @@ func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionByIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{50}
+	return file_kvpb_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetRegionByIDRequest) GetRegionId() uint64 {
@@ -3493,7 +4010,7 @@ type GetRegionResponse struct {
 
 func (x *GetRegionResponse) Reset() {
 	*x = GetRegionResponse{}
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3505,7 +4022,7 @@ func (x *GetRegionResponse) String() string {
 func (*GetRegionResponse) ProtoMessage() {}
 
 func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3518,7 +4035,7 @@ func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionResponse.ProtoReflect.Descriptor instead.
 func (*GetRegionResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{51}
+	return file_kvpb_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetRegionResponse) GetError() *PDError {
@@ -3553,7 +4070,7 @@ type ScanRegionsRequest struct {
 
 func (x *ScanRegionsRequest) Reset() {
 	*x = ScanRegionsRequest{}
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3565,7 +4082,7 @@ func (x *ScanRegionsRequest) String() string {
 func (*ScanRegionsRequest) ProtoMessage() {}
 
 func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3578,7 +4095,7 @@ func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsRequest.ProtoReflect.Descriptor instead.
 func (*ScanRegionsRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{52}
+	return file_kvpb_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ScanRegionsRequest) GetStartKey() []byte {
@@ -3613,7 +4130,7 @@ type ScanRegionsResponse struct {
 
 func (x *ScanRegionsResponse) Reset() {
 	*x = ScanRegionsResponse{}
-	mi := &file_kvpb_proto_msgTypes[53]
+	mi := &file_kvpb_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3625,7 +4142,7 @@ func (x *ScanRegionsResponse) String() string {
 func (*ScanRegionsResponse) ProtoMessage() {}
 
 func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[53]
+	mi := &file_kvpb_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3638,7 +4155,7 @@ func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsResponse.ProtoReflect.Descriptor instead.
 func (*ScanRegionsResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{53}
+	return file_kvpb_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ScanRegionsResponse) GetError() *PDError {
@@ -3671,7 +4188,7 @@ type GetStoreRequest struct {
 
 func (x *GetStoreRequest) Reset() {
 	*x = GetStoreRequest{}
-	mi := &file_kvpb_proto_msgTypes[54]
+	mi := &file_kvpb_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3683,7 +4200,7 @@ func (x *GetStoreRequest) String() string {
 func (*GetStoreRequest) ProtoMessage() {}
 
 func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[54]
+	mi := &file_kvpb_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3696,7 +4213,7 @@ func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreRequest.ProtoReflect.Descriptor instead.
 func (*GetStoreRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{54}
+	return file_kvpb_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GetStoreRequest) GetStoreId() uint64 {
@@ -3716,7 +4233,7 @@ type GetStoreResponse struct {
 
 func (x *GetStoreResponse) Reset() {
 	*x = GetStoreResponse{}
-	mi := &file_kvpb_proto_msgTypes[55]
+	mi := &file_kvpb_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3728,7 +4245,7 @@ func (x *GetStoreResponse) String() string {
 func (*GetStoreResponse) ProtoMessage() {}
 
 func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[55]
+	mi := &file_kvpb_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3741,7 +4258,7 @@ func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreResponse.ProtoReflect.Descriptor instead.
 func (*GetStoreResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{55}
+	return file_kvpb_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GetStoreResponse) GetError() *PDError {
@@ -3767,7 +4284,7 @@ type AllocIDRequest struct {
 
 func (x *AllocIDRequest) Reset() {
 	*x = AllocIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[56]
+	mi := &file_kvpb_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3779,7 +4296,7 @@ func (x *AllocIDRequest) String() string {
 func (*AllocIDRequest) ProtoMessage() {}
 
 func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[56]
+	mi := &file_kvpb_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3792,7 +4309,7 @@ func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDRequest.ProtoReflect.Descriptor instead.
 func (*AllocIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{56}
+	return file_kvpb_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *AllocIDRequest) GetCount() uint32 {
@@ -3812,7 +4329,7 @@ type AllocIDResponse struct {
 
 func (x *AllocIDResponse) Reset() {
 	*x = AllocIDResponse{}
-	mi := &file_kvpb_proto_msgTypes[57]
+	mi := &file_kvpb_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3824,7 +4341,7 @@ func (x *AllocIDResponse) String() string {
 func (*AllocIDResponse) ProtoMessage() {}
 
 func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[57]
+	mi := &file_kvpb_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3837,7 +4354,7 @@ func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDResponse.ProtoReflect.Descriptor instead.
 func (*AllocIDResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{57}
+	return file_kvpb_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *AllocIDResponse) GetError() *PDError {
@@ -3854,6 +4371,887 @@ func (x *AllocIDResponse) GetId() uint64 {
 	return 0
 }
 
+// JoinRequest registers a node with the cluster. A new node sends
+// cluster_id 0 and a store without an id, and gets both; a node that
+// restarts sends its own, and is refused if they belong to another
+// cluster.
+type JoinRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId     uint64                 `protobuf:"varint,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Store         *Store                 `protobuf:"bytes,2,opt,name=store,proto3" json:"store,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinRequest) Reset() {
+	*x = JoinRequest{}
+	mi := &file_kvpb_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinRequest) ProtoMessage() {}
+
+func (x *JoinRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
+func (*JoinRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *JoinRequest) GetClusterId() uint64 {
+	if x != nil {
+		return x.ClusterId
+	}
+	return 0
+}
+
+func (x *JoinRequest) GetStore() *Store {
+	if x != nil {
+		return x.Store
+	}
+	return nil
+}
+
+type JoinResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *PDError               `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	ClusterId     uint64                 `protobuf:"varint,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	StoreId       uint64                 `protobuf:"varint,3,opt,name=store_id,json=storeId,proto3" json:"store_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinResponse) Reset() {
+	*x = JoinResponse{}
+	mi := &file_kvpb_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinResponse) ProtoMessage() {}
+
+func (x *JoinResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
+func (*JoinResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *JoinResponse) GetError() *PDError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *JoinResponse) GetClusterId() uint64 {
+	if x != nil {
+		return x.ClusterId
+	}
+	return 0
+}
+
+func (x *JoinResponse) GetStoreId() uint64 {
+	if x != nil {
+		return x.StoreId
+	}
+	return 0
+}
+
+// PeerProgress is how far a replica's log is known to its leader.
+type PeerProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PeerId        uint64                 `protobuf:"varint,1,opt,name=peer_id,json=peerId,proto3" json:"peer_id,omitempty"`
+	Match         uint64                 `protobuf:"varint,2,opt,name=match,proto3" json:"match,omitempty"`
+	Active        bool                   `protobuf:"varint,3,opt,name=active,proto3" json:"active,omitempty"` // heard from within an election timeout
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PeerProgress) Reset() {
+	*x = PeerProgress{}
+	mi := &file_kvpb_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PeerProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PeerProgress) ProtoMessage() {}
+
+func (x *PeerProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PeerProgress.ProtoReflect.Descriptor instead.
+func (*PeerProgress) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *PeerProgress) GetPeerId() uint64 {
+	if x != nil {
+		return x.PeerId
+	}
+	return 0
+}
+
+func (x *PeerProgress) GetMatch() uint64 {
+	if x != nil {
+		return x.Match
+	}
+	return 0
+}
+
+func (x *PeerProgress) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
+// RegionStat is what a region's leader reports of it.
+type RegionStat struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Region          *Region                `protobuf:"bytes,1,opt,name=region,proto3" json:"region,omitempty"`
+	Leader          *Peer                  `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`
+	Term            uint64                 `protobuf:"varint,3,opt,name=term,proto3" json:"term,omitempty"`
+	CommitIndex     uint64                 `protobuf:"varint,4,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	AppliedIndex    uint64                 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	Progress        []*PeerProgress        `protobuf:"bytes,6,rep,name=progress,proto3" json:"progress,omitempty"`
+	ApproximateKeys uint64                 `protobuf:"varint,7,opt,name=approximate_keys,json=approximateKeys,proto3" json:"approximate_keys,omitempty"`
+	ApproximateSize uint64                 `protobuf:"varint,8,opt,name=approximate_size,json=approximateSize,proto3" json:"approximate_size,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RegionStat) Reset() {
+	*x = RegionStat{}
+	mi := &file_kvpb_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionStat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionStat) ProtoMessage() {}
+
+func (x *RegionStat) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionStat.ProtoReflect.Descriptor instead.
+func (*RegionStat) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *RegionStat) GetRegion() *Region {
+	if x != nil {
+		return x.Region
+	}
+	return nil
+}
+
+func (x *RegionStat) GetLeader() *Peer {
+	if x != nil {
+		return x.Leader
+	}
+	return nil
+}
+
+func (x *RegionStat) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *RegionStat) GetCommitIndex() uint64 {
+	if x != nil {
+		return x.CommitIndex
+	}
+	return 0
+}
+
+func (x *RegionStat) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *RegionStat) GetProgress() []*PeerProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+func (x *RegionStat) GetApproximateKeys() uint64 {
+	if x != nil {
+		return x.ApproximateKeys
+	}
+	return 0
+}
+
+func (x *RegionStat) GetApproximateSize() uint64 {
+	if x != nil {
+		return x.ApproximateSize
+	}
+	return 0
+}
+
+// Operator is one change PD asks a region's leader to make. epoch is the
+// region epoch it was decided under: a leader whose region has moved on
+// ignores it.
+type Operator struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionId      uint64                 `protobuf:"varint,1,opt,name=region_id,json=regionId,proto3" json:"region_id,omitempty"`
+	Epoch         *RegionEpoch           `protobuf:"bytes,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Kind          OperatorKind           `protobuf:"varint,3,opt,name=kind,proto3,enum=kvpb.OperatorKind" json:"kind,omitempty"`
+	Peer          *Peer                  `protobuf:"bytes,4,opt,name=peer,proto3" json:"peer,omitempty"`
+	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Operator) Reset() {
+	*x = Operator{}
+	mi := &file_kvpb_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Operator) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Operator) ProtoMessage() {}
+
+func (x *Operator) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Operator.ProtoReflect.Descriptor instead.
+func (*Operator) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *Operator) GetRegionId() uint64 {
+	if x != nil {
+		return x.RegionId
+	}
+	return 0
+}
+
+func (x *Operator) GetEpoch() *RegionEpoch {
+	if x != nil {
+		return x.Epoch
+	}
+	return nil
+}
+
+func (x *Operator) GetKind() OperatorKind {
+	if x != nil {
+		return x.Kind
+	}
+	return OperatorKind_AddLearner
+}
+
+func (x *Operator) GetPeer() *Peer {
+	if x != nil {
+		return x.Peer
+	}
+	return nil
+}
+
+func (x *Operator) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// StoreHeartbeatRequest is one store's report, sent every second: itself,
+// and every region it leads. Batched per store (never per region).
+type StoreHeartbeatRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId     uint64                 `protobuf:"varint,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Store         *Store                 `protobuf:"bytes,2,opt,name=store,proto3" json:"store,omitempty"`
+	Regions       []*RegionStat          `protobuf:"bytes,3,rep,name=regions,proto3" json:"regions,omitempty"`
+	ReplicaCount  uint32                 `protobuf:"varint,4,opt,name=replica_count,json=replicaCount,proto3" json:"replica_count,omitempty"` // replicas the store holds, led or not
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreHeartbeatRequest) Reset() {
+	*x = StoreHeartbeatRequest{}
+	mi := &file_kvpb_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreHeartbeatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreHeartbeatRequest) ProtoMessage() {}
+
+func (x *StoreHeartbeatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreHeartbeatRequest.ProtoReflect.Descriptor instead.
+func (*StoreHeartbeatRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *StoreHeartbeatRequest) GetClusterId() uint64 {
+	if x != nil {
+		return x.ClusterId
+	}
+	return 0
+}
+
+func (x *StoreHeartbeatRequest) GetStore() *Store {
+	if x != nil {
+		return x.Store
+	}
+	return nil
+}
+
+func (x *StoreHeartbeatRequest) GetRegions() []*RegionStat {
+	if x != nil {
+		return x.Regions
+	}
+	return nil
+}
+
+func (x *StoreHeartbeatRequest) GetReplicaCount() uint32 {
+	if x != nil {
+		return x.ReplicaCount
+	}
+	return 0
+}
+
+type StoreHeartbeatResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Error     *PDError               `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Operators []*Operator            `protobuf:"bytes,2,rep,name=operators,proto3" json:"operators,omitempty"`
+	// stores is the cluster's store directory, so that every node can
+	// reach every other one without asking.
+	Stores        []*Store `protobuf:"bytes,3,rep,name=stores,proto3" json:"stores,omitempty"`
+	PdLeaderStore uint64   `protobuf:"varint,4,opt,name=pd_leader_store,json=pdLeaderStore,proto3" json:"pd_leader_store,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreHeartbeatResponse) Reset() {
+	*x = StoreHeartbeatResponse{}
+	mi := &file_kvpb_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreHeartbeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreHeartbeatResponse) ProtoMessage() {}
+
+func (x *StoreHeartbeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreHeartbeatResponse.ProtoReflect.Descriptor instead.
+func (*StoreHeartbeatResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *StoreHeartbeatResponse) GetError() *PDError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *StoreHeartbeatResponse) GetOperators() []*Operator {
+	if x != nil {
+		return x.Operators
+	}
+	return nil
+}
+
+func (x *StoreHeartbeatResponse) GetStores() []*Store {
+	if x != nil {
+		return x.Stores
+	}
+	return nil
+}
+
+func (x *StoreHeartbeatResponse) GetPdLeaderStore() uint64 {
+	if x != nil {
+		return x.PdLeaderStore
+	}
+	return 0
+}
+
+type ClusterStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterStatusRequest) Reset() {
+	*x = ClusterStatusRequest{}
+	mi := &file_kvpb_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterStatusRequest) ProtoMessage() {}
+
+func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
+func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{71}
+}
+
+type StoreStatus struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Store               *Store                 `protobuf:"bytes,1,opt,name=store,proto3" json:"store,omitempty"`
+	Up                  bool                   `protobuf:"varint,2,opt,name=up,proto3" json:"up,omitempty"`
+	LastHeartbeatUnixMs int64                  `protobuf:"varint,3,opt,name=last_heartbeat_unix_ms,json=lastHeartbeatUnixMs,proto3" json:"last_heartbeat_unix_ms,omitempty"`
+	StateSinceUnixMs    int64                  `protobuf:"varint,4,opt,name=state_since_unix_ms,json=stateSinceUnixMs,proto3" json:"state_since_unix_ms,omitempty"` // when it last went up or down
+	ReplicaCount        uint32                 `protobuf:"varint,5,opt,name=replica_count,json=replicaCount,proto3" json:"replica_count,omitempty"`
+	LeaderCount         uint32                 `protobuf:"varint,6,opt,name=leader_count,json=leaderCount,proto3" json:"leader_count,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *StoreStatus) Reset() {
+	*x = StoreStatus{}
+	mi := &file_kvpb_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreStatus) ProtoMessage() {}
+
+func (x *StoreStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreStatus.ProtoReflect.Descriptor instead.
+func (*StoreStatus) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *StoreStatus) GetStore() *Store {
+	if x != nil {
+		return x.Store
+	}
+	return nil
+}
+
+func (x *StoreStatus) GetUp() bool {
+	if x != nil {
+		return x.Up
+	}
+	return false
+}
+
+func (x *StoreStatus) GetLastHeartbeatUnixMs() int64 {
+	if x != nil {
+		return x.LastHeartbeatUnixMs
+	}
+	return 0
+}
+
+func (x *StoreStatus) GetStateSinceUnixMs() int64 {
+	if x != nil {
+		return x.StateSinceUnixMs
+	}
+	return 0
+}
+
+func (x *StoreStatus) GetReplicaCount() uint32 {
+	if x != nil {
+		return x.ReplicaCount
+	}
+	return 0
+}
+
+func (x *StoreStatus) GetLeaderCount() uint32 {
+	if x != nil {
+		return x.LeaderCount
+	}
+	return 0
+}
+
+type RegionStatus struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Region          *Region                `protobuf:"bytes,1,opt,name=region,proto3" json:"region,omitempty"`
+	Leader          *Peer                  `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`
+	Progress        []*PeerProgress        `protobuf:"bytes,3,rep,name=progress,proto3" json:"progress,omitempty"`
+	CommitIndex     uint64                 `protobuf:"varint,4,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	UnderReplicated bool                   `protobuf:"varint,5,opt,name=under_replicated,json=underReplicated,proto3" json:"under_replicated,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *RegionStatus) Reset() {
+	*x = RegionStatus{}
+	mi := &file_kvpb_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegionStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegionStatus) ProtoMessage() {}
+
+func (x *RegionStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegionStatus.ProtoReflect.Descriptor instead.
+func (*RegionStatus) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *RegionStatus) GetRegion() *Region {
+	if x != nil {
+		return x.Region
+	}
+	return nil
+}
+
+func (x *RegionStatus) GetLeader() *Peer {
+	if x != nil {
+		return x.Leader
+	}
+	return nil
+}
+
+func (x *RegionStatus) GetProgress() []*PeerProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+func (x *RegionStatus) GetCommitIndex() uint64 {
+	if x != nil {
+		return x.CommitIndex
+	}
+	return 0
+}
+
+func (x *RegionStatus) GetUnderReplicated() bool {
+	if x != nil {
+		return x.UnderReplicated
+	}
+	return false
+}
+
+type ClusterStatusResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *PDError               `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	ClusterId     uint64                 `protobuf:"varint,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Replicas      uint32                 `protobuf:"varint,3,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	PdLeaderStore uint64                 `protobuf:"varint,4,opt,name=pd_leader_store,json=pdLeaderStore,proto3" json:"pd_leader_store,omitempty"`
+	Stores        []*StoreStatus         `protobuf:"bytes,5,rep,name=stores,proto3" json:"stores,omitempty"`
+	Regions       []*RegionStatus        `protobuf:"bytes,6,rep,name=regions,proto3" json:"regions,omitempty"`
+	GcSafePoint   uint64                 `protobuf:"varint,7,opt,name=gc_safe_point,json=gcSafePoint,proto3" json:"gc_safe_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterStatusResponse) Reset() {
+	*x = ClusterStatusResponse{}
+	mi := &file_kvpb_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterStatusResponse) ProtoMessage() {}
+
+func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
+func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *ClusterStatusResponse) GetError() *PDError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *ClusterStatusResponse) GetClusterId() uint64 {
+	if x != nil {
+		return x.ClusterId
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetReplicas() uint32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetPdLeaderStore() uint64 {
+	if x != nil {
+		return x.PdLeaderStore
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetStores() []*StoreStatus {
+	if x != nil {
+		return x.Stores
+	}
+	return nil
+}
+
+func (x *ClusterStatusResponse) GetRegions() []*RegionStatus {
+	if x != nil {
+		return x.Regions
+	}
+	return nil
+}
+
+func (x *ClusterStatusResponse) GetGcSafePoint() uint64 {
+	if x != nil {
+		return x.GcSafePoint
+	}
+	return 0
+}
+
+type GCSafePointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SafePoint     uint64                 `protobuf:"varint,1,opt,name=safe_point,json=safePoint,proto3" json:"safe_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GCSafePointRequest) Reset() {
+	*x = GCSafePointRequest{}
+	mi := &file_kvpb_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GCSafePointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GCSafePointRequest) ProtoMessage() {}
+
+func (x *GCSafePointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GCSafePointRequest.ProtoReflect.Descriptor instead.
+func (*GCSafePointRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *GCSafePointRequest) GetSafePoint() uint64 {
+	if x != nil {
+		return x.SafePoint
+	}
+	return 0
+}
+
+type GCSafePointResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *PDError               `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	SafePoint     uint64                 `protobuf:"varint,2,opt,name=safe_point,json=safePoint,proto3" json:"safe_point,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GCSafePointResponse) Reset() {
+	*x = GCSafePointResponse{}
+	mi := &file_kvpb_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GCSafePointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GCSafePointResponse) ProtoMessage() {}
+
+func (x *GCSafePointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GCSafePointResponse.ProtoReflect.Descriptor instead.
+func (*GCSafePointResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *GCSafePointResponse) GetError() *PDError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *GCSafePointResponse) GetSafePoint() uint64 {
+	if x != nil {
+		return x.SafePoint
+	}
+	return 0
+}
+
 var File_kvpb_proto protoreflect.FileDescriptor
 
 const file_kvpb_proto_rawDesc = "" +
@@ -3862,20 +5260,27 @@ const file_kvpb_proto_rawDesc = "" +
 	"kvpb.proto\x12\x04kvpb\"B\n" +
 	"\vRegionEpoch\x12\x19\n" +
 	"\bconf_ver\x18\x01 \x01(\x04R\aconfVer\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\x04R\aversion\"1\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\"U\n" +
 	"\x04Peer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x19\n" +
-	"\bstore_id\x18\x02 \x01(\x04R\astoreId\"\x99\x01\n" +
+	"\bstore_id\x18\x02 \x01(\x04R\astoreId\x12\"\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x0e.kvpb.PeerRoleR\x04role\"\x99\x01\n" +
 	"\x06Region\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1b\n" +
 	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
 	"\aend_key\x18\x03 \x01(\fR\x06endKey\x12'\n" +
 	"\x05epoch\x18\x04 \x01(\v2\x11.kvpb.RegionEpochR\x05epoch\x12 \n" +
 	"\x05peers\x18\x05 \x03(\v2\n" +
-	".kvpb.PeerR\x05peers\"1\n" +
+	".kvpb.PeerR\x05peers\"\xd6\x01\n" +
 	"\x05Store\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x18\n" +
-	"\aaddress\x18\x02 \x01(\tR\aaddress\"|\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1f\n" +
+	"\vsql_address\x18\x03 \x01(\tR\n" +
+	"sqlAddress\x12!\n" +
+	"\fresp_address\x18\x04 \x01(\tR\vrespAddress\x12!\n" +
+	"\fhttp_address\x18\x05 \x01(\tR\vhttpAddress\x12\x18\n" +
+	"\aversion\x18\x06 \x01(\tR\aversion\x12\"\n" +
+	"\rstart_unix_ms\x18\a \x01(\x03R\vstartUnixMs\"|\n" +
 	"\aContext\x12\x1b\n" +
 	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x124\n" +
 	"\fregion_epoch\x18\x02 \x01(\v2\x11.kvpb.RegionEpochR\vregionEpoch\x12\x1e\n" +
@@ -4079,7 +5484,30 @@ const file_kvpb_proto_rawDesc = "" +
 	"safe_point\x18\x04 \x01(\x04R\tsafePoint\"b\n" +
 	"\x14DestroyRangeResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"o\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xa7\x01\n" +
+	"\x0fScanLockRequest\x12'\n" +
+	"\acontext\x18\x01 \x01(\v2\r.kvpb.ContextR\acontext\x12\x1b\n" +
+	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
+	"\aend_key\x18\x03 \x01(\fR\x06endKey\x12\x1f\n" +
+	"\vmax_version\x18\x04 \x01(\x04R\n" +
+	"maxVersion\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\rR\x05limit\"\x84\x01\n" +
+	"\x10ScanLockResponse\x124\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12$\n" +
+	"\x05locks\x18\x02 \x03(\v2\x0e.kvpb.LockInfoR\x05locks\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"A\n" +
+	"\fBatchRequest\x121\n" +
+	"\aentries\x18\x01 \x03(\v2\x17.kvpb.BatchRequestEntryR\aentries\"U\n" +
+	"\x11BatchRequestEntry\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12\x18\n" +
+	"\arequest\x18\x03 \x01(\fR\arequest\"C\n" +
+	"\rBatchResponse\x122\n" +
+	"\aentries\x18\x01 \x03(\v2\x18.kvpb.BatchResponseEntryR\aentries\"V\n" +
+	"\x12BatchResponseEntry\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1a\n" +
+	"\bresponse\x18\x02 \x01(\fR\bresponse\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"o\n" +
 	"\fWaitForEntry\x12\x10\n" +
 	"\x03txn\x18\x01 \x01(\x04R\x03txn\x12 \n" +
 	"\fwait_for_txn\x18\x02 \x01(\x04R\n" +
@@ -4131,7 +5559,85 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x05count\x18\x01 \x01(\rR\x05count\"F\n" +
 	"\x0fAllocIDResponse\x12#\n" +
 	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12\x0e\n" +
-	"\x02id\x18\x02 \x01(\x04R\x02id*c\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\"O\n" +
+	"\vJoinRequest\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\x04R\tclusterId\x12!\n" +
+	"\x05store\x18\x02 \x01(\v2\v.kvpb.StoreR\x05store\"m\n" +
+	"\fJoinResponse\x12#\n" +
+	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x02 \x01(\x04R\tclusterId\x12\x19\n" +
+	"\bstore_id\x18\x03 \x01(\x04R\astoreId\"U\n" +
+	"\fPeerProgress\x12\x17\n" +
+	"\apeer_id\x18\x01 \x01(\x04R\x06peerId\x12\x14\n" +
+	"\x05match\x18\x02 \x01(\x04R\x05match\x12\x16\n" +
+	"\x06active\x18\x03 \x01(\bR\x06active\"\xb8\x02\n" +
+	"\n" +
+	"RegionStat\x12$\n" +
+	"\x06region\x18\x01 \x01(\v2\f.kvpb.RegionR\x06region\x12\"\n" +
+	"\x06leader\x18\x02 \x01(\v2\n" +
+	".kvpb.PeerR\x06leader\x12\x12\n" +
+	"\x04term\x18\x03 \x01(\x04R\x04term\x12!\n" +
+	"\fcommit_index\x18\x04 \x01(\x04R\vcommitIndex\x12#\n" +
+	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\x12.\n" +
+	"\bprogress\x18\x06 \x03(\v2\x12.kvpb.PeerProgressR\bprogress\x12)\n" +
+	"\x10approximate_keys\x18\a \x01(\x04R\x0fapproximateKeys\x12)\n" +
+	"\x10approximate_size\x18\b \x01(\x04R\x0fapproximateSize\"\xb0\x01\n" +
+	"\bOperator\x12\x1b\n" +
+	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x12'\n" +
+	"\x05epoch\x18\x02 \x01(\v2\x11.kvpb.RegionEpochR\x05epoch\x12&\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x12.kvpb.OperatorKindR\x04kind\x12\x1e\n" +
+	"\x04peer\x18\x04 \x01(\v2\n" +
+	".kvpb.PeerR\x04peer\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xaa\x01\n" +
+	"\x15StoreHeartbeatRequest\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\x04R\tclusterId\x12!\n" +
+	"\x05store\x18\x02 \x01(\v2\v.kvpb.StoreR\x05store\x12*\n" +
+	"\aregions\x18\x03 \x03(\v2\x10.kvpb.RegionStatR\aregions\x12#\n" +
+	"\rreplica_count\x18\x04 \x01(\rR\freplicaCount\"\xb8\x01\n" +
+	"\x16StoreHeartbeatResponse\x12#\n" +
+	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12,\n" +
+	"\toperators\x18\x02 \x03(\v2\x0e.kvpb.OperatorR\toperators\x12#\n" +
+	"\x06stores\x18\x03 \x03(\v2\v.kvpb.StoreR\x06stores\x12&\n" +
+	"\x0fpd_leader_store\x18\x04 \x01(\x04R\rpdLeaderStore\"\x16\n" +
+	"\x14ClusterStatusRequest\"\xec\x01\n" +
+	"\vStoreStatus\x12!\n" +
+	"\x05store\x18\x01 \x01(\v2\v.kvpb.StoreR\x05store\x12\x0e\n" +
+	"\x02up\x18\x02 \x01(\bR\x02up\x123\n" +
+	"\x16last_heartbeat_unix_ms\x18\x03 \x01(\x03R\x13lastHeartbeatUnixMs\x12-\n" +
+	"\x13state_since_unix_ms\x18\x04 \x01(\x03R\x10stateSinceUnixMs\x12#\n" +
+	"\rreplica_count\x18\x05 \x01(\rR\freplicaCount\x12!\n" +
+	"\fleader_count\x18\x06 \x01(\rR\vleaderCount\"\xd6\x01\n" +
+	"\fRegionStatus\x12$\n" +
+	"\x06region\x18\x01 \x01(\v2\f.kvpb.RegionR\x06region\x12\"\n" +
+	"\x06leader\x18\x02 \x01(\v2\n" +
+	".kvpb.PeerR\x06leader\x12.\n" +
+	"\bprogress\x18\x03 \x03(\v2\x12.kvpb.PeerProgressR\bprogress\x12!\n" +
+	"\fcommit_index\x18\x04 \x01(\x04R\vcommitIndex\x12)\n" +
+	"\x10under_replicated\x18\x05 \x01(\bR\x0funderReplicated\"\x9c\x02\n" +
+	"\x15ClusterStatusResponse\x12#\n" +
+	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x02 \x01(\x04R\tclusterId\x12\x1a\n" +
+	"\breplicas\x18\x03 \x01(\rR\breplicas\x12&\n" +
+	"\x0fpd_leader_store\x18\x04 \x01(\x04R\rpdLeaderStore\x12)\n" +
+	"\x06stores\x18\x05 \x03(\v2\x11.kvpb.StoreStatusR\x06stores\x12,\n" +
+	"\aregions\x18\x06 \x03(\v2\x12.kvpb.RegionStatusR\aregions\x12\"\n" +
+	"\rgc_safe_point\x18\a \x01(\x04R\vgcSafePoint\"3\n" +
+	"\x12GCSafePointRequest\x12\x1d\n" +
+	"\n" +
+	"safe_point\x18\x01 \x01(\x04R\tsafePoint\"Y\n" +
+	"\x13GCSafePointResponse\x12#\n" +
+	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12\x1d\n" +
+	"\n" +
+	"safe_point\x18\x02 \x01(\x04R\tsafePoint*H\n" +
+	"\bPeerRole\x12\t\n" +
+	"\x05Voter\x10\x00\x12\v\n" +
+	"\aLearner\x10\x01\x12\x11\n" +
+	"\rIncomingVoter\x10\x02\x12\x11\n" +
+	"\rDemotingVoter\x10\x03*c\n" +
 	"\x02Op\x12\a\n" +
 	"\x03Put\x10\x00\x12\a\n" +
 	"\x03Del\x10\x01\x12\b\n" +
@@ -4150,8 +5656,21 @@ const file_kvpb_proto_rawDesc = "" +
 	"\n" +
 	"\x06Detect\x10\x00\x12\x12\n" +
 	"\x0eCleanUpWaitFor\x10\x01\x12\v\n" +
-	"\aCleanUp\x10\x022\xb7\x06\n" +
-	"\x02Kv\x12,\n" +
+	"\aCleanUp\x10\x02*w\n" +
+	"\fOperatorKind\x12\x0e\n" +
+	"\n" +
+	"AddLearner\x10\x00\x12\x12\n" +
+	"\x0ePromoteLearner\x10\x01\x12\x0e\n" +
+	"\n" +
+	"LeaveJoint\x10\x02\x12\x0e\n" +
+	"\n" +
+	"RemovePeer\x10\x03\x12\x12\n" +
+	"\x0eTransferLeader\x10\x04\x12\x0f\n" +
+	"\vDemoteVoter\x10\x052\xb4\a\n" +
+	"\x02Kv\x12>\n" +
+	"\x0fKvBatchCommands\x12\x12.kvpb.BatchRequest\x1a\x13.kvpb.BatchResponse(\x010\x01\x12;\n" +
+	"\n" +
+	"KvScanLock\x12\x15.kvpb.ScanLockRequest\x1a\x16.kvpb.ScanLockResponse\x12,\n" +
 	"\x05KvGet\x12\x10.kvpb.GetRequest\x1a\x11.kvpb.GetResponse\x12;\n" +
 	"\n" +
 	"KvBatchGet\x12\x15.kvpb.BatchGetRequest\x1a\x16.kvpb.BatchGetResponse\x12/\n" +
@@ -4167,8 +5686,12 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x0eKvTxnHeartBeat\x12\x19.kvpb.TxnHeartBeatRequest\x1a\x1a.kvpb.TxnHeartBeatResponse\x12G\n" +
 	"\x0eKvDestroyRange\x12\x19.kvpb.DestroyRangeRequest\x1a\x1a.kvpb.DestroyRangeResponse2K\n" +
 	"\x10DeadlockDetector\x127\n" +
-	"\x06Detect\x12\x15.kvpb.DeadlockRequest\x1a\x16.kvpb.DeadlockResponse2\xeb\x02\n" +
-	"\x02PD\x12*\n" +
+	"\x06Detect\x12\x15.kvpb.DeadlockRequest\x1a\x16.kvpb.DeadlockResponse2\xf5\x04\n" +
+	"\x02PD\x12-\n" +
+	"\x04Join\x12\x11.kvpb.JoinRequest\x1a\x12.kvpb.JoinResponse\x12K\n" +
+	"\x0eStoreHeartbeat\x12\x1b.kvpb.StoreHeartbeatRequest\x1a\x1c.kvpb.StoreHeartbeatResponse\x12H\n" +
+	"\rClusterStatus\x12\x1a.kvpb.ClusterStatusRequest\x1a\x1b.kvpb.ClusterStatusResponse\x12B\n" +
+	"\vGCSafePoint\x12\x18.kvpb.GCSafePointRequest\x1a\x19.kvpb.GCSafePointResponse\x12*\n" +
 	"\x03Tso\x12\x10.kvpb.TsoRequest\x1a\x11.kvpb.TsoResponse\x12<\n" +
 	"\tGetRegion\x12\x16.kvpb.GetRegionRequest\x1a\x17.kvpb.GetRegionResponse\x12D\n" +
 	"\rGetRegionByID\x12\x1a.kvpb.GetRegionByIDRequest\x1a\x17.kvpb.GetRegionResponse\x12B\n" +
@@ -4188,190 +5711,250 @@ func file_kvpb_proto_rawDescGZIP() []byte {
 	return file_kvpb_proto_rawDescData
 }
 
-var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
 var file_kvpb_proto_goTypes = []any{
-	(Op)(0),                             // 0: kvpb.Op
-	(Action)(0),                         // 1: kvpb.Action
-	(DeadlockRequestType)(0),            // 2: kvpb.DeadlockRequestType
-	(*RegionEpoch)(nil),                 // 3: kvpb.RegionEpoch
-	(*Peer)(nil),                        // 4: kvpb.Peer
-	(*Region)(nil),                      // 5: kvpb.Region
-	(*Store)(nil),                       // 6: kvpb.Store
-	(*Context)(nil),                     // 7: kvpb.Context
-	(*RegionError)(nil),                 // 8: kvpb.RegionError
-	(*NotLeader)(nil),                   // 9: kvpb.NotLeader
-	(*EpochNotMatch)(nil),               // 10: kvpb.EpochNotMatch
-	(*KeyNotInRegion)(nil),              // 11: kvpb.KeyNotInRegion
-	(*ServerBusy)(nil),                  // 12: kvpb.ServerBusy
-	(*RegionNotFound)(nil),              // 13: kvpb.RegionNotFound
-	(*Mutation)(nil),                    // 14: kvpb.Mutation
-	(*LockInfo)(nil),                    // 15: kvpb.LockInfo
-	(*WriteConflict)(nil),               // 16: kvpb.WriteConflict
-	(*AlreadyExist)(nil),                // 17: kvpb.AlreadyExist
-	(*TxnNotFound)(nil),                 // 18: kvpb.TxnNotFound
-	(*Deadlock)(nil),                    // 19: kvpb.Deadlock
-	(*KeyError)(nil),                    // 20: kvpb.KeyError
-	(*KvPair)(nil),                      // 21: kvpb.KvPair
-	(*GetRequest)(nil),                  // 22: kvpb.GetRequest
-	(*GetResponse)(nil),                 // 23: kvpb.GetResponse
-	(*BatchGetRequest)(nil),             // 24: kvpb.BatchGetRequest
-	(*BatchGetResponse)(nil),            // 25: kvpb.BatchGetResponse
-	(*ScanRequest)(nil),                 // 26: kvpb.ScanRequest
-	(*ScanResponse)(nil),                // 27: kvpb.ScanResponse
-	(*PrewriteRequest)(nil),             // 28: kvpb.PrewriteRequest
-	(*PrewriteResponse)(nil),            // 29: kvpb.PrewriteResponse
-	(*CommitRequest)(nil),               // 30: kvpb.CommitRequest
-	(*CommitResponse)(nil),              // 31: kvpb.CommitResponse
-	(*BatchRollbackRequest)(nil),        // 32: kvpb.BatchRollbackRequest
-	(*BatchRollbackResponse)(nil),       // 33: kvpb.BatchRollbackResponse
-	(*CheckTxnStatusRequest)(nil),       // 34: kvpb.CheckTxnStatusRequest
-	(*CheckTxnStatusResponse)(nil),      // 35: kvpb.CheckTxnStatusResponse
-	(*ResolveLockRequest)(nil),          // 36: kvpb.ResolveLockRequest
-	(*ResolveLockResponse)(nil),         // 37: kvpb.ResolveLockResponse
-	(*PessimisticLockRequest)(nil),      // 38: kvpb.PessimisticLockRequest
-	(*PessimisticLockResponse)(nil),     // 39: kvpb.PessimisticLockResponse
-	(*PessimisticRollbackRequest)(nil),  // 40: kvpb.PessimisticRollbackRequest
-	(*PessimisticRollbackResponse)(nil), // 41: kvpb.PessimisticRollbackResponse
-	(*TxnHeartBeatRequest)(nil),         // 42: kvpb.TxnHeartBeatRequest
-	(*TxnHeartBeatResponse)(nil),        // 43: kvpb.TxnHeartBeatResponse
-	(*DestroyRangeRequest)(nil),         // 44: kvpb.DestroyRangeRequest
-	(*DestroyRangeResponse)(nil),        // 45: kvpb.DestroyRangeResponse
-	(*WaitForEntry)(nil),                // 46: kvpb.WaitForEntry
-	(*DeadlockRequest)(nil),             // 47: kvpb.DeadlockRequest
-	(*DeadlockResponse)(nil),            // 48: kvpb.DeadlockResponse
-	(*PDError)(nil),                     // 49: kvpb.PDError
-	(*TsoRequest)(nil),                  // 50: kvpb.TsoRequest
-	(*TsoResponse)(nil),                 // 51: kvpb.TsoResponse
-	(*GetRegionRequest)(nil),            // 52: kvpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),        // 53: kvpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),           // 54: kvpb.GetRegionResponse
-	(*ScanRegionsRequest)(nil),          // 55: kvpb.ScanRegionsRequest
-	(*ScanRegionsResponse)(nil),         // 56: kvpb.ScanRegionsResponse
-	(*GetStoreRequest)(nil),             // 57: kvpb.GetStoreRequest
-	(*GetStoreResponse)(nil),            // 58: kvpb.GetStoreResponse
-	(*AllocIDRequest)(nil),              // 59: kvpb.AllocIDRequest
-	(*AllocIDResponse)(nil),             // 60: kvpb.AllocIDResponse
+	(PeerRole)(0),                       // 0: kvpb.PeerRole
+	(Op)(0),                             // 1: kvpb.Op
+	(Action)(0),                         // 2: kvpb.Action
+	(DeadlockRequestType)(0),            // 3: kvpb.DeadlockRequestType
+	(OperatorKind)(0),                   // 4: kvpb.OperatorKind
+	(*RegionEpoch)(nil),                 // 5: kvpb.RegionEpoch
+	(*Peer)(nil),                        // 6: kvpb.Peer
+	(*Region)(nil),                      // 7: kvpb.Region
+	(*Store)(nil),                       // 8: kvpb.Store
+	(*Context)(nil),                     // 9: kvpb.Context
+	(*RegionError)(nil),                 // 10: kvpb.RegionError
+	(*NotLeader)(nil),                   // 11: kvpb.NotLeader
+	(*EpochNotMatch)(nil),               // 12: kvpb.EpochNotMatch
+	(*KeyNotInRegion)(nil),              // 13: kvpb.KeyNotInRegion
+	(*ServerBusy)(nil),                  // 14: kvpb.ServerBusy
+	(*RegionNotFound)(nil),              // 15: kvpb.RegionNotFound
+	(*Mutation)(nil),                    // 16: kvpb.Mutation
+	(*LockInfo)(nil),                    // 17: kvpb.LockInfo
+	(*WriteConflict)(nil),               // 18: kvpb.WriteConflict
+	(*AlreadyExist)(nil),                // 19: kvpb.AlreadyExist
+	(*TxnNotFound)(nil),                 // 20: kvpb.TxnNotFound
+	(*Deadlock)(nil),                    // 21: kvpb.Deadlock
+	(*KeyError)(nil),                    // 22: kvpb.KeyError
+	(*KvPair)(nil),                      // 23: kvpb.KvPair
+	(*GetRequest)(nil),                  // 24: kvpb.GetRequest
+	(*GetResponse)(nil),                 // 25: kvpb.GetResponse
+	(*BatchGetRequest)(nil),             // 26: kvpb.BatchGetRequest
+	(*BatchGetResponse)(nil),            // 27: kvpb.BatchGetResponse
+	(*ScanRequest)(nil),                 // 28: kvpb.ScanRequest
+	(*ScanResponse)(nil),                // 29: kvpb.ScanResponse
+	(*PrewriteRequest)(nil),             // 30: kvpb.PrewriteRequest
+	(*PrewriteResponse)(nil),            // 31: kvpb.PrewriteResponse
+	(*CommitRequest)(nil),               // 32: kvpb.CommitRequest
+	(*CommitResponse)(nil),              // 33: kvpb.CommitResponse
+	(*BatchRollbackRequest)(nil),        // 34: kvpb.BatchRollbackRequest
+	(*BatchRollbackResponse)(nil),       // 35: kvpb.BatchRollbackResponse
+	(*CheckTxnStatusRequest)(nil),       // 36: kvpb.CheckTxnStatusRequest
+	(*CheckTxnStatusResponse)(nil),      // 37: kvpb.CheckTxnStatusResponse
+	(*ResolveLockRequest)(nil),          // 38: kvpb.ResolveLockRequest
+	(*ResolveLockResponse)(nil),         // 39: kvpb.ResolveLockResponse
+	(*PessimisticLockRequest)(nil),      // 40: kvpb.PessimisticLockRequest
+	(*PessimisticLockResponse)(nil),     // 41: kvpb.PessimisticLockResponse
+	(*PessimisticRollbackRequest)(nil),  // 42: kvpb.PessimisticRollbackRequest
+	(*PessimisticRollbackResponse)(nil), // 43: kvpb.PessimisticRollbackResponse
+	(*TxnHeartBeatRequest)(nil),         // 44: kvpb.TxnHeartBeatRequest
+	(*TxnHeartBeatResponse)(nil),        // 45: kvpb.TxnHeartBeatResponse
+	(*DestroyRangeRequest)(nil),         // 46: kvpb.DestroyRangeRequest
+	(*DestroyRangeResponse)(nil),        // 47: kvpb.DestroyRangeResponse
+	(*ScanLockRequest)(nil),             // 48: kvpb.ScanLockRequest
+	(*ScanLockResponse)(nil),            // 49: kvpb.ScanLockResponse
+	(*BatchRequest)(nil),                // 50: kvpb.BatchRequest
+	(*BatchRequestEntry)(nil),           // 51: kvpb.BatchRequestEntry
+	(*BatchResponse)(nil),               // 52: kvpb.BatchResponse
+	(*BatchResponseEntry)(nil),          // 53: kvpb.BatchResponseEntry
+	(*WaitForEntry)(nil),                // 54: kvpb.WaitForEntry
+	(*DeadlockRequest)(nil),             // 55: kvpb.DeadlockRequest
+	(*DeadlockResponse)(nil),            // 56: kvpb.DeadlockResponse
+	(*PDError)(nil),                     // 57: kvpb.PDError
+	(*TsoRequest)(nil),                  // 58: kvpb.TsoRequest
+	(*TsoResponse)(nil),                 // 59: kvpb.TsoResponse
+	(*GetRegionRequest)(nil),            // 60: kvpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),        // 61: kvpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),           // 62: kvpb.GetRegionResponse
+	(*ScanRegionsRequest)(nil),          // 63: kvpb.ScanRegionsRequest
+	(*ScanRegionsResponse)(nil),         // 64: kvpb.ScanRegionsResponse
+	(*GetStoreRequest)(nil),             // 65: kvpb.GetStoreRequest
+	(*GetStoreResponse)(nil),            // 66: kvpb.GetStoreResponse
+	(*AllocIDRequest)(nil),              // 67: kvpb.AllocIDRequest
+	(*AllocIDResponse)(nil),             // 68: kvpb.AllocIDResponse
+	(*JoinRequest)(nil),                 // 69: kvpb.JoinRequest
+	(*JoinResponse)(nil),                // 70: kvpb.JoinResponse
+	(*PeerProgress)(nil),                // 71: kvpb.PeerProgress
+	(*RegionStat)(nil),                  // 72: kvpb.RegionStat
+	(*Operator)(nil),                    // 73: kvpb.Operator
+	(*StoreHeartbeatRequest)(nil),       // 74: kvpb.StoreHeartbeatRequest
+	(*StoreHeartbeatResponse)(nil),      // 75: kvpb.StoreHeartbeatResponse
+	(*ClusterStatusRequest)(nil),        // 76: kvpb.ClusterStatusRequest
+	(*StoreStatus)(nil),                 // 77: kvpb.StoreStatus
+	(*RegionStatus)(nil),                // 78: kvpb.RegionStatus
+	(*ClusterStatusResponse)(nil),       // 79: kvpb.ClusterStatusResponse
+	(*GCSafePointRequest)(nil),          // 80: kvpb.GCSafePointRequest
+	(*GCSafePointResponse)(nil),         // 81: kvpb.GCSafePointResponse
 }
 var file_kvpb_proto_depIdxs = []int32{
-	3,  // 0: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
-	4,  // 1: kvpb.Region.peers:type_name -> kvpb.Peer
-	3,  // 2: kvpb.Context.region_epoch:type_name -> kvpb.RegionEpoch
-	4,  // 3: kvpb.Context.peer:type_name -> kvpb.Peer
-	9,  // 4: kvpb.RegionError.not_leader:type_name -> kvpb.NotLeader
-	10, // 5: kvpb.RegionError.epoch_not_match:type_name -> kvpb.EpochNotMatch
-	11, // 6: kvpb.RegionError.key_not_in_region:type_name -> kvpb.KeyNotInRegion
-	12, // 7: kvpb.RegionError.server_busy:type_name -> kvpb.ServerBusy
-	13, // 8: kvpb.RegionError.region_not_found:type_name -> kvpb.RegionNotFound
-	4,  // 9: kvpb.NotLeader.leader:type_name -> kvpb.Peer
-	5,  // 10: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
-	0,  // 11: kvpb.Mutation.op:type_name -> kvpb.Op
-	0,  // 12: kvpb.LockInfo.lock_type:type_name -> kvpb.Op
-	46, // 13: kvpb.Deadlock.wait_chain:type_name -> kvpb.WaitForEntry
-	15, // 14: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
-	16, // 15: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
-	17, // 16: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
-	18, // 17: kvpb.KeyError.txn_not_found:type_name -> kvpb.TxnNotFound
-	19, // 18: kvpb.KeyError.deadlock:type_name -> kvpb.Deadlock
-	20, // 19: kvpb.KvPair.error:type_name -> kvpb.KeyError
-	7,  // 20: kvpb.GetRequest.context:type_name -> kvpb.Context
-	8,  // 21: kvpb.GetResponse.region_error:type_name -> kvpb.RegionError
-	20, // 22: kvpb.GetResponse.error:type_name -> kvpb.KeyError
-	7,  // 23: kvpb.BatchGetRequest.context:type_name -> kvpb.Context
-	8,  // 24: kvpb.BatchGetResponse.region_error:type_name -> kvpb.RegionError
-	21, // 25: kvpb.BatchGetResponse.pairs:type_name -> kvpb.KvPair
-	20, // 26: kvpb.BatchGetResponse.error:type_name -> kvpb.KeyError
-	7,  // 27: kvpb.ScanRequest.context:type_name -> kvpb.Context
-	8,  // 28: kvpb.ScanResponse.region_error:type_name -> kvpb.RegionError
-	21, // 29: kvpb.ScanResponse.pairs:type_name -> kvpb.KvPair
-	20, // 30: kvpb.ScanResponse.error:type_name -> kvpb.KeyError
-	7,  // 31: kvpb.PrewriteRequest.context:type_name -> kvpb.Context
-	14, // 32: kvpb.PrewriteRequest.mutations:type_name -> kvpb.Mutation
-	8,  // 33: kvpb.PrewriteResponse.region_error:type_name -> kvpb.RegionError
-	20, // 34: kvpb.PrewriteResponse.errors:type_name -> kvpb.KeyError
-	7,  // 35: kvpb.CommitRequest.context:type_name -> kvpb.Context
-	8,  // 36: kvpb.CommitResponse.region_error:type_name -> kvpb.RegionError
-	20, // 37: kvpb.CommitResponse.error:type_name -> kvpb.KeyError
-	7,  // 38: kvpb.BatchRollbackRequest.context:type_name -> kvpb.Context
-	8,  // 39: kvpb.BatchRollbackResponse.region_error:type_name -> kvpb.RegionError
-	20, // 40: kvpb.BatchRollbackResponse.error:type_name -> kvpb.KeyError
-	7,  // 41: kvpb.CheckTxnStatusRequest.context:type_name -> kvpb.Context
-	8,  // 42: kvpb.CheckTxnStatusResponse.region_error:type_name -> kvpb.RegionError
-	20, // 43: kvpb.CheckTxnStatusResponse.error:type_name -> kvpb.KeyError
-	1,  // 44: kvpb.CheckTxnStatusResponse.action:type_name -> kvpb.Action
-	15, // 45: kvpb.CheckTxnStatusResponse.lock_info:type_name -> kvpb.LockInfo
-	7,  // 46: kvpb.ResolveLockRequest.context:type_name -> kvpb.Context
-	8,  // 47: kvpb.ResolveLockResponse.region_error:type_name -> kvpb.RegionError
-	20, // 48: kvpb.ResolveLockResponse.error:type_name -> kvpb.KeyError
-	7,  // 49: kvpb.PessimisticLockRequest.context:type_name -> kvpb.Context
-	14, // 50: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
-	8,  // 51: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
-	20, // 52: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
-	7,  // 53: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
-	8,  // 54: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
-	20, // 55: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
-	7,  // 56: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
-	8,  // 57: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
-	20, // 58: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
-	7,  // 59: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
-	8,  // 60: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
-	2,  // 61: kvpb.DeadlockRequest.tp:type_name -> kvpb.DeadlockRequestType
-	46, // 62: kvpb.DeadlockRequest.entry:type_name -> kvpb.WaitForEntry
-	46, // 63: kvpb.DeadlockResponse.entry:type_name -> kvpb.WaitForEntry
-	46, // 64: kvpb.DeadlockResponse.wait_chain:type_name -> kvpb.WaitForEntry
-	49, // 65: kvpb.TsoResponse.error:type_name -> kvpb.PDError
-	49, // 66: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
-	5,  // 67: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
-	4,  // 68: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
-	49, // 69: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
-	5,  // 70: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
-	4,  // 71: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
-	49, // 72: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
-	6,  // 73: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
-	49, // 74: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
-	22, // 75: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
-	24, // 76: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
-	26, // 77: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
-	28, // 78: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
-	30, // 79: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
-	32, // 80: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
-	34, // 81: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
-	36, // 82: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
-	38, // 83: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
-	40, // 84: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
-	42, // 85: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
-	44, // 86: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
-	47, // 87: kvpb.DeadlockDetector.Detect:input_type -> kvpb.DeadlockRequest
-	50, // 88: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
-	52, // 89: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
-	53, // 90: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
-	55, // 91: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
-	57, // 92: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
-	59, // 93: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
-	23, // 94: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
-	25, // 95: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
-	27, // 96: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
-	29, // 97: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
-	31, // 98: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
-	33, // 99: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
-	35, // 100: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
-	37, // 101: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
-	39, // 102: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
-	41, // 103: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
-	43, // 104: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
-	45, // 105: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
-	48, // 106: kvpb.DeadlockDetector.Detect:output_type -> kvpb.DeadlockResponse
-	51, // 107: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
-	54, // 108: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
-	54, // 109: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
-	56, // 110: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
-	58, // 111: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
-	60, // 112: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
-	94, // [94:113] is the sub-list for method output_type
-	75, // [75:94] is the sub-list for method input_type
-	75, // [75:75] is the sub-list for extension type_name
-	75, // [75:75] is the sub-list for extension extendee
-	0,  // [0:75] is the sub-list for field type_name
+	0,   // 0: kvpb.Peer.role:type_name -> kvpb.PeerRole
+	5,   // 1: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
+	6,   // 2: kvpb.Region.peers:type_name -> kvpb.Peer
+	5,   // 3: kvpb.Context.region_epoch:type_name -> kvpb.RegionEpoch
+	6,   // 4: kvpb.Context.peer:type_name -> kvpb.Peer
+	11,  // 5: kvpb.RegionError.not_leader:type_name -> kvpb.NotLeader
+	12,  // 6: kvpb.RegionError.epoch_not_match:type_name -> kvpb.EpochNotMatch
+	13,  // 7: kvpb.RegionError.key_not_in_region:type_name -> kvpb.KeyNotInRegion
+	14,  // 8: kvpb.RegionError.server_busy:type_name -> kvpb.ServerBusy
+	15,  // 9: kvpb.RegionError.region_not_found:type_name -> kvpb.RegionNotFound
+	6,   // 10: kvpb.NotLeader.leader:type_name -> kvpb.Peer
+	7,   // 11: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
+	1,   // 12: kvpb.Mutation.op:type_name -> kvpb.Op
+	1,   // 13: kvpb.LockInfo.lock_type:type_name -> kvpb.Op
+	54,  // 14: kvpb.Deadlock.wait_chain:type_name -> kvpb.WaitForEntry
+	17,  // 15: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
+	18,  // 16: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
+	19,  // 17: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
+	20,  // 18: kvpb.KeyError.txn_not_found:type_name -> kvpb.TxnNotFound
+	21,  // 19: kvpb.KeyError.deadlock:type_name -> kvpb.Deadlock
+	22,  // 20: kvpb.KvPair.error:type_name -> kvpb.KeyError
+	9,   // 21: kvpb.GetRequest.context:type_name -> kvpb.Context
+	10,  // 22: kvpb.GetResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 23: kvpb.GetResponse.error:type_name -> kvpb.KeyError
+	9,   // 24: kvpb.BatchGetRequest.context:type_name -> kvpb.Context
+	10,  // 25: kvpb.BatchGetResponse.region_error:type_name -> kvpb.RegionError
+	23,  // 26: kvpb.BatchGetResponse.pairs:type_name -> kvpb.KvPair
+	22,  // 27: kvpb.BatchGetResponse.error:type_name -> kvpb.KeyError
+	9,   // 28: kvpb.ScanRequest.context:type_name -> kvpb.Context
+	10,  // 29: kvpb.ScanResponse.region_error:type_name -> kvpb.RegionError
+	23,  // 30: kvpb.ScanResponse.pairs:type_name -> kvpb.KvPair
+	22,  // 31: kvpb.ScanResponse.error:type_name -> kvpb.KeyError
+	9,   // 32: kvpb.PrewriteRequest.context:type_name -> kvpb.Context
+	16,  // 33: kvpb.PrewriteRequest.mutations:type_name -> kvpb.Mutation
+	10,  // 34: kvpb.PrewriteResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 35: kvpb.PrewriteResponse.errors:type_name -> kvpb.KeyError
+	9,   // 36: kvpb.CommitRequest.context:type_name -> kvpb.Context
+	10,  // 37: kvpb.CommitResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 38: kvpb.CommitResponse.error:type_name -> kvpb.KeyError
+	9,   // 39: kvpb.BatchRollbackRequest.context:type_name -> kvpb.Context
+	10,  // 40: kvpb.BatchRollbackResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 41: kvpb.BatchRollbackResponse.error:type_name -> kvpb.KeyError
+	9,   // 42: kvpb.CheckTxnStatusRequest.context:type_name -> kvpb.Context
+	10,  // 43: kvpb.CheckTxnStatusResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 44: kvpb.CheckTxnStatusResponse.error:type_name -> kvpb.KeyError
+	2,   // 45: kvpb.CheckTxnStatusResponse.action:type_name -> kvpb.Action
+	17,  // 46: kvpb.CheckTxnStatusResponse.lock_info:type_name -> kvpb.LockInfo
+	9,   // 47: kvpb.ResolveLockRequest.context:type_name -> kvpb.Context
+	10,  // 48: kvpb.ResolveLockResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 49: kvpb.ResolveLockResponse.error:type_name -> kvpb.KeyError
+	9,   // 50: kvpb.PessimisticLockRequest.context:type_name -> kvpb.Context
+	16,  // 51: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
+	10,  // 52: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 53: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
+	9,   // 54: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
+	10,  // 55: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 56: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
+	9,   // 57: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
+	10,  // 58: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 59: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
+	9,   // 60: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
+	10,  // 61: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
+	9,   // 62: kvpb.ScanLockRequest.context:type_name -> kvpb.Context
+	10,  // 63: kvpb.ScanLockResponse.region_error:type_name -> kvpb.RegionError
+	17,  // 64: kvpb.ScanLockResponse.locks:type_name -> kvpb.LockInfo
+	51,  // 65: kvpb.BatchRequest.entries:type_name -> kvpb.BatchRequestEntry
+	53,  // 66: kvpb.BatchResponse.entries:type_name -> kvpb.BatchResponseEntry
+	3,   // 67: kvpb.DeadlockRequest.tp:type_name -> kvpb.DeadlockRequestType
+	54,  // 68: kvpb.DeadlockRequest.entry:type_name -> kvpb.WaitForEntry
+	54,  // 69: kvpb.DeadlockResponse.entry:type_name -> kvpb.WaitForEntry
+	54,  // 70: kvpb.DeadlockResponse.wait_chain:type_name -> kvpb.WaitForEntry
+	57,  // 71: kvpb.TsoResponse.error:type_name -> kvpb.PDError
+	57,  // 72: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
+	7,   // 73: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
+	6,   // 74: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
+	57,  // 75: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
+	7,   // 76: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
+	6,   // 77: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
+	57,  // 78: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
+	8,   // 79: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
+	57,  // 80: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
+	8,   // 81: kvpb.JoinRequest.store:type_name -> kvpb.Store
+	57,  // 82: kvpb.JoinResponse.error:type_name -> kvpb.PDError
+	7,   // 83: kvpb.RegionStat.region:type_name -> kvpb.Region
+	6,   // 84: kvpb.RegionStat.leader:type_name -> kvpb.Peer
+	71,  // 85: kvpb.RegionStat.progress:type_name -> kvpb.PeerProgress
+	5,   // 86: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
+	4,   // 87: kvpb.Operator.kind:type_name -> kvpb.OperatorKind
+	6,   // 88: kvpb.Operator.peer:type_name -> kvpb.Peer
+	8,   // 89: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
+	72,  // 90: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
+	57,  // 91: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
+	73,  // 92: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
+	8,   // 93: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
+	8,   // 94: kvpb.StoreStatus.store:type_name -> kvpb.Store
+	7,   // 95: kvpb.RegionStatus.region:type_name -> kvpb.Region
+	6,   // 96: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
+	71,  // 97: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
+	57,  // 98: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
+	77,  // 99: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
+	78,  // 100: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
+	57,  // 101: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
+	50,  // 102: kvpb.Kv.KvBatchCommands:input_type -> kvpb.BatchRequest
+	48,  // 103: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
+	24,  // 104: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
+	26,  // 105: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
+	28,  // 106: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
+	30,  // 107: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
+	32,  // 108: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
+	34,  // 109: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
+	36,  // 110: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
+	38,  // 111: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
+	40,  // 112: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
+	42,  // 113: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
+	44,  // 114: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
+	46,  // 115: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
+	55,  // 116: kvpb.DeadlockDetector.Detect:input_type -> kvpb.DeadlockRequest
+	69,  // 117: kvpb.PD.Join:input_type -> kvpb.JoinRequest
+	74,  // 118: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
+	76,  // 119: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
+	80,  // 120: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
+	58,  // 121: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
+	60,  // 122: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
+	61,  // 123: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
+	63,  // 124: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
+	65,  // 125: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
+	67,  // 126: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
+	52,  // 127: kvpb.Kv.KvBatchCommands:output_type -> kvpb.BatchResponse
+	49,  // 128: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
+	25,  // 129: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
+	27,  // 130: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
+	29,  // 131: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
+	31,  // 132: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
+	33,  // 133: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
+	35,  // 134: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
+	37,  // 135: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
+	39,  // 136: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
+	41,  // 137: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
+	43,  // 138: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
+	45,  // 139: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
+	47,  // 140: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
+	56,  // 141: kvpb.DeadlockDetector.Detect:output_type -> kvpb.DeadlockResponse
+	70,  // 142: kvpb.PD.Join:output_type -> kvpb.JoinResponse
+	75,  // 143: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
+	79,  // 144: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
+	81,  // 145: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
+	59,  // 146: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
+	62,  // 147: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
+	62,  // 148: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
+	64,  // 149: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
+	66,  // 150: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
+	68,  // 151: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
+	127, // [127:152] is the sub-list for method output_type
+	102, // [102:127] is the sub-list for method input_type
+	102, // [102:102] is the sub-list for extension type_name
+	102, // [102:102] is the sub-list for extension extendee
+	0,   // [0:102] is the sub-list for field type_name
 }
 
 func init() { file_kvpb_proto_init() }
@@ -4384,8 +5967,8 @@ func file_kvpb_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvpb_proto_rawDesc), len(file_kvpb_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   58,
+			NumEnums:      5,
+			NumMessages:   77,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -24,6 +24,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
+	Kv_KvBatchCommands_FullMethodName       = "/kvpb.Kv/KvBatchCommands"
+	Kv_KvScanLock_FullMethodName            = "/kvpb.Kv/KvScanLock"
 	Kv_KvGet_FullMethodName                 = "/kvpb.Kv/KvGet"
 	Kv_KvBatchGet_FullMethodName            = "/kvpb.Kv/KvBatchGet"
 	Kv_KvScan_FullMethodName                = "/kvpb.Kv/KvScan"
@@ -42,6 +44,8 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type KvClient interface {
+	KvBatchCommands(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[BatchRequest, BatchResponse], error)
+	KvScanLock(ctx context.Context, in *ScanLockRequest, opts ...grpc.CallOption) (*ScanLockResponse, error)
 	KvGet(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*GetResponse, error)
 	KvBatchGet(ctx context.Context, in *BatchGetRequest, opts ...grpc.CallOption) (*BatchGetResponse, error)
 	KvScan(ctx context.Context, in *ScanRequest, opts ...grpc.CallOption) (*ScanResponse, error)
@@ -62,6 +66,29 @@ type kvClient struct {
 
 func NewKvClient(cc grpc.ClientConnInterface) KvClient {
 	return &kvClient{cc}
+}
+
+func (c *kvClient) KvBatchCommands(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[BatchRequest, BatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Kv_ServiceDesc.Streams[0], Kv_KvBatchCommands_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[BatchRequest, BatchResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Kv_KvBatchCommandsClient = grpc.BidiStreamingClient[BatchRequest, BatchResponse]
+
+func (c *kvClient) KvScanLock(ctx context.Context, in *ScanLockRequest, opts ...grpc.CallOption) (*ScanLockResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ScanLockResponse)
+	err := c.cc.Invoke(ctx, Kv_KvScanLock_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *kvClient) KvGet(ctx context.Context, in *GetRequest, opts ...grpc.CallOption) (*GetResponse, error) {
@@ -188,6 +215,8 @@ func (c *kvClient) KvDestroyRange(ctx context.Context, in *DestroyRangeRequest, 
 // All implementations must embed UnimplementedKvServer
 // for forward compatibility.
 type KvServer interface {
+	KvBatchCommands(grpc.BidiStreamingServer[BatchRequest, BatchResponse]) error
+	KvScanLock(context.Context, *ScanLockRequest) (*ScanLockResponse, error)
 	KvGet(context.Context, *GetRequest) (*GetResponse, error)
 	KvBatchGet(context.Context, *BatchGetRequest) (*BatchGetResponse, error)
 	KvScan(context.Context, *ScanRequest) (*ScanResponse, error)
@@ -210,6 +239,12 @@ type KvServer interface {
 // pointer dereference when methods are called.
 type UnimplementedKvServer struct{}
 
+func (UnimplementedKvServer) KvBatchCommands(grpc.BidiStreamingServer[BatchRequest, BatchResponse]) error {
+	return status.Errorf(codes.Unimplemented, "method KvBatchCommands not implemented")
+}
+func (UnimplementedKvServer) KvScanLock(context.Context, *ScanLockRequest) (*ScanLockResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvScanLock not implemented")
+}
 func (UnimplementedKvServer) KvGet(context.Context, *GetRequest) (*GetResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method KvGet not implemented")
 }
@@ -265,6 +300,31 @@ func RegisterKvServer(s grpc.ServiceRegistrar, srv KvServer) {
 		t.testEmbeddedByValue()
 	}
 	s.RegisterService(&Kv_ServiceDesc, srv)
+}
+
+func _Kv_KvBatchCommands_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(KvServer).KvBatchCommands(&grpc.GenericServerStream[BatchRequest, BatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Kv_KvBatchCommandsServer = grpc.BidiStreamingServer[BatchRequest, BatchResponse]
+
+func _Kv_KvScanLock_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ScanLockRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KvServer).KvScanLock(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kv_KvScanLock_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KvServer).KvScanLock(ctx, req.(*ScanLockRequest))
+	}
+	return interceptor(ctx, in, info, handler)
 }
 
 func _Kv_KvGet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
@@ -491,6 +551,10 @@ var Kv_ServiceDesc = grpc.ServiceDesc{
 	HandlerType: (*KvServer)(nil),
 	Methods: []grpc.MethodDesc{
 		{
+			MethodName: "KvScanLock",
+			Handler:    _Kv_KvScanLock_Handler,
+		},
+		{
 			MethodName: "KvGet",
 			Handler:    _Kv_KvGet_Handler,
 		},
@@ -539,7 +603,14 @@ var Kv_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Kv_KvDestroyRange_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "KvBatchCommands",
+			Handler:       _Kv_KvBatchCommands_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "kvpb.proto",
 }
 
@@ -654,18 +725,26 @@ var DeadlockDetector_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	PD_Tso_FullMethodName           = "/kvpb.PD/Tso"
-	PD_GetRegion_FullMethodName     = "/kvpb.PD/GetRegion"
-	PD_GetRegionByID_FullMethodName = "/kvpb.PD/GetRegionByID"
-	PD_ScanRegions_FullMethodName   = "/kvpb.PD/ScanRegions"
-	PD_GetStore_FullMethodName      = "/kvpb.PD/GetStore"
-	PD_AllocID_FullMethodName       = "/kvpb.PD/AllocID"
+	PD_Join_FullMethodName           = "/kvpb.PD/Join"
+	PD_StoreHeartbeat_FullMethodName = "/kvpb.PD/StoreHeartbeat"
+	PD_ClusterStatus_FullMethodName  = "/kvpb.PD/ClusterStatus"
+	PD_GCSafePoint_FullMethodName    = "/kvpb.PD/GCSafePoint"
+	PD_Tso_FullMethodName            = "/kvpb.PD/Tso"
+	PD_GetRegion_FullMethodName      = "/kvpb.PD/GetRegion"
+	PD_GetRegionByID_FullMethodName  = "/kvpb.PD/GetRegionByID"
+	PD_ScanRegions_FullMethodName    = "/kvpb.PD/ScanRegions"
+	PD_GetStore_FullMethodName       = "/kvpb.PD/GetStore"
+	PD_AllocID_FullMethodName        = "/kvpb.PD/AllocID"
 )
 
 // PDClient is the client API for PD service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type PDClient interface {
+	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
+	StoreHeartbeat(ctx context.Context, in *StoreHeartbeatRequest, opts ...grpc.CallOption) (*StoreHeartbeatResponse, error)
+	ClusterStatus(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error)
+	GCSafePoint(ctx context.Context, in *GCSafePointRequest, opts ...grpc.CallOption) (*GCSafePointResponse, error)
 	Tso(ctx context.Context, in *TsoRequest, opts ...grpc.CallOption) (*TsoResponse, error)
 	GetRegion(ctx context.Context, in *GetRegionRequest, opts ...grpc.CallOption) (*GetRegionResponse, error)
 	GetRegionByID(ctx context.Context, in *GetRegionByIDRequest, opts ...grpc.CallOption) (*GetRegionResponse, error)
@@ -680,6 +759,46 @@ type pDClient struct {
 
 func NewPDClient(cc grpc.ClientConnInterface) PDClient {
 	return &pDClient{cc}
+}
+
+func (c *pDClient) Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JoinResponse)
+	err := c.cc.Invoke(ctx, PD_Join_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pDClient) StoreHeartbeat(ctx context.Context, in *StoreHeartbeatRequest, opts ...grpc.CallOption) (*StoreHeartbeatResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StoreHeartbeatResponse)
+	err := c.cc.Invoke(ctx, PD_StoreHeartbeat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pDClient) ClusterStatus(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClusterStatusResponse)
+	err := c.cc.Invoke(ctx, PD_ClusterStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pDClient) GCSafePoint(ctx context.Context, in *GCSafePointRequest, opts ...grpc.CallOption) (*GCSafePointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GCSafePointResponse)
+	err := c.cc.Invoke(ctx, PD_GCSafePoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *pDClient) Tso(ctx context.Context, in *TsoRequest, opts ...grpc.CallOption) (*TsoResponse, error) {
@@ -746,6 +865,10 @@ func (c *pDClient) AllocID(ctx context.Context, in *AllocIDRequest, opts ...grpc
 // All implementations must embed UnimplementedPDServer
 // for forward compatibility.
 type PDServer interface {
+	Join(context.Context, *JoinRequest) (*JoinResponse, error)
+	StoreHeartbeat(context.Context, *StoreHeartbeatRequest) (*StoreHeartbeatResponse, error)
+	ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
+	GCSafePoint(context.Context, *GCSafePointRequest) (*GCSafePointResponse, error)
 	Tso(context.Context, *TsoRequest) (*TsoResponse, error)
 	GetRegion(context.Context, *GetRegionRequest) (*GetRegionResponse, error)
 	GetRegionByID(context.Context, *GetRegionByIDRequest) (*GetRegionResponse, error)
@@ -762,6 +885,18 @@ type PDServer interface {
 // pointer dereference when methods are called.
 type UnimplementedPDServer struct{}
 
+func (UnimplementedPDServer) Join(context.Context, *JoinRequest) (*JoinResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Join not implemented")
+}
+func (UnimplementedPDServer) StoreHeartbeat(context.Context, *StoreHeartbeatRequest) (*StoreHeartbeatResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method StoreHeartbeat not implemented")
+}
+func (UnimplementedPDServer) ClusterStatus(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ClusterStatus not implemented")
+}
+func (UnimplementedPDServer) GCSafePoint(context.Context, *GCSafePointRequest) (*GCSafePointResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GCSafePoint not implemented")
+}
 func (UnimplementedPDServer) Tso(context.Context, *TsoRequest) (*TsoResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Tso not implemented")
 }
@@ -799,6 +934,78 @@ func RegisterPDServer(s grpc.ServiceRegistrar, srv PDServer) {
 		t.testEmbeddedByValue()
 	}
 	s.RegisterService(&PD_ServiceDesc, srv)
+}
+
+func _PD_Join_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JoinRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).Join(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_Join_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).Join(ctx, req.(*JoinRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PD_StoreHeartbeat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StoreHeartbeatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).StoreHeartbeat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_StoreHeartbeat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).StoreHeartbeat(ctx, req.(*StoreHeartbeatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PD_ClusterStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClusterStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).ClusterStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_ClusterStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).ClusterStatus(ctx, req.(*ClusterStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PD_GCSafePoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GCSafePointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).GCSafePoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_GCSafePoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).GCSafePoint(ctx, req.(*GCSafePointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
 }
 
 func _PD_Tso_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
@@ -916,6 +1123,22 @@ var PD_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "kvpb.PD",
 	HandlerType: (*PDServer)(nil),
 	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Join",
+			Handler:    _PD_Join_Handler,
+		},
+		{
+			MethodName: "StoreHeartbeat",
+			Handler:    _PD_StoreHeartbeat_Handler,
+		},
+		{
+			MethodName: "ClusterStatus",
+			Handler:    _PD_ClusterStatus_Handler,
+		},
+		{
+			MethodName: "GCSafePoint",
+			Handler:    _PD_GCSafePoint_Handler,
+		},
 		{
 			MethodName: "Tso",
 			Handler:    _PD_Tso_Handler,

@@ -15,6 +15,10 @@
 #   4. go test on every other package
 #   5. sqllogictest select1-4 against a freshly started bin/strata (stopped by PID)
 #   6. bench/sysbench_run.awk on a recorded sysbench output (bench/testdata)
+#   7. chaos: every fuzz target for CHAOS_FUZZTIME (3s) each, then the short
+#      seeded fault matrix of test/chaos: every workload once with the mixed
+#      nemesis for CHAOS_TIME (20s), against a 3-node cluster when
+#      `strata start` has --join and one node before that (cmd/strata-chaos)
 #
 # A failing step does not stop the later ones (except a missing toolchain); the
 # script ends with a table of the steps and exits 1 if any failed.
@@ -26,7 +30,8 @@
 # starting bin/strata), STRATA_BIN (start this binary instead of building
 # bin/strata), SLT_MAX_RSS_MIB=4096 (strata is stopped, and the step fails, if
 # its resident memory grows past this during the run), SKIP_APT=1 to skip package installs, SKIP_SLT=1 to skip
-# step 5, GO_INSTALL_DIR=/usr/local/go (where a fetched toolchain goes).
+# step 5, SKIP_CHAOS=1 to skip step 7, CHAOS_TIME=20s, CHAOS_FUZZTIME=3s,
+# GO_INSTALL_DIR=/usr/local/go (where a fetched toolchain goes).
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -95,7 +100,8 @@ skip_step() {
 }
 
 install_packages() {
-	local want=(ca-certificates curl unzip git gcc libc6-dev sysbench mariadb-client redis-tools redis-server etcd-server)
+	local want=(ca-certificates curl unzip git gcc libc6-dev sysbench mariadb-client redis-tools redis-server etcd-server
+		mariadb-server iptables iproute2)
 	local missing=() p
 	for p in "${want[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -273,6 +279,60 @@ bench_parser_check() {
 	return "$rc"
 }
 
+# Fuzz targets: package and name, each run for CHAOS_FUZZTIME with its
+# corpus (f.Add seeds and testdata/fuzz/<name>).
+FUZZ_TARGETS=(
+	"./internal/sql/server FuzzPacketReader"
+	"./internal/resp FuzzReadCommand"
+	"./internal/sql FuzzExecute"
+	"./internal/sql/codec FuzzDecodeKey"
+	"./internal/sql/codec FuzzKeyOrder"
+	"./internal/mvcc FuzzWriteKey"
+)
+
+# chaos_suite runs the fuzz targets briefly, then every chaos workload once
+# with the mixed nemesis; it fails if a fuzz target crashes or a run's
+# verdict is not valid (exit 1 anomaly, 2 unknown).
+chaos_suite() {
+	local rc=0 t pkg name
+	for t in "${FUZZ_TARGETS[@]}"; do
+		read -r pkg name <<<"$t"
+		echo "fuzz $name ($pkg, ${CHAOS_FUZZTIME:-3s})"
+		go test -run '^$' -fuzz "^$name\$" -fuzztime "${CHAOS_FUZZTIME:-3s}" "$pkg" >"$WORK_DIR/fuzz.log" 2>&1 || {
+			rc=1
+			tail -n 30 "$WORK_DIR/fuzz.log"
+		}
+	done
+	if ! command -v adya >/dev/null 2>&1 && [[ ! -x $HOME/.cargo/bin/adya ]] && command -v cargo >/dev/null 2>&1; then
+		echo "installing adya (cargo install adya), the second list-append checker"
+		cargo install --quiet adya >"$WORK_DIR/adya.log" 2>&1 || tail -n 5 "$WORK_DIR/adya.log"
+	fi
+	local bin=${STRATA_BIN:-}
+	if [[ -z $bin ]]; then
+		go build -o bin/strata ./cmd/strata
+		bin=$REPO_ROOT/bin/strata
+	fi
+	go build -o "$WORK_DIR/strata-chaos" ./cmd/strata-chaos
+	local nodes=1 seed=1 w run_rc
+	if "$bin" start -h 2>&1 | grep -q -- '-join'; then
+		nodes=3
+	fi
+	for w in bank register list-append set long-fork monotonic; do
+		run_rc=0
+		"$WORK_DIR/strata-chaos" run --bin "$bin" --workload "$w" --nemesis mixed --nodes "$nodes" --seed "$seed" \
+			--time "${CHAOS_TIME:-20s}" --interval 5s --fault-time 4s --recovery 5s --runs "$WORK_DIR/chaos" \
+			>"$WORK_DIR/chaos.log" 2>&1 || run_rc=$?
+		echo "chaos $w (mixed nemesis, $nodes node(s), seed $seed): exit $run_rc"
+		if ((run_rc != 0)); then
+			rc=1
+			tail -n 40 "$WORK_DIR/chaos.log"
+		fi
+		seed=$((seed + 1))
+	done
+	"$WORK_DIR/strata-chaos" table "$WORK_DIR"/chaos/*/ || true
+	return "$rc"
+}
+
 started=$SECONDS
 if [[ $SKIP_APT == 1 ]]; then
 	skip_step "debian packages" "SKIP_APT=1"
@@ -299,6 +359,11 @@ else
 	skip_step "sqllogictest select1-4 on bin/strata" "no ./cmd/strata in this tree"
 fi
 step "bench: sysbench output parser" bench_parser_check
+if [[ ${SKIP_CHAOS:-0} == 1 ]]; then
+	skip_step "chaos: fuzz targets and fault matrix" "SKIP_CHAOS=1"
+else
+	step "chaos: fuzz targets and fault matrix" chaos_suite
+fi
 
 echo
 echo "=== summary ($((SECONDS - started))s)"

@@ -21,8 +21,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/strata-db/strata/client"
-	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/node"
+	"github.com/strata-db/strata/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 
@@ -486,5 +486,27 @@ func TestEndToEndReadCommittedRefreshesSnapshot(t *testing.T) {
 	}
 	if got := mustGet(t, si, "e2e/rc"); got != "<none>" {
 		t.Fatalf("snapshot isolation after refresh: %q, want <none>", got)
+	}
+}
+
+// A program outside the module reaches a node through Connect and the
+// public kv contract only.
+func TestConnectFromOutside(t *testing.T) {
+	tn := startNode(t, client.Options{})
+	ctx := context.Background()
+	c, err := client.Connect(ctx, []string{"127.0.0.1:1", tn.conn.Target()}, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	txn := mustBegin(t, c, kv.TxnOptions{})
+	txn.Set([]byte("outside"), []byte("yes"))
+	if err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	txn = mustBegin(t, c, kv.TxnOptions{})
+	v, err := txn.Get(ctx, []byte("outside"))
+	if err != nil || string(v) != "yes" {
+		t.Fatalf("get: %q %v", v, err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/strata-db/strata/client"
-	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kv"
 )
 
 // Insert leaves the absence check of a key to the commit: a commit whose

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata/client"
-	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 

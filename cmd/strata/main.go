@@ -1,6 +1,9 @@
 // Command strata is the Strata database: one binary for every node.
 //
-//	strata start [--data-dir DIR] [--sql-addr ADDR] [--resp-addr ADDR] [--http-addr ADDR] [--grpc-addr ADDR]
+//	strata start [--data-dir DIR] [--join ADDR,...] [--sql-addr ADDR] [--resp-addr ADDR] [--http-addr ADDR] [--grpc-addr ADDR] ...
+//	strata demo [--nodes N]
+//	strata status [--host ADDR]
+//	strata workload ...
 //	strata version
 package main
 
@@ -32,6 +35,10 @@ func main() {
 	switch os.Args[1] {
 	case "start":
 		err = start(os.Args[2:])
+	case "demo":
+		err = demo(os.Args[2:])
+	case "status":
+		err = status(os.Args[2:])
 	case "workload":
 		err = workloadCommand(os.Args[2:])
 	case "version", "--version", "-v":
@@ -53,10 +60,15 @@ func usage() {
 	fmt.Fprint(os.Stderr, `Strata: a distributed SQL database speaking the MySQL protocol.
 
 Usage:
-  strata start [flags]   start a node (a single-node database with no flags)
-  strata version         print the version
+  strata start [flags]      start a node: a single-node database with no flags,
+                            a node of a cluster with --join
+  strata demo [--nodes N]   run a local cluster of N nodes (default 3) in the foreground
+  strata status [--host H]  show a cluster's nodes and regions (H: any node's --http-addr)
+  strata workload ...       built-in load generator: YCSB and KV over Redis, MySQL or etcd
+  strata version            print the version
+  strata help               this text
 
-Run 'strata start --help' for the flags of start.
+Run 'strata <command> --help' for a command's flags.
 `)
 }
 
@@ -94,7 +106,11 @@ func start(args []string) error {
 	versionCache := fs.Int64("version-cache-size", node.DefaultVersionCacheSize,
 		"bytes of memory for the cache of each key's newest version, which answers point reads without the LSM (0 disables)")
 	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "HTTP address for /healthz, /metrics and /debug/pprof")
-	grpcAddr := fs.String("grpc-addr", "127.0.0.1:20160", "gRPC address of the KV and PD services")
+	grpcAddr := fs.String("grpc-addr", "127.0.0.1:20160", "gRPC listen address of the KV, PD and Raft services (other nodes and clients)")
+	advertiseAddr := fs.String("advertise-addr", "", "gRPC address other nodes dial to reach this one (default: --grpc-addr)")
+	join := fs.String("join", "", "comma-separated --grpc-addr (or --advertise-addr) of nodes of the cluster to join; empty on the first node")
+	testClockRate := fs.Float64("test-clock-rate", 1, "fault tests only: run this node's lease clock at this rate of real time")
+	replicas := fs.Int("replicas", 3, "replication factor of a new cluster (1..7); set on the node that bootstraps it")
 	rootPassword := fs.String("root-password", os.Getenv("STRATA_ROOT_PASSWORD"),
 		"password of the root user (default empty: root may log in without a password from loopback only)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -104,6 +120,16 @@ func start(args []string) error {
 	walProc := fs.Bool("wal-proc", true,
 		"run one more Go processor than cores while durable Raft log writes keep a thread blocked (GOMAXPROCS in the environment overrides it)")
 	fs.Parse(args)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	if *replicas < 1 || *replicas > 7 {
+		return fmt.Errorf("--replicas must be between 1 and 7, not %d", *replicas)
+	}
+	joinAddrs, err := parseJoin(*join)
+	if err != nil {
+		return err
+	}
 
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -129,8 +155,13 @@ func start(args []string) error {
 		VersionCacheSize: versionCacheSize(*versionCache),
 		HTTPAddr:         *httpAddr,
 		GRPCAddr:         *grpcAddr,
+		AdvertiseAddr:    *advertiseAddr,
+		Join:             joinAddrs,
+		Replicas:         *replicas,
 		RootPassword:     *rootPassword,
 		Logger:           logger,
+		Version:          Version,
+		TestClockRate:    *testClockRate,
 	})
 	if err != nil {
 		return err

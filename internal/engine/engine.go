@@ -9,6 +9,8 @@
 //	0x01 0x03 regionID 0x01           Raft HardState of the replica
 //	0x01 0x03 regionID 0x03 index     Raft log entry
 //	0x01 0x03 regionID 0x05           truncated state (index, term of the last deleted entry)
+//	0x01 0x04 regionID                tombstone: the replica was removed from the region (its peer id)
+//	0x01 0x05 regionID                a snapshot being applied (raftpb.Snapshot), until its data is durable in the KV engine
 //
 // It is written with one batch and one fsync per round of the store loop
 // (group commit across all regions). Its entries live briefly: they are
@@ -37,6 +39,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -98,6 +101,14 @@ func Open(dir string, o Options) (*pebble.DB, error) {
 		CompactionConcurrencyRange:  func() (int, int) { return 1, 2 },
 		FormatMajorVersion:          pebble.FormatNewest,
 		DisableWAL:                  o.DisableWAL,
+	}
+	if o.DisableWAL {
+		// An SST ingested over an unflushed memtable must reach the LSM
+		// at once (Pebble then flushes the memtable first) instead of
+		// queueing behind it as a flushable: without a WAL, a queued
+		// ingestion is durable only after that flush, and reads of the
+		// SSTs alone (OnlyReadGuaranteedDurable) would not see it.
+		opts.Experimental.DisableIngestAsFlushable = func() bool { return true }
 	}
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
@@ -174,6 +185,11 @@ func TruncatedStateKey(regionID uint64) []byte { return raftPrefix(regionID, tru
 type Engines struct {
 	KV   *pebble.DB
 	Raft *pebble.DB
+	// FS and Dir are the filesystem and directory both engines live in;
+	// the raft store keeps snapshot files under Dir/snap, on the same
+	// filesystem as the KV engine so that they can be ingested.
+	FS  vfs.FS
+	Dir string
 
 	wal *walFS // the Raft engine's WAL files; nil in memory or on a test FS
 }
@@ -184,6 +200,11 @@ type Engines struct {
 // raft store truncates the log only up to what a flush made durable) or
 // flushed explicitly (bootstrap).
 func OpenEngines(dir string, o Options) (Engines, error) {
+	if o.InMemory && o.FS == nil {
+		// One in-memory filesystem for both engines and the snapshot
+		// files the KV engine ingests.
+		o.FS = vfs.NewMem()
+	}
 	ko := o
 	ko.DisableWAL = true
 	kv, err := Open(filepath.Join(dir, "kv"), ko)
@@ -207,7 +228,11 @@ func OpenEngines(dir string, o Options) (Engines, error) {
 		kv.Close()
 		return Engines{}, err
 	}
-	return Engines{KV: kv, Raft: raft, wal: wal}, nil
+	fs := o.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	return Engines{KV: kv, Raft: raft, FS: fs, Dir: dir, wal: wal}, nil
 }
 
 // Close closes both engines.
@@ -235,7 +260,9 @@ const (
 	applyStateSuffix byte = 0x02
 	raftLogSuffix    byte = 0x03
 	// 0x04 is RaftLogEnd, the exclusive end of the log span.
-	truncatedStateSuffix byte = 0x05
+	truncatedStateSuffix  byte = 0x05
+	pendingSnapshotSuffix byte = 0x06
+	tombstoneSuffix       byte = 0x04
 )
 
 // StoreIdentKey holds the store's identity.
@@ -324,5 +351,42 @@ func GetCopy(r pebble.Reader, key []byte) ([]byte, bool, error) {
 	return out, true, nil
 }
 
+// PendingSnapshotKey holds, in the Raft engine, the header of a snapshot
+// whose application to the KV engine is not known to be durable yet.
+func PendingSnapshotKey(regionID uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{localPrefix, pendingSnapshotSuffix}, regionID)
+}
+
+// PendingSnapshotPrefix spans every PendingSnapshotKey.
+func PendingSnapshotPrefix() []byte { return []byte{localPrefix, pendingSnapshotSuffix} }
+
+// TombstoneKey marks, in the Raft engine, a region whose replica on this
+// store was removed: messages to that replica (or an older one) are
+// dropped instead of re-creating it.
+func TombstoneKey(regionID uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{localPrefix, tombstoneSuffix}, regionID)
+}
+
+// TombstonePrefix spans every TombstoneKey.
+func TombstonePrefix() []byte { return []byte{localPrefix, tombstoneSuffix} }
+
+// RaftStatePrefix spans every per-region key of the Raft engine of one region.
+func RaftStatePrefix(regionID uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{localPrefix, raftSuffix}, regionID)
+}
+
 // RaftLogEnd is the exclusive upper bound of a region's raft log keys.
 func RaftLogEnd(regionID uint64) []byte { return raftPrefix(regionID, raftLogSuffix+1) }
+
+// NewSSTWriter returns a writer of an SST that db can ingest, with the
+// options db writes its own tables with (comparer, blocks, filters,
+// compression). Keys must be added in order; Close finishes the file.
+func NewSSTWriter(db *pebble.DB, f vfs.File) *sstable.Writer {
+	return sstable.NewWriter(objstorageprovider.NewFileWritable(f), sstable.WriterOptions{
+		Comparer:     Comparer,
+		TableFormat:  db.TableFormat(),
+		BlockSize:    dataBlockSize,
+		FilterPolicy: bloom.FilterPolicy(10),
+		Compression:  sstable.FastestCompression,
+	})
+}

@@ -1,208 +1,29 @@
-// Package kv is the contract between the SQL layer and the transactional
-// key-value client underneath it.
-//
-// The SQL layer sees an ordered, transactional key-value map with snapshot
-// isolation. It never knows about regions, Raft or Pebble: the client library
-// (package client) routes every key to its region leader and runs Percolator
-// two-phase commit. A single-node database and a cluster run through the
-// same implementation.
-//
-// Contract:
-//   - A Txn reads a consistent snapshot taken at StartTS, plus its own
-//     uncommitted writes (read-your-writes).
-//   - Writes are buffered in the Txn until Commit; Commit is atomic and
-//     returns only after the writes are durable (fsynced through Raft).
-//   - A write-write conflict detected at Commit (or at LockKeys) returns an
-//     error for which IsRetryable is true; the SQL layer maps it to MySQL
-//     ER_LOCK_DEADLOCK (1213) / ER_LOCK_WAIT_TIMEOUT (1205). The transaction
-//     is never retried blindly underneath the caller.
-//   - A Txn is used by one goroutine at a time.
+// Package kv is the public package github.com/strata-db/strata/kv under
+// its former internal path: the SQL layer and the Redis gateway import it
+// here. Every name is an alias of the public one.
 package kv
 
-import (
-	"context"
-	"errors"
-	"fmt"
-	"time"
+import pub "github.com/strata-db/strata/kv"
+
+type (
+	KeyValue       = pub.KeyValue
+	Storage        = pub.Storage
+	RangeDestroyer = pub.RangeDestroyer
+	TxnOptions     = pub.TxnOptions
+	Txn            = pub.Txn
+	Inserter       = pub.Inserter
+	KeyExistsError = pub.KeyExistsError
+	SizedIterer    = pub.SizedIterer
+	FuncScanner    = pub.FuncScanner
+	ScanCursor     = pub.ScanCursor
+	Iterator       = pub.Iterator
+	RetryableError = pub.RetryableError
+	Savepointer    = pub.Savepointer
+	StatementTxn   = pub.StatementTxn
 )
 
-// ErrNotFound is returned by Get when the key has no visible value.
-var ErrNotFound = errors.New("kv: key not found")
-
-// ErrTxnTooOld is wrapped by errors of a transaction that started before
-// the GC safe point: the versions it would read may be gone, so it must
-// start over (TiDB's error 9006). It is not retryable in place.
-var ErrTxnTooOld = errors.New("GC life time is shorter than transaction duration")
-
-// KeyValue is one entry returned by a scan.
-type KeyValue struct {
-	Key   []byte
-	Value []byte
-}
-
-// Storage opens transactions.
-type Storage interface {
-	// Begin starts a transaction reading at a fresh timestamp.
-	Begin(ctx context.Context, opts TxnOptions) (Txn, error)
-}
-
-// RangeDestroyer is implemented by storages that can delete a key range's
-// data outside MVCC, every version and lock at once (the client's
-// DestroyRange; TiKV's UnsafeDestroyRange). It is for data no transaction
-// reading or writing at or above safePoint, the GC safe point, can need:
-// the SQL engine destroys a dropped table's range once the safe point has
-// passed a timestamp at which the drop was committed.
-type RangeDestroyer interface {
-	DestroyRange(ctx context.Context, start, end []byte, safePoint uint64) error
-}
-
-// TxnOptions tunes a transaction.
-type TxnOptions struct {
-	// Pessimistic makes LockKeys wait for conflicting locks (up to
-	// LockWaitTimeout) instead of failing at once, and report a commit
-	// newer than the statement's for-update timestamp as a conflict the
-	// statement may retry (RetryableError.PessimisticConflict).
-	Pessimistic bool
-	// ReadCommitted takes a new snapshot for every statement (see
-	// StatementTxn).
-	ReadCommitted bool
-	// LockWaitTimeout bounds each LockKeys wait of a pessimistic
-	// transaction (innodb_lock_wait_timeout); zero means the storage's
-	// default.
-	LockWaitTimeout time.Duration
-}
-
-// Txn is a snapshot-isolated transaction.
-type Txn interface {
-	StartTS() uint64
-
-	// Get returns the value visible to this transaction or ErrNotFound.
-	Get(ctx context.Context, key []byte) ([]byte, error)
-	// BatchGet returns the visible values of the keys that exist, keyed by
-	// string(key).
-	BatchGet(ctx context.Context, keys [][]byte) (map[string][]byte, error)
-	// Scan returns up to limit visible entries in [start, end) in key
-	// order (descending when reverse). limit <= 0 means no limit. end nil
-	// means the end of the keyspace.
-	Scan(ctx context.Context, start, end []byte, limit int, reverse bool) ([]KeyValue, error)
-	// Iter returns an iterator over [start, end), fetching in batches.
-	Iter(ctx context.Context, start, end []byte, reverse bool) (Iterator, error)
-
-	// Set and Delete buffer a write until Commit.
-	Set(key, value []byte) error
-	Delete(key []byte) error
-
-	// LockKeys takes pessimistic locks on the keys (SELECT ... FOR UPDATE).
-	LockKeys(ctx context.Context, keys ...[]byte) error
-
-	// Commit makes the buffered writes durable and visible atomically.
-	Commit(ctx context.Context) error
-	// Rollback discards buffered writes and releases any locks taken.
-	Rollback(ctx context.Context) error
-
-	// Len is the number of buffered writes.
-	Len() int
-}
-
-// StatementTxn is implemented by transactions whose statements read at a
-// timestamp of their own: the SQL layer calls BeginStatement before each
-// statement of a transaction.
-//
-// A statement that reads in order to write (DML, SELECT ... FOR UPDATE)
-// in a pessimistic transaction passes forUpdate: it reads the latest
-// committed data, at a for-update timestamp, and LockKeys locks at that
-// timestamp, failing with RetryableError.PessimisticConflict when a key
-// was committed after it (the statement read a stale row, and is run again
-// with retry set). The first such statement of a transaction reads at the
-// start timestamp unless retry is set; later ones, and retries, at a fresh
-// timestamp. Other statements read the transaction's snapshot: the start
-// timestamp, or under ReadCommitted a fresh timestamp per statement.
-type StatementTxn interface {
-	BeginStatement(ctx context.Context, forUpdate, retry bool) error
-}
-
-// Inserter is implemented by transactions that can leave the check that a
-// new key is absent to Commit, where the storage makes it while it takes
-// the key's lock, instead of a read before the write.
-type Inserter interface {
-	// Insert buffers key = value like Set, and makes Commit fail with a
-	// *KeyExistsError, writing nothing, when key has a committed value
-	// at the time the commit checks it. A key already written by this
-	// transaction is not checked again: over a buffered value Insert
-	// returns a *KeyExistsError at once, over a buffered delete it is a
-	// plain Set. Later Sets and Deletes of the key keep the check.
-	Insert(key, value []byte) error
-}
-
-// KeyExistsError is the failure of an Insert's check: Key has a value.
-type KeyExistsError struct {
-	Key []byte
-}
-
-func (e *KeyExistsError) Error() string { return fmt.Sprintf("kv: key %q already exists", e.Key) }
-
-// SizedIterer is implemented by transactions whose iterators can be told
-// how many entries the caller expects at most (the SQL layer knows it for
-// a primary-key range: BETWEEN 1 AND 100 holds at most 100 rows), so they
-// fetch and allocate for that many rather than a fixed batch. The hint
-// changes nothing but sizes: an iterator still returns every entry of the
-// range when there are more.
-type SizedIterer interface {
-	IterSized(ctx context.Context, start, end []byte, reverse bool, expect int) (Iterator, error)
-}
-
-// FuncScanner is implemented by transactions that can hand the entries of
-// a scan to a callback as they are read, rather than materialise them for
-// an Iterator. ScanFunc returns a nil cursor (and no error) when it cannot
-// serve the range that way (the transaction has buffered writes in it);
-// the caller then uses Iter.
-type FuncScanner interface {
-	ScanFunc(ctx context.Context, start, end []byte, reverse bool) (ScanCursor, error)
-}
-
-// ScanCursor reads a range in key order (descending for a reverse scan),
-// a batch per Visit.
-type ScanCursor interface {
-	// Visit calls fn for up to limit entries following those of earlier
-	// calls, and reports whether the range is exhausted. key and value are
-	// valid only during fn's call. fn returning an error ends the visit
-	// with it. After an error, fn's calls of this visit must be
-	// disregarded (the cursor is not usable again).
-	Visit(ctx context.Context, limit int, fn func(key, value []byte) error) (done bool, err error)
-}
-
-// Iterator walks entries of a scan in order. Valid must be checked before
-// Key/Value; Next advances. Close releases resources.
-type Iterator interface {
-	Valid() bool
-	Key() []byte
-	Value() []byte
-	Next(ctx context.Context) error
-	Close()
-}
-
-// RetryableError marks a transaction failure that the client may retry by
-// running the whole transaction again: write conflicts, lock wait timeouts
-// and deadlocks. Reason is for logs: it names transactions by start
-// timestamp, never keys.
-type RetryableError struct {
-	Reason string
-	// LockWaitTimeout is set when the failure was a timed-out wait for a
-	// pessimistic lock (maps to MySQL 1205 rather than 1213).
-	LockWaitTimeout bool
-	// Deadlock is set when waiting for the lock would have closed a cycle
-	// of waiting transactions (1213; this transaction is the victim).
-	Deadlock bool
-	// PessimisticConflict is set when a pessimistic lock found a commit
-	// newer than the statement's for-update timestamp: the transaction is
-	// intact and the statement may run again (see StatementTxn).
-	PessimisticConflict bool
-}
-
-func (e *RetryableError) Error() string { return e.Reason }
-
-// IsRetryable reports whether err is a RetryableError.
-func IsRetryable(err error) bool {
-	var re *RetryableError
-	return errors.As(err, &re)
-}
+var (
+	ErrNotFound  = pub.ErrNotFound
+	ErrTxnTooOld = pub.ErrTxnTooOld
+	IsRetryable  = pub.IsRetryable
+)

@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,6 +53,10 @@ type Server struct {
 	engine *pebble.DB
 	cm     *mvcc.Concurrency
 	locks  *mvcc.LockSet
+	tso    func(context.Context) (uint64, error)
+
+	// maxTSMu serializes the max_ts syncs of new leaders (syncMaxTS).
+	maxTSMu sync.Mutex
 
 	// waiters are the pessimistic lock requests waiting for a lock
 	// (lockwait.go); detector is this store's deadlock detector and
@@ -61,15 +66,18 @@ type Server struct {
 	detectorSvc atomic.Pointer[deadlock.Service]
 }
 
-// New returns the KV service of store. locks must be the LockSet the
-// store's Config.OnApply feeds; pessimistic locks are kept in its table of
-// in-memory locks (a new one unless it has one).
-func New(store *raftstore.Store, locks *mvcc.LockSet) *Server {
+// New returns the KV service of store. locks must be the LockSet that
+// observes the store's apply path; pessimistic locks are kept in its table
+// of in-memory locks (a new one unless it has one). tso returns a fresh
+// timestamp from the timestamp oracle: a replica that becomes leader
+// raises max_ts to one before it serves a one-phase commit (see
+// mvcc.Concurrency).
+func New(store *raftstore.Store, locks *mvcc.LockSet, tso func(context.Context) (uint64, error)) *Server {
 	if locks.PessimisticLocks() == nil {
 		locks.SetPessimisticLocks(mvcc.NewPessimisticLocks(0))
 	}
-	return &Server{store: store, db: locks.Reader(store.Engine()), engine: store.Engine(), cm: mvcc.NewConcurrency(), locks: locks,
-		detector: deadlock.New(0)}
+	return &Server{store: store, db: locks.Reader(store.Engine()), engine: store.Engine(), cm: mvcc.NewConcurrency(),
+		locks: locks, tso: tso, detector: deadlock.New(0)}
 }
 
 func (s *Server) get(key []byte, ts uint64) ([]byte, bool, error) {
@@ -94,6 +102,52 @@ func (s *Server) route(rctx *kvpb.Context, keys ...[]byte) (*raftstore.Peer, *kv
 		return nil, nil, rerr
 	}
 	return p, r, nil
+}
+
+// routeRead is route for a read: once the replica is found and checked,
+// it waits until the leader knows it is still the leader (its lease, or a
+// ReadIndex round; raftstore.Store.ReadReady), so that the applied state
+// it reads holds every write acknowledged before the request arrived.
+func (s *Server) routeRead(ctx context.Context, rctx *kvpb.Context, keys ...[]byte) (*raftstore.Peer, *kvpb.Region, *kvpb.RegionError, error) {
+	p, r, rerr := s.route(rctx, keys...)
+	if rerr != nil {
+		return nil, nil, rerr, nil
+	}
+	if err := s.store.ReadReady(ctx, p); err != nil {
+		var re *raftstore.RegionErr
+		if errors.As(err, &re) {
+			return nil, nil, re.E, nil
+		}
+		return nil, nil, nil, err
+	}
+	return p, r, nil, nil
+}
+
+// syncMaxTS raises max_ts to a fresh timestamp once per term in which p
+// leads, before p serves a one-phase commit: reads served by an earlier
+// leader raised that leader's max_ts, not this one's, and a one-phase
+// commit timestamp below one of those reads would change what the read
+// saw. The earlier leader stopped serving reads before this one was
+// elected (its lease ran out), so every such read's timestamp came from
+// the oracle before the one fetched here.
+func (s *Server) syncMaxTS(ctx context.Context, p *raftstore.Peer) *kvpb.RegionError {
+	term := p.ReadyTerm()
+	if p.MaxTSSyncedTerm() == term {
+		return nil
+	}
+	s.maxTSMu.Lock()
+	defer s.maxTSMu.Unlock()
+	if p.MaxTSSyncedTerm() == term {
+		return nil
+	}
+	ts, err := s.tso(ctx)
+	if err != nil {
+		return &kvpb.RegionError{Message: fmt.Sprintf("max timestamp of region %d not synced: %v", p.RegionID(), err),
+			ServerBusy: &kvpb.ServerBusy{Reason: "max timestamp not synced", BackoffMs: 10}}
+	}
+	s.cm.UpdateMaxTS(ts)
+	p.SetMaxTSSynced(term)
+	return nil
 }
 
 // propose replicates b and waits for it to apply. A region error (lost
@@ -136,9 +190,9 @@ func (s *Server) write(ctx context.Context, rctx *kvpb.Context, keys [][]byte, f
 // KvGet implements kvpb.KvServer.
 func (s *Server) KvGet(ctx context.Context, req *kvpb.GetRequest) (*kvpb.GetResponse, error) {
 	resp := &kvpb.GetResponse{}
-	if _, _, rerr := s.route(req.Context, req.Key); rerr != nil {
+	if _, _, rerr, err := s.routeRead(ctx, req.Context, req.Key); rerr != nil || err != nil {
 		resp.RegionError = rerr
-		return resp, nil
+		return resp, err
 	}
 	var (
 		val   []byte
@@ -186,9 +240,9 @@ func (s *Server) KvGet(ctx context.Context, req *kvpb.GetRequest) (*kvpb.GetResp
 // KvBatchGet implements kvpb.KvServer.
 func (s *Server) KvBatchGet(ctx context.Context, req *kvpb.BatchGetRequest) (*kvpb.BatchGetResponse, error) {
 	resp := &kvpb.BatchGetResponse{}
-	if _, _, rerr := s.route(req.Context, req.Keys...); rerr != nil {
+	if _, _, rerr, err := s.routeRead(ctx, req.Context, req.Keys...); rerr != nil || err != nil {
 		resp.RegionError = rerr
-		return resp, nil
+		return resp, err
 	}
 	if resp.Error = s.checkReadTS(req.Version); resp.Error != nil {
 		return resp, nil
@@ -258,10 +312,10 @@ func (s *Server) KvScanFunc(ctx context.Context, req *kvpb.ScanRequest, fn func(
 // (the request's range clipped to the region) of the engine.
 func (s *Server) scan(ctx context.Context, req *kvpb.ScanRequest, read func(r pebble.Reader, start, end []byte) error) (*kvpb.ScanResponse, error) {
 	resp := &kvpb.ScanResponse{}
-	_, r, rerr := s.route(req.Context)
-	if rerr != nil {
+	_, r, rerr, err := s.routeRead(ctx, req.Context)
+	if rerr != nil || err != nil {
 		resp.RegionError = rerr
-		return resp, nil
+		return resp, err
 	}
 	// Clip the scan to the region the request was checked against (the
 	// client's view of it); the client walks region by region.
@@ -334,6 +388,12 @@ func (s *Server) KvPrewrite(ctx context.Context, req *kvpb.PrewriteRequest) (*kv
 	if ke := s.checkStartTS(req.StartVersion); ke != nil {
 		resp.Errors = []*kvpb.KeyError{ke}
 		return resp, nil
+	}
+	if req.TryOnePc {
+		if rerr := s.syncMaxTS(ctx, p); rerr != nil {
+			resp.RegionError = rerr
+			return resp, nil
+		}
 	}
 	guard := s.cm.Acquire(keys)
 	b := s.engine.NewBatch()
@@ -735,4 +795,23 @@ func (s *Server) GC(ctx context.Context, regionID, safePoint uint64, chunk int) 
 		}
 		start = res.Resume
 	}
+}
+
+// KvScanLock implements kvpb.KvServer: the locks of old transactions in
+// a region, for GC to resolve.
+func (s *Server) KvScanLock(ctx context.Context, req *kvpb.ScanLockRequest) (*kvpb.ScanLockResponse, error) {
+	resp := &kvpb.ScanLockResponse{}
+	_, r, rerr, err := s.routeRead(ctx, req.Context)
+	if rerr != nil || err != nil {
+		resp.RegionError = rerr
+		return resp, err
+	}
+	start, end := clip(r, req.StartKey, req.EndKey)
+	locks, err := mvcc.ScanLocks(s.db, start, end, req.MaxVersion, int(req.Limit))
+	if err != nil {
+		resp.Error = err.Error()
+		return resp, nil
+	}
+	resp.Locks = locks
+	return resp, nil
 }

@@ -2,6 +2,7 @@ package kvserver
 
 import (
 	"context"
+	"github.com/cockroachdb/pebble/v2"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func startServer(t *testing.T, dir string, bootstrap bool) (*Server, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := raftstore.Open(db, raftstore.Config{StoreID: 1, OnApply: locks.Observe})
+	store, err := raftstore.Open(db, raftstore.Config{StoreID: 1, Observer: testObserver{locks}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func startServer(t *testing.T, dir string, bootstrap bool) (*Server, func()) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return New(store, locks), func() { store.Close(); db.Close() }
+	return New(store, locks, testTSO), func() { store.Close(); db.Close() }
 }
 
 func rctx() *kvpb.Context {
@@ -184,3 +185,22 @@ func TestScanFuncStopsAtLockAfterGoodPairs(t *testing.T) {
 		t.Fatalf("stale epoch: %q, %+v", got, resp)
 	}
 }
+
+// testObserver makes the store's lock set its observer; the store's
+// single region holds every MVCC key.
+type testObserver struct{ *mvcc.LockSet }
+
+func (o testObserver) Spans(r *kvpb.Region) []raftstore.Span {
+	var out []raftstore.Span
+	for _, sp := range mvcc.RegionSpans(r.Id, r.StartKey, r.EndKey) {
+		out = append(out, raftstore.Span{Start: sp[0], End: sp[1]})
+	}
+	return out
+}
+
+func (o testObserver) SnapshotApplied([]raftstore.Span, []byte, *pebble.Batch) error { return nil }
+func (o testObserver) SpansDestroyed([]raftstore.Span) error                         { return nil }
+
+// testTSO stands in for the oracle, for tests that pick their own small
+// timestamps: the max_ts a new leader syncs to is below all of them.
+func testTSO(context.Context) (uint64, error) { return 1, nil }

@@ -2,6 +2,8 @@ package mvcc
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -49,11 +51,15 @@ type LockSet struct {
 	recent      *RecentWrites
 	pessimistic *PessimisticLocks
 	scanned     atomic.Uint64 // keys read by Scan through Reader
+
+	// engine is what the set was loaded from; a snapshot's locks are read
+	// from it (SnapshotApplied).
+	engine pebble.Reader
 }
 
 // LoadLockSet builds the set from the engine's lock column family.
 func LoadLockSet(r pebble.Reader) (*LockSet, error) {
-	ls := &LockSet{m: make(map[string]struct{})}
+	ls := &LockSet{m: make(map[string]struct{}), engine: r}
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{Prefix, lockCF}, UpperBound: []byte{Prefix, lockCF + 1}})
 	if err != nil {
 		return nil, err
@@ -183,11 +189,11 @@ func (ls *LockSet) mayHaveLockIn(start, end []byte) bool {
 	return false
 }
 
-// Observe records the lock puts, deletes and range deletions, and the GC
+// AfterApply records the lock puts, deletes and range deletions, and the GC
 // safe point records, of an applied batch representation, and passes it
 // to the version cache. It must be called after the batch is in the
 // engine.
-func (ls *LockSet) Observe(repr []byte) error {
+func (ls *LockSet) AfterApply(repr []byte) error {
 	if len(repr) <= batchrepr.HeaderLen {
 		return nil
 	}
@@ -306,4 +312,101 @@ func (r lockSetReader) Get(key []byte) ([]byte, io.Closer, error) {
 		return nil, nil, pebble.ErrNotFound
 	}
 	return r.Reader.Get(key)
+}
+
+// FlushStarting and FlushDone pass the store's flushes on to the
+// recent-write table (RecentWrites.FlushStarting).
+func (ls *LockSet) FlushStarting() uint64 { return ls.recent.FlushStarting() }
+
+// FlushDone: see FlushStarting.
+func (ls *LockSet) FlushDone(seq uint64) { ls.recent.FlushDone(seq) }
+
+// SnapshotMeta is what a snapshot of this store's engine tells its
+// receiver: a bound on the timestamps of its records and the store's GC
+// safe point (SnapshotApplied).
+func (ls *LockSet) SnapshotMeta() []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 16), ls.recent.RecordBound())
+	return binary.BigEndian.AppendUint64(b, ls.GCSafePoint())
+}
+
+// SnapshotApplied brings the set up to date after the engine spans were
+// replaced by a snapshot's data, which did not pass the apply path: the
+// locks in them are read again, the version cache forgets everything,
+// the recent-write table's floor rises over the snapshot's records
+// (persisting a ceiling in b, which the store commits before the
+// snapshot counts as applied), and the GC safe point rises to the
+// sender's, whose collection the data reflect. Apply path only.
+func (ls *LockSet) SnapshotApplied(spans [][2][]byte, meta []byte, b *pebble.Batch) error {
+	if len(meta) != 16 {
+		return fmt.Errorf("mvcc: snapshot metadata of %d bytes", len(meta))
+	}
+	if err := ls.recent.Ingested(binary.BigEndian.Uint64(meta[:8]), b); err != nil {
+		return err
+	}
+	ls.RaiseGCSafePoint(binary.BigEndian.Uint64(meta[8:]))
+	if ls.versions != nil {
+		ls.versions.clear()
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.dropLocksLocked(spans)
+	for _, sp := range spans {
+		lo, hi, ok := lockSpan(sp[0], sp[1])
+		if !ok {
+			continue
+		}
+		upper := []byte{Prefix, lockCF + 1}
+		if hi != nil {
+			upper = append([]byte{Prefix, lockCF}, *hi...)
+		}
+		it, err := ls.engine.NewIter(&pebble.IterOptions{LowerBound: append([]byte{Prefix, lockCF}, lo...), UpperBound: upper})
+		if err != nil {
+			return err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			ls.m[string(it.Key()[2:])] = struct{}{}
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+	}
+	ls.n.Store(int64(len(ls.m)))
+	return nil
+}
+
+// SpansDestroyed forgets the locks of engine spans that were emptied (a
+// removed replica's data) and empties the version cache.
+func (ls *LockSet) SpansDestroyed(spans [][2][]byte) error {
+	if ls.versions != nil {
+		ls.versions.clear()
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.dropLocksLocked(spans)
+	ls.n.Store(int64(len(ls.m)))
+	return nil
+}
+
+// dropLocksLocked removes the set's locks in engine spans. ls.mu held.
+func (ls *LockSet) dropLocksLocked(spans [][2][]byte) {
+	for _, sp := range spans {
+		lo, hi, ok := lockSpan(sp[0], sp[1])
+		if !ok {
+			continue
+		}
+		for key := range ls.m {
+			if key >= lo && (hi == nil || key < *hi) {
+				delete(ls.m, key)
+			}
+		}
+	}
+}
+
+// RegionSpans are the engine spans that hold a data region's state: the
+// MVCC records of its user keys [start, end) (EngineSpans) and the
+// region's GC safe point record.
+func RegionSpans(regionID uint64, start, end []byte) [][2][]byte {
+	spans := EngineSpans(start, end)
+	k := gcSafePointKey(regionID)
+	return append(spans, [2][]byte{k, append(append([]byte(nil), k...), 0)})
 }

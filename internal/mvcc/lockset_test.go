@@ -44,7 +44,7 @@ func TestLockSetForgetsLocksOfRangeDeletions(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := ls.Observe(b.Repr()); err != nil {
+			if err := ls.AfterApply(b.Repr()); err != nil {
 				t.Fatal(err)
 			}
 			b.Close()
@@ -58,7 +58,7 @@ func TestLockSetForgetsLocksOfRangeDeletions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := ls.Observe(b.Repr()); err != nil {
+			if err := ls.AfterApply(b.Repr()); err != nil {
 				t.Fatal(err)
 			}
 			if got := dumpLockSet(ls); got != tc.want {
@@ -112,7 +112,7 @@ func TestScanSkipsTheLockIteratorWhenTheLockSetHasNoneInRange(t *testing.T) {
 		if err := db.Apply(b, pebble.NoSync); err != nil {
 			t.Fatal(err)
 		}
-		if err := ls.Observe(b.Repr()); err != nil {
+		if err := ls.AfterApply(b.Repr()); err != nil {
 			t.Fatal(err)
 		}
 	}

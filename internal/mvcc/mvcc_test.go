@@ -165,7 +165,7 @@ func runProtocolScript(t *testing.T, path string, mode protocolMode) (st protoco
 		if err := db.Apply(b, pebble.NoSync); err != nil {
 			t.Fatal(err)
 		}
-		if err := locks.Observe(repr); err != nil {
+		if err := locks.AfterApply(repr); err != nil {
 			t.Fatal(err)
 		}
 		if commands++; mode.recent && commands%2 == 0 {

@@ -79,7 +79,7 @@ func TestReadsSeeALockOrItsCommitWhenACommitLandsMidRead(t *testing.T) {
 					if err := db.Apply(b, pebble.NoSync); err != nil {
 						t.Fatal(err)
 					}
-					if err := ls.Observe(b.Repr()); err != nil {
+					if err := ls.AfterApply(b.Repr()); err != nil {
 						t.Fatal(err)
 					}
 				}}
@@ -127,7 +127,7 @@ func openLockedKey(t *testing.T, oldV, newV []byte) (*pebble.DB, *LockSet) {
 		if err := db.Apply(b, pebble.NoSync); err != nil {
 			t.Fatal(err)
 		}
-		if err := ls.Observe(b.Repr()); err != nil {
+		if err := ls.AfterApply(b.Repr()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -70,10 +70,15 @@ type RecentWrites struct {
 	seq, rangeDel, flushed   atomic.Uint64
 	memtableSkips, fullReads atomic.Uint64
 
-	// floor: every write-CF record the engine held at open is below it;
-	// math.MaxUint64 when unknown (an engine written before ceilings
-	// were kept, or a table from NewRecentWrites).
-	floor uint64
+	// floor: every write-CF record the engine held at open, or that a
+	// snapshot ingested since, is below it; math.MaxUint64 when unknown
+	// (an engine written before ceilings were kept, or a table from
+	// NewRecentWrites). Read by prewrite checks, raised by the apply path.
+	floor atomic.Uint64
+	// recordBound is at or above every write-CF record in the engine
+	// (math.MaxUint64 when unknown): what a snapshot of this engine
+	// tells its receiver (RecordBound).
+	recordBound atomic.Uint64
 	// keepCeiling is whether BeforeCommit persists ceilings (the floor of
 	// the next open). ceiling is the persisted one; pending the highest
 	// timestamp passed to beforeApply since the last BeforeCommit. Only
@@ -115,14 +120,16 @@ const recentWriteSlots = 1 << 18
 // Its floor is unknown, so checks still read the SSTs; LoadRecentWrites
 // returns a table that knows it.
 func NewRecentWrites() *RecentWrites {
-	return &RecentWrites{
+	rw := &RecentWrites{
 		slots:   make([]atomic.Uint64, recentWriteSlots),
 		written: make([]atomic.Uint64, recentWriteSlots),
 		mask:    recentWriteSlots - 1,
 		seed:    maphash.MakeSeed(),
-		floor:   math.MaxUint64,
 		window:  ceilingWindow,
 	}
+	rw.floor.Store(math.MaxUint64)
+	rw.recordBound.Store(math.MaxUint64)
+	return rw
 }
 
 // LoadRecentWrites returns an empty table whose floor is the ceiling the
@@ -143,7 +150,9 @@ func LoadRecentWrites(r pebble.Reader) (*RecentWrites, error) {
 			return nil, fmt.Errorf("mvcc: corrupt timestamp ceiling record %x", v)
 		}
 		rw.ceiling = binary.BigEndian.Uint64(v)
-		rw.floor, rw.keepCeiling = rw.ceiling, true
+		rw.keepCeiling = true
+		rw.floor.Store(rw.ceiling)
+		rw.recordBound.Store(rw.ceiling)
 		return rw, nil
 	case !errors.Is(err, pebble.ErrNotFound):
 		return nil, err
@@ -157,14 +166,57 @@ func LoadRecentWrites(r pebble.Reader) (*RecentWrites, error) {
 		return nil, err
 	}
 	if empty {
-		rw.floor, rw.keepCeiling = 0, true
+		rw.keepCeiling = true
+		rw.floor.Store(0)
+		rw.recordBound.Store(0)
 	}
 	return rw, nil
 }
 
 // Floor returns the table's floor (math.MaxUint64 when unknown): every
 // write-CF record the engine held when it opened is below it.
-func (rw *RecentWrites) Floor() uint64 { return rw.floor }
+func (rw *RecentWrites) Floor() uint64 { return rw.floor.Load() }
+
+// RecordBound returns a timestamp at or above every write-CF record in
+// the engine, or math.MaxUint64 when none is known. A snapshot carries it
+// to its receiver (Ingested). Safe for concurrent use.
+func (rw *RecentWrites) RecordBound() uint64 {
+	if rw == nil {
+		return math.MaxUint64
+	}
+	return rw.recordBound.Load()
+}
+
+// Ingested raises the floor over the records a snapshot brought into the
+// engine without passing the apply path: bound is at or above all of
+// them (the sender's RecordBound). b is committed, and the engine flushed,
+// before the snapshot counts as applied, so the ceiling it persists
+// covers the ingested records at the next open; an unknown bound
+// (math.MaxUint64) makes the floor unknown from now on, and removes the
+// ceiling so that the next open knows it is unknown too. Apply path only.
+func (rw *RecentWrites) Ingested(bound uint64, b *pebble.Batch) error {
+	if rw == nil {
+		return nil
+	}
+	if bound == math.MaxUint64 {
+		rw.keepCeiling = false
+		rw.floor.Store(math.MaxUint64)
+		rw.recordBound.Store(math.MaxUint64)
+		return b.Delete(tsCeilingKey, nil)
+	}
+	if bound > rw.floor.Load() {
+		rw.floor.Store(bound)
+	}
+	if !rw.keepCeiling {
+		return nil
+	}
+	if bound > rw.ceiling {
+		rw.ceiling = bound
+		rw.recordBound.Store(bound)
+		return b.Set(tsCeilingKey, binary.BigEndian.AppendUint64(nil, bound), nil)
+	}
+	return nil
+}
 
 // BeforeCommit adds to ab, the apply batch whose records beforeApply has
 // seen since the last call, a new ceiling when one of them reached the
@@ -187,6 +239,7 @@ func (rw *RecentWrites) BeforeCommit(ab *pebble.Batch) error {
 		return err
 	}
 	rw.ceiling = next
+	rw.recordBound.Store(next)
 	rw.pending, rw.anyPending = 0, false
 	return nil
 }
@@ -399,7 +452,7 @@ func noRecordSince(r pebble.Reader, key []byte, ts uint64) bool {
 		rw.full.Add(1)
 		return false
 	}
-	if rw.floor <= ts {
+	if rw.floor.Load() <= ts {
 		// Records applied since open are at or below the bound, older
 		// ones below the floor.
 		rw.bounded.Add(1)

@@ -61,7 +61,7 @@ func (h *cacheHarness) apply(fn func(r pebble.Reader, b *pebble.Batch) error) er
 	if err := h.db.Apply(b, pebble.NoSync); err != nil {
 		h.t.Fatal(err)
 	}
-	if err := h.locks.Observe(repr); err != nil {
+	if err := h.locks.AfterApply(repr); err != nil {
 		h.t.Fatal(err)
 	}
 	return err
@@ -180,7 +180,7 @@ func TestVersionCacheDoesNotServeKeysBeingApplied(t *testing.T) {
 	if got := h.get("k", 40); got != "v2" {
 		t.Fatalf("get@40 during the apply = %q", got)
 	}
-	if err := h.locks.Observe(b.Repr()); err != nil {
+	if err := h.locks.AfterApply(b.Repr()); err != nil {
 		t.Fatal(err)
 	}
 	e, ok, _ := c.lookup(versionPrefix(writeCF, []byte("k")))

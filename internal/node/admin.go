@@ -69,7 +69,7 @@ func (n *Node) SplitRegion(ctx context.Context, key []byte) (left, right *kvpb.R
 		break
 	}
 	n.waitReady(ctx, right.Id, 10*time.Second)
-	n.heartbeat()
+	n.heartbeat(ctx)
 	return left, right, nil
 }
 

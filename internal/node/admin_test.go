@@ -147,7 +147,7 @@ func TestAdminSplitOverHTTP(t *testing.T) {
 	if left.ID != before[0].ID || left.StartKey != "" || left.EndKey != url.QueryEscape("acct/m") || left.Epoch.Version != 2 {
 		t.Fatalf("left = %+v", left)
 	}
-	if right.ID <= pd.ReservedIDs || right.StartKey != url.QueryEscape("acct/m") || right.EndKey != "" || right.Epoch.Version != 2 || right.LeaderStore != localStoreID {
+	if right.ID <= pd.ReservedIDs || right.StartKey != url.QueryEscape("acct/m") || right.EndKey != "" || right.Epoch.Version != 2 || right.LeaderStore != firstStoreID {
 		t.Fatalf("right = %+v", right)
 	}
 
@@ -179,7 +179,7 @@ func TestAdminSplitOverHTTP(t *testing.T) {
 		t.Fatalf("after two splits: %+v", after)
 	}
 	for i, r := range after {
-		if r.LeaderStore != localStoreID {
+		if r.LeaderStore != firstStoreID {
 			t.Fatalf("region %d has no leader: %+v", r.ID, r)
 		}
 		if i > 0 && after[i-1].EndKey != r.StartKey {

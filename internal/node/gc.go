@@ -13,15 +13,16 @@ import (
 	"github.com/strata-db/strata/kvpb"
 )
 
-// MVCC garbage collection, TiKV's way: every GCInterval the node advances
-// PD's GC safe point to the TSO's physical time minus GCLifeTime (no
-// transaction may live longer: the client stops a transaction's heartbeats
-// after its MaxTxnLifetime, 10 minutes by default), and collects every
-// data region it leads at the safe point in force. First the locks of
-// transactions that started at or below the new safe point are resolved
-// in every region (a lock must not outlive its primary's commit record),
-// then the safe point is published, then kvserver.GC proposes each
-// region's deletions in bounded chunks. The SQL engine destroys the ranges
+// MVCC garbage collection, TiKV's way: every GCInterval the node that is
+// PD's leader advances PD's GC safe point to the TSO's physical time minus
+// GCLifeTime (no transaction may live longer: the client stops a
+// transaction's heartbeats after its MaxTxnLifetime, 10 minutes by
+// default). First the locks of transactions that started at or below the
+// new safe point are resolved in every data region of the cluster (a lock
+// must not outlive its primary's commit record), through the client, and
+// only then is the safe point published. Every node then collects the
+// data regions it leads at the safe point in force: kvserver.GC proposes
+// each region's deletions in bounded chunks. The SQL engine destroys the ranges
 // of dropped tables once the published safe point passes the drop
 // (internal/sql/cleanup.go).
 
@@ -64,47 +65,55 @@ func (n *Node) gcLifeTime() time.Duration {
 	return defaultGCLifeTime
 }
 
-// RunGC runs one pass of garbage collection, in TiDB's order: it takes
-// the new safe point (TSO physical time minus the GC life time, never
-// below the one in force), resolves the locks of transactions that started
-// at or below it in every data region this node leads, and only then
-// publishes it to PD (persisted, never going back) and collects those
-// regions at it. Publishing after resolving makes PD's safe point a
-// promise that no lock of a finished transaction at or below it remains;
-// the SQL engine relies on it before it destroys a dropped table's range,
-// which may hold the commit record such a lock would need. (One node leads
-// every region today; with several, the safe point must be published only
-// after every region is resolved, by one GC leader as in TiDB.)
+// RunGC runs one pass of garbage collection, in TiDB's order. On PD's
+// leader it takes the new safe point (TSO physical time minus the GC life
+// time, never below the one in force), resolves the locks of transactions
+// that started at or below it in every data region of the cluster, and
+// only then publishes it to PD (persisted, never going back). Publishing
+// after resolving makes PD's safe point a promise that no lock of a
+// finished transaction at or below it remains; the SQL engine relies on
+// it before it destroys a dropped table's range, which may hold the
+// commit record such a lock would need. On every node it then collects
+// the data regions the node leads at the published safe point.
 func (n *Node) RunGC(ctx context.Context) (GCPass, error) {
-	resp, err := n.pd.Tso(ctx, &kvpb.TsoRequest{Count: 1})
-	if err != nil {
-		return GCPass{}, err
-	}
-	if resp.Error != nil {
-		return GCPass{}, fmt.Errorf("node: gc: tso: %s", resp.Error.Message)
-	}
-	now := mvcc.PhysicalMs(resp.Timestamp)
-	life := uint64(n.gcLifeTime().Milliseconds())
-	if now <= life {
-		return GCPass{}, nil
-	}
-	target := max(mvcc.ComposeTS(now-life, 0), n.pd.GCSafePoint())
 	var pass GCPass
-	regions := n.ledDataRegions()
-	for _, r := range regions {
-		live, err := n.resolveOldLocks(ctx, r, target)
+	if n.pd.IsLeader() {
+		resp, err := n.pd.Tso(ctx, &kvpb.TsoRequest{Count: 1})
+		if err != nil {
+			return GCPass{}, err
+		}
+		if resp.Error != nil {
+			return GCPass{}, fmt.Errorf("node: gc: tso: %s", resp.Error.Message)
+		}
+		now := mvcc.PhysicalMs(resp.Timestamp)
+		life := uint64(n.gcLifeTime().Milliseconds())
+		if now <= life {
+			return GCPass{}, nil
+		}
+		current, err := n.pd.SafePoint(ctx)
+		if err != nil {
+			return pass, err
+		}
+		target := max(mvcc.ComposeTS(now-life, 0), current)
+		live, err := n.resolveOldLocks(ctx, target)
 		pass.LiveLocks += live
 		if err != nil {
-			return pass, fmt.Errorf("node: gc of region %d: resolve locks: %w", r.Id, err)
+			return pass, fmt.Errorf("node: gc: resolve locks: %w", err)
+		}
+		if _, err := n.pd.UpdateGCSafePoint(ctx, target); err != nil {
+			return pass, fmt.Errorf("node: gc: advance safe point: %w", err)
 		}
 	}
-	sp, err := n.pd.UpdateGCSafePoint(ctx, target)
+	sp, err := n.pd.SafePoint(ctx)
 	if err != nil {
-		return pass, fmt.Errorf("node: gc: advance safe point: %w", err)
+		return pass, fmt.Errorf("node: gc: read safe point: %w", err)
+	}
+	if sp == 0 {
+		return pass, nil
 	}
 	pass.SafePoint = sp
 	metricGCSafePoint.Set(float64(sp))
-	for _, r := range regions {
+	for _, r := range n.ledDataRegions() {
 		st, err := n.kv.GC(ctx, r.Id, sp, gcChunk)
 		pass.Versions += st.Versions
 		pass.Values += st.Values
@@ -138,16 +147,17 @@ func (n *Node) ledDataRegions() []*kvpb.Region {
 // locks below it.
 type pdSafePoint struct{ pd *pd.Server }
 
-func (s pdSafePoint) GCSafePoint(context.Context) (uint64, error) { return s.pd.GCSafePoint(), nil }
+func (s pdSafePoint) GCSafePoint(ctx context.Context) (uint64, error) { return s.pd.SafePoint(ctx) }
 
-// resolveOldLocks resolves the locks in r of transactions that started at
-// or below sp and returns how many belong to live transactions (which
-// commit above sp, so they may stay).
-func (n *Node) resolveOldLocks(ctx context.Context, r *kvpb.Region, sp uint64) (int, error) {
+// resolveOldLocks resolves the locks, in every data region of the
+// cluster, of transactions that started at or below sp and returns how
+// many belong to live transactions (which commit above sp, so they may
+// stay).
+func (n *Node) resolveOldLocks(ctx context.Context, sp uint64) (int, error) {
 	live := 0
-	start := r.StartKey
+	var start []byte
 	for {
-		locks, err := mvcc.ScanLocks(n.eng.KV, start, r.EndKey, sp, gcLockBatch)
+		locks, err := n.client.ScanLocks(ctx, start, nil, sp, gcLockBatch)
 		if err != nil || len(locks) == 0 {
 			return live, err
 		}

@@ -1,24 +1,32 @@
-// Package node assembles one Strata node: engine, Raft store, placement
-// driver, KV service, client library, SQL engine and the MySQL, gRPC and
-// HTTP listeners.
+// Package node assembles one Strata node: engines, Raft store, transport,
+// placement driver, KV service, client library, SQL engine and the MySQL,
+// Redis, gRPC and HTTP listeners.
 //
-// A single node is a cluster of one. It bootstraps two regions on first
-// start: the system region holding PD state and one data region spanning
-// the whole keyspace, each a Raft group with this store as the only voter.
-// SQL runs through the client library to the region leader exactly as it
-// would in a cluster; the only shortcut is that the client calls the local
-// KV service as a function instead of over gRPC.
+// A node is a store of a cluster. The first node, started without Join,
+// bootstraps the cluster: a random cluster id, store id 1, and two
+// regions with this store as their only voter, the system region holding
+// PD's state and one data region spanning the whole keyspace. A node
+// started with Join (the gRPC addresses of other nodes) asks the cluster
+// for a store id and starts empty; PD's scheduler then gives it replicas
+// (a learner that catches up by snapshot, then a voter) until every region
+// has as many as the replication factor. A restarted node comes back with
+// its identity from its data directory; with Join, it checks that the
+// addresses belong to its own cluster.
 //
-// In the background the node garbage-collects old MVCC versions of the
-// regions it leads (gc.go), its SQL engine destroys the data of dropped
-// tables once the GC safe point passes the drop, and it reports its
-// regions to PD.
+// A single node is a cluster of one: SQL runs through the client library
+// to the region leader exactly as in a cluster; the only shortcut is that
+// the client calls the local KV service as a function instead of over
+// gRPC.
+//
+// In the background the node reports itself and the regions it leads to
+// PD once a second and carries out the operators PD answers with
+// (cluster.go), garbage-collects old MVCC versions (gc.go), and its SQL
+// engine destroys the data of dropped tables once the GC safe point
+// passes the drop.
 package node
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,10 +34,12 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 
@@ -42,6 +52,7 @@ import (
 	"github.com/strata-db/strata/internal/resp"
 	"github.com/strata-db/strata/internal/sql"
 	"github.com/strata-db/strata/internal/sql/server"
+	"github.com/strata-db/strata/internal/transport"
 	"github.com/strata-db/strata/kvpb"
 )
 
@@ -55,8 +66,22 @@ type Config struct {
 	RESPPassword string
 	// MaxValueSize bounds a Redis argument and a stored value (default 64 MiB).
 	MaxValueSize int
-	HTTPAddr     string // /healthz, /metrics, /debug/pprof; empty disables
-	GRPCAddr     string // KV and PD services for other nodes and external clients; empty disables
+	HTTPAddr     string // /healthz, /status, /metrics, /debug/pprof; empty disables
+	// GRPCAddr is where the node listens for the KV, PD and Raft services
+	// of other nodes and external clients; empty disables (a single node
+	// that no one else reaches).
+	GRPCAddr string
+	// AdvertiseAddr is the gRPC address other nodes dial (default
+	// GRPCAddr).
+	AdvertiseAddr string
+	// Join lists the gRPC addresses of nodes of the cluster to join. Empty
+	// on the first node, which bootstraps a cluster if its data directory
+	// is new.
+	Join []string
+	// Replicas is the replication factor of a cluster this node
+	// bootstraps (default 3; a cluster with fewer nodes runs with what it
+	// has). Ignored once the cluster exists.
+	Replicas int
 	// RootPassword, when set, is required for root. Empty allows root
 	// without a password from loopback only.
 	RootPassword string
@@ -77,6 +102,11 @@ type Config struct {
 	// reads without the LSM. 0 means DefaultVersionCacheSize; negative
 	// disables the cache.
 	VersionCacheSize int64
+	// Version is reported to the cluster (strata status).
+	Version string
+	// TestClockRate makes the node's lease clock run at this rate of real
+	// time (fault tests only; 0 or 1: real time).
+	TestClockRate float64
 }
 
 // DefaultVersionCacheSize is the version cache's default memory: enough
@@ -86,26 +116,38 @@ const DefaultVersionCacheSize = 256 << 20
 
 // Node is a running Strata node.
 type Node struct {
-	cfg    Config
-	log    *slog.Logger
-	eng    engine.Engines
-	store  *raftstore.Store
-	pd     *pd.Server
-	kv     *kvserver.Server
-	locks  *mvcc.LockSet // the store's lock index, fed by the apply path
-	client *client.Client
-	router *client.GRPCRouter
-	sql    *sql.Engine
+	cfg       Config
+	log       *slog.Logger
+	eng       engine.Engines
+	clusterID uint64
+	storeID   uint64
+	store     *raftstore.Store
+	transport *transport.Transport
+	pd        *pd.Server
+	kv        *kvserver.Server
+	locks     *mvcc.LockSet // the store's lock index, fed by the apply path
+	client    *client.Client
+	router    *client.GRPCRouter
+	sql       *sql.Engine
 
 	mysql *server.Server
 	redis *resp.Server
 	grpc  *grpc.Server
 	http  *http.Server
 	lns   []net.Listener
+	// grpcLn is the gRPC listener, opened before the store so that other
+	// nodes can reach this one while it waits for the cluster.
+	grpcLn net.Listener
 
+	started   time.Time
 	storeInfo *kvpb.Store
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	ops       operators // cluster.go
+	// pdReady is pd once it exists, for callbacks of the store that may
+	// run before (onLeaderChange).
+	pdReady atomic.Pointer[pd.Server]
+	hbNow   chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // maxSQLCleanupInterval bounds how long the SQL engine waits between looks
@@ -113,18 +155,24 @@ type Node struct {
 const maxSQLCleanupInterval = 5 * time.Second
 
 const (
-	localStoreID  = 1
+	firstStoreID  = 1
 	dataRegionID  = 2
 	systemPeerID  = 1
 	dataPeerID    = 2
 	heartbeatTick = time.Second
+	// clusterWait bounds how long a starting node waits for the cluster
+	// (a leader of PD, the regions it needs) before it gives up.
+	clusterWait = 2 * time.Minute
 )
 
-// Start opens (bootstrapping if new) and starts a node.
+// Start opens (bootstrapping or joining if new) and starts a node.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
-	n := &Node{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), hbNow: make(chan struct{}, 1), started: time.Now()}
 	if n.log == nil {
 		n.log = slog.Default()
+	}
+	if n.cfg.AdvertiseAddr == "" {
+		n.cfg.AdvertiseAddr = n.cfg.GRPCAddr
 	}
 	if err := n.open(ctx); err != nil {
 		n.Close()
@@ -145,12 +193,30 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	eng, err := engine.OpenEngines(n.cfg.DataDir, engine.Options{InMemory: n.cfg.InMemory})
 	if err != nil {
+		if isLocked(err) {
+			return fmt.Errorf("data directory %s is in use by another strata process", n.cfg.DataDir)
+		}
 		return err
 	}
 	n.eng = eng
-	if err := bootstrapIfNew(eng); err != nil {
+	if n.cfg.GRPCAddr != "" {
+		// Listen before anything waits for the cluster: the other nodes
+		// must reach this one to elect leaders and send it data.
+		ln, err := net.Listen("tcp", n.cfg.GRPCAddr)
+		if err != nil {
+			return fmt.Errorf("node: grpc listen: %w", err)
+		}
+		n.grpcLn = ln
+		n.lns = append(n.lns, ln)
+		if n.cfg.AdvertiseAddr == n.cfg.GRPCAddr {
+			n.cfg.AdvertiseAddr = ln.Addr().String()
+		}
+	}
+	n.storeInfo = n.describeStore()
+	if err := n.identify(ctx); err != nil { // cluster.go
 		return err
 	}
+	n.storeInfo.Id = n.storeID
 	// The lock index is loaded before the store starts applying, so it
 	// sees every lock change from then on.
 	locks, err := mvcc.LoadLockSet(eng.KV)
@@ -173,39 +239,64 @@ func (n *Node) open(ctx context.Context) error {
 	locks.SetRecentWrites(recent)
 	registerRecentWritesMetrics(locks.RecentWrites())
 	registerVersionCacheMetrics(locks.VersionCache())
-	store, err := raftstore.Open(eng, raftstore.Config{StoreID: localStoreID, Logger: n.log,
-		BeforeApply: locks.BeforeApply, BeforeCommit: locks.BeforeCommit, OnApply: locks.Observe,
-		ScannedKeys: locks.ScannedKeys, FlushStarting: recent.FlushStarting, FlushDone: recent.FlushDone})
+	resolver := &storeResolver{}
+	n.transport = transport.New(n.clusterID, n.storeID, resolver, n.log)
+	store, err := raftstore.Open(eng, raftstore.Config{StoreID: n.storeID, Logger: n.log,
+		Observer: storeObserver{locks}, Transport: n.transport, OnLeaderChange: n.onLeaderChange,
+		ClockRate: n.cfg.TestClockRate})
 	if err != nil {
 		return err
 	}
 	n.store = store
-	if err := n.waitLeaders(ctx); err != nil {
-		return err
+	n.transport.SetStore(store)
+	n.pd = pd.New(store, pd.Config{Join: n.cfg.Join, Logger: n.log})
+	n.pdReady.Store(n.pd)
+	resolver.pd.Store(n.pd)
+	n.kv = kvserver.New(store, locks, n.pd.NextTimestampAnywhere)
+	if n.grpcLn != nil {
+		n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+		kvpb.RegisterKvServer(n.grpc, n.kv)
+		kvpb.RegisterPDServer(n.grpc, n.pd)
+		kvpb.RegisterRaftServer(n.grpc, n.transport)
+		go n.grpc.Serve(n.grpcLn)
 	}
-	if n.pd, err = pd.New(store); err != nil {
-		return err
-	}
-	n.storeInfo = &kvpb.Store{Id: localStoreID, Address: n.cfg.GRPCAddr}
-	n.heartbeat()
 	n.wg.Add(1)
-	go n.heartbeatLoop()
+	go n.heartbeatLoop() // cluster.go
 
-	n.kv = kvserver.New(store, locks)
 	localPD := client.LocalPD(n.pd)
 	router := client.NewGRPCRouter(localPD)
-	router.SetLocal(localStoreID, client.LocalKv(n.kv))
+	router.SetLocal(n.storeID, client.LocalKv(n.kv))
 	n.router = router
 	n.client = client.New(localPD, router, client.Options{})
+	if err := n.waitCluster(ctx); err != nil { // cluster.go
+		return err
+	}
 	// The SQL engine destroys dropped tables' data once PD's safe point
 	// passes the drop; it looks as often as the safe point moves, at
 	// least every few seconds.
-	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}}
+	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}, Cluster: n.clusterInfo}
 	if iv := n.cfg.GCInterval; iv > 0 {
 		sqlOpts.CleanupInterval = min(iv, maxSQLCleanupInterval)
 	}
-	if n.sql, err = sql.NewEngine(ctx, n.client, sqlOpts); err != nil {
-		return fmt.Errorf("node: start SQL engine: %w", err)
+	// The SQL engine reads (or creates) the catalog: while the cluster is
+	// still settling (a region's leader being elected, PD's leader moving)
+	// that can fail; it is retried for as long as the node waits for the
+	// cluster.
+	deadline := time.Now().Add(clusterWait)
+	for {
+		n.sql, err = sql.NewEngine(ctx, n.client, sqlOpts)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("node: start SQL engine: %w", err)
+		}
+		n.log.Info("waiting for the cluster to start the SQL engine", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
 	if interval := n.cfg.GCInterval; interval >= 0 {
 		if interval == 0 {
@@ -217,102 +308,26 @@ func (n *Node) open(ctx context.Context) error {
 	return nil
 }
 
-// bootstrapIfNew writes the store identity and the initial regions of a
-// brand-new store: the system region (PD state) and one data region over
-// the whole keyspace.
-func bootstrapIfNew(eng engine.Engines) error {
-	_, ok, err := engine.GetCopy(eng.KV, engine.StoreIdentKey())
-	if err != nil || ok {
-		return err
-	}
-	var clusterID [8]byte
-	if _, err := rand.Read(clusterID[:]); err != nil {
-		return err
-	}
-	epoch := func() *kvpb.RegionEpoch { return &kvpb.RegionEpoch{ConfVer: 1, Version: 1} }
-	sys := &kvpb.Region{Id: pd.SystemRegionID, StartKey: []byte{}, EndKey: []byte{}, Epoch: epoch(),
-		Peers: []*kvpb.Peer{{Id: systemPeerID, StoreId: localStoreID}}}
-	data := &kvpb.Region{Id: dataRegionID, StartKey: []byte{}, EndKey: []byte{}, Epoch: epoch(),
-		Peers: []*kvpb.Peer{{Id: dataPeerID, StoreId: localStoreID}}}
-	for _, r := range []*kvpb.Region{sys, data} {
-		if err := raftstore.BootstrapRegion(eng, r); err != nil {
-			return err
-		}
-	}
-	// The identity is written last: a crash before this point re-runs the
-	// (idempotent) bootstrap on the next start.
-	ident := binary.BigEndian.AppendUint64(clusterID[:], localStoreID)
-	if err := eng.KV.Set(engine.StoreIdentKey(), ident, pebble.NoSync); err != nil {
-		return err
-	}
-	return eng.KV.Flush() // the KV engine has no WAL
+// isLocked reports whether opening an engine failed because another
+// process (or this one) holds its lock file.
+func isLocked(err error) bool {
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) ||
+		strings.Contains(err.Error(), "resource temporarily unavailable") || strings.Contains(err.Error(), "lock held")
 }
 
-func (n *Node) waitLeaders(ctx context.Context) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ready := true
-		for _, r := range n.store.Regions() {
-			p, _ := n.store.Peer(r.Id)
-			if p.CheckRequest(nil) != nil {
-				ready = false
-			}
-		}
-		if ready {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return errors.New("node: regions did not elect a leader within 30s")
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
+// storeResolver resolves store addresses for the transport through PD's
+// store directory (set once PD's server exists).
+type storeResolver struct{ pd atomic.Pointer[pd.Server] }
 
-func (n *Node) heartbeat() {
-	regions := n.store.Regions()
-	leaders := make(map[uint64]*kvpb.Peer, len(regions))
-	for _, r := range regions {
-		p, _ := n.store.Peer(r.Id)
-		if p.CheckRequest(nil) == nil {
-			leaders[r.Id] = &kvpb.Peer{Id: p.ID(), StoreId: localStoreID}
-		}
+func (r *storeResolver) StoreAddress(ctx context.Context, id uint64) (string, error) {
+	p := r.pd.Load()
+	if p == nil {
+		return "", errors.New("node: starting")
 	}
-	n.pd.Heartbeat(n.storeInfo, regions, leaders)
-}
-
-func (n *Node) heartbeatLoop() {
-	defer n.wg.Done()
-	t := time.NewTicker(heartbeatTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-t.C:
-			n.heartbeat()
-		}
-	}
+	return p.StoreAddress(ctx, id)
 }
 
 func (n *Node) listen() error {
-	if n.cfg.GRPCAddr != "" {
-		ln, err := net.Listen("tcp", n.cfg.GRPCAddr)
-		if err != nil {
-			return fmt.Errorf("node: grpc listen: %w", err)
-		}
-		n.lns = append(n.lns, ln)
-		n.grpc = grpc.NewServer()
-		kvpb.RegisterKvServer(n.grpc, n.kv)
-		kvpb.RegisterPDServer(n.grpc, n.pd)
-		// The deadlock detector of the cluster runs with the leader of the
-		// first region; a single node leads every region.
-		kvpb.RegisterDeadlockDetectorServer(n.grpc, n.kv.Detector())
-		go n.grpc.Serve(ln)
-	}
 	if n.cfg.HTTPAddr != "" {
 		ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 		if err != nil {
@@ -320,15 +335,8 @@ func (n *Node) listen() error {
 		}
 		n.lns = append(n.lns, ln)
 		mux := http.NewServeMux()
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-			for _, reg := range n.store.Regions() {
-				if p, ok := n.store.Peer(reg.Id); !ok || p.CheckRequest(nil) != nil {
-					http.Error(w, fmt.Sprintf("region %d has no ready leader\n", reg.Id), http.StatusServiceUnavailable)
-					return
-				}
-			}
-			fmt.Fprintln(w, "ok")
-		})
+		mux.HandleFunc("/healthz", n.handleHealth) // status.go
+		mux.HandleFunc("/status", n.handleStatus)
 		mux.Handle("/metrics", promhttp.Handler())
 		n.registerAdmin(mux) // admin.go: /admin/split, /admin/regions
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -419,6 +427,8 @@ func (n *Node) Close() error {
 	}
 	if n.grpc != nil {
 		n.grpc.Stop()
+	} else if n.grpcLn != nil {
+		n.grpcLn.Close()
 	}
 	if n.http != nil {
 		n.http.Close()
@@ -434,6 +444,12 @@ func (n *Node) Close() error {
 	}
 	if n.router != nil {
 		n.router.Close()
+	}
+	if n.pd != nil {
+		n.pd.Close()
+	}
+	if n.transport != nil {
+		n.transport.Close()
 	}
 	if n.store != nil {
 		n.store.Close()

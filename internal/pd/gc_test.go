@@ -32,11 +32,13 @@ func openPD(t *testing.T, dir string, bootstrap bool) (*Server, func()) {
 			t.Fatal("no leader")
 		}
 	}
-	s, err := New(store)
-	if err != nil {
-		t.Fatal(err)
+	s := New(store, Config{})
+	for deadline := time.Now().Add(10 * time.Second); !s.IsLeader(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("PD did not take the lead")
+		}
 	}
-	return s, func() { store.Close(); eng.Close() }
+	return s, func() { s.Close(); store.Close(); eng.Close() }
 }
 
 // The GC safe point only moves forward, also across a restart (it is
@@ -45,7 +47,7 @@ func TestGCSafePointNeverGoesBack(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s, stop := openPD(t, dir, true)
-	if sp := s.GCSafePoint(); sp != 0 {
+	if sp, _ := s.SafePoint(ctx); sp != 0 {
 		t.Fatalf("fresh safe point %d", sp)
 	}
 	for _, c := range []struct{ set, want uint64 }{{100, 100}, {50, 100}, {100, 100}, {200, 200}} {
@@ -60,7 +62,7 @@ func TestGCSafePointNeverGoesBack(t *testing.T) {
 	stop()
 	s, stop = openPD(t, dir, false)
 	defer stop()
-	if sp := s.GCSafePoint(); sp != 200 {
+	if sp, _ := s.SafePoint(ctx); sp != 200 {
 		t.Fatalf("safe point after restart %d, want 200", sp)
 	}
 	if got, _ := s.UpdateGCSafePoint(ctx, 150); got != 200 {

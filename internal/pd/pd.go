@@ -1,28 +1,36 @@
 // Package pd is the placement driver: it allocates timestamps (the TSO)
-// and ids, and keeps the region directory the client library routes by.
+// and ids, keeps the directory of stores and regions the client library
+// routes by, and decides where regions' replicas go.
 //
-// Its durable state (the TSO high-water mark, the id allocator's mark and
-// the GC safe point) lives in a Raft group of its own, the system region,
-// replicated and fsynced like any region. The region directory is soft state rebuilt from
-// store heartbeats (Heartbeat): every store reports the regions it holds
-// and which of them it leads.
+// Its durable state (the cluster id and replication factor, the TSO
+// high-water mark, the id allocator's mark, the GC safe point, the store
+// directory) lives in a Raft group of its own, the system region,
+// replicated on up to three stores like any region. A Server runs on
+// every node; the one whose replica of the system region leads it is PD's
+// leader. That one serves; every other forwards each request to it
+// (leader.go). On becoming leader, once its replica has applied every
+// committed entry (raftstore's ready leader), a server loads the limits
+// from the applied state before it hands anything out, so timestamps and
+// ids stay strictly increasing across failovers; timestamps are handed
+// out only while the replica holds its lease (raftstore/read.go), so an
+// old leader that does not know it was replaced stops before a new one
+// can start.
 //
-// Region ids of split-off regions and their peers come from the id
-// allocator (AllocIDs), which never hands out ids up to ReservedIDs. A
-// heartbeat carrying a region at a newer epoch (after a split) replaces
-// the older entry; a store reports at once after it splits a region.
-//
-// Scheduling (split by size or load, merge, balance, repair) is not part of
-// this package yet; with one store, the directory is the store's own
-// regions.
+// The region directory is soft state: every store reports the regions it
+// leads once a second (StoreHeartbeat, one RPC per store, not per
+// region), and a new leader seeds it from its own store's replicas. A
+// region reported at a newer epoch replaces every entry it overlaps, so
+// regions that no longer exist drop out. The heartbeat response carries
+// the operators the scheduler (scheduler.go) decided for the store's
+// regions: add a learner, promote it, leave a joint configuration.
 package pd
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
-	"sort"
+	"log/slog"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -38,6 +46,9 @@ var (
 	tsoLimitKey    = engine.PDKey("tso-limit")
 	idLimitKey     = engine.PDKey("id-limit")
 	gcSafePointKey = engine.PDKey("gc-safe-point")
+	clusterIDKey   = engine.PDKey("cluster-id")
+	replicasKey    = engine.PDKey("replicas")
+	storePrefix    = engine.PDKey("store/")
 )
 
 const idBatch = 1000
@@ -47,71 +58,92 @@ const idBatch = 1000
 // and first data region, their peers).
 const ReservedIDs = 100
 
-// Server implements kvpb.PDServer.
+// DefaultReplicas is the replication factor of a new cluster.
+const DefaultReplicas = 3
+
+// ErrNotLeader is returned by a server that is not PD's leader and could
+// not forward a request to it.
+var ErrNotLeader = errors.New("pd: not the leader")
+
+// Config configures a Server.
+type Config struct {
+	// Join lists gRPC addresses of other nodes, tried when this node does
+	// not know PD's leader (it holds no replica of the system region).
+	Join   []string
+	Logger *slog.Logger
+}
+
+// Server implements kvpb.PDServer on one node.
 type Server struct {
 	kvpb.UnimplementedPDServer
 	store *raftstore.Store
-	tso   *TSO
+	log   *slog.Logger
+	join  []string
 
-	idMu    sync.Mutex
-	nextID  uint64
-	idLimit uint64
+	// lead is the state of this server while it is PD's leader; nil
+	// otherwise.
+	leadMu  sync.Mutex
+	lead    *leaderState
+	loading bool
 
-	gcMu        sync.Mutex
-	gcSafePoint uint64
+	fwd forwarder // leader.go
 
-	dirMu   sync.RWMutex
-	regions []regionEntry // sorted by start key
-	stores  map[uint64]*kvpb.Store
+	// stores caches the store directory (addresses), from the local
+	// replica of the system region or from heartbeat responses.
+	storesMu sync.RWMutex
+	stores   map[uint64]*kvpb.Store
+
+	stop, stopped chan struct{}
 }
 
-type regionEntry struct {
-	region *kvpb.Region
-	leader *kvpb.Peer
+// New starts PD's server on the local store. It serves once the store's
+// replica of the system region leads (LeaderChanged); until then it
+// forwards.
+func New(store *raftstore.Store, cfg Config) *Server {
+	s := &Server{store: store, log: cfg.Logger, join: cfg.Join, stores: map[uint64]*kvpb.Store{}}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.fwd.init(s)
+	s.refreshStoresFromEngine()
+	s.stop = make(chan struct{})
+	s.stopped = make(chan struct{})
+	go s.watch()
+	return s
 }
 
-// New starts PD on the local store, which must hold the system region.
-func New(store *raftstore.Store) (*Server, error) {
-	s := &Server{store: store, stores: make(map[uint64]*kvpb.Store)}
-	db := store.Engine()
-	limit, err := readUint(db, tsoLimitKey)
+// Close stops the server and releases the connections used to forward
+// requests.
+func (s *Server) Close() {
+	close(s.stop)
+	<-s.stopped
+	s.fwd.close()
+}
+
+// Bootstrap writes the initial PD state of a new cluster into the KV
+// engine of its first store, next to the system region's bootstrap state
+// (before the store opens): the cluster id, the replication factor and
+// the first store's entry in the directory.
+func Bootstrap(eng engine.Engines, clusterID uint64, replicas uint32, first *kvpb.Store) error {
+	b := eng.KV.NewBatch()
+	defer b.Close()
+	if err := b.Set(clusterIDKey, binary.BigEndian.AppendUint64(nil, clusterID), nil); err != nil {
+		return err
+	}
+	if err := b.Set(replicasKey, binary.BigEndian.AppendUint64(nil, uint64(replicas)), nil); err != nil {
+		return err
+	}
+	data, err := marshalStore(first)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s.tso = newTSO(int64(limit), s.persistTSOLimit)
-	idLimit, err := readUint(db, idLimitKey)
-	if err != nil {
-		return nil, err
+	if err := b.Set(storeKey(first.Id), data, nil); err != nil {
+		return err
 	}
-	s.nextID, s.idLimit = max(idLimit, ReservedIDs), idLimit
-	if s.gcSafePoint, err = readUint(db, gcSafePointKey); err != nil {
-		return nil, err
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
 	}
-	return s, nil
-}
-
-// GCSafePoint returns the GC safe point: no transaction may read below it.
-func (s *Server) GCSafePoint() uint64 {
-	s.gcMu.Lock()
-	defer s.gcMu.Unlock()
-	return s.gcSafePoint
-}
-
-// UpdateGCSafePoint advances the GC safe point to sp and returns the safe
-// point in force, which is never below an earlier one: a lower sp changes
-// nothing. The new value is persisted through the system region before it
-// is returned, so it never goes back across restarts.
-func (s *Server) UpdateGCSafePoint(ctx context.Context, sp uint64) (uint64, error) {
-	s.gcMu.Lock()
-	defer s.gcMu.Unlock()
-	if sp <= s.gcSafePoint {
-		return s.gcSafePoint, nil
-	}
-	if err := s.persistUint(ctx, gcSafePointKey, sp); err != nil {
-		return 0, err
-	}
-	s.gcSafePoint = sp
-	return sp, nil
+	return eng.KV.Flush() // the KV engine has no WAL
 }
 
 func readUint(db pebble.Reader, key []byte) (uint64, error) {
@@ -125,155 +157,155 @@ func readUint(db pebble.Reader, key []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(v), nil
 }
 
-func (s *Server) persistUint(ctx context.Context, key []byte, v uint64) error {
+// persist writes key=value through the system region's log; only the
+// leader can.
+func (s *Server) persist(ctx context.Context, key, value []byte) error {
 	p, ok := s.store.Peer(SystemRegionID)
 	if !ok {
 		return fmt.Errorf("pd: system region is not on this store")
 	}
 	b := s.store.Engine().NewBatch()
 	defer b.Close()
-	if err := b.Set(key, binary.BigEndian.AppendUint64(nil, v), nil); err != nil {
+	if err := b.Set(key, value, nil); err != nil {
 		return err
 	}
 	return s.store.Propose(ctx, p, p.Region().Epoch, b)
 }
 
-func (s *Server) persistTSOLimit(ctx context.Context, limitMs int64) error {
-	return s.persistUint(ctx, tsoLimitKey, uint64(limitMs))
+func (s *Server) persistUint(ctx context.Context, key []byte, v uint64) error {
+	return s.persist(ctx, key, binary.BigEndian.AppendUint64(nil, v))
 }
 
-// AllocIDs returns the first of count fresh ids.
-func (s *Server) AllocIDs(ctx context.Context, count uint32) (uint64, error) {
-	s.idMu.Lock()
-	defer s.idMu.Unlock()
-	if s.nextID+uint64(count) > s.idLimit {
-		newLimit := s.nextID + uint64(count) + idBatch
-		if err := s.persistUint(ctx, idLimitKey, newLimit); err != nil {
-			return 0, err
-		}
-		s.idLimit = newLimit
-	}
-	first := s.nextID + 1
-	s.nextID += uint64(count)
-	return first, nil
-}
-
-// Heartbeat records the regions a store holds and the ones it leads.
-func (s *Server) Heartbeat(store *kvpb.Store, regions []*kvpb.Region, leaders map[uint64]*kvpb.Peer) {
-	s.dirMu.Lock()
-	defer s.dirMu.Unlock()
-	s.stores[store.Id] = store
-	byID := make(map[uint64]regionEntry, len(s.regions)+len(regions))
-	for _, e := range s.regions {
-		byID[e.region.Id] = e
-	}
-	for _, r := range regions {
-		if r.Id == SystemRegionID {
-			continue
-		}
-		old, ok := byID[r.Id]
-		if ok && epochOlder(r.Epoch, old.region.Epoch) {
-			continue
-		}
-		e := regionEntry{region: r, leader: leaders[r.Id]}
-		if e.leader == nil && ok {
-			e.leader = old.leader
-		}
-		byID[r.Id] = e
-	}
-	s.regions = s.regions[:0]
-	for _, e := range byID {
-		s.regions = append(s.regions, e)
-	}
-	sort.Slice(s.regions, func(i, j int) bool {
-		return bytes.Compare(s.regions[i].region.StartKey, s.regions[j].region.StartKey) < 0
-	})
-}
-
-func epochOlder(a, b *kvpb.RegionEpoch) bool {
-	return a.GetVersion() < b.GetVersion() || a.GetConfVer() < b.GetConfVer()
-}
+func pdErr(err error) *kvpb.PDError { return &kvpb.PDError{Message: err.Error()} }
 
 // Tso implements kvpb.PDServer.
 func (s *Server) Tso(ctx context.Context, req *kvpb.TsoRequest) (*kvpb.TsoResponse, error) {
-	ts, err := s.tso.Next(ctx, req.Count)
+	st, err := s.leading(ctx)
 	if err != nil {
-		return &kvpb.TsoResponse{Error: &kvpb.PDError{Message: err.Error()}}, nil
+		if resp, ferr := forward(s, ctx, func(ctx context.Context, c kvpb.PDClient) (*kvpb.TsoResponse, error) {
+			return c.Tso(ctx, req)
+		}); ferr == nil {
+			return resp, nil
+		}
+		return &kvpb.TsoResponse{Error: pdErr(err)}, nil
+	}
+	ts, err := st.tso.Next(ctx, req.Count)
+	if err != nil {
+		return &kvpb.TsoResponse{Error: pdErr(err)}, nil
 	}
 	return &kvpb.TsoResponse{Timestamp: ts, Count: req.Count}, nil
 }
 
-// NextTimestamp returns one timestamp, as Tso with Count 1 does, for a
-// client in this process (client.LocalPD), without the protobuf messages.
+// NextTimestamp returns one timestamp when this server is PD's leader,
+// for a client in this process (client.LocalPD), without the protobuf
+// messages. On another node it fails at once with ErrNotLeader: the
+// client then asks through its batching Tso path, which forwards one
+// request for many transactions.
 func (s *Server) NextTimestamp(ctx context.Context) (uint64, error) {
-	return s.tso.Next(ctx, 1)
+	st, err := s.leading(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return st.tso.Next(ctx, 1)
 }
 
-// GetRegion implements kvpb.PDServer.
-func (s *Server) GetRegion(ctx context.Context, req *kvpb.GetRegionRequest) (*kvpb.GetRegionResponse, error) {
-	s.dirMu.RLock()
-	defer s.dirMu.RUnlock()
-	i := sort.Search(len(s.regions), func(i int) bool {
-		return bytes.Compare(s.regions[i].region.StartKey, req.Key) > 0
-	}) - 1
-	if i >= 0 {
-		e := s.regions[i]
-		if len(e.region.EndKey) == 0 || bytes.Compare(req.Key, e.region.EndKey) < 0 {
-			return &kvpb.GetRegionResponse{Region: e.region, Leader: e.leader}, nil
+// AllocIDs returns the first of count fresh ids (leader only).
+func (s *Server) AllocIDs(ctx context.Context, count uint32) (uint64, error) {
+	st, err := s.leading(ctx)
+	if err != nil {
+		resp, ferr := s.AllocID(ctx, &kvpb.AllocIDRequest{Count: count})
+		if ferr != nil {
+			return 0, ferr
 		}
+		if resp.Error != nil {
+			return 0, errors.New(resp.Error.Message)
+		}
+		return resp.Id, nil
 	}
-	return &kvpb.GetRegionResponse{Error: &kvpb.PDError{Message: fmt.Sprintf("no region for key %q", req.Key)}}, nil
-}
-
-// GetRegionByID implements kvpb.PDServer.
-func (s *Server) GetRegionByID(ctx context.Context, req *kvpb.GetRegionByIDRequest) (*kvpb.GetRegionResponse, error) {
-	s.dirMu.RLock()
-	defer s.dirMu.RUnlock()
-	for _, e := range s.regions {
-		if e.region.Id == req.RegionId {
-			return &kvpb.GetRegionResponse{Region: e.region, Leader: e.leader}, nil
-		}
-	}
-	return &kvpb.GetRegionResponse{Error: &kvpb.PDError{Message: fmt.Sprintf("region %d not found", req.RegionId)}}, nil
-}
-
-// ScanRegions implements kvpb.PDServer.
-func (s *Server) ScanRegions(ctx context.Context, req *kvpb.ScanRegionsRequest) (*kvpb.ScanRegionsResponse, error) {
-	s.dirMu.RLock()
-	defer s.dirMu.RUnlock()
-	resp := &kvpb.ScanRegionsResponse{}
-	for _, e := range s.regions {
-		if len(e.region.EndKey) > 0 && bytes.Compare(e.region.EndKey, req.StartKey) <= 0 {
-			continue
-		}
-		if len(req.EndKey) > 0 && bytes.Compare(e.region.StartKey, req.EndKey) >= 0 {
-			break
-		}
-		resp.Regions = append(resp.Regions, e.region)
-		resp.Leaders = append(resp.Leaders, e.leader)
-		if req.Limit > 0 && len(resp.Regions) >= int(req.Limit) {
-			break
-		}
-	}
-	return resp, nil
-}
-
-// GetStore implements kvpb.PDServer.
-func (s *Server) GetStore(ctx context.Context, req *kvpb.GetStoreRequest) (*kvpb.GetStoreResponse, error) {
-	s.dirMu.RLock()
-	defer s.dirMu.RUnlock()
-	st, ok := s.stores[req.StoreId]
-	if !ok {
-		return &kvpb.GetStoreResponse{Error: &kvpb.PDError{Message: fmt.Sprintf("store %d not found", req.StoreId)}}, nil
-	}
-	return &kvpb.GetStoreResponse{Store: st}, nil
+	return st.allocIDs(ctx, s, count)
 }
 
 // AllocID implements kvpb.PDServer.
 func (s *Server) AllocID(ctx context.Context, req *kvpb.AllocIDRequest) (*kvpb.AllocIDResponse, error) {
-	id, err := s.AllocIDs(ctx, max(req.Count, 1))
+	st, err := s.leading(ctx)
 	if err != nil {
-		return &kvpb.AllocIDResponse{Error: &kvpb.PDError{Message: err.Error()}}, nil
+		if resp, ferr := forward(s, ctx, func(ctx context.Context, c kvpb.PDClient) (*kvpb.AllocIDResponse, error) {
+			return c.AllocID(ctx, req)
+		}); ferr == nil {
+			return resp, nil
+		}
+		return &kvpb.AllocIDResponse{Error: pdErr(err)}, nil
+	}
+	id, err := st.allocIDs(ctx, s, max(req.Count, 1))
+	if err != nil {
+		return &kvpb.AllocIDResponse{Error: pdErr(err)}, nil
 	}
 	return &kvpb.AllocIDResponse{Id: id}, nil
+}
+
+// GCSafePoint implements kvpb.PDServer: it reads the GC safe point, or
+// advances it (never backwards) when the request carries one, persisting
+// the new value through the system region before answering.
+func (s *Server) GCSafePoint(ctx context.Context, req *kvpb.GCSafePointRequest) (*kvpb.GCSafePointResponse, error) {
+	st, err := s.leading(ctx)
+	if err != nil {
+		if resp, ferr := forward(s, ctx, func(ctx context.Context, c kvpb.PDClient) (*kvpb.GCSafePointResponse, error) {
+			return c.GCSafePoint(ctx, req)
+		}); ferr == nil {
+			return resp, nil
+		}
+		return &kvpb.GCSafePointResponse{Error: pdErr(err)}, nil
+	}
+	sp, err := st.updateGCSafePoint(ctx, s, req.SafePoint)
+	if err != nil {
+		return &kvpb.GCSafePointResponse{Error: pdErr(err)}, nil
+	}
+	return &kvpb.GCSafePointResponse{SafePoint: sp}, nil
+}
+
+// SafePoint returns the GC safe point: no transaction may read below it.
+func (s *Server) SafePoint(ctx context.Context) (uint64, error) {
+	return s.UpdateGCSafePoint(ctx, 0)
+}
+
+// UpdateGCSafePoint advances the GC safe point to sp and returns the safe
+// point in force, which is never below an earlier one: a lower sp changes
+// nothing. The new value is persisted through the system region before it
+// is returned, so it never goes back across restarts or failovers.
+func (s *Server) UpdateGCSafePoint(ctx context.Context, sp uint64) (uint64, error) {
+	resp, err := s.GCSafePoint(ctx, &kvpb.GCSafePointRequest{SafePoint: sp})
+	if err != nil {
+		return 0, err
+	}
+	if resp.Error != nil {
+		return 0, errors.New(resp.Error.Message)
+	}
+	return resp.SafePoint, nil
+}
+
+// NextTimestampAnywhere returns one timestamp from PD's leader, wherever
+// it is (forwarded when this node is not the leader).
+func (s *Server) NextTimestampAnywhere(ctx context.Context) (uint64, error) {
+	if ts, err := s.NextTimestamp(ctx); err == nil {
+		return ts, nil
+	}
+	resp, err := s.Tso(ctx, &kvpb.TsoRequest{Count: 1})
+	if err != nil {
+		return 0, err
+	}
+	if resp.Error != nil {
+		return 0, errors.New(resp.Error.Message)
+	}
+	return resp.Timestamp, nil
+}
+
+// ObserveHeartbeat takes from a heartbeat response what every node keeps:
+// the store directory, and where PD's leader is.
+func (s *Server) ObserveHeartbeat(resp *kvpb.StoreHeartbeatResponse) {
+	s.setStores(resp.Stores)
+	if resp.PdLeaderStore != 0 && resp.PdLeaderStore != s.store.StoreID() {
+		if a := s.storeAddr(resp.PdLeaderStore); a != "" {
+			s.fwd.setHint(a)
+		}
+	}
 }

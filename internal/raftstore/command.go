@@ -14,6 +14,7 @@ import (
 //	cmdWriteBatch  1 | id | batch repr                      (older logs; no epoch check)
 //	cmdSplit       2 | id | conf_ver | version | new region id | peer count (4) | peer ids | split key
 //	cmdWrite       3 | id | version | batch repr
+//	cmdConfChange  4 | id | ...                             (the context of a ConfChangeV2 entry; conf.go)
 //
 // A write carries the region epoch version it was computed under; it is
 // applied only if the region still has that version when the entry is
@@ -24,6 +25,7 @@ const (
 	cmdWriteBatch byte = 1
 	cmdSplit      byte = 2
 	cmdWrite      byte = 3
+	cmdConfChange byte = 4
 )
 
 const cmdHeaderLen = 9 // type + proposal id
@@ -130,6 +132,9 @@ func splitRegion(parent *kvpb.Region, c *splitCmd) (left, right *kvpb.Region, er
 	if err := validSplitKey(parent, c.splitKey); err != nil {
 		return nil, nil, err
 	}
+	if InJoint(parent) {
+		return nil, nil, fmt.Errorf("raftstore: split of region %d: its membership is in a joint configuration", parent.Id)
+	}
 	if c.newRegionID == 0 || c.newRegionID == parent.Id {
 		return nil, nil, fmt.Errorf("raftstore: split of region %d: bad new region id %d", parent.Id, c.newRegionID)
 	}
@@ -146,7 +151,7 @@ func splitRegion(parent *kvpb.Region, c *splitCmd) (left, right *kvpb.Region, er
 			return nil, nil, fmt.Errorf("raftstore: split of region %d: bad new peer id %d", parent.Id, id)
 		}
 		seen[id] = true
-		right.Peers = append(right.Peers, &kvpb.Peer{Id: id, StoreId: pp.StoreId})
+		right.Peers = append(right.Peers, &kvpb.Peer{Id: id, StoreId: pp.StoreId, Role: pp.Role})
 	}
 	left = &kvpb.Region{Id: parent.Id, StartKey: parent.StartKey, EndKey: key,
 		Epoch: &kvpb.RegionEpoch{ConfVer: epoch.ConfVer, Version: epoch.Version}, Peers: parent.Peers}

@@ -150,11 +150,16 @@ func (h *splitHarness) writeBatch(key, value string) []byte {
 func fmtRegion(r *kvpb.Region) string {
 	var peers []string
 	for _, p := range r.Peers {
-		peers = append(peers, fmt.Sprintf("%d@%d", p.Id, p.StoreId))
+		peers = append(peers, fmt.Sprintf("%d@%d%s", p.Id, p.StoreId, roleMark[p.Role]))
 	}
 	return fmt.Sprintf("r%d [%q, %q) v%d c%d peers=%s", r.Id, r.StartKey, r.EndKey,
 		r.Epoch.GetVersion(), r.Epoch.GetConfVer(), strings.Join(peers, ","))
 }
+
+// roleMark marks a peer's role in fmtRegion: nothing for a voter, L for
+// a learner, + and - for a voter coming in or going out of a joint
+// configuration.
+var roleMark = map[kvpb.PeerRole]string{kvpb.PeerRole_Learner: "L", kvpb.PeerRole_IncomingVoter: "+", kvpb.PeerRole_DemotingVoter: "-"}
 
 func fmtRegionError(e *kvpb.RegionError) string {
 	switch {

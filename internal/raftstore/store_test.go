@@ -223,15 +223,15 @@ func TestAgedMemtableFlush(t *testing.T) {
 		started, done         int
 		startFlushes, lastTok uint64
 	)
-	s, err := Open(eng, Config{StoreID: 1, ScannedKeys: scanned.Load,
-		FlushStarting: func() uint64 {
+	s, err := Open(eng, Config{StoreID: 1, Observer: &hookObserver{scanned: scanned.Load,
+		flushStarting: func() uint64 {
 			hookMu.Lock()
 			defer hookMu.Unlock()
 			started++
 			startFlushes = uint64(eng.KV.Metrics().Flush.Count)
 			return uint64(started)
 		},
-		FlushDone: func(tok uint64) {
+		flushDone: func(tok uint64) {
 			hookMu.Lock()
 			defer hookMu.Unlock()
 			done++
@@ -242,7 +242,7 @@ func TestAgedMemtableFlush(t *testing.T) {
 				t.Errorf("FlushDone(%d) before the flush completed: %d flushes, %d when it started", tok, n, startFlushes)
 			}
 			lastTok = tok
-		}})
+		}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,3 +365,16 @@ func TestAcknowledgedWritesSurviveCrash(t *testing.T) {
 		}
 	}
 }
+
+// hookObserver is the raw observer with the flush hooks and the scan
+// counter of the test.
+type hookObserver struct {
+	rawObserver
+	scanned       func() uint64
+	flushStarting func() uint64
+	flushDone     func(uint64)
+}
+
+func (o *hookObserver) ScannedKeys() uint64   { return o.scanned() }
+func (o *hookObserver) FlushStarting() uint64 { return o.flushStarting() }
+func (o *hookObserver) FlushDone(tok uint64)  { o.flushDone(tok) }

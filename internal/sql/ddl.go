@@ -15,6 +15,7 @@ import (
 	"github.com/strata-db/strata/internal/sql/catalog"
 	"github.com/strata-db/strata/internal/sql/exec"
 	"github.com/strata-db/strata/internal/sql/expr"
+	"github.com/strata-db/strata/internal/sql/infoschema"
 	"github.com/strata-db/strata/internal/sql/plan"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/tablecodec"
@@ -27,6 +28,12 @@ import (
 // destroyed in the background once the GC safe point passes the drop
 // (catalog.GCJob, cleanup.go).
 func (s *Session) runDDL(ctx context.Context, st ast.StmtNode) (*Result, error) {
+	if s.explicit && s.readOnly {
+		return nil, sqlerr.New(1792, "25006", "Cannot execute statement in a READ ONLY transaction.")
+	}
+	if r, ok, err := s.tempDDL(ctx, st); ok {
+		return r, err
+	}
 	if s.txn != nil {
 		if err := s.finish(ctx, true); err != nil {
 			return nil, err
@@ -115,7 +122,22 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 		if err != nil {
 			return false, err
 		}
-		return true, catalog.PutDB(txn, &catalog.DBInfo{ID: id, Name: n.Name.O})
+		d := &catalog.DBInfo{ID: id, Name: n.Name.O}
+		for _, o := range n.Options {
+			switch o.Tp {
+			case ast.DatabaseOptionCharset:
+				if d.Collate == "" {
+					d.Collate = defaultCollationOf(o.Value)
+				}
+			case ast.DatabaseOptionCollate:
+				c, ok := infoschema.LookupCollation(o.Value)
+				if !ok {
+					return false, sqlerr.New(1273, "HY000", "Unknown collation: '%s'", o.Value)
+				}
+				d.Collate = c.Name
+			}
+		}
+		return true, catalog.PutDB(txn, d)
 	case *ast.DropDatabaseStmt:
 		d := schema.DB(n.Name.O)
 		if d == nil {
@@ -141,6 +163,8 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 		return s.createView(ctx, txn, schema, n)
 	case *ast.AlterTableStmt:
 		return s.alterTable(ctx, txn, schema, n)
+	case *ast.RenameTableStmt:
+		return s.renameTables(ctx, txn, schema, n.TableToTables)
 	case *ast.DropTableStmt:
 		var missing []string
 		changed := false
@@ -302,9 +326,58 @@ func (s *Session) alterTable(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 	}
 	nt := t.Clone()
 	var added []*catalog.IndexInfo
+	var rewrite []int // offsets of columns whose rows must be rewritten
 	for _, spec := range n.Specs {
 		switch spec.Tp {
+		case ast.AlterTableRenameColumn, ast.AlterTableChangeColumn, ast.AlterTableModifyColumn:
+			var col string
+			if spec.OldColumnName != nil {
+				col = spec.OldColumnName.Name.O
+			} else {
+				col = spec.NewColumns[0].Name.Name.O
+			}
+			off := -1
+			if c := nt.Column(col); c != nil {
+				off = c.Offset
+			}
+			rw, err := s.alterColumn(nt, spec)
+			if err != nil {
+				return false, err
+			}
+			if rw {
+				rewrite = append(rewrite, off)
+			}
+		case ast.AlterTableRenameTable:
+			db, _ := s.dbName(n.Table.Schema.O)
+			ok, err := s.renameTables(ctx, txn, schema, []*ast.TableToTable{{OldTable: &ast.TableName{Schema: ast.NewCIStr(db), Name: n.Table.Name}, NewTable: spec.NewTable}})
+			if err != nil || len(n.Specs) > 1 {
+				if err == nil {
+					err = sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support RENAME TO with other ALTER TABLE operations")
+				}
+				return false, err
+			}
+			return ok, nil
+		case ast.AlterTableDisableKeys, ast.AlterTableEnableKeys, ast.AlterTableLock, ast.AlterTableAlgorithm, ast.AlterTableForce:
+			// Accepted (mysqldump wraps its inserts in DISABLE/ENABLE
+			// KEYS): indexes are always maintained, online.
+		case ast.AlterTableDropForeignKey:
+			found := false
+			for i, fk := range nt.ForeignKeys {
+				if strings.EqualFold(fk.Name, spec.Name) {
+					nt.ForeignKeys = append(nt.ForeignKeys[:i], nt.ForeignKeys[i+1:]...)
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false, sqlerr.New(sqlerr.ErCantDropFieldOrKey, "42000", "Can't DROP '%s'; check that column/key exists", spec.Name)
+			}
 		case ast.AlterTableOption:
+			for _, o := range spec.Options {
+				if o.Tp == ast.TableOptionComment {
+					nt.Comment = o.StrValue
+				}
+			}
 		case ast.AlterTableAddConstraint:
 			c := spec.Constraint
 			var unique bool
@@ -312,6 +385,20 @@ func (s *Session) alterTable(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 			case ast.ConstraintKey, ast.ConstraintIndex:
 			case ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
 				unique = true
+			case ast.ConstraintForeignKey:
+				db, _ := s.dbName(n.Table.Schema.O)
+				before := len(nt.Indexes)
+				if err := s.addForeignKey(schema, db, nt, c); err != nil {
+					return false, err
+				}
+				added = append(added, nt.Indexes[before:]...)
+				if s.foreignKeyChecks() {
+					ec := &exec.Context{Ctx: ctx, Txn: txn, Writes: exec.NewStmtBuffer(txn), Eval: s.evalContext(nil), IDs: s.e.ids, Mem: exec.NewMemTracker(0), Schema: schema}
+					if err := exec.CheckForeignKeyRows(ec, nt, nt.ForeignKeys[len(nt.ForeignKeys)-1]); err != nil {
+						return false, err
+					}
+				}
+				continue
 			default:
 				return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support adding this constraint")
 			}
@@ -353,6 +440,15 @@ func (s *Session) alterTable(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 			return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this ALTER TABLE operation")
 		}
 	}
+	if len(rewrite) > 0 {
+		ec := &exec.Context{Ctx: ctx, Txn: txn, Writes: exec.NewStmtBuffer(txn), Eval: s.evalContext(nil), IDs: s.e.ids, Mem: exec.NewMemTracker(0)}
+		if err := exec.RewriteColumns(ec, t, nt); err != nil {
+			return false, err
+		}
+		if err := ec.Writes.Flush(); err != nil {
+			return false, err
+		}
+	}
 	if len(added) > 0 {
 		ec := &exec.Context{Ctx: ctx, Txn: txn, Writes: exec.NewStmtBuffer(txn), Eval: s.evalContext(nil), IDs: s.e.ids, Mem: exec.NewMemTracker(0)}
 		for _, ix := range added {
@@ -374,7 +470,7 @@ func (s *Session) addColumn(t *catalog.TableInfo, cd *ast.ColumnDef) error {
 		return sqlerr.New(1060, "42S21", "Duplicate column name '%s'", cd.Name.Name.O)
 	}
 	ft := cd.Tp.Clone()
-	if err := normalizeType(ft); err != nil {
+	if err := normalizeTypeIn(ft, t.Collate); err != nil {
 		return err
 	}
 	t.NextColumnID++
@@ -389,7 +485,12 @@ func (s *Session) addColumn(t *catalog.TableInfo, cd *ast.ColumnDef) error {
 			if err := s.setDefault(col, opt.Expr); err != nil {
 				return err
 			}
-		case ast.ColumnOptionComment, ast.ColumnOptionCollate:
+		case ast.ColumnOptionComment:
+			col.Comment = commentText(opt.Expr)
+		case ast.ColumnOptionCollate:
+			if err := setColumnCollation(ft, opt.StrValue); err != nil {
+				return err
+			}
 		default:
 			return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this option in ADD COLUMN")
 		}
@@ -475,7 +576,11 @@ func dropTableData(ctx context.Context, txn kv.Txn, t *catalog.TableInfo) error 
 }
 
 // normalizeType fills the lengths, charset and collation MySQL implies.
-func normalizeType(ft *ptypes.FieldType) error {
+func normalizeType(ft *ptypes.FieldType) error { return normalizeTypeIn(ft, "") }
+
+// normalizeTypeIn is normalizeType for a column of a table whose default
+// collation is tableCollate ("" for the server's).
+func normalizeTypeIn(ft *ptypes.FieldType, tableCollate string) error {
 	switch ft.GetType() {
 	case mysql.TypeEnum, mysql.TypeSet, mysql.TypeJSON, mysql.TypeGeometry, mysql.TypeBit, mysql.TypeDuration:
 		return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support column type %s", ft.CompactStr())
@@ -489,9 +594,15 @@ func normalizeType(ft *ptypes.FieldType) error {
 	}
 	switch ft.GetType() {
 	case mysql.TypeString, mysql.TypeVarchar, mysql.TypeVarString, mysql.TypeBlob, mysql.TypeTinyBlob, mysql.TypeMediumBlob, mysql.TypeLongBlob:
-		if ft.GetCharset() == "" {
-			ft.SetCharset(mysql.DefaultCharset)
-			ft.SetCollate(mysql.DefaultCollationName)
+		if ft.GetCharset() == "" && ft.GetCollate() == "" {
+			coll := tableCollate
+			if coll == "" {
+				coll = mysql.DefaultCollationName
+			}
+			ft.SetCharset(infoschema.CharsetOfCollation(coll))
+			ft.SetCollate(coll)
+		} else if ft.GetCharset() == "" {
+			ft.SetCharset(infoschema.CharsetOfCollation(ft.GetCollate()))
 		} else if ft.GetCollate() == "" {
 			if cs, err := charset.GetCharsetInfo(ft.GetCharset()); err == nil {
 				ft.SetCollate(cs.DefaultCollation)
@@ -507,27 +618,55 @@ func normalizeType(ft *ptypes.FieldType) error {
 }
 
 func (s *Session) createTable(ctx context.Context, txn kv.Txn, schema *catalog.Schema, n *ast.CreateTableStmt) (bool, error) {
-	if n.ReferTable != nil || n.Select != nil {
-		return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support CREATE TABLE ... LIKE / AS SELECT")
+	t, err := s.buildTable(ctx, txn, schema, n)
+	if t == nil || err != nil {
+		return false, err
+	}
+	if err := catalog.PutTable(txn, t); err != nil {
+		return false, err
+	}
+	if n.Select != nil {
+		if err := s.fillTable(ctx, txn, schema, t, n); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// buildTable makes the definition of a new table (nil when it exists and
+// IF NOT EXISTS says to do nothing); the caller stores it.
+func (s *Session) buildTable(ctx context.Context, txn kv.Txn, schema *catalog.Schema, n *ast.CreateTableStmt) (*catalog.TableInfo, error) {
+	if n.ReferTable != nil {
+		return s.tableLike(ctx, txn, schema, n)
+	}
+	var selectCols []*ast.ColumnDef
+	if n.Select != nil {
+		var err error
+		if selectCols, err = s.selectColumns(schema, n); err != nil {
+			return nil, err
+		}
 	}
 	db, err := s.dbName(n.Table.Schema.O)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	d := schema.DB(db)
 	if d == nil {
-		return false, sqlerr.New(sqlerr.ErBadDB, "42000", "Unknown database '%s'", db)
+		return nil, sqlerr.New(sqlerr.ErBadDB, "42000", "Unknown database '%s'", db)
 	}
 	if schema.Table(db, n.Table.Name.O) != nil {
 		if n.IfNotExists {
 			s.warn(sqlerr.ErTableExists, "42S01", "Table '%s' already exists", n.Table.Name.O)
-			return false, nil
+			return nil, nil
 		}
-		return false, sqlerr.New(sqlerr.ErTableExists, "42S01", "Table '%s' already exists", n.Table.Name.O)
+		return nil, sqlerr.New(sqlerr.ErTableExists, "42S01", "Table '%s' already exists", n.Table.Name.O)
 	}
-	t := &catalog.TableInfo{DBID: d.ID, Name: n.Table.Name.O}
+	t := &catalog.TableInfo{DBID: d.ID, Name: n.Table.Name.O, Temporary: n.TemporaryKeyword != ast.TemporaryNone}
+	if err := tableOptions(t, d, n.Options); err != nil {
+		return nil, err
+	}
 	if t.ID, err = catalog.AllocID(ctx, txn); err != nil {
-		return false, err
+		return nil, err
 	}
 	var pk []*ast.IndexPartSpecification
 	type pending struct {
@@ -536,13 +675,14 @@ func (s *Session) createTable(ctx context.Context, txn kv.Txn, schema *catalog.S
 		unique bool
 	}
 	var indexes []pending
-	for _, cd := range n.Cols {
+	var fks []*ast.Constraint
+	for _, cd := range append(append([]*ast.ColumnDef{}, n.Cols...), selectCols...) {
 		if t.Column(cd.Name.Name.O) != nil {
-			return false, sqlerr.New(1060, "42S21", "Duplicate column name '%s'", cd.Name.Name.O)
+			return nil, sqlerr.New(1060, "42S21", "Duplicate column name '%s'", cd.Name.Name.O)
 		}
 		ft := cd.Tp.Clone()
-		if err := normalizeType(ft); err != nil {
-			return false, err
+		if err := normalizeTypeIn(ft, t.Collate); err != nil {
+			return nil, err
 		}
 		t.NextColumnID++
 		col := &catalog.ColumnInfo{ID: t.NextColumnID, Name: cd.Name.Name.O, Offset: len(t.Columns), Type: ft}
@@ -555,7 +695,7 @@ func (s *Session) createTable(ctx context.Context, txn kv.Txn, schema *catalog.S
 				col.NotNull = false
 			case ast.ColumnOptionPrimaryKey:
 				if pk != nil {
-					return false, sqlerr.New(sqlerr.ErMultiplePriKey, "42000", "Multiple primary key defined")
+					return nil, sqlerr.New(sqlerr.ErMultiplePriKey, "42000", "Multiple primary key defined")
 				}
 				pk = part
 			case ast.ColumnOptionUniqKey:
@@ -564,13 +704,25 @@ func (s *Session) createTable(ctx context.Context, txn kv.Txn, schema *catalog.S
 				col.AutoIncrement = true
 			case ast.ColumnOptionDefaultValue:
 				if err := s.setDefault(col, opt.Expr); err != nil {
-					return false, err
+					return nil, err
 				}
 			case ast.ColumnOptionOnUpdate:
 				col.OnUpdateNow = true
-			case ast.ColumnOptionComment, ast.ColumnOptionCollate, ast.ColumnOptionColumnFormat, ast.ColumnOptionStorage:
+			case ast.ColumnOptionComment:
+				col.Comment = commentText(opt.Expr)
+			case ast.ColumnOptionGenerated:
+				if err := s.setGenerated(col, opt); err != nil {
+					return nil, err
+				}
+			case ast.ColumnOptionReference:
+				fks = append(fks, &ast.Constraint{Tp: ast.ConstraintForeignKey, Keys: part, Refer: opt.Refer})
+			case ast.ColumnOptionCollate:
+				if err := setColumnCollation(ft, opt.StrValue); err != nil {
+					return nil, err
+				}
+			case ast.ColumnOptionColumnFormat, ast.ColumnOptionStorage, ast.ColumnOptionCheck:
 			default:
-				return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this column option")
+				return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this column option")
 			}
 		}
 		t.Columns = append(t.Columns, col)
@@ -579,39 +731,41 @@ func (s *Session) createTable(ctx context.Context, txn kv.Txn, schema *catalog.S
 		switch c.Tp {
 		case ast.ConstraintPrimaryKey:
 			if pk != nil {
-				return false, sqlerr.New(sqlerr.ErMultiplePriKey, "42000", "Multiple primary key defined")
+				return nil, sqlerr.New(sqlerr.ErMultiplePriKey, "42000", "Multiple primary key defined")
 			}
 			pk = c.Keys
 		case ast.ConstraintKey, ast.ConstraintIndex:
 			indexes = append(indexes, pending{name: c.Name, parts: c.Keys})
 		case ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
 			indexes = append(indexes, pending{name: c.Name, parts: c.Keys, unique: true})
-		case ast.ConstraintForeignKey, ast.ConstraintCheck:
-			// Accepted and not enforced, like MySQL before 8.0.16 for CHECK.
+		case ast.ConstraintForeignKey:
+			fks = append(fks, c)
+		case ast.ConstraintCheck:
+			// Accepted and not enforced, like MySQL before 8.0.16.
 		default:
-			return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this constraint")
+			return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this constraint")
 		}
 	}
 	if pk != nil {
 		for _, p := range pk {
 			if p.Column == nil {
-				return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support expression indexes")
+				return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support expression indexes")
 			}
 			c := t.Column(p.Column.Name.O)
 			if c == nil {
-				return false, sqlerr.New(sqlerr.ErKeyDoesNotExist, "42000", "Key column '%s' doesn't exist in table", p.Column.Name.O)
+				return nil, sqlerr.New(sqlerr.ErKeyDoesNotExist, "42000", "Key column '%s' doesn't exist in table", p.Column.Name.O)
 			}
 			c.NotNull = true
 		}
 		if c := t.Column(pk[0].Column.Name.O); len(pk) == 1 && catalog.IsIntegerType(c.Type) {
 			t.PKIsHandle, t.HandleOffset = true, c.Offset
 		} else if _, err := addIndex(t, "PRIMARY", pk, true, true); err != nil {
-			return false, err
+			return nil, err
 		}
 	}
 	for _, ix := range indexes {
 		if _, err := addIndex(t, ix.name, ix.parts, ix.unique, false); err != nil {
-			return false, err
+			return nil, err
 		}
 	}
 	nAuto := 0
@@ -646,9 +800,17 @@ func (s *Session) createTable(ctx context.Context, txn kv.Txn, schema *catalog.S
 		}
 	}
 	if nAuto > 1 {
-		return false, sqlerr.New(1075, "42000", "Incorrect table definition; there can be only one auto column and it must be defined as a key")
+		return nil, sqlerr.New(1075, "42000", "Incorrect table definition; there can be only one auto column and it must be defined as a key")
 	}
-	return true, catalog.PutTable(txn, t)
+	for _, c := range fks {
+		if err := s.addForeignKey(schema, db, t, c); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkGenerated(t); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // addIndex appends an index definition to t, naming it like MySQL when

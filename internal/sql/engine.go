@@ -20,6 +20,7 @@ package sql
 import (
 	"context"
 	"errors"
+	"github.com/strata-db/strata/internal/sql/infoschema"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,9 +36,10 @@ const autoIDBatch = 1000
 // Engine is the SQL layer of one node: it caches the schema and allocates
 // ids; it is shared by all sessions.
 type Engine struct {
-	store  kv.Storage
-	schema atomic.Pointer[catalog.Schema]
-	ids    *idAllocator
+	store   kv.Storage
+	schema  atomic.Pointer[catalog.Schema]
+	ids     *idAllocator
+	cluster infoschema.ClusterSource
 
 	// ddlMu orders local DDL commits against transaction starts;
 	// schemaChecked is when the version key was last read (unix ns).
@@ -69,6 +71,9 @@ type Options struct {
 	// CleanupInterval is how often the engine looks for dropped data to
 	// destroy (default 5s); a DDL that drops data also wakes it.
 	CleanupInterval time.Duration
+	// Cluster reads the cluster's state for INFORMATION_SCHEMA.CLUSTER_NODES
+	// and REGIONS (nil: they are empty).
+	Cluster infoschema.ClusterSource
 }
 
 // Close stops background work (the cleanup of dropped data) and waits for
@@ -80,7 +85,7 @@ func (e *Engine) Close() {
 
 // NewEngine opens the SQL layer over store and loads the catalog.
 func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, error) {
-	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1)}
+	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1), cluster: opts.Cluster}
 	e.gcCtx, e.gcStop = context.WithCancel(context.Background())
 	e.ids = &idAllocator{store: store, tables: map[int64]*idRange{}}
 	txn, err := store.Begin(ctx, kv.TxnOptions{})

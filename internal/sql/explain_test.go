@@ -16,6 +16,9 @@ import (
 //	query     one statement; prints its rows
 func TestExplain(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if strings.Contains(path, "/fuzz/") {
+			t.Skip("a fuzz corpus (FuzzExecute), not a script")
+		}
 		s := newTestSession(t)
 		ctx := context.Background()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {

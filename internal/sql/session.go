@@ -55,14 +55,15 @@ type prepared struct {
 
 // compiled is a planned statement, reusable while the schema version holds.
 type compiled struct {
-	query      plan.Plan
-	insert     *plan.Insert
-	update     *plan.Update
-	delete     *plan.Delete
-	subqueries []*plan.Subquery
-	version    int64
-	forUpdate  bool
-	columns    []*Column // result columns of query
+	query       plan.Plan
+	insert      *plan.Insert
+	update      *plan.Update
+	delete      *plan.Delete
+	subqueries  []*plan.Subquery
+	version     int64
+	tempVersion int64 // the session's temporary tables when planned
+	forUpdate   bool
+	columns     []*Column // result columns of query
 }
 
 // Session is one client connection's SQL state. It is used by one
@@ -103,6 +104,8 @@ type Session struct {
 	// textPlans: per literal-free INSERT form (textplan.go), its prepared
 	// statement, or nil when the form cannot be prepared.
 	textPlans map[string]*prepared
+
+	x sessionExtra // stmts.go
 }
 
 // NewSession opens a session for a connected client.
@@ -125,6 +128,10 @@ func (s *Session) UseDB(name string) error {
 	if err != nil {
 		return toSQLError(err)
 	}
+	if isInfoSchemaDB(name) {
+		s.db = "information_schema"
+		return nil
+	}
 	d := schema.DB(name)
 	if d == nil {
 		return sqlerr.New(sqlerr.ErBadDB, "42000", "Unknown database '%s'", name)
@@ -142,12 +149,14 @@ func (s *Session) AutoCommit() bool { return s.autocommit }
 // WarningCount is the number of warnings of the last statement.
 func (s *Session) WarningCount() uint16 { return uint16(min(len(s.lastWarnings), 65535)) }
 
-// Close rolls back an open transaction.
+// Close rolls back an open transaction and drops the session's temporary
+// tables.
 func (s *Session) Close() {
 	if s.txn != nil {
 		_ = s.txn.Rollback(context.Background())
 		s.txn = nil
 	}
+	s.dropAllTemp()
 }
 
 // currentSchema returns the schema of the open transaction or the latest one.
@@ -160,7 +169,7 @@ func (s *Session) currentSchema(ctx context.Context) (*catalog.Schema, error) {
 		return nil, err
 	}
 	txn.Rollback(ctx)
-	return schema, nil
+	return s.withTemp(schema), nil
 }
 
 // begin opens the session's transaction if none is open and loads its schema.
@@ -173,7 +182,7 @@ func (s *Session) begin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.txn, s.schema, s.txnOpts = txn, schema, opts
+	s.txn, s.schema, s.txnOpts = txn, s.withTemp(schema), opts
 	s.nextIsolation = ""
 	return nil
 }
@@ -182,6 +191,7 @@ func (s *Session) begin(ctx context.Context) error {
 func (s *Session) finish(ctx context.Context, commit bool) error {
 	txn := s.txn
 	s.txn, s.explicit, s.schema, s.beginMode = nil, false, nil, ""
+	s.x.savepoints = nil
 	if txn == nil {
 		return nil
 	}
@@ -203,9 +213,9 @@ func (s *Session) Execute(ctx context.Context, query string) ([]*Result, error) 
 		}
 		return []*Result{r}, nil
 	}
-	stmts, _, err := s.parser.ParseSQL(query)
+	stmts, err := parseSQL(s.parser, query)
 	if err != nil {
-		return nil, parseError(err)
+		return nil, err
 	}
 	if len(stmts) == 0 {
 		return nil, sqlerr.New(1065, "42000", "Query was empty")
@@ -223,15 +233,42 @@ func (s *Session) Execute(ctx context.Context, query string) ([]*Result, error) 
 
 // parseView parses the stored SELECT of a view.
 func parseView(sql string) (ast.ResultSetNode, error) {
-	st, err := parser.New().ParseOneStmt(sql, "", "")
+	stmts, err := parseSQL(parser.New(), sql)
 	if err != nil {
-		return nil, parseError(err)
+		return nil, err
 	}
+	if len(stmts) != 1 {
+		return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "view definition is not a query")
+	}
+	st := stmts[0]
 	rs, ok := st.(ast.ResultSetNode)
 	if !ok {
 		return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "view definition is not a query")
 	}
 	return rs, nil
+}
+
+// errParserPanic answers a statement the parser panicked on. The known
+// cause is a numeric literal of more digits than its decimal type holds
+// (found by FuzzExecute): the parser's decimal conversion panics instead
+// of returning an error.
+var errParserPanic = sqlerr.New(sqlerr.ErParse, "42000",
+	"You have an error in your SQL syntax; the statement holds a value the parser cannot represent (for example a number of more than 65 digits)")
+
+// parseSQL parses query into statements. A syntax error is rendered the
+// way MySQL words it; a panic inside the parser becomes errParserPanic
+// instead of costing the connection.
+func parseSQL(p *parser.Parser, query string) (stmts []ast.StmtNode, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			stmts, err = nil, errParserPanic
+		}
+	}()
+	stmts, _, err = p.ParseSQL(query)
+	if err != nil {
+		return nil, parseError(err)
+	}
+	return stmts, nil
 }
 
 // parserPosition matches the TiDB parser's syntax error text.
@@ -264,6 +301,7 @@ func (s *Session) run(ctx context.Context, st ast.StmtNode, params []types.Datum
 		r, err := s.runOnce(ctx, st, params, p)
 		if err == nil {
 			r.Warnings = uint16(min(len(s.warnings), 65535))
+			s.noteCounts(st, r)
 			return r, nil
 		}
 		var re *kv.RetryableError
@@ -302,13 +340,13 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 			s.explicit, s.beginMode = false, ""
 			return nil, err
 		}
-		s.readOnly = n.ReadOnly
+		s.startReadOnly(n.ReadOnly)
 		return &Result{}, nil
 	case *ast.CommitStmt:
 		return &Result{}, s.finish(ctx, true)
 	case *ast.RollbackStmt:
 		if n.SavepointName != "" {
-			return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support SAVEPOINT")
+			return &Result{}, s.rollbackTo(n.SavepointName)
 		}
 		return &Result{}, s.finish(ctx, false)
 	case *ast.UseStmt:
@@ -322,6 +360,9 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt,
 		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt, *ast.CreateViewStmt, *ast.AlterTableStmt:
 		return s.runDDL(ctx, st)
+	}
+	if r, ok, err := s.runExtra(ctx, st); ok {
+		return r, err
 	}
 	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this statement")
 }
@@ -344,6 +385,7 @@ func (s *Session) evalContext(params []types.Datum) *expr.EvalContext {
 	return &expr.EvalContext{
 		Params: params, Vars: s, Warnings: &s.warnings, Now: time.Now(), Database: s.db,
 		User: s.userHost, ConnectionID: uint64(s.connID), LastInsertID: s.lastInsertID,
+		RowCount: s.x.rowCount, FoundRows: s.x.foundRows,
 	}
 }
 
@@ -351,7 +393,8 @@ func (s *Session) evalContext(params []types.Datum) *expr.EvalContext {
 func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 	b := plan.NewBuilder(s.schema, s.db)
 	b.ParseView = parseView
-	c := &compiled{version: s.schema.Version}
+	b.Cluster = s.e.cluster
+	c := &compiled{version: s.schema.Version, tempVersion: s.x.tempVersion}
 	var err error
 	switch n := st.(type) {
 	case *ast.SelectStmt:
@@ -401,7 +444,7 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 		}
 	}()
 	var c *compiled
-	if p != nil && p.cached != nil && p.cached.version == s.schema.Version {
+	if p != nil && p.cached != nil && p.cached.version == s.schema.Version && p.cached.tempVersion == s.x.tempVersion {
 		c = p.cached
 	} else {
 		if c, err = s.compile(st); err != nil {
@@ -432,12 +475,13 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datum, auto, forUpdate bool) (*Result, *exec.Context, error) {
 	ec := &exec.Context{
 		Ctx: ctx, Txn: s.txn, Eval: s.evalContext(params), IDs: s.e.ids,
-		Mem: exec.NewMemTracker(s.memQuota()),
+		Mem: exec.NewMemTracker(s.memQuota()), Schema: s.schema, FKChecks: !s.x.fkOff, NonStrict: s.x.nonStrict,
 		// A statement that is its own transaction, with nothing written
 		// before it: its commit follows at once, so an INSERT may leave
 		// its primary key check to it.
 		DeferDupCheck: auto && s.txn.Len() == 0,
 	}
+	ec.Eval.Ctx = ctx
 	exec.BindSubqueries(ec, c.subqueries)
 	if c.query != nil {
 		rows, err := exec.Query(ec, c.query)
@@ -446,8 +490,8 @@ func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datu
 		}
 		return &Result{Columns: c.columns, Rows: rows}, ec, nil
 	}
-	if s.readOnly && s.explicit {
-		return nil, ec, sqlerr.New(1792, "25006", "Cannot execute statement in a READ ONLY transaction.")
+	if err := s.writeRefused(); err != nil {
+		return nil, ec, err
 	}
 	ec.Writes = exec.NewStmtBuffer(s.txn)
 	var err error
@@ -486,9 +530,9 @@ func resultColumns(cols []*plan.Column) []*Column {
 
 // Prepare parses and plans a statement for repeated execution.
 func (s *Session) Prepare(ctx context.Context, query string) (*PreparedStmt, error) {
-	stmts, _, err := s.parser.ParseSQL(query)
+	stmts, err := parseSQL(s.parser, query)
 	if err != nil {
-		return nil, parseError(err)
+		return nil, err
 	}
 	if len(stmts) != 1 {
 		return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "can not prepare multiple statements")

@@ -11,6 +11,7 @@ import (
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 
 	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/infoschema"
 	"github.com/strata-db/strata/internal/sql/plan"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
@@ -84,15 +85,23 @@ func showPattern(n *ast.ShowStmt) (string, bool) {
 }
 
 func (s *Session) runShow(ctx context.Context, n *ast.ShowStmt) (*Result, error) {
-	if n.Where != nil {
-		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support SHOW ... WHERE")
+	res, err := s.runShowAll(ctx, n)
+	if err != nil || n.Where == nil {
+		return res, err
 	}
+	return res, showWhere(res, n.Where)
+}
+
+func (s *Session) runShowAll(ctx context.Context, n *ast.ShowStmt) (*Result, error) {
 	schema, err := s.currentSchema(ctx)
 	if err != nil {
 		return nil, err
 	}
 	pat, hasPat := showPattern(n)
 	keep := func(name string) bool { return !hasPat || likeMatch(pat, name) }
+	if r, ok, err := s.runShowExtra(ctx, n, schema, keep); ok {
+		return r, err
+	}
 	res := &Result{}
 	switch n.Tp {
 	case ast.ShowDatabases:
@@ -115,7 +124,7 @@ func (s *Session) runShow(ctx context.Context, n *ast.ShowStmt) (*Result, error)
 			res.Columns = textColumns("Tables_in_"+db, "Table_type")
 		}
 		for _, t := range schema.Tables(db) {
-			if !keep(t.Name) {
+			if !keep(t.Name) || t.Temporary {
 				continue
 			}
 			if n.Full {
@@ -208,6 +217,7 @@ func (s *Session) runShow(ctx context.Context, n *ast.ShowStmt) (*Result, error)
 		}
 		res.Columns = textColumns("Database", "Create Database")
 		res.Rows = append(res.Rows, textRow(d.Name, fmt.Sprintf("CREATE DATABASE `%s` /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin */", d.Name)))
+		_ = infoschema.Name
 	case ast.ShowVariables:
 		res.Columns = textColumns("Variable_name", "Value")
 		names := make([]string, 0, len(systemVars))
@@ -271,6 +281,9 @@ var onOffVars = map[string]bool{
 	"autocommit": true, "foreign_key_checks": true, "unique_checks": true, "sql_auto_is_null": true,
 	"sql_safe_updates": true, "explicit_defaults_for_timestamp": true, "performance_schema": true,
 	"transaction_read_only": true, "tx_read_only": true,
+	"sql_quote_show_create": true, "sql_notes": true, "sql_warnings": true, "sql_big_selects": true,
+	"sql_log_bin": true, "big_tables": true, "log_bin": true, "local_infile": true, "read_only": true,
+	"super_read_only": true, "innodb_strict_mode": true, "innodb_file_per_table": true, "profiling": true,
 }
 
 func typeString(ft *ptypes.FieldType) string {
@@ -280,27 +293,14 @@ func typeString(ft *ptypes.FieldType) string {
 // ShowCreateTable renders a table definition as MySQL's SHOW CREATE TABLE.
 func ShowCreateTable(t *catalog.TableInfo) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "CREATE TABLE `%s` (\n", t.Name)
+	kind := "TABLE"
+	if t.Temporary {
+		kind = "TEMPORARY TABLE"
+	}
+	fmt.Fprintf(&sb, "CREATE %s `%s` (\n", kind, t.Name)
 	var lines []string
 	for _, c := range t.Columns {
-		line := fmt.Sprintf("  `%s` %s", c.Name, typeString(c.Type))
-		if c.NotNull {
-			line += " NOT NULL"
-		}
-		switch {
-		case c.DefaultNow:
-			line += " DEFAULT CURRENT_TIMESTAMP"
-		case c.HasDefault && c.DefaultNull:
-			line += " DEFAULT NULL"
-		case c.HasDefault:
-			line += " DEFAULT '" + strings.ReplaceAll(c.Default, "'", "''") + "'"
-		case !c.NotNull && !c.AutoIncrement:
-			line += " DEFAULT NULL"
-		}
-		if c.AutoIncrement {
-			line += " AUTO_INCREMENT"
-		}
-		lines = append(lines, line)
+		lines = append(lines, columnDefinition(t, c))
 	}
 	if t.PKIsHandle {
 		lines = append(lines, fmt.Sprintf("  PRIMARY KEY (`%s`)", t.Columns[t.HandleOffset].Name))
@@ -322,8 +322,15 @@ func ShowCreateTable(t *catalog.TableInfo) string {
 			lines = append(lines, fmt.Sprintf("  KEY `%s` (%s)", ix.Name, strings.Join(cols, ",")))
 		}
 	}
+	for _, fk := range t.ForeignKeys {
+		lines = append(lines, foreignKeyDefinition(t, fk, fk.RefDB))
+	}
 	sb.WriteString(strings.Join(lines, ",\n"))
-	sb.WriteString("\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin")
+	coll := infoschema.TableCollation(t)
+	fmt.Fprintf(&sb, "\n) ENGINE=InnoDB DEFAULT CHARSET=%s COLLATE=%s", infoschema.CharsetOfCollation(coll), coll)
+	if t.Comment != "" {
+		sb.WriteString(" COMMENT=" + sqlString(t.Comment))
+	}
 	return sb.String()
 }
 

@@ -66,7 +66,7 @@ func (s *Session) runCachedInsert(ctx context.Context, query string) (res *Resul
 // prepareForm parses a literal-free form, or returns nil when it is not a
 // single INSERT with exactly nparams parameter markers.
 func (s *Session) prepareForm(form string, nparams int) *prepared {
-	stmts, _, err := s.parser.ParseSQL(form)
+	stmts, err := parseSQL(s.parser, form)
 	if err != nil || len(stmts) != 1 {
 		return nil
 	}

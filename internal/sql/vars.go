@@ -82,6 +82,85 @@ var systemVars = map[string]types.Datum{
 	"warning_count":                   types.NewInt(0),
 	"error_count":                     types.NewInt(0),
 	"identity":                        types.NewInt(0),
+	// Read or set by dump tools, the mysql CLI and drivers.
+	"sql_quote_show_create":            types.NewInt(1),
+	"sql_notes":                        types.NewInt(1),
+	"sql_warnings":                     types.NewInt(0),
+	"sql_big_selects":                  types.NewInt(1),
+	"sql_buffer_result":                types.NewInt(0),
+	"sql_log_bin":                      types.NewInt(1),
+	"big_tables":                       types.NewInt(0),
+	"gtid_mode":                        types.NewString("OFF"),
+	"enforce_gtid_consistency":         types.NewString("OFF"),
+	"gtid_purged":                      types.NewString(""),
+	"log_bin":                          types.NewInt(0),
+	"innodb_stats_on_metadata":         types.NewInt(0),
+	"max_statement_time":               types.NewInt(0),
+	"default_tmp_storage_engine":       types.NewString("InnoDB"),
+	"collation_database_default":       types.NewString("utf8mb4_0900_ai_ci"),
+	"default_collation_for_utf8mb4":    types.NewString("utf8mb4_0900_ai_ci"),
+	"cte_max_recursion_depth":          types.NewInt(1000),
+	"information_schema_stats_expiry":  types.NewInt(86400),
+	"completion_type":                  types.NewString("NO_CHAIN"),
+	"old_alter_table":                  types.NewInt(0),
+	"updatable_views_with_limit":       types.NewString("YES"),
+	"secure_file_priv":                 types.NewString(""),
+	"local_infile":                     types.NewInt(1),
+	"ndbinfo_version":                  types.NewString(""),
+	"character_set_filesystem_default": types.NewString("binary"),
+	"have_ssl":                         types.NewString("DISABLED"),
+	"have_openssl":                     types.NewString("DISABLED"),
+	"protocol_version":                 types.NewInt(10),
+	"version_compile_zlib":             types.NewString(""),
+	"tx_isolation_default":             types.NewString("REPEATABLE-READ"),
+	"optimizer_switch":                 types.NewString("index_merge=on"),
+	"sort_buffer_size":                 types.NewInt(262144),
+	"join_buffer_size":                 types.NewInt(262144),
+	"tmp_table_size":                   types.NewInt(16777216),
+	"max_heap_table_size":              types.NewInt(16777216),
+	"bulk_insert_buffer_size":          types.NewInt(8388608),
+	"read_buffer_size":                 types.NewInt(131072),
+	"thread_stack":                     types.NewInt(262144),
+	"block_encryption_mode":            types.NewString("aes-128-ecb"),
+	"time_format":                      types.NewString("%H:%i:%s"),
+	"date_format":                      types.NewString("%Y-%m-%d"),
+	"datetime_format":                  types.NewString("%Y-%m-%d %H:%i:%s"),
+	"lower_case_file_system":           types.NewInt(0),
+	"skip_name_resolve":                types.NewInt(0),
+	"read_only":                        types.NewInt(0),
+	"super_read_only":                  types.NewInt(0),
+	"innodb_strict_mode":               types.NewInt(1),
+	"innodb_file_per_table":            types.NewInt(1),
+	"innodb_default_row_format":        types.NewString("dynamic"),
+	"innodb_large_prefix":              types.NewInt(1),
+	"innodb_version":                   types.NewString("8.0.11"),
+	"default_authentication_plugin":    types.NewString("mysql_native_password"),
+	"show_create_table_verbosity":      types.NewInt(0),
+	"windowing_use_high_precision":     types.NewInt(1),
+	"profiling":                        types.NewInt(0),
+	"timestamp":                        types.NewInt(0),
+	"rand_seed1":                       types.NewInt(0),
+	"insert_id":                        types.NewInt(0),
+	"pseudo_thread_id":                 types.NewInt(0),
+	"sql_require_primary_key":          types.NewInt(0),
+	"session_track_schema":             types.NewInt(1),
+	"session_track_state_change":       types.NewInt(0),
+	"session_track_system_variables":   types.NewString("time_zone,autocommit,character_set_client,character_set_results,character_set_connection"),
+	"session_track_transaction_info":   types.NewString("OFF"),
+	"max_join_size":                    types.NewUint(18446744073709551615),
+	"sql_max_join_size":                types.NewUint(18446744073709551615),
+	"long_query_time":                  types.NewFloat(10),
+	"slow_query_log":                   types.NewInt(0),
+	"general_log":                      types.NewInt(0),
+	"character_sets_dir":               types.NewString("/usr/share/mysql/charsets/"),
+	"basedir":                          types.NewString("/usr/"),
+	"datadir":                          types.NewString("/var/lib/mysql/"),
+	"tmpdir":                           types.NewString("/tmp"),
+	"socket":                           types.NewString(""),
+	"server_id":                        types.NewInt(1),
+	"server_uuid":                      types.NewString("00000000-0000-0000-0000-000000000001"),
+	"binlog_format":                    types.NewString("ROW"),
+	"transaction_write_set_extraction": types.NewString("OFF"),
 }
 
 // GetVar implements expr.VarReader.
@@ -178,6 +257,11 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 			continue
 		}
 		switch name {
+		case "tx_read_only", "transaction_read_only":
+			if err := s.setTxnReadOnly(n.Text(), v.IsGlobal, val); err != nil {
+				return nil, err
+			}
+			continue
 		case "transaction_isolation", "tx_isolation":
 			str, err := isolationLevel(name, val)
 			if err != nil {
@@ -191,6 +275,18 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 				s.vars["transaction_isolation"], s.vars["tx_isolation"] = val, val
 			}
 			continue
+		}
+		if name == "sql_mode" && !v.IsGlobal {
+			mode, _ := val.ToString()
+			mode = strings.ToUpper(mode)
+			s.x.nonStrict = !strings.Contains(mode, "STRICT_TRANS_TABLES") && !strings.Contains(mode, "STRICT_ALL_TABLES")
+		}
+		if name == "foreign_key_checks" && !v.IsGlobal {
+			on, err := parseOnOff(val)
+			if err != nil {
+				return nil, err
+			}
+			s.x.fkOff = !on
 		}
 		if _, known := systemVars[name]; !known {
 			return nil, sqlerr.New(sqlerr.ErUnknownSystemVariable, "HY000", "Unknown system variable '%s'", v.Name)

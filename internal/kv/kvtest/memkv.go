@@ -248,3 +248,29 @@ func (s *memStorage) DestroyRange(ctx context.Context, start, end []byte, safePo
 	}
 	return nil
 }
+
+// Savepoint implements kv.Savepointer.
+func (t *memTxn) Savepoint() any {
+	w := make(map[string]memVersion, len(t.writes))
+	for k, v := range t.writes {
+		w[k] = v
+	}
+	a := make(map[string]bool, len(t.absent))
+	for k, v := range t.absent {
+		a[k] = v
+	}
+	return [2]any{w, a}
+}
+
+// RollbackToSavepoint implements kv.Savepointer.
+func (t *memTxn) RollbackToSavepoint(sp any) {
+	s := sp.([2]any)
+	t.writes = map[string]memVersion{}
+	for k, v := range s[0].(map[string]memVersion) {
+		t.writes[k] = v
+	}
+	t.absent = map[string]bool{}
+	for k, v := range s[1].(map[string]bool) {
+		t.absent[k] = v
+	}
+}

@@ -45,6 +45,10 @@ var (
 type DBInfo struct {
 	ID   int64  `json:"id"`
 	Name string `json:"name"`
+	// Charset and Collate are the database's defaults for new tables
+	// (empty: the server's).
+	Charset string `json:"charset,omitempty"`
+	Collate string `json:"collate,omitempty"`
 }
 
 // ColumnInfo describes a column. Offset is its position in the table's rows.
@@ -66,6 +70,31 @@ type ColumnInfo struct {
 	// OriginDefault is the value rows written before the column was added
 	// (ALTER TABLE ADD COLUMN) read for it; nil reads NULL.
 	OriginDefault *string `json:"origin_default,omitempty"`
+	Comment       string  `json:"comment,omitempty"`
+	// GeneratedExpr is the expression of a generated column (as SQL
+	// text); GeneratedStored tells STORED from VIRTUAL. Both kinds are
+	// computed when a row is written and kept in the row.
+	GeneratedExpr   string `json:"generated_expr,omitempty"`
+	GeneratedStored bool   `json:"generated_stored,omitempty"`
+}
+
+// IsGenerated reports whether c is a generated column.
+func (c *ColumnInfo) IsGenerated() bool { return c.GeneratedExpr != "" }
+
+// ForeignKeyInfo is a FOREIGN KEY constraint of a table (the child): its
+// Columns (offsets) reference RefColumns (names) of RefDB.RefTable (the
+// parent). The parent is named, not identified, so that a dump can create
+// a child before its parent (foreign_key_checks=0); RENAME TABLE updates
+// the names. OnDelete and OnUpdate are RESTRICT, CASCADE, SET NULL or NO
+// ACTION.
+type ForeignKeyInfo struct {
+	Name       string   `json:"name"`
+	Columns    []int    `json:"columns"`
+	RefDB      string   `json:"ref_db"`
+	RefTable   string   `json:"ref_table"`
+	RefColumns []string `json:"ref_columns"`
+	OnDelete   string   `json:"on_delete,omitempty"`
+	OnUpdate   string   `json:"on_update,omitempty"`
 }
 
 // IndexInfo describes an index. Columns are column offsets. The primary key
@@ -113,6 +142,14 @@ type TableInfo struct {
 	// ViewColumns renames its output columns when set.
 	ViewSQL     string   `json:"view_sql,omitempty"`
 	ViewColumns []string `json:"view_columns,omitempty"`
+	// Charset and Collate are the table's defaults (empty: utf8mb4_bin,
+	// the collation of tables created before they were recorded).
+	Charset     string            `json:"charset,omitempty"`
+	Collate     string            `json:"collate,omitempty"`
+	ForeignKeys []*ForeignKeyInfo `json:"foreign_keys,omitempty"`
+	// Temporary marks a session's temporary table, never stored in the
+	// catalog.
+	Temporary bool `json:"temporary,omitempty"`
 }
 
 // IsView reports whether t is a view.
@@ -181,6 +218,42 @@ type Schema struct {
 
 // DB returns a database by case-insensitive name.
 func (s *Schema) DB(name string) *DBInfo { return s.dbs[strings.ToLower(name)] }
+
+// DBByID returns a database by id.
+func (s *Schema) DBByID(id int64) *DBInfo {
+	for _, d := range s.dbs {
+		if d.ID == id {
+			return d
+		}
+	}
+	return nil
+}
+
+// WithTables returns a copy of s in which the given tables (of existing
+// databases) hide any stored table of the same name: a session's
+// temporary tables. The copy shares everything else with s.
+func (s *Schema) WithTables(extra []*TableInfo) *Schema {
+	if len(extra) == 0 {
+		return s
+	}
+	out := &Schema{Version: s.Version, dbs: s.dbs, tables: make(map[int64]map[string]*TableInfo, len(s.tables))}
+	for id, m := range s.tables {
+		out.tables[id] = m
+	}
+	for _, t := range extra {
+		m := out.tables[t.DBID]
+		if m == nil {
+			continue
+		}
+		cp := make(map[string]*TableInfo, len(m)+1)
+		for k, v := range m {
+			cp[k] = v
+		}
+		cp[strings.ToLower(t.Name)] = t
+		out.tables[t.DBID] = cp
+	}
+	return out
+}
 
 // Table returns a table by database and table name (case-insensitive).
 func (s *Schema) Table(db, table string) *TableInfo {
@@ -322,6 +395,30 @@ func PutTable(txn kv.Txn, t *TableInfo) error {
 		return err
 	}
 	return txn.Set(tableKey(t.DBID, t.ID), b)
+}
+
+// DeleteTableEntry removes a table entry only (RENAME TABLE keeps the
+// table's id allocator).
+func DeleteTableEntry(txn kv.Txn, t *TableInfo) error { return txn.Delete(tableKey(t.DBID, t.ID)) }
+
+// WithoutTable returns a copy of s without table db.name.
+func (s *Schema) WithoutTable(db, name string) *Schema {
+	d := s.DB(db)
+	if d == nil {
+		return s
+	}
+	out := &Schema{Version: s.Version, dbs: s.dbs, tables: make(map[int64]map[string]*TableInfo, len(s.tables))}
+	for id, m := range s.tables {
+		out.tables[id] = m
+	}
+	cp := map[string]*TableInfo{}
+	for k, v := range s.tables[d.ID] {
+		if k != strings.ToLower(name) {
+			cp[k] = v
+		}
+	}
+	out.tables[d.ID] = cp
+	return out
 }
 
 // DeleteTable removes a table entry and its id allocator.

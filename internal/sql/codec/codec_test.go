@@ -394,3 +394,42 @@ func TestDecodeNeverPanics(t *testing.T) {
 		try(b)
 	}
 }
+
+// A final group whose padding is not zeros encodes no value (found by
+// FuzzDecodeKey): it must be reported as corrupt, not decoded as the string
+// its zero-padded twin holds.
+func TestDecodeKeyRejectsNonZeroPadding(t *testing.T) {
+	for _, b := range [][]byte{
+		{flagString, '0', '0', '0', '0', '0', '0', '0', '0', 0xf9},                                 // one group, 6 pad bytes of '0'
+		{flagBytes, 'a', 0, 0, 0, 0, 0, 0, 1, 0xf8},                                                // last pad byte set
+		{flagString, '1', '2', '3', '4', '5', '6', '7', '8', 0xff, 'x', 0, 0, 0, 0, 0, 7, 0, 0xf9}, // second group
+	} {
+		if ds, _, err := DecodeKey(b, 1); err != ErrCorrupt {
+			t.Errorf("DecodeKey(%x) = %v, %v; want ErrCorrupt", b, ds, err)
+		}
+	}
+	// Decimal keys the encoder never writes (found by FuzzDecodeKey): a
+	// negative sign with no digits, a leading zero digit, a scale past 30.
+	for _, b := range [][]byte{
+		{flagDecimal, decNeg, 0x30, 0x30, 0x30, 0x30, 0xff, 0x30},
+		{flagDecimal, decPos, 0x80, 0, 0, 1, 1, 2, 0, 0},
+		{flagDecimal, decZero, 31},
+	} {
+		if ds, _, err := DecodeKey(b, 1); err != ErrCorrupt {
+			t.Errorf("DecodeKey(%x) = %v, %v; want ErrCorrupt", b, ds, err)
+		}
+	}
+	good, _ := EncodeKey(nil, types.NewString("12345678x"))
+	if ds, rest, err := DecodeKey(good, 1); err != nil || len(rest) != 0 || string(ds[0].Bytes()) != "12345678x" {
+		t.Fatalf("DecodeKey(%x) = %v %x %v", good, ds, rest, err)
+	}
+}
+
+// A float key holding NaN bits (found by FuzzDecodeKey) is corrupt: no SQL
+// value is NaN.
+func TestDecodeKeyRejectsNaN(t *testing.T) {
+	b := []byte{flagFloat, 0xff, 0xff, 0x30, 0x30, 0x30, 0x30, 0x30, 0x30}
+	if ds, _, err := DecodeKey(b, 1); err != ErrCorrupt {
+		t.Fatalf("DecodeKey(%x) = %v, %v; want ErrCorrupt", b, ds, err)
+	}
+}

@@ -120,11 +120,23 @@ func DecodeKey(b []byte, n int) ([]types.Datum, []byte, error) {
 			if len(b) < 8 {
 				return nil, nil, ErrCorrupt
 			}
-			d, b = types.NewFloat(decodeFloatBits(binary.BigEndian.Uint64(b))), b[8:]
+			f := decodeFloatBits(binary.BigEndian.Uint64(b))
+			if math.IsNaN(f) {
+				// No SQL value is NaN, and NaN has no place in key order.
+				return nil, nil, ErrCorrupt
+			}
+			d, b = types.NewFloat(f), b[8:]
 		case flagDecimal:
 			dec, rest, err := decodeDecimalKey(b)
 			if err != nil {
 				return nil, nil, err
+			}
+			// Only the encoder's own output is a decimal key: digits with
+			// a leading or trailing zero, a sign without digits or a scale
+			// past DECIMAL's would otherwise decode to a value whose key is
+			// different bytes.
+			if used := b[:len(b)-len(rest)]; string(encodeDecimalKey(nil, dec)) != string(used) {
+				return nil, nil, ErrCorrupt
 			}
 			d, b = types.NewDecimal(dec), rest
 		case flagString, flagBytes:
@@ -197,11 +209,24 @@ func encodeBytesKey(buf, v []byte) []byte {
 	}
 }
 
+// zeroPadding reports whether the padding of a final group is all zero
+// bytes, as encodeBytesKey writes it. Other padding is not an encoding of
+// any value: accepting it would let two different keys decode to the same
+// string.
+func zeroPadding(pad []byte) bool {
+	for _, c := range pad {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 func decodeBytesKey(b []byte) ([]byte, []byte, error) {
 	// Fast path: a single group decodes without copying.
 	if len(b) >= groupSize+1 && b[groupSize] != groupMark {
 		pad := int(groupMark - b[groupSize])
-		if pad > groupSize {
+		if pad > groupSize || !zeroPadding(b[groupSize-pad:groupSize]) {
 			return nil, nil, ErrCorrupt
 		}
 		return b[: groupSize-pad : groupSize-pad], b[groupSize+1:], nil
@@ -218,7 +243,7 @@ func decodeBytesKey(b []byte) ([]byte, []byte, error) {
 			continue
 		}
 		pad := int(groupMark - mark)
-		if pad > groupSize {
+		if pad > groupSize || !zeroPadding(b[groupSize-pad:groupSize]) {
 			return nil, nil, ErrCorrupt
 		}
 		out = append(out, b[:groupSize-pad]...)

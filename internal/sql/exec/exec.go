@@ -62,6 +62,15 @@ type Context struct {
 	// commit finds its deferred key taken.
 	DeferredDup *DeferredDup
 
+	// Schema is the statement's schema (for foreign keys); FKChecks is
+	// foreign_key_checks.
+	Schema   *catalog.Schema
+	FKChecks bool
+	// NonStrict: sql_mode is not strict; a value given for a generated
+	// column is then ignored with a warning (as MariaDB does, which lets
+	// its mysqldump's output load) instead of failing the statement.
+	NonStrict bool
+
 	// Results of a DML statement.
 	AffectedRows uint64
 	LastInsertID uint64
@@ -190,6 +199,15 @@ func Build(p plan.Plan) (Executor, error) {
 		return newScanExec(n), nil
 	case *plan.Dual:
 		return &dualExec{}, nil
+	case *plan.Values:
+		if n.Fetch != nil {
+			return &valuesExec{rows: n.Fetch()}, nil
+		}
+		return &valuesExec{rows: n.Rows}, nil
+	case *plan.CTEScan:
+		return &valuesExec{rows: n.Work.Rows}, nil
+	case *plan.RecursiveCTE:
+		return &recursiveCTEExec{p: n}, nil
 	case *plan.Filter:
 		child, err := Build(n.Child)
 		if err != nil {

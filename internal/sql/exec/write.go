@@ -23,10 +23,13 @@ type writer struct {
 	// deferPK: the row being inserted leaves its primary key's uniqueness
 	// check to the commit (canDeferDupCheck).
 	deferPK bool
+	gen     bool  // the table has generated columns (generated.go)
+	depth   int   // foreign key cascade depth (fk.go)
+	current int64 // handle of the row whose foreign key actions run
 }
 
 func newWriter(c *Context, t *catalog.TableInfo) *writer {
-	return &writer{c: c, t: t, l: layoutOf(t)}
+	return &writer{c: c, t: t, l: layoutOf(t), gen: hasGenerated(t)}
 }
 
 func indexVals(ix *catalog.IndexInfo, row []types.Datum) []types.Datum {
@@ -309,6 +312,9 @@ func DefaultValue(c *Context, col *catalog.ColumnInfo) (types.Datum, bool, error
 // and checks NOT NULL. rowNum is 1-based for error messages.
 func (w *writer) completeRow(row []types.Datum, rowNum int) error {
 	for i, col := range w.t.Columns {
+		if w.gen && col.IsGenerated() {
+			continue
+		}
 		v, err := types.ConvertColumn(row[i], col.Type, col.Name, rowNum)
 		if err != nil {
 			return err
@@ -341,7 +347,7 @@ func (w *writer) completeRow(row []types.Datum, rowNum int) error {
 			return sqlerr.New(sqlerr.ErBadNull, "23000", "Column '%s' cannot be null", col.Name)
 		}
 	}
-	return nil
+	return w.generate(row)
 }
 
 // RunInsert executes INSERT / REPLACE.
@@ -364,6 +370,15 @@ func RunInsert(c *Context, p *plan.Insert) error {
 		row := make([]types.Datum, len(p.Table.Columns))
 		for j, off := range p.Targets {
 			col := p.Table.Columns[off]
+			if w.gen && col.IsGenerated() && (selected != nil || p.Rows[i][j] != nil) {
+				if !c.NonStrict {
+					return errGeneratedValue(col.Name, p.Table.Name)
+				}
+				if i == 0 {
+					c.Eval.Warn(sqlerr.New(1906, "HY000", "The value specified for generated column '%s' in table '%s' has been ignored", col.Name, p.Table.Name))
+				}
+				continue
+			}
 			if selected != nil {
 				row[off] = selected[i][j]
 				continue
@@ -445,7 +460,7 @@ func (w *writer) insertOne(p *plan.Insert, row []types.Datum) error {
 			if err != nil {
 				return err
 			}
-			if err := w.removeRow(other, old); err != nil {
+			if err := w.deleteRow(other, old); err != nil {
 				return err
 			}
 			w.c.AffectedRows++
@@ -475,6 +490,18 @@ func (w *writer) insertOne(p *plan.Insert, row []types.Datum) error {
 			if err := w.touchOnUpdate(old, upd, p.OnDup); err != nil {
 				return err
 			}
+			if err := w.generate(upd); err != nil {
+				return err
+			}
+			if w.fkOn() {
+				if err := w.checkParents(upd, old); err != nil {
+					return err
+				}
+				w.current = other
+				if err := w.parentChanged(old, upd); err != nil {
+					return err
+				}
+			}
 			changed, err := w.updateRow(other, old, upd)
 			if err != nil {
 				return err
@@ -490,6 +517,11 @@ func (w *writer) insertOne(p *plan.Insert, row []types.Datum) error {
 			return nil
 		default:
 			return dup
+		}
+	}
+	if w.fkOn() && len(w.t.ForeignKeys) > 0 {
+		if err := w.checkParents(row, nil); err != nil {
+			return err
 		}
 	}
 	w.c.AffectedRows++
@@ -533,6 +565,12 @@ func (w *writer) update(handle int64, old []types.Datum, assigns []plan.Assign, 
 		col := w.t.Columns[a.Offset]
 		var v types.Datum
 		var err error
+		if w.gen && col.IsGenerated() {
+			if a.Expr != nil {
+				return errGeneratedValue(col.Name, w.t.Name)
+			}
+			continue
+		}
 		if a.Expr == nil {
 			var ok bool
 			if v, ok, err = DefaultValue(c, col); err != nil {
@@ -553,6 +591,18 @@ func (w *writer) update(handle int64, old []types.Datum, assigns []plan.Assign, 
 	}
 	if err := w.touchOnUpdate(old, upd, assigns); err != nil {
 		return err
+	}
+	if err := w.generate(upd); err != nil {
+		return err
+	}
+	if w.fkOn() {
+		if err := w.checkParents(upd, old); err != nil {
+			return err
+		}
+		w.current = handle
+		if err := w.parentChanged(old, upd); err != nil {
+			return err
+		}
 	}
 	changed, err := w.updateRow(handle, old, upd)
 	if err != nil {
@@ -605,7 +655,7 @@ func RunDelete(c *Context, p *plan.Delete) error {
 					continue
 				}
 				seen[h] = true
-				if err := w.removeRow(h, row); err != nil {
+				if err := w.deleteRow(h, row); err != nil {
 					return err
 				}
 				c.AffectedRows++
@@ -616,7 +666,7 @@ func RunDelete(c *Context, p *plan.Delete) error {
 	w := newWriter(c, p.Table)
 	width := len(p.Table.Columns)
 	for _, r := range rows {
-		if err := w.removeRow(r[width].Int(), r[:width]); err != nil {
+		if err := w.deleteRow(r[width].Int(), r[:width]); err != nil {
 			return err
 		}
 		c.AffectedRows++

@@ -29,6 +29,7 @@
 package expr
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -72,6 +73,11 @@ type EvalContext struct {
 	User         string // 'user@host', for USER() and CURRENT_USER()
 	ConnectionID uint64 // for CONNECTION_ID()
 	LastInsertID uint64 // for LAST_INSERT_ID()
+	// Ctx is the statement's context (SLEEP returns early when it ends);
+	// RowCount and FoundRows are what ROW_COUNT() and FOUND_ROWS() return.
+	Ctx       context.Context
+	RowCount  int64
+	FoundRows uint64
 }
 
 // Warn records a warning (a *sqlerr.Error) if the context collects them.

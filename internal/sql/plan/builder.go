@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"github.com/strata-db/strata/internal/sql/infoschema"
 	"slices"
 	"strings"
 
@@ -26,6 +27,11 @@ type Builder struct {
 	ParseView func(sql string) (ast.ResultSetNode, error)
 	viewDepth int
 	clause    string // for error messages: "where clause", "order clause" ...
+	// ctes are the common table expressions in scope, innermost last.
+	ctes []*cteDef
+	// Cluster reads the cluster's state for INFORMATION_SCHEMA's cluster
+	// tables (nil outside a node).
+	Cluster infoschema.ClusterSource
 }
 
 func (b *Builder) clauseName() string {
@@ -122,7 +128,11 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support TABLE / VALUES statements")
 	}
 	if sel.With != nil {
-		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support WITH")
+		pop, err := b.pushWith(sel.With)
+		if err != nil {
+			return nil, err
+		}
+		defer pop()
 	}
 	defer func(saved string) { b.clause = saved }(b.clause)
 	b.clause = "where clause"
@@ -492,7 +502,11 @@ func unionType(a, b *ptypes.FieldType) *ptypes.FieldType {
 
 func (b *Builder) buildSetOpr(s *ast.SetOprStmt, parent *scope, sub *Subquery) (Plan, error) {
 	if s.With != nil {
-		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support WITH")
+		pop, err := b.pushWith(s.With)
+		if err != nil {
+			return nil, err
+		}
+		defer pop()
 	}
 	p, err := b.buildSetOprList(s.SelectList, parent, sub)
 	if err != nil {
@@ -1079,6 +1093,13 @@ func (b *Builder) buildTableSource(ts *ast.TableSource, parent *scope, lock bool
 	}
 	switch src := ts.Source.(type) {
 	case *ast.TableName:
+		alias := src.Name.O
+		if ts.AsName.O != "" {
+			alias = ts.AsName.O
+		}
+		if cte := b.findCTE(src); cte != nil {
+			return b.buildCTERef(sc, cte, alias)
+		}
 		db := src.Schema.O
 		if db == "" {
 			db = b.DB
@@ -1086,13 +1107,12 @@ func (b *Builder) buildTableSource(ts *ast.TableSource, parent *scope, lock bool
 		if db == "" {
 			return nil, sqlerr.New(sqlerr.ErNoDB, "3D000", "No database selected")
 		}
+		if infoSchemaTable(db) {
+			return b.buildInfoSchema(sc, src.Name.O, alias)
+		}
 		tbl := b.Schema.Table(db, src.Name.O)
 		if tbl == nil {
 			return nil, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", db, src.Name.O)
-		}
-		alias := src.Name.O
-		if ts.AsName.O != "" {
-			alias = ts.AsName.O
 		}
 		if tbl.IsView() {
 			return b.buildView(sc, tbl, alias)
@@ -1142,9 +1162,17 @@ func (b *Builder) buildView(sc *scope, tbl *catalog.TableInfo, alias string) (*l
 	if err != nil {
 		return nil, err
 	}
+	// The view's table names resolve in its own database, and the
+	// caller's CTEs are not visible inside it.
+	savedDB, savedCTEs := b.DB, b.ctes
+	if d := b.Schema.DBByID(tbl.DBID); d != nil {
+		b.DB = d.Name
+	}
+	b.ctes = nil
 	b.viewDepth++
 	p, err := b.buildResultSet(node, nil, nil)
 	b.viewDepth--
+	b.DB, b.ctes = savedDB, savedCTEs
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ type testServer struct {
 	addr    string
 }
 
-func startServer(t *testing.T, cfg Config) *testServer {
+func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
 	b := newScriptedBackend()
@@ -53,7 +53,7 @@ func startServer(t *testing.T, cfg Config) *testServer {
 	return &testServer{srv: srv, backend: b, addr: srv.Addr().String()}
 }
 
-func startDefaultServer(t *testing.T) *testServer {
+func startDefaultServer(t testing.TB) *testServer {
 	return startServer(t, Config{AllowEmptyRootPassword: true})
 }
 

@@ -1,6 +1,7 @@
 package types
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
@@ -52,6 +53,11 @@ func (d Datum) TextSizeHint() int {
 func AppendFloat(buf []byte, f float64, bitSize int) []byte {
 	if f == 0 {
 		return append(buf, '0')
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		// SQL arithmetic refuses to produce these (out of range), but a
+		// value decoded from elsewhere must still render, not panic.
+		return strconv.AppendFloat(buf, f, 'g', -1, bitSize)
 	}
 	var tmp [32]byte
 	e := strconv.AppendFloat(tmp[:0], f, 'e', -1, bitSize)

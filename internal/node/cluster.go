@@ -1,0 +1,379 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/strata-db/strata/internal/engine"
+	"github.com/strata-db/strata/internal/pd"
+	"github.com/strata-db/strata/internal/raftstore"
+	"github.com/strata-db/strata/kvpb"
+)
+
+// The node's place in the cluster: its identity (bootstrap, join, or its
+// data directory), its heartbeats to PD and the operators PD answers with.
+
+// identify reads the node's identity from its data directory, or creates
+// it: by bootstrapping a cluster (no Join) or joining one.
+func (n *Node) identify(ctx context.Context) error {
+	v, ok, err := engine.GetCopy(n.eng.KV, engine.StoreIdentKey())
+	if err != nil {
+		return err
+	}
+	if ok {
+		if len(v) != 16 {
+			return fmt.Errorf("data directory %s: corrupt store identity", n.cfg.DataDir)
+		}
+		n.clusterID, n.storeID = binary.BigEndian.Uint64(v[:8]), binary.BigEndian.Uint64(v[8:])
+		if len(n.cfg.Join) > 0 {
+			return n.checkCluster(ctx)
+		}
+		return nil
+	}
+	if len(n.cfg.Join) == 0 {
+		return n.bootstrap()
+	}
+	return n.joinCluster(ctx)
+}
+
+// bootstrap writes the identity and the initial regions and PD state of a
+// brand-new cluster whose first store this is.
+func (n *Node) bootstrap() error {
+	var id [8]byte
+	for binary.BigEndian.Uint64(id[:]) == 0 {
+		if _, err := rand.Read(id[:]); err != nil {
+			return err
+		}
+	}
+	n.clusterID, n.storeID = binary.BigEndian.Uint64(id[:]), firstStoreID
+	epoch := func() *kvpb.RegionEpoch { return &kvpb.RegionEpoch{ConfVer: 1, Version: 1} }
+	sys := &kvpb.Region{Id: pd.SystemRegionID, StartKey: []byte{}, EndKey: []byte{}, Epoch: epoch(),
+		Peers: []*kvpb.Peer{{Id: systemPeerID, StoreId: firstStoreID}}}
+	data := &kvpb.Region{Id: dataRegionID, StartKey: []byte{}, EndKey: []byte{}, Epoch: epoch(),
+		Peers: []*kvpb.Peer{{Id: dataPeerID, StoreId: firstStoreID}}}
+	for _, r := range []*kvpb.Region{sys, data} {
+		if err := raftstore.BootstrapRegion(n.eng, r); err != nil {
+			return err
+		}
+	}
+	replicas := n.cfg.Replicas
+	if replicas <= 0 {
+		replicas = pd.DefaultReplicas
+	}
+	first := n.describeStore()
+	first.Id = firstStoreID
+	if err := pd.Bootstrap(n.eng, n.clusterID, uint32(replicas), first); err != nil {
+		return err
+	}
+	// The identity is written last: a crash before this point re-runs the
+	// (idempotent) bootstrap on the next start.
+	return n.writeIdent()
+}
+
+func (n *Node) writeIdent() error {
+	ident := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, n.clusterID), n.storeID)
+	if err := n.eng.KV.Set(engine.StoreIdentKey(), ident, pebble.NoSync); err != nil {
+		return err
+	}
+	return n.eng.KV.Flush() // the KV engine has no WAL
+}
+
+// askJoin sends a Join request to the join addresses in turn until one
+// answers.
+func (n *Node) askJoin(ctx context.Context, req *kvpb.JoinRequest) (*kvpb.JoinResponse, string, error) {
+	var last error
+	for _, addr := range n.cfg.Join {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			last = err
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		resp, err := kvpb.NewPDClient(conn).Join(rctx, req)
+		cancel()
+		conn.Close()
+		if err != nil {
+			last = fmt.Errorf("%s: %w", addr, err)
+			continue
+		}
+		if resp.Error != nil {
+			if strings.Contains(resp.Error.Message, pd.ErrOtherCluster.Error()) {
+				return resp, addr, fmt.Errorf("%s belongs to another cluster (%x) than this node's data directory %s (%x)",
+					addr, resp.ClusterId, n.cfg.DataDir, req.ClusterId)
+			}
+			last = fmt.Errorf("%s: %s", addr, resp.Error.Message)
+			continue
+		}
+		return resp, addr, nil
+	}
+	return nil, "", last
+}
+
+// joinCluster gets a store id from the cluster the join addresses belong
+// to and records the identity.
+func (n *Node) joinCluster(ctx context.Context) error {
+	deadline := time.Now().Add(clusterWait)
+	for attempt := 0; ; attempt++ {
+		resp, addr, err := n.askJoin(ctx, &kvpb.JoinRequest{Store: n.storeInfo})
+		if err == nil {
+			n.clusterID, n.storeID = resp.ClusterId, resp.StoreId
+			n.log.Info("joined the cluster", "via", addr, "cluster", fmt.Sprintf("%x", n.clusterID), "store", n.storeID)
+			return n.writeIdent()
+		}
+		if resp != nil && resp.ClusterId != 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cannot join the cluster at %s: %v", strings.Join(n.cfg.Join, ","), err)
+		}
+		if attempt%10 == 0 {
+			n.log.Info("waiting for the cluster to accept this node", "join", strings.Join(n.cfg.Join, ","), "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// checkCluster makes sure a restarted node's join addresses belong to its
+// own cluster. Unreachable addresses are not an error (the other nodes
+// may be restarting too); another cluster is.
+func (n *Node) checkCluster(ctx context.Context) error {
+	info := n.describeStore()
+	info.Id = n.storeID
+	resp, _, err := n.askJoin(ctx, &kvpb.JoinRequest{ClusterId: n.clusterID, Store: info})
+	if err != nil && resp != nil && resp.ClusterId != 0 && resp.ClusterId != n.clusterID {
+		return err
+	}
+	if err != nil {
+		n.log.Info("could not reach the cluster yet; starting anyway", "join", strings.Join(n.cfg.Join, ","), "err", err)
+	}
+	return nil
+}
+
+// describeStore is what the node tells the cluster about itself.
+func (n *Node) describeStore() *kvpb.Store {
+	st := &kvpb.Store{Id: n.storeID, Address: n.cfg.AdvertiseAddr, Version: n.cfg.Version, StartUnixMs: n.started.UnixMilli()}
+	if a := n.SQLAddr(); a != nil {
+		st.SqlAddress = a.String()
+	}
+	if a := n.RESPAddr(); a != nil {
+		st.RespAddress = a.String()
+	}
+	if n.http != nil && len(n.lns) > 0 {
+		for _, ln := range n.lns {
+			if ln != n.grpcLn {
+				st.HttpAddress = ln.Addr().String()
+			}
+		}
+	}
+	return st
+}
+
+// waitCluster waits until the cluster serves this node: PD's leader is
+// reachable and hands out timestamps.
+func (n *Node) waitCluster(ctx context.Context) error {
+	deadline := time.Now().Add(clusterWait)
+	for attempt := 0; ; attempt++ {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := n.pd.NextTimestampAnywhere(rctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node: the cluster did not answer within %v: %v", clusterWait, err)
+		}
+		if attempt > 0 && attempt%50 == 0 {
+			n.log.Info("waiting for the cluster (a leader of the placement driver)", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// onLeaderChange is the raft store's callback: leadership of a local
+// replica changed. PD learns of it at once (a heartbeat now, and its own
+// leadership when the region is the system region).
+func (n *Node) onLeaderChange(regionID uint64, leader bool) {
+	// The store runs this on its loop, from before PD's server exists;
+	// the server's own watcher notices a change this misses.
+	if p := n.pdReady.Load(); regionID == pd.SystemRegionID && p != nil {
+		p.LeaderChanged(leader)
+	}
+	n.triggerHeartbeat()
+}
+
+func (n *Node) triggerHeartbeat() {
+	select {
+	case n.hbNow <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) heartbeatLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(heartbeatTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		case <-n.hbNow:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		n.heartbeat(ctx)
+		cancel()
+	}
+}
+
+// heartbeat reports this store and the regions it leads to PD, and starts
+// the operators PD answers with.
+func (n *Node) heartbeat(ctx context.Context) {
+	info := n.describeStore()
+	req := &kvpb.StoreHeartbeatRequest{ClusterId: n.clusterID, Store: info}
+	for _, p := range n.store.Peers() {
+		if !p.Initialized() {
+			continue
+		}
+		req.ReplicaCount++
+		if p.IsLeaderReady() {
+			req.Regions = append(req.Regions, regionStat(p))
+		}
+	}
+	resp, err := n.pd.StoreHeartbeat(ctx, req)
+	if err != nil || resp.Error != nil {
+		if err == nil {
+			err = errors.New(resp.Error.Message)
+		}
+		n.log.Debug("heartbeat to PD failed", "err", err)
+		return
+	}
+	n.pd.ObserveHeartbeat(resp)
+	for _, op := range resp.Operators {
+		n.runOperator(op)
+	}
+}
+
+// regionStat is what a leader reports of its region.
+func regionStat(p *raftstore.Peer) *kvpb.RegionStat {
+	r := p.Region()
+	st := p.Status()
+	out := &kvpb.RegionStat{Region: r, Term: st.Term, CommitIndex: st.Commit, AppliedIndex: st.Applied}
+	for _, rp := range r.Peers {
+		if rp.Id == p.ID() {
+			out.Leader = rp
+		}
+	}
+	for _, pr := range st.Progress {
+		out.Progress = append(out.Progress, &kvpb.PeerProgress{PeerId: pr.PeerID, Match: pr.Match, Active: pr.Active})
+	}
+	return out
+}
+
+// operators tracks the operators running on this node, one per region,
+// and the one to run next for a region whose operator is still running
+// (PD decided it from a report that raced the running one's end).
+type operators struct {
+	mu      sync.Mutex
+	running map[uint64]bool
+	next    map[uint64]*kvpb.Operator
+}
+
+// runOperator carries out an operator PD handed this node for a region it
+// leads, in the background; one at a time per region.
+func (n *Node) runOperator(op *kvpb.Operator) {
+	n.ops.mu.Lock()
+	if n.ops.running == nil {
+		n.ops.running, n.ops.next = map[uint64]bool{}, map[uint64]*kvpb.Operator{}
+	}
+	if n.ops.running[op.RegionId] {
+		n.ops.next[op.RegionId] = op
+		n.ops.mu.Unlock()
+		return
+	}
+	n.ops.running[op.RegionId] = true
+	n.ops.mu.Unlock()
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer func() {
+			n.ops.mu.Lock()
+			delete(n.ops.running, op.RegionId)
+			next := n.ops.next[op.RegionId]
+			delete(n.ops.next, op.RegionId)
+			n.ops.mu.Unlock()
+			if next != nil {
+				n.runOperator(next)
+			}
+			// Report the change at once: the next step (leaving a joint
+			// configuration, the next learner) need not wait a second.
+			n.triggerHeartbeat()
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		go func() {
+			select {
+			case <-n.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if err := n.applyOperator(ctx, op); err != nil {
+			n.log.Warn("operator failed", "region", op.RegionId, "kind", op.Kind.String(), "err", err)
+		}
+	}()
+}
+
+func (n *Node) applyOperator(ctx context.Context, op *kvpb.Operator) error {
+	p, ok := n.store.Peer(op.RegionId)
+	if !ok || !p.IsLeaderReady() {
+		return nil // no longer led here
+	}
+	r := p.Region()
+	if op.Epoch.GetConfVer() != r.Epoch.GetConfVer() || op.Epoch.GetVersion() != r.Epoch.GetVersion() {
+		return nil // decided on a region that has moved on
+	}
+	var kind raftstore.ChangeKind
+	switch op.Kind {
+	case kvpb.OperatorKind_TransferLeader:
+		return n.store.TransferLeader(p, op.Peer.GetId())
+	case kvpb.OperatorKind_AddLearner:
+		kind = raftstore.AddLearner
+	case kvpb.OperatorKind_PromoteLearner:
+		kind = raftstore.PromoteLearner
+	case kvpb.OperatorKind_DemoteVoter:
+		kind = raftstore.DemoteVoter
+	case kvpb.OperatorKind_RemovePeer:
+		kind = raftstore.RemovePeer
+	case kvpb.OperatorKind_LeaveJoint:
+		kind = raftstore.LeaveJoint
+	default:
+		return fmt.Errorf("unknown operator %v", op.Kind)
+	}
+	change := raftstore.PeerChange{Kind: kind, Peer: op.Peer}
+	if kind == raftstore.LeaveJoint {
+		change.Peer = nil
+	}
+	_, err := n.store.ChangePeers(ctx, p, r.Epoch, []raftstore.PeerChange{change})
+	if err == nil {
+		n.log.Info("membership changed", "region", op.RegionId, "change", kind.String(), "peer", op.Peer.GetId(), "store", op.Peer.GetStoreId())
+	}
+	return err
+}
