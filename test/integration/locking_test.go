@@ -96,7 +96,7 @@ func TestBankTransfersPessimistic(t *testing.T) {
 				if from == to {
 					continue
 				}
-				err := transfer(db, from, to, int64(rand.IntN(50)))
+				err := transferSQL(db, from, to, int64(rand.IntN(50)))
 				if code, _ := errCode(err); code == 1213 {
 					deadlocks.Add(1)
 					if strings.Contains(err.Error(), `\x`) {
@@ -152,7 +152,7 @@ func TestBankTransfersPessimistic(t *testing.T) {
 	}
 }
 
-func transfer(db *sql.DB, from, to int, amount int64) error {
+func transferSQL(db *sql.DB, from, to int, amount int64) error {
 	ctx := context.Background()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
