@@ -20,10 +20,13 @@
 // next slices within a second.
 //
 // One detector serves the whole cluster: waits on different nodes form
-// cycles too. It runs on the node that leads the first region (TiKV's
-// choice; PD's leader would do as well), behind the kvpb.DeadlockDetector
-// gRPC service; Service is what a lock waiter calls, and is the Detector
-// itself in the process that runs it, or Remote over gRPC elsewhere.
+// cycles too. It runs with PD's leader (TiKV runs it with the leader of
+// its first region; either is one node every node can find): pd.Server
+// keeps a Detector per leadership term, serves Detect there and forwards
+// it from other nodes over the kvpb.DeadlockDetector gRPC service. Service
+// is what a lock waiter calls: PD's server in a node, a *Detector of its
+// own in a KV service that runs alone (tests), Remote for a detector
+// reached over gRPC.
 package deadlock
 
 import (

@@ -139,14 +139,14 @@ func (s *Server) waitForLock(ctx context.Context, txn uint64, l *kvpb.LockInfo, 
 	}
 }
 
-// SetDeadlockDetector makes the lock waiters of this store consult d (the
-// detector of the node that runs it) instead of their own. Call it before
+// SetDeadlockDetector makes the lock waiters of this store consult d, the
+// cluster's detector (a node passes its PD server, which forwards to PD's
+// leader), instead of a detector of this store's own. Call it before
 // serving.
 func (s *Server) SetDeadlockDetector(d deadlock.Service) { s.detectorSvc.Store(&d) }
 
 // Detector is this store's own deadlock detector: the one its waiters use
-// unless SetDeadlockDetector says otherwise, and the one its
-// kvpb.DeadlockDetector service serves.
+// unless SetDeadlockDetector says otherwise.
 func (s *Server) Detector() *deadlock.Detector { return s.detector }
 
 func (s *Server) deadlockService() deadlock.Service {

@@ -253,10 +253,14 @@ func (n *Node) open(ctx context.Context) error {
 	n.pdReady.Store(n.pd)
 	resolver.pd.Store(n.pd)
 	n.kv = kvserver.New(store, locks, n.pd.NextTimestampAnywhere)
+	// Lock waiters ask the cluster's deadlock detector, which PD's leader
+	// keeps (pd/deadlock.go).
+	n.kv.SetDeadlockDetector(n.pd)
 	if n.grpcLn != nil {
 		n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
 		kvpb.RegisterKvServer(n.grpc, n.kv)
 		kvpb.RegisterPDServer(n.grpc, n.pd)
+		kvpb.RegisterDeadlockDetectorServer(n.grpc, n.pd.DeadlockService())
 		kvpb.RegisterRaftServer(n.grpc, n.transport)
 		go n.grpc.Serve(n.grpcLn)
 	}
