@@ -64,7 +64,7 @@ func (s *Session) txnOptions() kv.TxnOptions {
 }
 
 // sessionTxnMode is tidb_txn_mode: pessimistic unless set to optimistic
-// (or ”).
+// (or empty, as in TiDB).
 func (s *Session) sessionTxnMode() string {
 	v, _ := s.GetVar("tidb_txn_mode", true, "")
 	if str, _ := v.ToString(); str == "" || strings.EqualFold(str, txnModeOptimistic) {
