@@ -52,6 +52,7 @@ type Engine struct {
 	mu         sync.Mutex
 	globalVars map[string]types.Datum
 	nextConnID atomic.Uint32
+	procs      processList // sessions and their running statements (process.go)
 
 	// The cleanup of dropped data (cleanup.go); nil safePoint: none.
 	safePoint SafePointSource
@@ -79,9 +80,12 @@ type Options struct {
 	Cluster infoschema.ClusterSource
 }
 
-// Close stops background work (the cleanup of dropped data) and waits for
-// it; call it before closing the storage underneath.
+// Close cancels the running statements (they fail with 1053) and refuses
+// new ones, stops background work (the cleanup of dropped data) and waits
+// for both; call it before closing the storage underneath.
 func (e *Engine) Close() {
+	// Running statements stop before the storage underneath them closes.
+	e.shutdownStatements(10 * time.Second)
 	e.gcStop()
 	e.gcDone.Wait()
 }

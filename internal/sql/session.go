@@ -48,6 +48,7 @@ type PreparedStmt struct {
 
 type prepared struct {
 	info    PreparedStmt
+	text    string // for SHOW PROCESSLIST
 	stmt    ast.StmtNode
 	version int64
 	cached  *compiled
@@ -91,6 +92,13 @@ type Session struct {
 	autoPessimistic bool
 	nextIsolation   string
 
+	// proc is the running statement, as SHOW PROCESSLIST and KILL see it
+	// (process.go).
+	proc procState
+	// clientFoundRows: the client set CLIENT_FOUND_ROWS, so an UPDATE's
+	// affected rows are the rows it matched.
+	clientFoundRows bool
+
 	vars     map[string]types.Datum // session system variables (lower case)
 	userVars map[string]types.Datum
 
@@ -110,13 +118,20 @@ type Session struct {
 
 // NewSession opens a session for a connected client.
 func (e *Engine) NewSession(user, host string) *Session {
-	return &Session{
+	s := &Session{
 		e: e, user: user, host: host, userHost: user + "@" + host, connID: e.nextConnID.Add(1),
 		parser: parser.New(), autocommit: true,
 		vars: map[string]types.Datum{}, userVars: map[string]types.Datum{},
 		prepared: map[uint32]*prepared{}, textPlans: map[string]*prepared{},
 	}
+	e.register(s)
+	return s
 }
+
+// SetClientFoundRows tells the session that its client set the
+// CLIENT_FOUND_ROWS capability: UPDATE then reports the rows it matched,
+// not only those it changed, as affected.
+func (s *Session) SetClientFoundRows(on bool) { s.clientFoundRows = on }
 
 // CurrentDB returns the default database ("" if none).
 func (s *Session) CurrentDB() string { return s.db }
@@ -157,6 +172,7 @@ func (s *Session) Close() {
 		s.txn = nil
 	}
 	s.dropAllTemp()
+	s.e.unregister(s)
 }
 
 // currentSchema returns the schema of the open transaction or the latest one.
@@ -206,7 +222,11 @@ func (s *Session) autocommitStmt() bool { return s.autocommit && !s.explicit }
 
 // Execute runs every statement of query and returns one Result per
 // statement; on the first error it stops and returns the results so far.
-func (s *Session) Execute(ctx context.Context, query string) ([]*Result, error) {
+func (s *Session) Execute(ctx context.Context, query string) (res []*Result, err error) {
+	if ctx, err = s.startStatement(ctx, query); err != nil {
+		return nil, err
+	}
+	defer func() { err = s.endStatement(ctx, err) }()
 	if r, ok, err := s.runCachedInsert(ctx, query); ok {
 		if err != nil {
 			return []*Result{}, err
@@ -218,6 +238,9 @@ func (s *Session) Execute(ctx context.Context, query string) ([]*Result, error) 
 		return nil, err
 	}
 	if len(stmts) == 0 {
+		if strings.TrimSpace(query) != "" {
+			return []*Result{}, nil // only comments: OK, as MySQL answers
+		}
 		return nil, sqlerr.New(1065, "42000", "Query was empty")
 	}
 	results := make([]*Result, 0, len(stmts))
@@ -266,6 +289,9 @@ func parseSQL(p *parser.Parser, query string) (stmts []ast.StmtNode, err error) 
 	}()
 	stmts, _, err = p.ParseSQL(query)
 	if err != nil {
+		if name, ok := unsupportedStatement(query); ok {
+			return nil, notSupported(name)
+		}
 		return nil, parseError(err)
 	}
 	return stmts, nil
@@ -294,6 +320,10 @@ func (s *Session) run(ctx context.Context, st ast.StmtNode, params []types.Datum
 		defer func() { s.lastWarnings = append(s.lastWarnings[:0], s.warnings...) }()
 	}
 	defer func() { s.autoPessimistic = false }()
+	if tctx, cancel := s.withMaxExecutionTime(ctx, st); cancel != nil {
+		defer cancel()
+		ctx = tctx
+	}
 	for attempt := 0; ; attempt++ {
 		// An autocommit statement runs optimistically first, then
 		// pessimistically (txnmode.go).
@@ -312,6 +342,9 @@ func (s *Session) run(ctx context.Context, st ast.StmtNode, params []types.Datum
 		if isDeadlock(err) && s.txn != nil {
 			// InnoDB rolls back the victim of a deadlock.
 			_ = s.finish(ctx, false)
+		}
+		if ctx.Err() != nil {
+			return nil, interruptedError(context.Cause(ctx))
 		}
 		return nil, toSQLError(err)
 	}
@@ -349,6 +382,8 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 			return &Result{}, s.rollbackTo(n.SavepointName)
 		}
 		return &Result{}, s.finish(ctx, false)
+	case *ast.KillStmt:
+		return s.runKill(n)
 	case *ast.UseStmt:
 		return &Result{}, s.UseDB(n.DBName)
 	case *ast.SetStmt:
@@ -364,7 +399,7 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 	if r, ok, err := s.runExtra(ctx, st); ok {
 		return r, err
 	}
-	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this statement")
+	return nil, notSupported(stmtName(st))
 }
 
 // memQuota is the per-statement memory quota in bytes
@@ -394,6 +429,7 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 	b := plan.NewBuilder(s.schema, s.db)
 	b.ParseView = parseView
 	b.Cluster = s.e.cluster
+	b.OnlyFullGroupBy = s.sqlModeHas("ONLY_FULL_GROUP_BY")
 	c := &compiled{version: s.schema.Version, tempVersion: s.x.tempVersion}
 	var err error
 	switch n := st.(type) {
@@ -409,7 +445,7 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 	case *ast.DeleteStmt:
 		c.delete, err = b.BuildDelete(n)
 	default:
-		err = sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this statement")
+		err = notSupported(stmtName(st))
 	}
 	if err != nil {
 		return nil, err
@@ -480,6 +516,7 @@ func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datu
 		// before it: its commit follows at once, so an INSERT may leave
 		// its primary key check to it.
 		DeferDupCheck: auto && s.txn.Len() == 0,
+		FoundRows:     s.clientFoundRows,
 	}
 	ec.Eval.Ctx = ctx
 	exec.BindSubqueries(ec, c.subqueries)
@@ -540,7 +577,7 @@ func (s *Session) Prepare(ctx context.Context, query string) (*PreparedStmt, err
 	st := stmts[0]
 	n := expr.NumberParams(st)
 	s.nextStmt++
-	p := &prepared{info: PreparedStmt{ID: s.nextStmt, ParamCount: n}, stmt: st}
+	p := &prepared{info: PreparedStmt{ID: s.nextStmt, ParamCount: n}, stmt: st, text: query}
 	if isDML(st) {
 		hadTxn := s.txn != nil
 		if err := s.begin(ctx); err != nil {
@@ -570,7 +607,12 @@ func (s *Session) ExecutePrepared(ctx context.Context, id uint32, params []types
 	if len(params) != p.info.ParamCount {
 		return nil, sqlerr.New(sqlerr.ErWrongArguments, "HY000", "Incorrect arguments to mysqld_stmt_execute")
 	}
-	return s.run(ctx, p.stmt, params, p)
+	ctx, err := s.startStatement(ctx, p.text)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, p.stmt, params, p)
+	return r, s.endStatement(ctx, err)
 }
 
 // ClosePrepared forgets a prepared statement.

@@ -186,3 +186,15 @@ func retryableSQLError(re *kv.RetryableError) *sqlerr.Error {
 	}
 	return sqlerr.New(sqlerr.ErLockDeadlock, "40001", "Write conflict with a concurrent transaction; try restarting transaction")
 }
+
+// sqlModeHas reports whether the session's sql_mode holds mode.
+func (s *Session) sqlModeHas(mode string) bool {
+	v, _ := s.GetVar("sql_mode", true, "")
+	str, _ := v.ToString()
+	for _, m := range strings.Split(str, ",") {
+		if strings.EqualFold(strings.TrimSpace(m), mode) {
+			return true
+		}
+	}
+	return false
+}

@@ -238,6 +238,14 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 		case nil:
 			val = types.Null
 		default:
+			if hasSubquery(v.Value) {
+				// SET @x = (SELECT ...): the value of a one-column SELECT.
+				var err error
+				if val, err = s.selectValue(ctx, v.Value); err != nil {
+					return nil, err
+				}
+				break
+			}
 			e, err := expr.Compile(v.Value, noColumns{})
 			if err != nil {
 				return nil, err
@@ -337,4 +345,42 @@ func parseOnOff(v types.Datum) (bool, error) {
 		return n != 0, nil
 	}
 	return false, sqlerr.New(1231, "42000", "Variable 'autocommit' can't be set to the value of '%s'", str)
+}
+
+// hasSubquery reports whether e contains a subquery.
+func hasSubquery(e ast.ExprNode) bool {
+	v := &subqueryFinder{}
+	e.Accept(v)
+	return v.found
+}
+
+type subqueryFinder struct{ found bool }
+
+func (f *subqueryFinder) Enter(n ast.Node) (ast.Node, bool) {
+	switch n.(type) {
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+		f.found = true
+		return n, true
+	}
+	return n, f.found
+}
+
+func (f *subqueryFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// selectValue evaluates e as SELECT e does (so that it may hold
+// subqueries), in the session's transaction or a statement transaction of
+// its own.
+func (s *Session) selectValue(ctx context.Context, e ast.ExprNode) (types.Datum, error) {
+	sel := &ast.SelectStmt{
+		Kind:   ast.SelectStmtKindSelect,
+		Fields: &ast.FieldList{Fields: []*ast.SelectField{{Expr: e}}},
+	}
+	res, err := s.runDML(ctx, sel, nil, nil)
+	if err != nil {
+		return types.Null, err
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+		return types.Null, sqlerr.New(sqlerr.ErUnknown, "HY000", "SET expression did not produce one value")
+	}
+	return res.Rows[0][0], nil
 }

@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
@@ -70,6 +71,10 @@ type Context struct {
 	// column is then ignored with a warning (as MariaDB does, which lets
 	// its mysqldump's output load) instead of failing the statement.
 	NonStrict bool
+
+	// FoundRows counts rows an UPDATE matched but left unchanged as
+	// affected, as MySQL does for clients that set CLIENT_FOUND_ROWS.
+	FoundRows bool
 
 	// Results of a DML statement.
 	AffectedRows uint64
@@ -285,7 +290,7 @@ func Build(p plan.Plan) (Executor, error) {
 		}
 		return &setOpExec{left: l, right: r, p: n}, nil
 	}
-	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support executing %T", p)
+	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support '%s'", strings.Fields(p.Explain())[0])
 }
 
 // keysAmong reports whether every sort key is one of the first n columns.

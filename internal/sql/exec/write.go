@@ -508,6 +508,8 @@ func (w *writer) insertOne(p *plan.Insert, row []types.Datum) error {
 			}
 			if changed {
 				w.c.AffectedRows += 2
+			} else if w.c.FoundRows {
+				w.c.AffectedRows++
 			}
 			return nil
 		case p.Ignore:
@@ -608,7 +610,7 @@ func (w *writer) update(handle int64, old []types.Datum, assigns []plan.Assign, 
 	if err != nil {
 		return err
 	}
-	if changed {
+	if changed || c.FoundRows {
 		c.AffectedRows++
 	}
 	return nil

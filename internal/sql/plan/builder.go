@@ -32,6 +32,9 @@ type Builder struct {
 	// Cluster reads the cluster's state for INFORMATION_SCHEMA's cluster
 	// tables (nil outside a node).
 	Cluster infoschema.ClusterSource
+	// OnlyFullGroupBy enforces sql_mode's ONLY_FULL_GROUP_BY
+	// (fullgroupby.go).
+	OnlyFullGroupBy bool
 }
 
 func (b *Builder) clauseName() string {
@@ -176,6 +179,7 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 	b.clause = "group statement"
 	if sel.GroupBy != nil || len(ac.list) > 0 {
 		agg := &Aggregate{Child: p}
+		var groups []ast.ExprNode
 		if sel.GroupBy != nil {
 			for _, it := range sel.GroupBy.Items {
 				n := it.Expr
@@ -198,7 +202,11 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 					return nil, err
 				}
 				agg.GroupBy = append(agg.GroupBy, e)
+				groups = append(groups, n)
 			}
+		}
+		if err := b.fullGroupBy(sc, fields, groups, sel.Having, sel.OrderBy); err != nil {
+			return nil, err
 		}
 		as := newScope(b)
 		as.parent, as.sub = parent, sub
