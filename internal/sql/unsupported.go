@@ -96,5 +96,8 @@ func unsupportedStatement(query string) (string, bool) {
 	if m == nil {
 		return "", false
 	}
-	return strings.Join(strings.Fields(strings.ToUpper(m[1])), " "), true
+	name := definerClause.ReplaceAllString(m[1], " ")
+	return strings.Join(strings.Fields(strings.ToUpper(name)), " "), true
 }
+
+var definerClause = regexp.MustCompile(`(?i)\s+definer\s*=\s*\S+\s+`)
