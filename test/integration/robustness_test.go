@@ -86,9 +86,9 @@ func TestErrorsAndLimits(t *testing.T) {
 
 	t.Run("unsupported features answer 1235 in words", func(t *testing.T) {
 		for q, want := range map[string]string{
-			"CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.a = 1":    "'CREATE TRIGGER'",
-			"CREATE DEFINER = root@localhost PROCEDURE p() SELECT 1":            "'CREATE PROCEDURE'",
-			"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO SELECT 1":                 "'CREATE EVENT'",
+			"CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.a = 1": "'CREATE TRIGGER'",
+			"CREATE DEFINER = root@localhost PROCEDURE p() SELECT 1":          "'CREATE PROCEDURE'",
+			"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO SELECT 1":              "'CREATE EVENT'",
 			"XA START 'x'": "'XA'",
 		} {
 			_, err := db.Exec(q)
