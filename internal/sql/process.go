@@ -323,6 +323,9 @@ func (e *Engine) shutdownStatements(wait time.Duration) {
 	}
 }
 
+// processRows are INFORMATION_SCHEMA.PROCESSLIST's rows.
+func (e *Engine) processRows() [][]types.Datum { return processRows(e.Processes(), true) }
+
 // processColumns are SHOW PROCESSLIST's columns.
 func processColumns() []*Column {
 	cols := textColumns("Id", "User", "Host", "db", "Command", "Time", "State", "Info")

@@ -430,6 +430,7 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 	b.ParseView = parseView
 	b.Cluster = s.e.cluster
 	b.OnlyFullGroupBy = s.sqlModeHas("ONLY_FULL_GROUP_BY")
+	b.Processes = s.e.processRows
 	c := &compiled{version: s.schema.Version, tempVersion: s.x.tempVersion}
 	var err error
 	switch n := st.(type) {

@@ -222,6 +222,10 @@ func TestErrorsAndLimits(t *testing.T) {
 			done <- err
 		}()
 		waitUntil(t, "the query in the process list", 5*time.Second, func() bool { return processInfo(t, db)[id] == slowQuery })
+		var info string
+		if err := db.QueryRow("SELECT INFO FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&info); err != nil || info != slowQuery {
+			t.Errorf("information_schema.PROCESSLIST: %q, %v", info, err)
+		}
 		mustExec(t, db, fmt.Sprintf("KILL QUERY %d", id))
 		select {
 		case err := <-done:

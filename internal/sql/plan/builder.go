@@ -32,6 +32,9 @@ type Builder struct {
 	// Cluster reads the cluster's state for INFORMATION_SCHEMA's cluster
 	// tables (nil outside a node).
 	Cluster infoschema.ClusterSource
+	// Processes lists the node's sessions for INFORMATION_SCHEMA.
+	// PROCESSLIST (nil: empty).
+	Processes infoschema.ProcessSource
 	// OnlyFullGroupBy enforces sql_mode's ONLY_FULL_GROUP_BY
 	// (fullgroupby.go).
 	OnlyFullGroupBy bool
