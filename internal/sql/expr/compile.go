@@ -92,6 +92,12 @@ func (c *compiler) compileNode(node ast.ExprNode) (Expr, error) {
 		}
 		return NewBetween(args[0], args[1], args[2], n.Not), nil
 	case *ast.PatternInExpr:
+		if _, row := RowElems(n.Expr); row {
+			if n.Sel != nil {
+				return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support '(...) IN (subquery)' of rows")
+			}
+			return c.rowIn(n)
+		}
 		if n.Sel != nil {
 			return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "IN (subquery) must be planned by the binder")
 		}
@@ -284,6 +290,16 @@ var arithOps = map[opcode.Op]ArithOp{
 }
 
 func (c *compiler) binary(n *ast.BinaryOperationExpr) (Expr, error) {
+	if _, isCmp := cmpOps[n.Op]; isCmp {
+		_, lrow := RowElems(n.L)
+		_, rrow := RowElems(n.R)
+		if lrow || rrow {
+			if !lrow {
+				return nil, errOperandColumns(1)
+			}
+			return c.rowCompare(n.Op, n.L, n.R)
+		}
+	}
 	l, err := c.compile(n.L)
 	if err != nil {
 		return nil, err
