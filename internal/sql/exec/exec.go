@@ -130,6 +130,20 @@ func (m *MemTracker) Consume(n int64) error {
 	return nil
 }
 
+func (m *MemTracker) usedNow() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.Used
+}
+
+// restore gives back everything charged since Used was used.
+func (m *MemTracker) restore(used int64) {
+	if m != nil && m.Used > used {
+		m.Used = used
+	}
+}
+
 // Release returns n bytes to the quota.
 func (m *MemTracker) Release(n int64) {
 	if m != nil {
@@ -156,7 +170,20 @@ func BindSubqueries(c *Context, subs []*plan.Subquery) {
 			if err != nil {
 				return nil, err
 			}
-			return Drain(c, e, sq.Kind == plan.ExistsSubquery)
+			if !sq.Correlated {
+				// Run once and kept for the statement: its memory stays
+				// charged.
+				return Drain(c, e, sq.Kind == plan.ExistsSubquery)
+			}
+			// A correlated subquery runs once per outer row, and its
+			// rows are used up by the time the next run starts: what one
+			// run holds is charged while it runs and given back after,
+			// so the statement's memory stays bounded by one run, not
+			// their sum.
+			used := c.Mem.usedNow()
+			rows, err := Drain(c, e, sq.Kind == plan.ExistsSubquery)
+			c.Mem.restore(used)
+			return rows, err
 		}
 	}
 }

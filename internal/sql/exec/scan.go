@@ -203,6 +203,8 @@ func (l *rowLayout) decodeInto(row []types.Datum, handle int64, value []byte, ex
 type scanExec struct {
 	// pointKeys are the keys of a points lookup (uniquePoints).
 	pointKeys [][]byte
+	// limitHinted: the first batch, sized by the plan's LimitHint, is read.
+	limitHinted bool
 
 	p      *plan.Scan
 	layout *rowLayout
@@ -337,7 +339,12 @@ func (s *scanExec) readBatch(c *Context) ([][]types.Datum, error) {
 		rows = make([][]types.Datum, 0, s.slabRows())
 	}
 	var handles []int64
-	for s.iter.Valid() && len(rows)+len(handles) < BatchSize {
+	want := BatchSize
+	if s.p.LimitHint > 0 && !s.limitHinted {
+		// The first batch: what the LIMIT above takes.
+		s.limitHinted, want = true, min(s.p.LimitHint, BatchSize)
+	}
+	for s.iter.Valid() && len(rows)+len(handles) < want {
 		if s.index {
 			h, err := tablecodec.IndexEntryHandle(s.iter.Key(), s.iter.Value())
 			if err != nil {
@@ -411,6 +418,8 @@ func (s *scanExec) visitBatch(c *Context) ([][]types.Datum, error) {
 	switch {
 	case s.rowsHint > 0:
 		limit = min(s.rowsHint+1, BatchSize) // one more: a full answer shows the range ends
+	case s.visits == 0 && s.p.LimitHint > 0:
+		limit = min(s.p.LimitHint, firstVisitRows) // what the LIMIT above takes
 	case s.visits == 0:
 		limit = firstVisitRows
 	}

@@ -145,7 +145,7 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 	sc := newScope(b)
 	sc.parent, sc.sub = parent, sub
 	var p Plan
-	conds := splitAnd(sel.Where, nil)
+	conds := propagateEqualities(splitAnd(sel.Where, nil))
 	lock := sel.LockInfo != nil && sel.LockInfo.LockType != ast.SelectLockNone
 	if sel.From == nil {
 		p = &Dual{}
@@ -345,7 +345,7 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 	if sel.Distinct {
 		p = &Distinct{base: base{p.Columns()}, Child: p, N: visible}
 	}
-	if len(keys) > 0 && !(out == sc && !sel.Distinct && b.orderByHandle(proj.Child, sel.OrderBy, sc)) {
+	if len(keys) > 0 && !(out == sc && !sel.Distinct && (b.orderByHandle(proj.Child, sel.OrderBy, sc) || b.orderByIndex(proj.Child, sel.OrderBy, sc))) {
 		p = &Sort{base: base{p.Columns()}, Child: p, Keys: keys}
 	}
 	var err error
@@ -361,6 +361,50 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 // orderByHandle recognizes ORDER BY <clustered key> [DESC] over a single
 // table read along the handle (full scan or one handle range): the scan
 // then returns rows in that order and no sort is needed.
+// orderByIndex reports whether a single-table query's ORDER BY is the order
+// of its index lookup, and if so makes the scan read in that order: one
+// range of equalities on the index's leading columns, ordered by the
+// columns that follow, all ascending or all descending. Only numeric and
+// temporal columns qualify (their key order is their SQL order under every
+// collation).
+func (b *Builder) orderByIndex(p Plan, ob *ast.OrderByClause, sc *scope) bool {
+	for {
+		f, ok := p.(*Filter)
+		if !ok {
+			break
+		}
+		p = f.Child
+	}
+	s, ok := p.(*Scan)
+	if !ok || s.Access != IndexLookup || len(s.Ranges) != 1 || s.Points || len(sc.cols) != len(s.Table.Columns) {
+		return false
+	}
+	r := s.Ranges[0]
+	next := len(r.Eq)
+	if len(ob.Items) == 0 || next+len(ob.Items) > len(s.Index.Columns) {
+		return false
+	}
+	desc := ob.Items[0].Desc
+	for i, it := range ob.Items {
+		cn, ok := unparen(it.Expr).(*ast.ColumnNameExpr)
+		if !ok || it.Desc != desc {
+			return false
+		}
+		c, found, err := sc.find(cn.Name)
+		off := s.Index.Columns[next+i]
+		if err != nil || !found || c.idx != off {
+			return false
+		}
+		switch s.Table.Columns[off].Type.EvalType() {
+		case ptypes.ETInt, ptypes.ETDecimal, ptypes.ETDatetime, ptypes.ETTimestamp, ptypes.ETDuration:
+		default:
+			return false
+		}
+	}
+	s.Desc = desc
+	return true
+}
+
 func (b *Builder) orderByHandle(p Plan, ob *ast.OrderByClause, sc *scope) bool {
 	if len(ob.Items) != 1 {
 		return false
@@ -415,7 +459,54 @@ func (b *Builder) buildLimit(p Plan, l *ast.Limit) (Plan, error) {
 			return nil, err
 		}
 	}
+	limitHint(lim)
 	return lim, nil
+}
+
+// limitHint tells a scan that feeds a LIMIT through projections and
+// filters alone how many rows the limit takes, so that its first batch
+// reads (and, for FOR UPDATE, locks) about that many instead of a full
+// batch. Filters may reject rows; the scan then reads on as usual.
+func limitHint(l *Limit) {
+	n, ok := constInt(l.Count)
+	if !ok {
+		return
+	}
+	if l.Offset != nil {
+		off, ok := constInt(l.Offset)
+		if !ok {
+			return
+		}
+		n += off
+	}
+	p := l.Child
+	for {
+		switch x := p.(type) {
+		case *Projection:
+			p = x.Child
+			continue
+		case *Filter:
+			p = x.Child
+			continue
+		case *Scan:
+			if n > 0 && n < 1<<20 {
+				x.LimitHint = int(n)
+			}
+		}
+		return
+	}
+}
+
+func constInt(e expr.Expr) (int64, bool) {
+	if !expr.IsConstant(e) {
+		return 0, false
+	}
+	d, err := e.Eval(nil, nil)
+	if err != nil {
+		return 0, false
+	}
+	n, err := d.ToInt64()
+	return n, err == nil && n >= 0
 }
 
 func setOpOf(t *ast.SetOprType) (SetOpKind, bool) {
