@@ -48,6 +48,7 @@ func tpccMain(ctx context.Context, command string, args []string, stdout, stderr
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "random seed; 0 takes one from the clock")
 	fs.BoolVar(&initFirst, "init", false, "run: load the warehouses first")
 	fs.BoolVar(&drop, "drop", false, "with init: drop the database first")
+	fs.IntVar(&cfg.Scale, "scale", 1, "divide the item, customer and order counts by this (tests only: the data is no longer TPC-C's)")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprint(stderr, tpccUsage)
 		fs.SetOutput(stderr)

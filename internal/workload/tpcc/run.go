@@ -19,18 +19,16 @@ const maxRetries = 10
 
 // Result is what a run measured.
 type Result struct {
-	Elapsed            time.Duration
-	NewOrders          int64 // completed, including the intended rollbacks
-	Rollbacks          int64
-	Retries, Errors    int64
-	TpmC, Efficiency   float64
-	PerType            []hist.Snapshot
-	FirstError         string
-	FirstErrorOfType   [txTypes]string
-	ErrorsOfType       [txTypes]int64
-	RetriesOfType      [txTypes]int64
-	CompletedOfType    [txTypes]int64
-	latencyUnavailable bool
+	Elapsed          time.Duration
+	NewOrders        int64 // completed, including the intended rollbacks
+	Rollbacks        int64
+	Retries, Errors  int64
+	TpmC, Efficiency float64
+	PerType          []hist.Snapshot
+	FirstErrorOfType [txTypes]string
+	ErrorsOfType     [txTypes]int64
+	RetriesOfType    [txTypes]int64
+	CompletedOfType  [txTypes]int64
 }
 
 // keying and think times of clause 5.2.5.4, in seconds.
@@ -66,7 +64,7 @@ func Run(ctx context.Context, cfg Config, duration, display time.Duration, out i
 	}
 	workers := make([]*worker, cfg.Threads)
 	for i := range workers {
-		k, err := newWorker(ctx, db, newRng(cfg.Seed, i), i%nw+1, nw)
+		k, err := newWorker(ctx, db, newRng(cfg.Seed, i), cfg.sizes(), i%nw+1, nw)
 		if err != nil {
 			for _, w := range workers[:i] {
 				w.close()
@@ -169,6 +167,9 @@ loop:
 		fmt.Sprintf("tpmC=%.1f", res.TpmC), fmt.Sprintf("efficiency=%.1f", res.Efficiency),
 		fmt.Sprintf("retries=%d", res.Retries)}
 	f = append(f, hist.SummaryFields(res.Elapsed, cum)...)
+	for _, c := range cum[:len(cum)-1] {
+		f = append(f, fmt.Sprintf("%s_p95_ms=%.3f", c.Name, float64(c.P95)/float64(time.Millisecond)))
+	}
 	fmt.Fprintln(out, strings.Join(f, " "))
 	return res, nil
 }

@@ -153,11 +153,12 @@ func Init(ctx context.Context, cfg Config, drop bool, log io.Writer) error {
 	// districts, then per district its customers and orders.
 	type unit func(r rng, c *atomic.Int64) error
 	var units []unit
-	units = append(units, func(r rng, c *atomic.Int64) error { return loadItems(ctx, db, r, c) })
+	sz := cfg.sizes()
+	units = append(units, func(r rng, c *atomic.Int64) error { return loadItems(ctx, db, r, c, sz) })
 	for w := 1; w <= cfg.Warehouses; w++ {
-		units = append(units, func(r rng, c *atomic.Int64) error { return loadWarehouse(ctx, db, r, c, w) })
+		units = append(units, func(r rng, c *atomic.Int64) error { return loadWarehouse(ctx, db, r, c, sz, w) })
 		for d := 1; d <= districtsPerWH; d++ {
-			units = append(units, func(r rng, c *atomic.Int64) error { return loadDistrict(ctx, db, r, c, w, d) })
+			units = append(units, func(r rng, c *atomic.Int64) error { return loadDistrict(ctx, db, r, c, sz, w, d) })
 		}
 	}
 	var rows atomic.Int64
@@ -208,9 +209,9 @@ func Init(ctx context.Context, cfg Config, drop bool, log io.Writer) error {
 	return nil
 }
 
-func loadItems(ctx context.Context, db *sql.DB, r rng, c *atomic.Int64) error {
+func loadItems(ctx context.Context, db *sql.DB, r rng, c *atomic.Int64, sz sizes) error {
 	in := &inserter{ctx: ctx, db: db, count: c, prefix: "INSERT INTO item (i_id, i_im_id, i_name, i_price, i_data)"}
-	for i := 1; i <= items; i++ {
+	for i := 1; i <= sz.items; i++ {
 		if err := in.add(i, r.uniform(1, 10000), r.astring(14, 24), r.amount(1, 100), r.data()); err != nil {
 			return err
 		}
@@ -218,10 +219,12 @@ func loadItems(ctx context.Context, db *sql.DB, r rng, c *atomic.Int64) error {
 	return in.flush()
 }
 
-func loadWarehouse(ctx context.Context, db *sql.DB, r rng, c *atomic.Int64, w int) error {
+func loadWarehouse(ctx context.Context, db *sql.DB, r rng, c *atomic.Int64, sz sizes, w int) error {
 	wh := &inserter{ctx: ctx, db: db, count: c, prefix: "INSERT INTO warehouse (w_id, w_name, w_street_1, w_street_2, w_city, w_state, w_zip, w_tax, w_ytd)"}
+	// W_YTD is 300,000.00 and D_YTD 30,000.00 (clause 4.3.3.1): the
+	// history rows of 10.00, one per customer (in proportion when scaled).
 	if err := wh.add(w, r.astring(6, 10), r.astring(10, 20), r.astring(10, 20), r.astring(10, 20), r.astring(2, 2), r.zip(),
-		float64(r.IntN(2001))/10000, 300000.0); err != nil {
+		float64(r.IntN(2001))/10000, float64(100*sz.customers)); err != nil {
 		return err
 	}
 	if err := wh.flush(); err != nil {
@@ -229,7 +232,7 @@ func loadWarehouse(ctx context.Context, db *sql.DB, r rng, c *atomic.Int64, w in
 	}
 	st := &inserter{ctx: ctx, db: db, count: c, prefix: "INSERT INTO stock (s_i_id, s_w_id, s_quantity, s_dist_01, s_dist_02, s_dist_03, s_dist_04, " +
 		"s_dist_05, s_dist_06, s_dist_07, s_dist_08, s_dist_09, s_dist_10, s_ytd, s_order_cnt, s_remote_cnt, s_data)"}
-	for i := 1; i <= items; i++ {
+	for i := 1; i <= sz.items; i++ {
 		args := []any{i, w, r.uniform(10, 100)}
 		for d := 0; d < 10; d++ {
 			args = append(args, r.astring(24, 24))
@@ -242,10 +245,10 @@ func loadWarehouse(ctx context.Context, db *sql.DB, r rng, c *atomic.Int64, w in
 	return st.flush()
 }
 
-func loadDistrict(ctx context.Context, db *sql.DB, r rng, c *atomic.Int64, w, d int) error {
+func loadDistrict(ctx context.Context, db *sql.DB, r rng, c *atomic.Int64, sz sizes, w, d int) error {
 	dist := &inserter{ctx: ctx, db: db, count: c, prefix: "INSERT INTO district (d_id, d_w_id, d_name, d_street_1, d_street_2, d_city, d_state, d_zip, d_tax, d_ytd, d_next_o_id)"}
 	if err := dist.add(d, w, r.astring(6, 10), r.astring(10, 20), r.astring(10, 20), r.astring(10, 20), r.astring(2, 2), r.zip(),
-		float64(r.IntN(2001))/10000, 30000.0, ordersPerDistrict+1); err != nil {
+		float64(r.IntN(2001))/10000, float64(10*sz.customers), sz.orders+1); err != nil {
 		return err
 	}
 	if err := dist.flush(); err != nil {
@@ -256,7 +259,7 @@ func loadDistrict(ctx context.Context, db *sql.DB, r rng, c *atomic.Int64, w, d 
 		"c_street_2, c_city, c_state, c_zip, c_phone, c_since, c_credit, c_credit_lim, c_discount, c_balance, c_ytd_payment, " +
 		"c_payment_cnt, c_delivery_cnt, c_data)"}
 	hist := &inserter{ctx: ctx, db: db, count: c, prefix: "INSERT INTO history (h_c_id, h_c_d_id, h_c_w_id, h_d_id, h_w_id, h_date, h_amount, h_data)"}
-	for id := 1; id <= customersPerDistrict; id++ {
+	for id := 1; id <= sz.customers; id++ {
 		last := r.nurand(255, cLastLoad, 0, 999)
 		if id <= 1000 {
 			last = id - 1
@@ -284,10 +287,10 @@ func loadDistrict(ctx context.Context, db *sql.DB, r rng, c *atomic.Int64, w, d 
 	lines := &inserter{ctx: ctx, db: db, count: c, prefix: "INSERT INTO order_line (ol_o_id, ol_d_id, ol_w_id, ol_number, ol_i_id, ol_supply_w_id, " +
 		"ol_delivery_d, ol_quantity, ol_amount, ol_dist_info)"}
 	newOrders := &inserter{ctx: ctx, db: db, count: c, prefix: "INSERT INTO new_order (no_o_id, no_d_id, no_w_id)"}
-	perm := r.Perm(customersPerDistrict)
-	for o := 1; o <= ordersPerDistrict; o++ {
+	perm := r.Perm(sz.customers)
+	for o := 1; o <= sz.orders; o++ {
 		var carrier any
-		delivered := o < newOrdersFrom
+		delivered := o < sz.newFrom
 		if delivered {
 			carrier = r.uniform(1, 10)
 		}
@@ -303,7 +306,7 @@ func loadDistrict(ctx context.Context, db *sql.DB, r rng, c *atomic.Int64, w, d 
 			} else {
 				amount = r.amount(0.01, 9999.99)
 			}
-			if err := lines.add(o, d, w, n, r.uniform(1, items), w, deliveryD, 5, amount, r.astring(24, 24)); err != nil {
+			if err := lines.add(o, d, w, n, r.uniform(1, sz.items), w, deliveryD, 5, amount, r.astring(24, 24)); err != nil {
 				return err
 			}
 		}

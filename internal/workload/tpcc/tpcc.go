@@ -43,17 +43,42 @@ type Config struct {
 	Wait bool
 	// Seed seeds the random generators (worker i uses Seed, i).
 	Seed uint64
+	// Scale divides the item, customer and order counts (for tests; 0 and
+	// 1 mean the spec's sizes). The data is no longer TPC-C's.
+	Scale int
 }
 
 // Spec constants (clause 4.3.3.1, 2.1.6).
 const (
-	items                = 100000
-	districtsPerWH       = 10
-	customersPerDistrict = 3000
-	ordersPerDistrict    = 3000
-	newOrdersFrom        = 2101 // orders 2101..3000 are undelivered at load
-	maxTpmCPerWarehouse  = 12.86
+	districtsPerWH      = 10
+	maxTpmCPerWarehouse = 12.86
 )
+
+// sizes are the table sizes of clause 4.3.3.1, divided by Config.Scale.
+type sizes struct {
+	items     int // 100,000 items, and stock rows per warehouse
+	customers int // 3,000 per district
+	orders    int // 3,000 per district
+	newFrom   int // orders from 2,101 on are undelivered at load
+	lastNames int // 1,000 last names
+}
+
+func (c Config) sizes() sizes {
+	s := max(c.Scale, 1)
+	sz := sizes{items: 100000 / s, customers: 3000 / s, orders: 3000 / s}
+	sz.newFrom = sz.orders*7/10 + 1
+	sz.lastNames = min(1000, sz.customers)
+	return sz
+}
+
+// lastName draws a C_LAST at run time: NURand(255, 0, 999) (clause
+// 2.5.1.2), or uniform over the names a scaled-down load holds.
+func (sz sizes) lastName(r rng) string {
+	if sz.lastNames == 1000 {
+		return lastName(r.nurand(255, cLastRun, 0, 999))
+	}
+	return lastName(r.IntN(sz.lastNames))
+}
 
 // NURand constants (clause 2.1.6): C for c_last at load (cLoad) and run
 // (cRun) must differ as clause 2.1.6.1 says; C for c_id and ol_i_id.

@@ -36,15 +36,16 @@ type worker struct {
 	conn  *sql.Conn
 	r     rng
 	w, nw int // home warehouse, warehouses
+	sz    sizes
 	stmts map[string]*sql.Stmt
 }
 
-func newWorker(ctx context.Context, db *sql.DB, r rng, w, nw int) (*worker, error) {
+func newWorker(ctx context.Context, db *sql.DB, r rng, sz sizes, w, nw int) (*worker, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &worker{conn: conn, r: r, w: w, nw: nw, stmts: map[string]*sql.Stmt{}}, nil
+	return &worker{conn: conn, r: r, w: w, nw: nw, sz: sz, stmts: map[string]*sql.Stmt{}}, nil
 }
 
 func (k *worker) close() {
@@ -150,13 +151,13 @@ func (k *worker) customerByName(ctx context.Context, w, d int, last string) (int
 func (k *worker) newOrder(ctx context.Context) error {
 	r := k.r
 	w, d := k.w, r.uniform(1, districtsPerWH)
-	c := r.nurand(1023, cCustomer, 1, customersPerDistrict)
+	c := r.nurand(1023, cCustomer, 1, k.sz.customers)
 	n := r.uniform(5, 15)
 	type line struct{ item, supply, qty int }
 	lines := make([]line, n)
 	allLocal := 1
 	for i := range lines {
-		lines[i] = line{item: r.nurand(8191, cItem, 1, items), supply: w, qty: r.uniform(1, 10)}
+		lines[i] = line{item: r.nurand(8191, cItem, 1, k.sz.items), supply: w, qty: r.uniform(1, 10)}
 		if k.nw > 1 && r.IntN(100) == 0 {
 			for lines[i].supply == w {
 				lines[i].supply = r.uniform(1, k.nw)
@@ -166,7 +167,7 @@ func (k *worker) newOrder(ctx context.Context) error {
 	}
 	rollback := r.IntN(100) == 0
 	if rollback {
-		lines[n-1].item = items + 1
+		lines[n-1].item = k.sz.items + 1
 	}
 	// Stock rows are locked in key order, so two New-Orders never wait
 	// for each other in a cycle.
@@ -305,8 +306,8 @@ func (k *worker) payment(ctx context.Context) error {
 		cd = r.uniform(1, districtsPerWH)
 	}
 	byName := r.IntN(100) < 60
-	last := lastName(r.nurand(255, cLastRun, 0, 999))
-	c := r.nurand(1023, cCustomer, 1, customersPerDistrict)
+	last := k.sz.lastName(r)
+	c := r.nurand(1023, cCustomer, 1, k.sz.customers)
 	amount := r.amount(1, 5000)
 	return k.txn(ctx, func() error {
 		if _, err := k.exec(ctx, "UPDATE warehouse SET w_ytd = w_ytd + ? WHERE w_id = ?", amount, w); err != nil {
@@ -366,8 +367,8 @@ func (k *worker) orderStatus(ctx context.Context) error {
 	r := k.r
 	w, d := k.w, r.uniform(1, districtsPerWH)
 	byName := r.IntN(100) < 60
-	last := lastName(r.nurand(255, cLastRun, 0, 999))
-	c := r.nurand(1023, cCustomer, 1, customersPerDistrict)
+	last := k.sz.lastName(r)
+	c := r.nurand(1023, cCustomer, 1, k.sz.customers)
 	return k.txn(ctx, func() error {
 		if byName {
 			var err error
