@@ -145,6 +145,8 @@ type Node struct {
 	// pdReady is pd once it exists, for callbacks of the store that may
 	// run before (onLeaderChange).
 	pdReady atomic.Pointer[pd.Server]
+	// storeReady is store once Open returned, for the same callbacks.
+	storeReady atomic.Pointer[raftstore.Store]
 	hbNow   chan struct{}
 	stop    chan struct{}
 	wg      sync.WaitGroup
@@ -229,6 +231,9 @@ func (n *Node) open(ctx context.Context) error {
 		cacheSize = DefaultVersionCacheSize
 	}
 	locks.SetVersionCache(mvcc.NewVersionCache(cacheSize))
+	// Pessimistic locks live in the leaders' memory (mvcc.PessimisticLocks);
+	// a replica that stops leading drops its region's (onLeaderChange).
+	locks.SetPessimisticLocks(mvcc.NewPessimisticLocks(0))
 	// The KV engine has no WAL, so its memtables are empty now and every
 	// record they will hold passes the store's BeforeApply; the records
 	// it holds are below the timestamp ceiling the apply path persisted.
@@ -248,6 +253,7 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	n.store = store
+	n.storeReady.Store(store)
 	n.transport.SetStore(store)
 	n.pd = pd.New(store, pd.Config{Join: n.cfg.Join, Logger: n.log})
 	n.pdReady.Store(n.pd)
