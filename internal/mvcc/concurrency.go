@@ -14,7 +14,11 @@ import (
 // Concurrency is the in-memory concurrency control of one store's region
 // leaders. It holds no engine state and survives nothing: after a restart or
 // a leadership change it starts empty, and the KV service must raise MaxTS
-// to a fresh TSO timestamp before it serves a one-phase commit.
+// to a fresh TSO timestamp before it serves a one-phase commit (kvserver's
+// syncMaxTS does, once per term a replica leads: reads served by the
+// previous leader raised its max_ts, not this one's, and every such read's
+// timestamp came from the oracle before the fresh one, since the previous
+// leader's lease ran out before this one was elected).
 //
 // # Latches
 //

@@ -46,9 +46,11 @@ import (
 // the ceiling found at open is the floor. When the key's bound is below ts
 // and the floor is at or below ts, no record of the key at or above ts
 // exists anywhere in the engine, and the check reads nothing at all.
-// Records that reach the engine other than through the apply path (a
-// future Raft snapshot's ingestion) must raise the floor; there are none
-// today.
+// Records that reach the engine other than through the apply path, the
+// SSTs of a Raft snapshot the store ingests, raise the floor above
+// themselves (Ingested, called through LockSet.SnapshotApplied with the
+// sender's RecordBound) and the persisted ceiling with it, before the
+// snapshot counts as applied.
 //
 // The table also knows which keys may have records in the memtables at
 // all (see mayBeInMemtables): every apply batch gets a sequence number,

@@ -82,7 +82,10 @@ func (p *Peer) leaseValid() bool {
 // store-clock time before something a quorum acknowledged was sent. p.mu
 // held (so that a transfer started since cannot be missed).
 func (p *Peer) renewLeaseLocked(at time.Duration) {
-	if !p.isLeader || p.rn.BasicStatus().LeadTransferee != 0 || at < p.leaderSince {
+	if !p.isLeader || at < p.leaderSince || onlyVoter(p.Region(), p.id) {
+		return // a region this replica alone votes in needs no lease
+	}
+	if p.rn.BasicStatus().LeadTransferee != 0 {
 		return
 	}
 	until := int64(at + leaseDuration)

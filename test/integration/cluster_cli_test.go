@@ -179,3 +179,50 @@ func portsFree(base, n int) bool {
 	}
 	return true
 }
+
+// Clients we did not write work against any node of a cluster: sysbench
+// prepares through one node and runs through all three at once, and
+// redis-cli writes through one node and reads through another.
+func TestClusterSysbenchAndRedisCLI(t *testing.T) {
+	c := StartCluster(t, 3)
+	if sysbench, err := exec.LookPath("sysbench"); err == nil {
+		mustExec(t, c.Nodes[0].DB(t, ""), "CREATE DATABASE sbtest")
+		var hosts, ports []string
+		for _, n := range c.Nodes {
+			h, p, _ := strings.Cut(n.SQLAddr, ":")
+			hosts, ports = append(hosts, h), append(ports, p)
+		}
+		base := []string{"oltp_read_write", "--tables=1", "--table-size=1000", "--mysql-user=root", "--mysql-db=sbtest"}
+		for _, step := range []struct {
+			phase string
+			args  []string
+		}{
+			{"prepare", []string{"--mysql-host=" + hosts[1], "--mysql-port=" + ports[1]}},
+			{"run", []string{"--threads=3", "--time=5", "--mysql-host=" + strings.Join(hosts, ","), "--mysql-port=" + strings.Join(ports, ",")}},
+		} {
+			out, err := exec.Command(sysbench, append(append(append([]string(nil), base...), step.args...), step.phase)...).CombinedOutput()
+			if err != nil || strings.Contains(string(out), "FATAL") {
+				t.Fatalf("sysbench %s across the cluster: %v\n%s", step.phase, err, out)
+			}
+			if step.phase == "run" {
+				if m := sysbenchTransactions.FindStringSubmatch(string(out)); m == nil || m[1] == "0" {
+					t.Fatalf("sysbench committed nothing:\n%s", out)
+				}
+			}
+		}
+	} else {
+		t.Log("sysbench is not on PATH; skipping its part")
+	}
+	if cli, err := exec.LookPath("redis-cli"); err == nil {
+		port := func(n *Node) string { _, p, _ := strings.Cut(n.RESPAddr, ":"); return p }
+		if out, err := exec.Command(cli, "-p", port(c.Nodes[2]), "SET", "greeting", "hello").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "OK" {
+			t.Fatalf("redis-cli SET through node 3: %v %s", err, out)
+		}
+		out, err := exec.Command(cli, "-p", port(c.Nodes[0]), "GET", "greeting").CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "hello" {
+			t.Fatalf("redis-cli GET through node 1: %v %q", err, out)
+		}
+	} else {
+		t.Log("redis-cli is not on PATH; skipping its part")
+	}
+}
