@@ -207,7 +207,7 @@ func keyErrorAsError(ke *kvpb.KeyError) error {
 	case ke.Deadlock != nil:
 		return &kv.RetryableError{Deadlock: true, Reason: fmt.Sprintf("deadlock: waiting for a lock held by txn %d", ke.Deadlock.LockTs)}
 	case ke.Retryable != "":
-		return retryable("transaction must be retried: "+ke.Retryable, false)
+		return retryable("transaction must be retried", false)
 	case ke.AlreadyExist != nil:
 		return &kv.KeyExistsError{Key: ke.AlreadyExist.Key}
 	case ke.TxnNotFound != nil:

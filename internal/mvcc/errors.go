@@ -178,8 +178,12 @@ func KeyErrorOf(err error) *kvpb.KeyError {
 		return &kvpb.KeyError{AlreadyExist: &kvpb.AlreadyExist{Key: exists.Key}}
 	case errors.As(err, &notFound):
 		return &kvpb.KeyError{TxnNotFound: &kvpb.TxnNotFound{StartTs: notFound.StartTS, PrimaryKey: notFound.Primary}}
-	case errors.As(err, &lockGone), errors.As(err, &committed), errors.As(err, &rolledBack),
-		errors.As(err, &expired), errors.As(err, &pessGone), errors.As(err, &invalid), errors.As(err, &tooOld):
+	case errors.As(err, &lockGone), errors.As(err, &rolledBack), errors.As(err, &pessGone):
+		// The transaction cannot commit (its locks were rolled back, or
+		// a lost pessimistic lock found a newer commit): running it again
+		// may succeed.
+		return &kvpb.KeyError{Retryable: err.Error()}
+	case errors.As(err, &committed), errors.As(err, &expired), errors.As(err, &invalid), errors.As(err, &tooOld):
 		return &kvpb.KeyError{Abort: err.Error()}
 	}
 	return nil

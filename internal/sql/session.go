@@ -635,5 +635,5 @@ func toSQLError(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return sqlerr.New(sqlerr.ErQueryInterrupted, "70100", "Query execution was interrupted")
 	}
-	return sqlerr.New(sqlerr.ErUnknown, "HY000", "%s", err.Error())
+	return sqlerr.New(sqlerr.ErUnknown, "HY000", "%s", redactKeys(err.Error()))
 }

@@ -101,3 +101,14 @@ func unsupportedStatement(query string) (string, bool) {
 }
 
 var definerClause = regexp.MustCompile(`(?i)\s+definer\s*=\s*\S+\s+`)
+
+// quotedBinary matches a Go-quoted string with escapes in it: the way the
+// storage layers print internal keys ("t\x80\x00...").
+var quotedBinary = regexp.MustCompile(`"(?:[^"\\]|\\.)*\\(?:x[0-9a-fA-F]{2}|[0-7]{3}|u[0-9a-fA-F]{4})(?:[^"\\]|\\.)*"`)
+
+// redactKeys removes internal keys from the text of an unexpected error
+// before it reaches a client: they mean nothing to a user.
+func redactKeys(msg string) string { return quotedBinary.ReplaceAllString(msg, "<key>") }
+
+// RedactKeys is redactKeys for the MySQL server's last-resort errors.
+func RedactKeys(msg string) string { return redactKeys(msg) }

@@ -7,6 +7,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 
 	"github.com/strata-db/strata/internal/kv"
+	strsql "github.com/strata-db/strata/internal/sql"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 )
 
@@ -44,5 +45,5 @@ func wireError(err error) *mysql.SQLError {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return mysql.NewSQLError(sqlerr.ErQueryInterrupted, "70100", "Query execution was interrupted")
 	}
-	return mysql.NewSQLError(sqlerr.ErUnknown, "HY000", "%s", err.Error())
+	return mysql.NewSQLError(sqlerr.ErUnknown, "HY000", "%s", strsql.RedactKeys(err.Error()))
 }
