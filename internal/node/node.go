@@ -147,9 +147,9 @@ type Node struct {
 	pdReady atomic.Pointer[pd.Server]
 	// storeReady is store once Open returned, for the same callbacks.
 	storeReady atomic.Pointer[raftstore.Store]
-	hbNow   chan struct{}
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	hbNow      chan struct{}
+	stop       chan struct{}
+	wg         sync.WaitGroup
 }
 
 // maxSQLCleanupInterval bounds how long the SQL engine waits between looks
