@@ -15,6 +15,12 @@
 // decide from the same state. The same Server is called in-process (as a
 // plain method call by the client library) or over gRPC.
 //
+// Pessimistic lock requests take their locks in the leader's memory
+// (mvcc.PessimisticLocks), without a proposal, and wait here, on the leader,
+// for another transaction's lock (lockwait.go): parked until a command that
+// can release it has applied, after asking the cluster's deadlock detector
+// whether the wait closes a cycle.
+//
 // GC garbage-collects a region's old versions at a safe point, in chunks
 // proposed through the region's Raft log like any write; KvDestroyRange
 // deletes a whole key range no reader needs (a dropped table's) in one
