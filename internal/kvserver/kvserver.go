@@ -82,12 +82,8 @@ func New(store *raftstore.Store, locks *mvcc.LockSet, tso func(context.Context) 
 	if locks.PessimisticLocks() == nil {
 		locks.SetPessimisticLocks(mvcc.NewPessimisticLocks(0))
 	}
-	s := &Server{store: store, db: locks.Reader(store.Engine()), engine: store.Engine(), cm: mvcc.NewConcurrency(),
+	return &Server{store: store, db: locks.Reader(store.Engine()), engine: store.Engine(), cm: mvcc.NewConcurrency(),
 		locks: locks, tso: tso, detector: deadlock.New(0)}
-	s.waiters.locked = func(key []byte) bool {
-		return locks.PessimisticLocks().Holds(key) || locks.MayBeLocked(key)
-	}
-	return s
 }
 
 func (s *Server) get(key []byte, ts uint64) ([]byte, bool, error) {

@@ -23,26 +23,15 @@ const waitSlice = time.Second
 // transaction's lock until a command that can release locks on the key
 // (commit, rollback, lock resolution, pessimistic rollback, a one-phase
 // commit, a status check that rolled its primary back) has finished. A
-// waiter registers while its request still holds the key's latches, and
-// every releasing command takes those latches before it decides and wakes
-// after it has applied, so no release is missed.
-//
-// A release wakes the key's oldest waiter only, as TiKV's waiter manager
-// does: on a hot row the others would all try again, and all but one wait
-// again, each having run its statement once more for nothing. The rest
-// are woken wakeUpDelay later unless the key is locked again by then (the
-// oldest waiter took it; its release will wake the next), so a waiter that
-// gave up instead of locking holds no one back for long.
+// woken request simply tries again; wake-ups that release nothing cost one
+// retry. A waiter registers while its request still holds the key's
+// latches, and every releasing command takes those latches before it
+// decides and wakes after it has applied, so no release is missed.
 type lockWaiters struct {
 	n  atomic.Int64 // registered waiters; zero makes wake free
 	mu sync.Mutex
-	m  map[string][]*waiter // in registration order
-	// locked reports whether a key holds a lock (set by the server).
-	locked func(key []byte) bool
+	m  map[string][]*waiter
 }
-
-// wakeUpDelay is TiKV's wake-up-delay-duration.
-const wakeUpDelay = 20 * time.Millisecond
 
 type waiter struct {
 	key string
@@ -80,8 +69,7 @@ func (lw *lockWaiters) remove(w *waiter) {
 	}
 }
 
-// wake wakes the oldest waiter on each of the keys, and the others after
-// wakeUpDelay unless the key is locked by then.
+// wake wakes every waiter on the keys.
 func (lw *lockWaiters) wake(keys ...[]byte) {
 	if lw.n.Load() == 0 {
 		return
@@ -93,31 +81,12 @@ func (lw *lockWaiters) wake(keys ...[]byte) {
 		if !ok {
 			continue
 		}
-		close(ws[0].ch)
-		lw.n.Add(-1)
-		if len(ws) == 1 {
-			delete(lw.m, string(k))
-			continue
+		for _, w := range ws {
+			close(w.ch)
 		}
-		lw.m[string(k)] = ws[1:]
-		key := string(k)
-		time.AfterFunc(wakeUpDelay, func() { lw.wakeRestUnlessLocked(key) })
+		lw.n.Add(-int64(len(ws)))
+		delete(lw.m, string(k))
 	}
-}
-
-// wakeRestUnlessLocked wakes every waiter on key when nothing holds it.
-func (lw *lockWaiters) wakeRestUnlessLocked(key string) {
-	if lw.locked != nil && lw.locked([]byte(key)) {
-		return
-	}
-	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	ws := lw.m[key]
-	for _, w := range ws {
-		close(w.ch)
-	}
-	lw.n.Add(-int64(len(ws)))
-	delete(lw.m, key)
 }
 
 // waitingKeys returns, per key, the number of waiters (for tests and

@@ -87,9 +87,6 @@ func (p *PessimisticLocks) get(key []byte) *lock {
 	return &c
 }
 
-// Holds reports whether key holds a lock in the table.
-func (p *PessimisticLocks) Holds(key []byte) bool { return p.get(key) != nil }
-
 // hasRoom reports whether a new lock on key may go to the table.
 func (p *PessimisticLocks) hasRoom(key []byte, l *lock) bool {
 	p.mu.Lock()
