@@ -79,7 +79,13 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 		primary := bytes.Clone(todo[0])
 		t.primary = primary
 		if err := pl.lock(&bo, [][]byte{primary}); err != nil {
-			t.primary = nil
+			if _, locked := t.locked[string(primary)]; !locked {
+				t.primary = nil
+				return err
+			}
+			// Locked with a conflict: the primary is held; the
+			// statement runs again.
+			t.heartbeat = t.c.startHeartbeat(primary, t.startTS, t.began)
 			return err
 		}
 		t.heartbeat = t.c.startHeartbeat(primary, t.startTS, t.began)
@@ -147,6 +153,10 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 				LockTtl:       uint64((time.Since(t.began) + c.opts.LockTTL).Milliseconds()),
 				ForUpdateTs:   pl.forUpdateTS,
 				WaitTimeoutMs: waitMs,
+				// A pessimistic statement runs again after a conflict;
+				// it keeps the locks it won meanwhile (fair to waiters:
+				// no one takes the row while it reads it again).
+				LockWithConflict: t.opts.Pessimistic,
 			})
 		})
 		if err != nil {
@@ -155,6 +165,25 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 		if outcome != sent {
 			// Locking again is safe: a lock already held is held again.
 			return pl.lock(bo, keys)
+		}
+		if resp.LockedWithConflict {
+			// Every key is locked; the conflicts say the statement read
+			// stale rows. Locks are at the conflicting commits' ts: the
+			// transaction's commit must land above them.
+			pl.mu.Lock()
+			for _, k := range keys {
+				t.locked[string(k)] = struct{}{}
+			}
+			conflictTS := uint64(0)
+			for _, ke := range resp.Errors {
+				if ke != nil && ke.Conflict != nil {
+					conflictTS = max(conflictTS, ke.Conflict.ConflictCommitTs)
+				}
+			}
+			t.forUpdateTS = max(t.forUpdateTS, conflictTS)
+			pl.mu.Unlock()
+			return &kv.RetryableError{PessimisticConflict: true,
+				Reason: fmt.Sprintf("rows were committed after transaction %d read them (locked now)", t.startTS)}
 		}
 		var locks []*kvpb.LockInfo
 		for _, ke := range resp.Errors {

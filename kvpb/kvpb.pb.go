@@ -2683,8 +2683,13 @@ type PessimisticLockRequest struct {
 	ForUpdateTs   uint64                 `protobuf:"varint,6,opt,name=for_update_ts,json=forUpdateTs,proto3" json:"for_update_ts,omitempty"`
 	WaitTimeoutMs int64                  `protobuf:"varint,7,opt,name=wait_timeout_ms,json=waitTimeoutMs,proto3" json:"wait_timeout_ms,omitempty"` // 0: fail at once on a conflicting lock
 	ReturnValues  bool                   `protobuf:"varint,8,opt,name=return_values,json=returnValues,proto3" json:"return_values,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// lock_with_conflict: a key committed by another transaction after
+	// for_update_ts is locked all the same (at that commit's ts) and its
+	// conflict reported, so that the caller keeps the lock while it reads the
+	// key again, instead of losing it to whoever asks first.
+	LockWithConflict bool `protobuf:"varint,9,opt,name=lock_with_conflict,json=lockWithConflict,proto3" json:"lock_with_conflict,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PessimisticLockRequest) Reset() {
@@ -2773,13 +2778,23 @@ func (x *PessimisticLockRequest) GetReturnValues() bool {
 	return false
 }
 
+func (x *PessimisticLockRequest) GetLockWithConflict() bool {
+	if x != nil {
+		return x.LockWithConflict
+	}
+	return false
+}
+
+// PessimisticLockResponse: with locked_with_conflict set, every key is
+// locked and errors are only the conflicts found (see lock_with_conflict).
 type PessimisticLockResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RegionError   *RegionError           `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
-	Errors        []*KeyError            `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
-	Values        [][]byte               `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	RegionError        *RegionError           `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Errors             []*KeyError            `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
+	Values             [][]byte               `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`
+	LockedWithConflict bool                   `protobuf:"varint,4,opt,name=locked_with_conflict,json=lockedWithConflict,proto3" json:"locked_with_conflict,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *PessimisticLockResponse) Reset() {
@@ -2831,6 +2846,13 @@ func (x *PessimisticLockResponse) GetValues() [][]byte {
 		return x.Values
 	}
 	return nil
+}
+
+func (x *PessimisticLockResponse) GetLockedWithConflict() bool {
+	if x != nil {
+		return x.LockedWithConflict
+	}
+	return false
 }
 
 type PessimisticRollbackRequest struct {
@@ -5445,7 +5467,7 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x04keys\x18\x04 \x03(\fR\x04keys\"q\n" +
 	"\x13ResolveLockResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12$\n" +
-	"\x05error\x18\x02 \x01(\v2\x0e.kvpb.KeyErrorR\x05error\"\xc3\x02\n" +
+	"\x05error\x18\x02 \x01(\v2\x0e.kvpb.KeyErrorR\x05error\"\xf1\x02\n" +
 	"\x16PessimisticLockRequest\x12'\n" +
 	"\acontext\x18\x01 \x01(\v2\r.kvpb.ContextR\acontext\x12,\n" +
 	"\tmutations\x18\x02 \x03(\v2\x0e.kvpb.MutationR\tmutations\x12!\n" +
@@ -5454,11 +5476,13 @@ const file_kvpb_proto_rawDesc = "" +
 	"\block_ttl\x18\x05 \x01(\x04R\alockTtl\x12\"\n" +
 	"\rfor_update_ts\x18\x06 \x01(\x04R\vforUpdateTs\x12&\n" +
 	"\x0fwait_timeout_ms\x18\a \x01(\x03R\rwaitTimeoutMs\x12#\n" +
-	"\rreturn_values\x18\b \x01(\bR\freturnValues\"\x8f\x01\n" +
+	"\rreturn_values\x18\b \x01(\bR\freturnValues\x12,\n" +
+	"\x12lock_with_conflict\x18\t \x01(\bR\x10lockWithConflict\"\xc1\x01\n" +
 	"\x17PessimisticLockResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12&\n" +
 	"\x06errors\x18\x02 \x03(\v2\x0e.kvpb.KeyErrorR\x06errors\x12\x16\n" +
-	"\x06values\x18\x03 \x03(\fR\x06values\"\xa2\x01\n" +
+	"\x06values\x18\x03 \x03(\fR\x06values\x120\n" +
+	"\x14locked_with_conflict\x18\x04 \x01(\bR\x12lockedWithConflict\"\xa2\x01\n" +
 	"\x1aPessimisticRollbackRequest\x12'\n" +
 	"\acontext\x18\x01 \x01(\v2\r.kvpb.ContextR\acontext\x12#\n" +
 	"\rstart_version\x18\x02 \x01(\x04R\fstartVersion\x12\"\n" +

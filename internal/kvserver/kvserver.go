@@ -610,9 +610,10 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 			guard.Release()
 			return nil, err
 		}
-		if hasErr(errs) {
+		hard, conflicts := splitLockErrors(errs)
+		if hasErr(hard) {
 			b.Close()
-			resp.Errors = keyErrors(errs)
+			resp.Errors = keyErrors(hard)
 			l := onlyLocked(resp.Errors)
 			wait := time.Until(deadline)
 			if l == nil || wait <= 0 {
@@ -640,8 +641,27 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 		if req.ReturnValues {
 			resp.Values = values
 		}
+		if len(conflicts) > 0 && rerr == nil {
+			resp.Errors, resp.LockedWithConflict = keyErrors(conflicts), true
+		}
 		return resp, err
 	}
+}
+
+// splitLockErrors separates the keys a lock request failed on from those
+// it locked with a conflict (mvcc.LockedWithConflictError).
+func splitLockErrors(errs []error) (hard, conflicts []error) {
+	for _, e := range errs {
+		var lwc *mvcc.LockedWithConflictError
+		switch {
+		case e == nil:
+		case errors.As(e, &lwc):
+			conflicts = append(conflicts, e)
+		default:
+			hard = append(hard, e)
+		}
+	}
+	return hard, conflicts
 }
 
 // onlyLocked returns the first lock of errs when every error is a lock met,

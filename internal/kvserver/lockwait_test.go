@@ -19,7 +19,8 @@ import (
 // leader for other transactions' locks, wake when those are released, time
 // out, and fail at once when waiting would close a deadlock. Commands:
 //
-//	lock txn=TS [for_update=TS] [primary=K] [wait=DUR] [as=NAME] K...
+//	lock txn=TS [for_update=TS] [primary=K] [wait=DUR] [as=NAME] [conflict=lock] K...
+//	  (conflict=lock: lock_with_conflict)
 //	  (with as, the request runs in the background; the command prints
 //	  "waiting" once it waits on the leader, or its result if it ended first)
 //	await NAME
@@ -44,6 +45,7 @@ func TestLockWait(t *testing.T) {
 				if req.ForUpdateTs == 0 {
 					req.ForUpdateTs = req.StartVersion
 				}
+				req.LockWithConflict = a.str("conflict", "") == "lock"
 				if w := a.str("wait", ""); w != "" {
 					dur, err := time.ParseDuration(w)
 					if err != nil {
@@ -157,6 +159,9 @@ func formatLockResponse(resp *kvpb.PessimisticLockResponse) string {
 		return "ok"
 	}
 	var sb strings.Builder
+	if resp.LockedWithConflict {
+		sb.WriteString("locked, with conflicts:\n")
+	}
 	for _, e := range resp.Errors {
 		switch {
 		case e.Locked != nil:
@@ -188,7 +193,7 @@ func parseScriptArgs(t *testing.T, d *datadriven.TestData) *scriptArgs {
 		switch {
 		case len(arg.Vals) == 0:
 			a.keys = append(a.keys, arg.Key)
-		case slices.Contains([]string{"txn", "for_update", "primary", "wait", "as", "commit", "count"}, arg.Key):
+		case slices.Contains([]string{"txn", "for_update", "primary", "wait", "as", "commit", "count", "conflict"}, arg.Key):
 			a.named[arg.Key] = arg.Vals[0]
 		default:
 			a.puts = append(a.puts, [2]string{arg.Key, arg.Vals[0]})

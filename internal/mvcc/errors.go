@@ -148,6 +148,17 @@ func (e *TooOldError) Error() string {
 	return fmt.Sprintf("GC life time is shorter than transaction duration: transaction ts %d is too old for the GC safe point %d", e.ReadTS, e.SafePoint)
 }
 
+// LockedWithConflictError reports a key that a pessimistic lock request
+// with lock_with_conflict locked although another transaction had
+// committed it after the request's for-update ts.
+type LockedWithConflictError struct {
+	Conflict *kvpb.WriteConflict
+}
+
+func (e *LockedWithConflictError) Error() string {
+	return fmt.Sprintf("locked key %s with a conflict (commit %d of txn start=%d)", fmtKey(e.Conflict.Key), e.Conflict.ConflictCommitTs, e.Conflict.ConflictTs)
+}
+
 // KeyErrorOf converts a protocol error of this package into the wire form
 // the KV service returns. It returns nil for nil and for errors that are not
 // protocol outcomes (engine failures), which the service must treat as
@@ -158,6 +169,7 @@ func KeyErrorOf(err error) *kvpb.KeyError {
 	}
 	var (
 		locked     *LockedError
+		lwc        *LockedWithConflictError
 		conflict   *WriteConflictError
 		exists     *AlreadyExistError
 		notFound   *TxnNotFoundError
@@ -174,6 +186,8 @@ func KeyErrorOf(err error) *kvpb.KeyError {
 		return &kvpb.KeyError{Locked: locked.Lock}
 	case errors.As(err, &conflict):
 		return &kvpb.KeyError{Conflict: conflict.Conflict}
+	case errors.As(err, &lwc):
+		return &kvpb.KeyError{Conflict: lwc.Conflict}
 	case errors.As(err, &exists):
 		return &kvpb.KeyError{AlreadyExist: &kvpb.AlreadyExist{Key: exists.Key}}
 	case errors.As(err, &notFound):

@@ -33,7 +33,7 @@ import (
 //	check_txn_status primary=K lock=TS [caller=TS] current=TS [rollback_if_not_exist]
 //	resolve_lock K... start=TS [commit=TS]
 //	scan_locks [start=K] [end=K] max_ts=TS [limit=N]
-//	pessimistic_lock K... primary=K start=TS for_update=TS [ttl=MS] [return_values] [mem]
+//	pessimistic_lock K... primary=K start=TS for_update=TS [ttl=MS] [return_values] [mem] [lock_with_conflict]
 //	  (mem: new locks go to the in-memory table, PessimisticLocks, which
 //	  every command sees; without it they go to the engine)
 //	pessimistic_rollback K... start=TS for_update=TS
@@ -194,7 +194,7 @@ var reservedArgs = map[string]bool{
 	"primary": true, "start": true, "ttl": true, "for_update": true, "min_commit": true,
 	"pessimistic": true, "commit": true, "ts": true, "bypass": true, "end": true, "limit": true,
 	"reverse": true, "lock": true, "caller": true, "current": true, "rollback_if_not_exist": true,
-	"max_ts": true, "return_values": true, "safe_point": true, "mem": true,
+	"max_ts": true, "return_values": true, "safe_point": true, "mem": true, "lock_with_conflict": true,
 }
 
 func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.TestData) string {
@@ -331,11 +331,12 @@ func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.Te
 
 	case "pessimistic_lock":
 		req := &kvpb.PessimisticLockRequest{
-			PrimaryLock:  args.key("primary"),
-			StartVersion: args.ts("start"),
-			LockTtl:      args.uint("ttl"),
-			ForUpdateTs:  args.ts("for_update"),
-			ReturnValues: args.has("return_values"),
+			PrimaryLock:      args.key("primary"),
+			StartVersion:     args.ts("start"),
+			LockTtl:          args.uint("ttl"),
+			ForUpdateTs:      args.ts("for_update"),
+			ReturnValues:     args.has("return_values"),
+			LockWithConflict: args.has("lock_with_conflict"),
 		}
 		for _, k := range args.keys {
 			req.Mutations = append(req.Mutations, &kvpb.Mutation{Op: kvpb.Op_PessimisticLock, Key: k})

@@ -577,7 +577,10 @@ func ResolveLock(r pebble.Reader, b *pebble.Batch, startTS, commitTS uint64, key
 }
 
 // PessimisticLock takes pessimistic locks (SELECT ... FOR UPDATE) on the
-// mutations' keys for transaction req.StartVersion. Per key: another
+// mutations' keys for transaction req.StartVersion. With
+// req.LockWithConflict, a key committed after req.ForUpdateTs is locked
+// anyway, at that commit's ts, and reported as *LockedWithConflictError
+// (the locks reach b when no other error occurs). Per key: another
 // transaction's lock -> *LockedError; a Put/Del/Lock committed by another
 // transaction after req.ForUpdateTs -> *WriteConflictError; the transaction
 // already rolled back or committed on the key -> *AlreadyRolledBackError /
@@ -598,8 +601,12 @@ func PessimisticLock(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLock
 			return nil, nil, err
 		}
 		if kerr != nil {
-			errs[i], failed = kerr, true
-			continue
+			errs[i] = kerr
+			var lwc *LockedWithConflictError
+			if !errors.As(kerr, &lwc) {
+				failed = true
+				continue
+			}
 		}
 		if req.ReturnValues {
 			v, _, err := latestValue(r, m.Key, math.MaxUint64)
@@ -631,8 +638,11 @@ func pessimisticLockKey(r pebble.Reader, s *staged, req *kvpb.PessimisticLockReq
 		}
 		return nil, nil
 	}
+	forUpdateTS := req.ForUpdateTs
 	if _, err := checkNewerWrites(r, key, req.PrimaryLock, startTS, req.ForUpdateTs); err != nil {
-		if err == errAlreadyCommitted {
+		var wc *WriteConflictError
+		switch {
+		case err == errAlreadyCommitted:
 			state, commitTS, err := txnRecord(r, key, startTS)
 			if err != nil {
 				return nil, err
@@ -641,21 +651,26 @@ func pessimisticLockKey(r pebble.Reader, s *staged, req *kvpb.PessimisticLockReq
 				return &AlreadyCommittedError{Key: key, StartTS: startTS, CommitTS: commitTS}, nil
 			}
 			return &AlreadyRolledBackError{Key: key, StartTS: startTS}, nil
-		}
-		if isKeyError(err) {
+		case errors.As(err, &wc) && req.LockWithConflict:
+			// Lock it all the same, as of the newer commit: the caller
+			// reads the key again holding the lock.
+			keyErr = &LockedWithConflictError{Conflict: wc.Conflict}
+			forUpdateTS = max(forUpdateTS, wc.Conflict.ConflictCommitTs)
+		case isKeyError(err):
 			return err, nil
+		default:
+			return nil, err
 		}
-		return nil, err
 	}
 	nl := &lock{
 		typ:         kvpb.Op_PessimisticLock,
 		primary:     req.PrimaryLock,
 		startTS:     startTS,
 		ttl:         req.LockTtl,
-		forUpdateTS: req.ForUpdateTs,
+		forUpdateTS: forUpdateTS,
 	}
 	s.newPessimisticLock(r, key, nl)
-	return nil, nil
+	return keyErr, nil
 }
 
 // PessimisticRollback removes transaction startTS's pessimistic locks taken
