@@ -283,8 +283,11 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	// The SQL engine destroys dropped tables' data once PD's safe point
 	// passes the drop; it looks as often as the safe point moves, at
-	// least every few seconds.
-	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}, Cluster: n.clusterInfo}
+	// least every few seconds. It is named after the store, so that a
+	// restart after a crash takes its old schema lease over instead of
+	// leaving DDL to wait for that lease to expire.
+	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}, Cluster: n.clusterInfo, ID: fmt.Sprintf("store-%d", n.storeID),
+		Addr: n.cfg.SQLAddr}
 	if iv := n.cfg.GCInterval; iv > 0 {
 		sqlOpts.CleanupInterval = min(iv, maxSQLCleanupInterval)
 	}

@@ -22,58 +22,6 @@ import (
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
-// runDDL commits any open transaction (MySQL's implicit commit) and runs
-// the statement in a transaction of its own, retrying conflicts with
-// concurrent DDL a few times. The data of dropped tables and indexes is
-// destroyed in the background once the GC safe point passes the drop
-// (catalog.GCJob, cleanup.go).
-func (s *Session) runDDL(ctx context.Context, st ast.StmtNode) (*Result, error) {
-	if s.explicit && s.readOnly {
-		return nil, sqlerr.New(1792, "25006", "Cannot execute statement in a READ ONLY transaction.")
-	}
-	if r, ok, err := s.tempDDL(ctx, st); ok {
-		return r, err
-	}
-	if s.txn != nil {
-		if err := s.finish(ctx, true); err != nil {
-			return nil, err
-		}
-	}
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		var txn kv.Txn
-		if txn, err = s.e.store.Begin(ctx, kv.TxnOptions{}); err != nil {
-			return nil, err
-		}
-		var schema *catalog.Schema
-		if schema, err = catalog.Load(ctx, txn); err != nil {
-			txn.Rollback(ctx)
-			return nil, err
-		}
-		var changed bool
-		if changed, err = s.applyDDL(ctx, txn, schema, st); err != nil {
-			txn.Rollback(ctx)
-			return nil, err
-		}
-		if !changed {
-			txn.Rollback(ctx)
-			return &Result{}, nil
-		}
-		if err = catalog.BumpVersion(ctx, txn); err != nil {
-			txn.Rollback(ctx)
-			return nil, err
-		}
-		if err = s.e.commitDDL(ctx, txn); err == nil {
-			s.e.kickCleanup()
-			return &Result{}, nil
-		}
-		if !kv.IsRetryable(err) {
-			return nil, err
-		}
-	}
-	return nil, err
-}
-
 // tableOf resolves a table name (in the current database when unqualified)
 // in schema, or fails with 1046 or 1146.
 func (s *Session) tableOf(schema *catalog.Schema, tn *ast.TableName) (*catalog.TableInfo, error) {
@@ -229,13 +177,7 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 		if err != nil {
 			return false, err
 		}
-		ec := &exec.Context{Ctx: ctx, Txn: txn, Writes: exec.NewStmtBuffer(txn), Eval: s.evalContext(nil), IDs: s.e.ids, Mem: exec.NewMemTracker(0)}
-		if err := exec.Backfill(ec, nt, ix); err != nil {
-			return false, err
-		}
-		if err := ec.Writes.Flush(); err != nil {
-			return false, err
-		}
+		startIndexAdd(nt, ix)
 		return true, catalog.PutTable(txn, nt)
 	case *ast.DropIndexStmt:
 		t, err := s.tableOf(schema, n.Table)
@@ -243,19 +185,7 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 			return false, err
 		}
 		nt := t.Clone()
-		found := false
-		for i, ix := range nt.Indexes {
-			if strings.EqualFold(ix.Name, n.IndexName) {
-				p := tablecodec.IndexPrefix(t.ID, ix.ID)
-				if err := catalog.AddGCJob(ctx, txn, p, tablecodec.PrefixEnd(p)); err != nil {
-					return false, err
-				}
-				nt.Indexes = append(nt.Indexes[:i], nt.Indexes[i+1:]...)
-				found = true
-				break
-			}
-		}
-		if !found {
+		if found := startIndexDrop(nt, n.IndexName); !found {
 			if n.IfExists {
 				return false, nil
 			}
@@ -408,19 +338,7 @@ func (s *Session) alterTable(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 			}
 			added = append(added, ix)
 		case ast.AlterTableDropIndex:
-			found := false
-			for i, ix := range nt.Indexes {
-				if strings.EqualFold(ix.Name, spec.Name) {
-					p := tablecodec.IndexPrefix(t.ID, ix.ID)
-					if err := catalog.AddGCJob(ctx, txn, p, tablecodec.PrefixEnd(p)); err != nil {
-						return false, err
-					}
-					nt.Indexes = append(nt.Indexes[:i], nt.Indexes[i+1:]...)
-					found = true
-					break
-				}
-			}
-			if !found && !spec.IfExists {
+			if found := startIndexDrop(nt, spec.Name); !found && !spec.IfExists {
 				return false, sqlerr.New(sqlerr.ErCantDropFieldOrKey, "42000", "Can't DROP '%s'; check that column/key exists", spec.Name)
 			}
 		case ast.AlterTableAddColumns:
@@ -449,16 +367,8 @@ func (s *Session) alterTable(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 			return false, err
 		}
 	}
-	if len(added) > 0 {
-		ec := &exec.Context{Ctx: ctx, Txn: txn, Writes: exec.NewStmtBuffer(txn), Eval: s.evalContext(nil), IDs: s.e.ids, Mem: exec.NewMemTracker(0)}
-		for _, ix := range added {
-			if err := exec.Backfill(ec, nt, ix); err != nil {
-				return false, err
-			}
-		}
-		if err := ec.Writes.Flush(); err != nil {
-			return false, err
-		}
+	for _, ix := range added {
+		startIndexAdd(nt, ix)
 	}
 	return true, catalog.PutTable(txn, nt)
 }
@@ -534,7 +444,7 @@ func dropColumn(t *catalog.TableInfo, name string) error {
 	if t.PKIsHandle && t.HandleOffset == c.Offset {
 		return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support dropping the primary key column")
 	}
-	for _, ix := range t.Indexes {
+	for _, ix := range t.DeletableIndexes() {
 		for _, off := range ix.Columns {
 			if off == c.Offset {
 				return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support dropping a column used by index '%s'", ix.Name)
@@ -551,7 +461,7 @@ func dropColumn(t *catalog.TableInfo, name string) error {
 		}
 		return off
 	}
-	for _, ix := range t.Indexes {
+	for _, ix := range t.DeletableIndexes() {
 		for i, off := range ix.Columns {
 			ix.Columns[i] = shift(off)
 		}

@@ -12,24 +12,27 @@
 // atomic: its writes are staged (exec.StmtBuffer) and reach the transaction
 // only when it succeeds.
 //
-// The schema is read from KV (package catalog): each transaction reads the
-// version key once and reloads the catalog only when it changed. DDL runs in
-// a transaction of its own (an open transaction is committed first, as in
-// MySQL). Prepared statements are planned once and re-planned only when the
-// schema version changes; a primary-key point select goes from parameters to
-// one txn.Get.
+// The schema is read from KV (package catalog) and cached by the engine,
+// which polls the version key and holds a lease on the version it runs
+// (schemalease.go). DDL statements become jobs that the DDL owner, one
+// engine of the cluster, runs through F1's schema states (ddl_job.go,
+// ddl_owner.go; DESIGN.md, "Online schema change"); an open transaction is
+// committed first, as in MySQL. Prepared statements are planned once and
+// re-planned only when the schema version changes; a primary-key point
+// select goes from parameters to one txn.Get.
 package sql
 
 import (
 	"context"
 	"errors"
-	"github.com/strata-db/strata/internal/sql/infoschema"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/infoschema"
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
@@ -44,10 +47,19 @@ type Engine struct {
 	ids     *idAllocator
 	cluster infoschema.ClusterSource
 
-	// ddlMu orders local DDL commits against transaction starts;
-	// schemaChecked is when the version key was last read (unix ns).
-	ddlMu         sync.RWMutex
-	schemaChecked atomic.Int64
+	// ddlMu orders schema installs against transaction starts.
+	ddlMu sync.RWMutex
+
+	// Online schema change: the engine's identity, its schema lease
+	// (schemalease.go) and its part in running DDL jobs (ddl_owner.go).
+	id              string
+	addr            string
+	sl              schemaLease
+	own             ownerState
+	backfillBatch   int
+	backfillWorkers int
+	manual          bool
+	loops           sync.WaitGroup
 
 	mu         sync.Mutex
 	globalVars map[string]types.Datum
@@ -75,6 +87,34 @@ type Options struct {
 	// CleanupInterval is how often the engine looks for dropped data to
 	// destroy (default 5s); a DDL that drops data also wakes it.
 	CleanupInterval time.Duration
+
+	// ID names the engine among the cluster's SQL engines (its schema
+	// lease, DDL ownership). A node passes a stable one, so that after a
+	// crash its restart replaces its old lease instead of leaving the
+	// owner to wait for that lease to expire. Empty: a random one.
+	ID string
+	// Addr is where the engine serves, shown by ADMIN SHOW DDL.
+	Addr string
+	// SchemaLease is how long the engine may run a schema version without
+	// renewing its lease (default 10s): a node cut off from the storage
+	// stops serving after it, and a dead node holds DDL back for at most
+	// this long (plus a clock offset margin).
+	SchemaLease time.Duration
+	// SchemaPoll is how often the engine looks for a new schema version
+	// and, as the DDL owner, for jobs (default 50ms).
+	SchemaPoll time.Duration
+	// BackfillBatch is the number of rows an index backfill writes per
+	// transaction (default 1024).
+	BackfillBatch int
+	// BackfillWorkers is how many shares of a table an index backfill
+	// fills at the same time (default 4), so that their commits share
+	// fsyncs.
+	BackfillWorkers int
+	// Clock replaces the wall clock for leases (tests).
+	Clock Clock
+	// Manual runs no background loop: the caller drives the engine with
+	// Tick and RunDDLStep (tests of the protocol).
+	Manual bool
 	// Cluster reads the cluster's state for INFORMATION_SCHEMA.CLUSTER_NODES
 	// and REGIONS (nil: they are empty).
 	Cluster infoschema.ClusterSource
@@ -88,23 +128,56 @@ func (e *Engine) Close() {
 	e.shutdownStatements(10 * time.Second)
 	e.gcStop()
 	e.gcDone.Wait()
+	e.loops.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	e.deregister(ctx)
 }
 
 // NewEngine opens the SQL layer over store and loads the catalog.
 func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, error) {
-	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1), cluster: opts.Cluster}
+	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1), cluster: opts.Cluster,
+		id: opts.ID, addr: opts.Addr, backfillBatch: opts.BackfillBatch, backfillWorkers: opts.BackfillWorkers,
+		manual: opts.Manual}
 	e.gcCtx, e.gcStop = context.WithCancel(context.Background())
 	e.ids = &idAllocator{store: store, tables: map[int64]*idRange{}}
-	txn, err := store.Begin(ctx, kv.TxnOptions{})
-	if err != nil {
+	if e.id == "" {
+		e.id = newEngineID()
+	}
+	if e.backfillBatch <= 0 {
+		e.backfillBatch = defaultBackfillBatch
+	}
+	if e.backfillWorkers <= 0 {
+		e.backfillWorkers = defaultBackfillWorkers
+	}
+	e.sl.clock, e.sl.lease, e.sl.poll = opts.Clock, opts.SchemaLease, opts.SchemaPoll
+	if e.sl.clock == nil {
+		e.sl.clock = wallClock{}
+	}
+	if e.sl.lease <= 0 {
+		e.sl.lease = defaultSchemaLease
+	}
+	if e.sl.poll <= 0 {
+		e.sl.poll = defaultSchemaPoll
+	}
+	e.own.kick = make(chan struct{}, 1)
+	e.own.jobsDone = make(chan struct{})
+	if _, err := e.loadSchema(ctx); err != nil {
 		return nil, err
 	}
-	defer txn.Rollback(ctx)
-	s, err := catalog.Load(ctx, txn)
-	if err != nil {
-		return nil, err
+	// Registered and (when nobody is) the DDL owner before the first
+	// statement, so that a single node runs its first DDL at once.
+	if err := e.renewLease(ctx); err != nil {
+		return nil, fmt.Errorf("sql: register the schema lease: %w", err)
 	}
-	e.schema.Store(s)
+	if err := e.campaign(ctx); err != nil {
+		return nil, fmt.Errorf("sql: DDL owner election: %w", err)
+	}
+	if !e.manual {
+		e.loops.Add(2)
+		go e.schemaLoop()
+		go e.ownerLoop()
+	}
 	if opts.SafePoint != nil {
 		d, ok := store.(kv.RangeDestroyer)
 		if !ok {
@@ -121,21 +194,18 @@ func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, er
 	return e, nil
 }
 
-// schemaCheckInterval bounds how stale the cached schema may be with
-// respect to DDL committed by another node: a transaction that begins more
-// than this long after the last check re-reads the version key.
-const schemaCheckInterval = time.Second
-
-// beginTxn starts a transaction and returns the schema it runs with.
+// beginTxn starts a transaction and returns the schema it runs with: the
+// engine's cached schema, which its lease promises is at most one version
+// behind the latest. An engine whose lease expired renews it first, or
+// fails with 8027.
 //
-// The schema comes from the node's cache instead of a read of the version
-// key in every transaction (that read was a fifth of a point select's CPU).
-// DDL on this node commits and installs its new schema while holding
-// ddlMu exclusively, and beginTxn takes the start timestamp and the cached
-// schema under ddlMu shared, so a transaction that starts after a local
-// DDL committed always sees that DDL's schema. DDL committed by other
-// nodes is picked up by the periodic version check.
+// The start timestamp and the schema are taken under ddlMu shared and a
+// schema is installed under ddlMu exclusively, so a transaction that
+// starts after an install runs under the installed schema.
 func (e *Engine) beginTxn(ctx context.Context, opts kv.TxnOptions) (kv.Txn, *catalog.Schema, error) {
+	if err := e.ensureLease(ctx); err != nil {
+		return nil, nil, err
+	}
 	e.ddlMu.RLock()
 	txn, err := e.store.Begin(ctx, opts)
 	schema := e.schema.Load()
@@ -143,55 +213,7 @@ func (e *Engine) beginTxn(ctx context.Context, opts kv.TxnOptions) (kv.Txn, *cat
 	if err != nil {
 		return nil, nil, err
 	}
-	now := time.Now().UnixNano()
-	if last := e.schemaChecked.Load(); now-last > int64(schemaCheckInterval) && e.schemaChecked.CompareAndSwap(last, now) {
-		ver, err := catalog.Version(ctx, txn)
-		if err == nil && ver != schema.Version {
-			schema, err = e.schemaFor(ctx, txn, ver)
-		}
-		if err != nil {
-			txn.Rollback(ctx)
-			return nil, nil, err
-		}
-	}
 	return txn, schema, nil
-}
-
-// commitDDL commits a DDL transaction and installs the schema it created
-// before any transaction can start after it (see beginTxn).
-func (e *Engine) commitDDL(ctx context.Context, txn kv.Txn) error {
-	e.ddlMu.Lock()
-	defer e.ddlMu.Unlock()
-	if err := txn.Commit(ctx); err != nil {
-		return err
-	}
-	after, err := e.store.Begin(ctx, kv.TxnOptions{})
-	if err != nil {
-		return err
-	}
-	defer after.Rollback(ctx)
-	s, err := catalog.Load(ctx, after)
-	if err != nil {
-		return err
-	}
-	e.schema.Store(s)
-	return nil
-}
-
-// schemaFor returns the schema at version ver, loading it through txn when
-// the cached one is different.
-func (e *Engine) schemaFor(ctx context.Context, txn kv.Txn, ver int64) (*catalog.Schema, error) {
-	if s := e.schema.Load(); s != nil && s.Version == ver {
-		return s, nil
-	}
-	s, err := catalog.Load(ctx, txn)
-	if err != nil {
-		return nil, err
-	}
-	if cur := e.schema.Load(); cur == nil || cur.Version < s.Version {
-		e.schema.Store(s)
-	}
-	return s, nil
 }
 
 // idAllocator hands out AUTO_INCREMENT values and hidden row handles from

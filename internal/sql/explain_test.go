@@ -19,6 +19,9 @@ func TestExplain(t *testing.T) {
 		if strings.Contains(path, "/fuzz/") {
 			t.Skip("a fuzz corpus (FuzzExecute), not a script")
 		}
+		if strings.Contains(path, "/schema_change/") {
+			t.Skip("TestSchemaChange's scripts")
+		}
 		s := newTestSession(t)
 		ctx := context.Background()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {

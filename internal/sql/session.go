@@ -83,6 +83,8 @@ type Session struct {
 	explicit   bool          // inside BEGIN ... COMMIT
 	schema     *catalog.Schema
 	readOnly   bool
+	pin        *txnPin // the tables txn writes, once it writes (schemalease.go)
+	pinBuf     txnPin  // pin's memory, reused by the session's transactions
 
 	// beginMode is BEGIN PESSIMISTIC / OPTIMISTIC's mode for the open
 	// transaction; autoPessimistic makes an autocommit statement's retry
@@ -167,10 +169,7 @@ func (s *Session) WarningCount() uint16 { return uint16(min(len(s.lastWarnings),
 // Close rolls back an open transaction and drops the session's temporary
 // tables.
 func (s *Session) Close() {
-	if s.txn != nil {
-		_ = s.txn.Rollback(context.Background())
-		s.txn = nil
-	}
+	_ = s.finish(context.Background(), false)
 	s.dropAllTemp()
 	s.e.unregister(s)
 }
@@ -204,17 +203,85 @@ func (s *Session) begin(ctx context.Context) error {
 }
 
 // finish ends the transaction: commit (rollback when it wrote nothing).
+//
+// A transaction that wrote passes the engine's commit check first: it
+// fails with 8028 when a table it writes changed under it by more than
+// the one schema version an engine may lag, and with 8027 when the
+// engine's schema lease expired.
 func (s *Session) finish(ctx context.Context, commit bool) error {
-	txn := s.txn
-	s.txn, s.explicit, s.schema, s.beginMode = nil, false, nil, ""
+	txn, pin := s.txn, s.pin
+	s.txn, s.explicit, s.schema, s.pin, s.beginMode = nil, false, nil, nil, ""
 	s.x.savepoints = nil
 	if txn == nil {
 		return nil
 	}
+	defer s.e.unpin(pin)
 	if commit && txn.Len() > 0 {
+		if pin != nil {
+			err := s.e.commitCheck(pin)
+			if err == errSchemaExpired && s.e.ensureLease(ctx) == nil {
+				// Renewed (after a long pause, say): the transaction
+				// commits if nothing it writes changed meanwhile.
+				err = s.e.commitCheck(pin)
+			}
+			if err != nil {
+				txn.Rollback(ctx)
+				return err
+			}
+		}
 		return txn.Commit(ctx)
 	}
 	return txn.Rollback(ctx)
+}
+
+// pinWrites records the tables the transaction's statement writes (see
+// Engine.pinTables); it costs no lock when they are recorded already. A
+// table whose writes a DDL job stopped (catalog.TableInfo.WriteBarrier)
+// makes the statement wait for the job's next version and fail with 8028,
+// which an autocommit statement meets by running again under it.
+func (s *Session) pinWrites(ctx context.Context, tables []int64) error {
+	for _, id := range tables {
+		if t := s.schema.TableByID(id); t != nil && t.WriteBarrier {
+			s.e.waitBarrier(ctx, id)
+			return errSchemaChanged
+		}
+	}
+	if p := s.pin; p != nil {
+		all := true
+		for _, id := range tables {
+			if !containsID(p.tables, id) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return nil
+		}
+	}
+	return s.e.pinTables(&s.pin, &s.pinBuf, s.schema.Version, tables)
+}
+
+// writeTables appends the ids of the tables c writes to buf.
+func (c *compiled) writeTables(buf []int64) []int64 {
+	switch {
+	case c.insert != nil:
+		buf = append(buf, c.insert.Table.ID)
+	case c.update != nil:
+		if len(c.update.Multi) == 0 {
+			buf = append(buf, c.update.Table.ID)
+		}
+		for _, tg := range c.update.Multi {
+			buf = append(buf, tg.Table.ID)
+		}
+	case c.delete != nil:
+		if len(c.delete.Multi) == 0 {
+			buf = append(buf, c.delete.Table.ID)
+		}
+		for _, tg := range c.delete.Multi {
+			buf = append(buf, tg.Table.ID)
+		}
+	}
+	return buf
 }
 
 // autocommitStmt reports whether the next statement is its own transaction.
@@ -335,7 +402,8 @@ func (s *Session) run(ctx context.Context, st ast.StmtNode, params []types.Datum
 			return r, nil
 		}
 		var re *kv.RetryableError
-		if errors.As(err, &re) && !re.LockWaitTimeout && s.txn == nil && s.autocommitStmt() && attempt < autocommitRetries && isDML(st) {
+		retryable := (errors.As(err, &re) && !re.LockWaitTimeout) || err == errSchemaChanged
+		if retryable && s.txn == nil && s.autocommitStmt() && attempt < autocommitRetries && isDML(st) {
 			s.warnings = s.warnings[:0]
 			continue
 		}
@@ -392,6 +460,8 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 		return s.runShow(ctx, n)
 	case *ast.ExplainStmt:
 		return s.runExplain(ctx, n)
+	case *ast.AdminStmt:
+		return s.runAdmin(ctx, n)
 	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt,
 		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt, *ast.CreateViewStmt, *ast.AlterTableStmt:
 		return s.runDDL(ctx, st)
@@ -531,6 +601,10 @@ func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datu
 	if err := s.writeRefused(); err != nil {
 		return nil, ec, err
 	}
+	var tables [4]int64
+	if err := s.pinWrites(ctx, c.writeTables(tables[:0])); err != nil {
+		return nil, ec, err
+	}
 	ec.Writes = exec.NewStmtBuffer(s.txn)
 	var err error
 	switch {
@@ -542,6 +616,9 @@ func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datu
 		err = exec.RunDelete(ec, c.delete)
 	}
 	if err != nil {
+		return nil, ec, err
+	}
+	if err := s.pinWrites(ctx, ec.Writes.Tables()); err != nil {
 		return nil, ec, err
 	}
 	if forUpdate {

@@ -78,6 +78,8 @@ var systemVars = map[string]types.Datum{
 	"session_track_gtids":             types.NewString("OFF"),
 	"transaction_prealloc_size":       types.NewInt(4096),
 	"tidb_mem_quota_query":            types.NewInt(1 << 30),
+	"tidb_ddl_reorg_worker_cnt":       types.NewInt(defaultBackfillWorkers),
+	"tidb_ddl_reorg_batch_size":       types.NewInt(defaultBackfillBatch),
 	"last_insert_id":                  types.NewInt(0),
 	"warning_count":                   types.NewInt(0),
 	"error_count":                     types.NewInt(0),

@@ -3,20 +3,27 @@
 //
 // Keys:
 //
-//	mVersion            schema version, bumped by every DDL transaction
+//	mVersion            schema version, bumped by every step of a DDL job
 //	mNextID             last allocated database/table/index id
 //	mDB{dbID}           DBInfo
 //	mTable{dbID}{tblID} TableInfo
 //	mAutoID{tblID}      high-water mark of the table's AUTO_INCREMENT / row-id allocator
 //	mGC{jobID}          a key range of dropped data still to be destroyed (GCJob)
+//	mDDLJob{jobID}      a DDL job waiting or running (Job; ddljob.go)
+//	mDDLHistory{jobID}  a finished DDL job
+//	mDDLOwner           the engine that runs DDL jobs, and its lease (Owner)
+//	mDDLEngine{id}      an SQL engine's schema version lease (EngineLease)
+//	mDDLReorg{job}{n}   a share of a job's index backfill (ReorgRange)
 //
-// Contract: every change goes through a kv.Txn the caller commits, so a DDL
-// statement is atomic. Readers load an immutable *Schema snapshot (Load) and
+// Contract: every change goes through a kv.Txn the caller commits, so each
+// step of a DDL job (one schema version) is atomic. Readers load an
+// immutable *Schema snapshot (Load) and
 // reuse it while the version key is unchanged (Version is one Get); the
 // Schema and everything reachable from it must not be modified.
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,6 +117,9 @@ type IndexInfo struct {
 	// prefix index part (0: the whole value). Prefix indexes enforce
 	// uniqueness but are never used as access paths.
 	Lengths []int `json:"lengths,omitempty"`
+	// State is StatePublic for the indexes of TableInfo.Indexes; an index
+	// being added or dropped (TableInfo.Changing) is in another state.
+	State SchemaState `json:"state,omitempty"`
 }
 
 // IsPrefix reports whether some part of the index is a column prefix.
@@ -142,6 +152,19 @@ type TableInfo struct {
 	// ViewColumns renames its output columns when set.
 	ViewSQL     string   `json:"view_sql,omitempty"`
 	ViewColumns []string `json:"view_columns,omitempty"`
+	// Changing holds the indexes an online schema change is adding or
+	// dropping (ddl_owner.go in package sql), each in its State. Reads
+	// never use them; writers maintain them as their state says
+	// (WritableIndexes, DeletableIndexes).
+	Changing []*IndexInfo `json:"changing,omitempty"`
+	// Revision is the schema version that last changed the table's
+	// definition: a transaction that began under an older version knows
+	// the table as it was before (see the commit check in package sql).
+	Revision int64 `json:"revision,omitempty"`
+	// WriteBarrier: writers wait instead of writing the table, while a
+	// DDL job waits for every engine to stop writing it under the
+	// definition the job is about to change (ddl_owner.go in package sql).
+	WriteBarrier bool `json:"write_barrier,omitempty"`
 	// Charset and Collate are the table's defaults (empty: utf8mb4_bin,
 	// the collation of tables created before they were recorded).
 	Charset     string            `json:"charset,omitempty"`
@@ -150,6 +173,37 @@ type TableInfo struct {
 	// Temporary marks a session's temporary table, never stored in the
 	// catalog.
 	Temporary bool `json:"temporary,omitempty"`
+}
+
+// WritableIndexes returns the indexes whose entries a row write adds:
+// the public ones and those being added that are write-only or in
+// backfill. It is Indexes itself when no schema change is in progress.
+func (t *TableInfo) WritableIndexes() []*IndexInfo {
+	if len(t.Changing) == 0 {
+		return t.Indexes
+	}
+	out := append([]*IndexInfo(nil), t.Indexes...)
+	for _, ix := range t.Changing {
+		if ix.State.Writable() {
+			out = append(out, ix)
+		}
+	}
+	return out
+}
+
+// DeletableIndexes returns the indexes whose entries a row delete removes:
+// WritableIndexes and the delete-only ones.
+func (t *TableInfo) DeletableIndexes() []*IndexInfo {
+	if len(t.Changing) == 0 {
+		return t.Indexes
+	}
+	out := append([]*IndexInfo(nil), t.Indexes...)
+	for _, ix := range t.Changing {
+		if ix.State != StateAbsent {
+			out = append(out, ix)
+		}
+	}
+	return out
 }
 
 // IsView reports whether t is a view.
@@ -214,7 +268,11 @@ type Schema struct {
 	Version int64
 	dbs     map[string]*DBInfo              // lower-case name
 	tables  map[int64]map[string]*TableInfo // dbID -> lower-case name
+	byID    map[int64]*TableInfo
 }
+
+// TableByID returns a table by id, or nil.
+func (s *Schema) TableByID(id int64) *TableInfo { return s.byID[id] }
 
 // DB returns a database by case-insensitive name.
 func (s *Schema) DB(name string) *DBInfo { return s.dbs[strings.ToLower(name)] }
@@ -236,7 +294,7 @@ func (s *Schema) WithTables(extra []*TableInfo) *Schema {
 	if len(extra) == 0 {
 		return s
 	}
-	out := &Schema{Version: s.Version, dbs: s.dbs, tables: make(map[int64]map[string]*TableInfo, len(s.tables))}
+	out := &Schema{Version: s.Version, dbs: s.dbs, tables: make(map[int64]map[string]*TableInfo, len(s.tables)), byID: s.byID}
 	for id, m := range s.tables {
 		out.tables[id] = m
 	}
@@ -306,7 +364,7 @@ func Load(ctx context.Context, txn kv.Txn) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Schema{Version: ver, dbs: map[string]*DBInfo{}, tables: map[int64]map[string]*TableInfo{}}
+	s := &Schema{Version: ver, dbs: map[string]*DBInfo{}, tables: map[int64]map[string]*TableInfo{}, byID: map[int64]*TableInfo{}}
 	dbs, err := txn.Scan(ctx, prefixDB, tablecodec.PrefixEnd(prefixDB), 0, false)
 	if err != nil {
 		return nil, err
@@ -330,12 +388,14 @@ func Load(ctx context.Context, txn kv.Txn) (*Schema, error) {
 		}
 		if m := s.tables[t.DBID]; m != nil {
 			m[strings.ToLower(t.Name)] = &t
+			s.byID[t.ID] = &t
 		}
 	}
 	return s, nil
 }
 
-// BumpVersion increments the schema version inside a DDL transaction.
+// BumpVersion increments the schema version in txn (DDL jobs use
+// NextVersion, which returns it).
 func BumpVersion(ctx context.Context, txn kv.Txn) error {
 	v, err := Version(ctx, txn)
 	if err != nil {
@@ -388,6 +448,9 @@ func PutDB(txn kv.Txn, d *DBInfo) error {
 // DeleteDB removes a database entry (its tables must be dropped by the caller).
 func DeleteDB(txn kv.Txn, d *DBInfo) error { return txn.Delete(dbKey(d.ID)) }
 
+// IsTableKey reports whether key is the key of a table entry.
+func IsTableKey(key []byte) bool { return bytes.HasPrefix(key, prefixTable) }
+
 // PutTable stores a table entry.
 func PutTable(txn kv.Txn, t *TableInfo) error {
 	b, err := json.Marshal(t)
@@ -407,7 +470,7 @@ func (s *Schema) WithoutTable(db, name string) *Schema {
 	if d == nil {
 		return s
 	}
-	out := &Schema{Version: s.Version, dbs: s.dbs, tables: make(map[int64]map[string]*TableInfo, len(s.tables))}
+	out := &Schema{Version: s.Version, dbs: s.dbs, tables: make(map[int64]map[string]*TableInfo, len(s.tables)), byID: s.byID}
 	for id, m := range s.tables {
 		out.tables[id] = m
 	}

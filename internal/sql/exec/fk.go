@@ -283,7 +283,48 @@ func (c *Context) children(ref fkRef, vals []types.Datum) ([]int64, error) {
 			return c.indexHandles(t, ix, conv, 0)
 		}
 	}
-	return nil, sqlerr.New(1822, "HY000", "Failed to add the foreign key constraint. Missing index for constraint '%s' in the referenced table '%s'", ref.fk.Name, t.Name)
+	// The index made for the foreign key is still being added online
+	// (not public yet): the rows are read instead.
+	return c.scanChildren(t, ref.fk.Columns, conv)
+}
+
+// scanChildren returns the handles of the rows of t whose columns cols
+// equal vals, reading every row.
+func (c *Context) scanChildren(t *catalog.TableInfo, cols []int, vals []types.Datum) ([]int64, error) {
+	l := layoutOf(t)
+	prefix := tablecodec.RecordPrefix(t.ID)
+	it, err := c.Txn.Iter(c.Ctx, prefix, tablecodec.PrefixEnd(prefix), false)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []int64
+	for it.Valid() {
+		if _, del, ok := c.Writes.Staged(it.Key()); !(ok && del) {
+			_, h, err := tablecodec.DecodeRecordKey(it.Key())
+			if err != nil {
+				return nil, err
+			}
+			row, err := l.decode(h, it.Value(), 0)
+			if err != nil {
+				return nil, err
+			}
+			match := true
+			for i, off := range cols {
+				if cmp, err := types.Compare(row[off], vals[i]); err != nil || cmp != 0 || row[off].IsNull() {
+					match = false
+					break
+				}
+			}
+			if match {
+				out = append(out, h)
+			}
+		}
+		if err := it.Next(c.Ctx); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // parentChanged applies the foreign keys that reference t when its row old

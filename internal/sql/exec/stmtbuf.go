@@ -2,8 +2,10 @@ package exec
 
 import (
 	"context"
+	"slices"
 
 	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/internal/sql/tablecodec"
 )
 
 // StmtBuffer stages the writes of one statement on top of a transaction.
@@ -11,10 +13,11 @@ import (
 // checks uniqueness); Flush applies the writes to the transaction in order.
 // Discarding the buffer undoes the statement.
 type StmtBuffer struct {
-	txn   kv.Txn
-	vals  map[string]stmtWrite
-	order []string
-	size  int64
+	txn    kv.Txn
+	vals   map[string]stmtWrite
+	order  []string
+	size   int64
+	tables []int64 // ids of the tables whose keys are staged
 }
 
 type stmtWrite struct {
@@ -46,6 +49,9 @@ func (b *StmtBuffer) put(key []byte, w stmtWrite) {
 	k := string(key)
 	if _, ok := b.vals[k]; !ok {
 		b.order = append(b.order, k)
+		if id, ok := tablecodec.TableIDOf(key); ok && (len(b.tables) == 0 || b.tables[len(b.tables)-1] != id) && !slices.Contains(b.tables, id) {
+			b.tables = append(b.tables, id)
+		}
 	}
 	b.vals[k] = w
 	b.size += int64(len(key) + len(w.value))
@@ -84,6 +90,9 @@ func (b *StmtBuffer) Keys() [][]byte {
 // Len is the number of staged keys.
 func (b *StmtBuffer) Len() int { return len(b.order) }
 
+// Tables returns the ids of the tables the staged writes belong to.
+func (b *StmtBuffer) Tables() []int64 { return b.tables }
+
 // Size is the number of bytes staged.
 func (b *StmtBuffer) Size() int64 { return b.size }
 
@@ -104,6 +113,6 @@ func (b *StmtBuffer) Flush() error {
 			return err
 		}
 	}
-	b.vals, b.order, b.size = nil, nil, 0
+	b.vals, b.order, b.size, b.tables = nil, nil, 0, b.tables[:0]
 	return nil
 }

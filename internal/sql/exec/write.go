@@ -71,7 +71,7 @@ func (w *writer) putRow(handle int64, row []types.Datum) error {
 	if err := w.stage(tablecodec.RecordKey(w.t.ID, handle), v, w.deferPK); err != nil {
 		return err
 	}
-	for _, ix := range w.t.Indexes {
+	for _, ix := range w.t.WritableIndexes() {
 		k, val, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, indexVals(ix, row), handle)
 		if err != nil {
 			return err
@@ -102,13 +102,38 @@ func (w *writer) stage(k, v []byte, insert bool) error {
 
 func (w *writer) removeRow(handle int64, row []types.Datum) error {
 	w.c.Writes.Delete(tablecodec.RecordKey(w.t.ID, handle))
-	for _, ix := range w.t.Indexes {
-		k, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, indexVals(ix, row), handle)
-		if err != nil {
+	for _, ix := range w.t.DeletableIndexes() {
+		if err := w.removeEntry(ix, indexVals(ix, row), handle); err != nil {
 			return err
 		}
-		w.c.Writes.Delete(k)
 	}
+	return nil
+}
+
+// removeEntry deletes the entry of row handle in ix. The entry of a unique
+// index is keyed by the values alone; while the index is being added, that
+// key may hold another row's entry (rows that existed before the index
+// are not yet checked for duplicates: the backfill finds them), and then
+// it is left alone. An entry that is not there is deleted all the same:
+// the delete makes a backfill that read the row before it conflict with
+// this write instead of writing the entry of a row that is gone.
+func (w *writer) removeEntry(ix *catalog.IndexInfo, vals []types.Datum, handle int64) error {
+	k, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, vals, handle)
+	if err != nil {
+		return err
+	}
+	if ix.State != catalog.StatePublic && tablecodec.DistinctIndexKey(ix.Unique, vals) {
+		v, err := w.c.Writes.Get(w.c.Ctx, k)
+		if err != nil && !errors.Is(err, kv.ErrNotFound) {
+			return err
+		}
+		if err == nil {
+			if h, err := tablecodec.IndexEntryHandle(k, v); err != nil || h != handle {
+				return err
+			}
+		}
+	}
+	w.c.Writes.Delete(k)
 	return nil
 }
 
@@ -147,7 +172,7 @@ func (w *writer) conflict(handle int64, row []types.Datum, self int64) (other in
 			return 0, nil, err
 		}
 	}
-	for _, ix := range w.t.Indexes {
+	for _, ix := range w.t.WritableIndexes() {
 		vals := indexVals(ix, row)
 		if !tablecodec.DistinctIndexKey(ix.Unique, vals) {
 			continue
@@ -173,6 +198,12 @@ func (w *writer) conflict(handle int64, row []types.Datum, self int64) (other in
 		name := ix.Name
 		if ix.Primary {
 			name = "PRIMARY"
+		}
+		if ix.State != catalog.StatePublic {
+			// An index being added enforces uniqueness, but REPLACE and
+			// ON DUPLICATE KEY UPDATE do not act on a key users cannot
+			// see yet: the statement fails.
+			return 0, nil, w.dupErr(vals, name)
 		}
 		return h, w.dupErr(vals, name), nil
 	}
@@ -219,8 +250,9 @@ func (w *writer) updateRow(handle int64, old, new []types.Datum) (bool, error) {
 		}
 		return true, w.putRow(newHandle, new)
 	}
-	for _, ix := range w.t.Indexes {
-		ok, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, indexVals(ix, old), handle)
+	for _, ix := range w.t.DeletableIndexes() {
+		oldVals := indexVals(ix, old)
+		ok, _, err := tablecodec.IndexEntry(w.t.ID, ix.ID, ix.Unique, oldVals, handle)
 		if err != nil {
 			return false, err
 		}
@@ -231,7 +263,12 @@ func (w *writer) updateRow(handle int64, old, new []types.Datum) (bool, error) {
 		if bytes.Equal(ok, nk) {
 			continue
 		}
-		w.c.Writes.Delete(ok)
+		if err := w.removeEntry(ix, oldVals, handle); err != nil {
+			return false, err
+		}
+		if !ix.State.Writable() {
+			continue
+		}
 		if vals := indexVals(ix, new); tablecodec.DistinctIndexKey(ix.Unique, vals) {
 			if _, err := w.c.Writes.Get(w.c.Ctx, nk); err == nil {
 				name := ix.Name
@@ -544,7 +581,7 @@ func (w *writer) canDeferDupCheck(p *plan.Insert) bool {
 	if _, ok := w.c.Txn.(kv.Inserter); !ok {
 		return false
 	}
-	for _, ix := range w.t.Indexes {
+	for _, ix := range w.t.WritableIndexes() {
 		if ix.Unique {
 			return false
 		}
@@ -696,51 +733,6 @@ func runMultiUpdate(c *Context, p *plan.Update, rows [][]types.Datum) error {
 			if err := w.update(h, old, tg.Assigns, r); err != nil {
 				return err
 			}
-		}
-	}
-	return nil
-}
-
-// Backfill writes the entries of a new index for every existing row of the
-// table, BatchSize rows at a time, failing with 1062 when a unique index
-// finds duplicates.
-func Backfill(c *Context, t *catalog.TableInfo, ix *catalog.IndexInfo) error {
-	w := newWriter(c, t)
-	prefix := tablecodec.RecordPrefix(t.ID)
-	it, err := c.Txn.Iter(c.Ctx, prefix, tablecodec.PrefixEnd(prefix), false)
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.Valid() {
-		_, h, err := tablecodec.DecodeRecordKey(it.Key())
-		if err != nil {
-			return err
-		}
-		row, err := w.l.decode(h, it.Value(), 0)
-		if err != nil {
-			return err
-		}
-		vals := indexVals(ix, row)
-		k, v, err := tablecodec.IndexEntry(t.ID, ix.ID, ix.Unique, vals, h)
-		if err != nil {
-			return err
-		}
-		if tablecodec.DistinctIndexKey(ix.Unique, vals) {
-			if _, err := c.Writes.Get(c.Ctx, k); err == nil {
-				return w.dupErr(vals, ix.Name)
-			} else if !errors.Is(err, kv.ErrNotFound) {
-				return err
-			}
-		}
-		c.Writes.Set(k, v)
-		if c.Writes.Len() >= BatchSize {
-			if err := c.Writes.Flush(); err != nil {
-				return err
-			}
-		}
-		if err := it.Next(c.Ctx); err != nil {
-			return err
 		}
 	}
 	return nil

@@ -90,6 +90,15 @@ func DecodeRecordKey(key []byte) (tableID, handle int64, err error) {
 	return tableID, handle, nil
 }
 
+// TableIDOf returns the id of the table a row or index key belongs to.
+func TableIDOf(key []byte) (int64, bool) {
+	if len(key) < 1+intLen || key[0] != tablePrefix {
+		return 0, false
+	}
+	id, _, _ := DecodeInt(key[1:])
+	return id, true
+}
+
 // IndexPrefix returns t{tableID}_i{indexID}.
 func IndexPrefix(tableID, indexID int64) []byte {
 	b := make([]byte, 0, 32)
