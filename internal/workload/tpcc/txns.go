@@ -440,7 +440,10 @@ func (k *worker) delivery(ctx context.Context) error {
 		if _, err := k.exec(ctx, "DELETE FROM new_order WHERE (no_w_id, no_d_id, no_o_id) IN ("+tuples+")", keys...); err != nil {
 			return err
 		}
-		rows, err := k.query(ctx, "SELECT o_d_id, o_c_id FROM orders WHERE (o_w_id, o_d_id, o_id) IN ("+tuples+")", keys...)
+		// Locking reads: the orders found above may be younger than the
+		// transaction's snapshot (a server that takes it at BEGIN, as
+		// Strata and TiDB do, would not see them in a plain SELECT).
+		rows, err := k.query(ctx, "SELECT o_d_id, o_c_id FROM orders WHERE (o_w_id, o_d_id, o_id) IN ("+tuples+") FOR UPDATE", keys...)
 		if err != nil {
 			return err
 		}
@@ -464,7 +467,7 @@ func (k *worker) delivery(ctx context.Context) error {
 		if _, err := k.exec(ctx, "UPDATE order_line SET ol_delivery_d = ? WHERE (ol_w_id, ol_d_id, ol_o_id) IN ("+tuples+")", append([]any{now}, keys...)...); err != nil {
 			return err
 		}
-		rows, err = k.query(ctx, "SELECT ol_d_id, SUM(ol_amount) FROM order_line WHERE (ol_w_id, ol_d_id, ol_o_id) IN ("+tuples+") GROUP BY ol_d_id", keys...)
+		rows, err = k.query(ctx, "SELECT ol_d_id, SUM(ol_amount) FROM order_line WHERE (ol_w_id, ol_d_id, ol_o_id) IN ("+tuples+") GROUP BY ol_d_id FOR UPDATE", keys...)
 		if err != nil {
 			return err
 		}
