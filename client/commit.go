@@ -239,9 +239,9 @@ func (cm *committer) handlePrewriteErrors(bo *backoffer, errs []*kvpb.KeyError) 
 	}
 	l := locks[0]
 	if wait > 0 {
-		return false, retryable(fmt.Sprintf("write conflict: key %q is locked by transaction %d", l.Key, l.LockVersion), false)
+		return false, retryable(fmt.Sprintf("write conflict: a row is locked by transaction %d", l.LockVersion), false)
 	}
-	if err := bo.afterResolve(fmt.Errorf("client: key %q locked by txn %d", l.Key, l.LockVersion)); err != nil {
+	if err := bo.afterResolve(fmt.Errorf("client: a key is locked by txn %d", l.LockVersion)); err != nil {
 		return false, err
 	}
 	return true, nil

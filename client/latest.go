@@ -43,7 +43,7 @@ func (c *Client) GetLatest(ctx context.Context, key []byte) ([]byte, error) {
 			if err := c.resolver.resolveLock(&bo, l, status.commitTS); err != nil {
 				return nil, err
 			}
-			if err := bo.afterResolve(fmt.Errorf("client: key %q locked by txn %d", l.Key, l.LockVersion)); err != nil {
+			if err := bo.afterResolve(fmt.Errorf("client: a key is locked by txn %d", l.LockVersion)); err != nil {
 				return nil, err
 			}
 			continue

@@ -88,7 +88,7 @@ func (lr *lockResolver) resolve(bo *backoffer, callerTS, ownerTS uint64, locks [
 	var wait time.Duration
 	for _, l := range locks {
 		if l.LockVersion == ownerTS {
-			return 0, fmt.Errorf("client: transaction %d blocked by its own lock on %q", ownerTS, l.Key)
+			return 0, fmt.Errorf("client: transaction %d blocked by its own lock", ownerTS)
 		}
 		status, expiresIn, err := lr.txnStatus(bo, callerTS, l)
 		if err != nil {
@@ -177,7 +177,7 @@ func (lr *lockResolver) resolveLock(bo *backoffer, l *kvpb.LockInfo, commitTS ui
 	}
 	{
 		if resp.Error != nil {
-			return fmt.Errorf("client: resolve lock of txn %d on %q: %w", l.LockVersion, l.Key, keyErrorAsError(resp.Error))
+			return fmt.Errorf("client: resolve lock of txn %d: %w", l.LockVersion, keyErrorAsError(resp.Error))
 		}
 		return nil
 	}
@@ -193,9 +193,9 @@ func (lr *lockResolver) waitForLocks(bo *backoffer, callerTS, ownerTS uint64, lo
 	}
 	l := locks[0]
 	if wait == 0 {
-		return bo.afterResolve(fmt.Errorf("client: key %q locked by txn %d", l.Key, l.LockVersion))
+		return bo.afterResolve(fmt.Errorf("client: a key is locked by txn %d", l.LockVersion))
 	}
-	return bo.backoffAtMost(boTxnLock, wait, fmt.Errorf("client: key %q locked by live txn %d", l.Key, l.LockVersion))
+	return bo.backoffAtMost(boTxnLock, wait, fmt.Errorf("client: a key is locked by live txn %d", l.LockVersion))
 }
 
 // keyErrorAsError turns a KeyError that is not a lock into a Go error.
@@ -205,19 +205,19 @@ func keyErrorAsError(ke *kvpb.KeyError) error {
 	case ke.Conflict != nil:
 		return writeConflictError(ke.Conflict)
 	case ke.Deadlock != nil:
-		return retryable(fmt.Sprintf("deadlock: waiting for lock on key %q held by txn %d", ke.Deadlock.LockKey, ke.Deadlock.LockTs), false)
+		return &kv.RetryableError{Deadlock: true, Reason: fmt.Sprintf("deadlock: waiting for a lock held by txn %d", ke.Deadlock.LockTs)}
 	case ke.Retryable != "":
-		return retryable("transaction must be retried: "+ke.Retryable, false)
+		return retryable("transaction must be retried", false)
 	case ke.AlreadyExist != nil:
 		return &kv.KeyExistsError{Key: ke.AlreadyExist.Key}
 	case ke.TxnNotFound != nil:
-		return fmt.Errorf("client: txn %d not found (primary %q)", ke.TxnNotFound.StartTs, ke.TxnNotFound.PrimaryKey)
+		return fmt.Errorf("client: txn %d not found", ke.TxnNotFound.StartTs)
 	case strings.HasPrefix(ke.Abort, kv.ErrTxnTooOld.Error()):
 		return fmt.Errorf("client: transaction aborted: %w%s", kv.ErrTxnTooOld, strings.TrimPrefix(ke.Abort, kv.ErrTxnTooOld.Error()))
 	case ke.Abort != "":
 		return errors.New("client: transaction aborted: " + ke.Abort)
 	case ke.Locked != nil:
-		return fmt.Errorf("client: key %q locked by txn %d", ke.Locked.Key, ke.Locked.LockVersion)
+		return fmt.Errorf("client: a key is locked by txn %d", ke.Locked.LockVersion)
 	}
 	return errors.New("client: unknown key error")
 }

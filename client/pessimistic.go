@@ -7,21 +7,26 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/kvpb"
 )
 
-// LockKeys takes pessimistic locks on keys (SELECT ... FOR UPDATE). The
-// first key this transaction ever locks becomes its primary. In a
-// snapshot-isolated transaction the locks are taken at the start timestamp,
-// so a key committed by another transaction after our snapshot fails with a
-// *kv.RetryableError (first committer wins), exactly as it would at commit;
-// a read-committed transaction locks at a fresh timestamp instead.
+// LockKeys takes pessimistic locks on keys (DML and SELECT ... FOR UPDATE
+// in a pessimistic transaction). The first key this transaction ever locks
+// becomes its primary. The locks are taken at the statement's for-update
+// timestamp (BeginStatement); without one, at the start timestamp, or at a
+// fresh timestamp under read committed. A key committed by another
+// transaction after that timestamp fails with a *kv.RetryableError: with
+// PessimisticConflict set in a pessimistic transaction (the statement may
+// run again at a newer timestamp), as a plain write conflict otherwise.
 //
-// A key locked by a live transaction is waited for up to
-// Options.LockWaitTimeout when the transaction is Pessimistic, and fails at
-// once otherwise; either way the failure is a *kv.RetryableError with
-// LockWaitTimeout set. Locks are released by Commit (they are committed as
-// part of the transaction) or Rollback.
+// A key locked by a live transaction is waited for, on the region leader,
+// up to the lock wait timeout (TxnOptions.LockWaitTimeout, else
+// Options.LockWaitTimeout) when the transaction is pessimistic, and fails
+// at once otherwise; the failure then has LockWaitTimeout set. A wait that
+// would close a cycle of waiting transactions fails at once with Deadlock
+// set. Locks are released by Commit (they are committed as part of the
+// transaction) or Rollback.
 func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 	if t.finished {
 		return ErrTxnFinished
@@ -41,13 +46,16 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 	sortKeys(todo)
 	todo = dedupSorted(todo)
 
-	forUpdateTS := t.startTS
-	if t.opts.ReadCommitted {
-		ts, err := t.c.getTS(ctx)
-		if err != nil {
-			return err
+	forUpdateTS := t.stmtForUpdateTS
+	if forUpdateTS == 0 {
+		forUpdateTS = t.startTS
+		if t.opts.ReadCommitted {
+			ts, err := t.c.getTS(ctx)
+			if err != nil {
+				return err
+			}
+			forUpdateTS = ts
 		}
-		forUpdateTS = ts
 	}
 	if forUpdateTS > t.forUpdateTS {
 		t.forUpdateTS = forUpdateTS
@@ -56,7 +64,14 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 		t.locked = make(map[string]struct{}, len(todo))
 	}
 
-	pl := &pessimisticLocker{t: t, forUpdateTS: forUpdateTS, waitStart: time.Now()}
+	wait := t.opts.LockWaitTimeout
+	if wait <= 0 {
+		wait = t.c.opts.LockWaitTimeout
+	}
+	if !t.opts.Pessimistic {
+		wait = 0
+	}
+	pl := &pessimisticLocker{t: t, forUpdateTS: forUpdateTS, waitStart: time.Now(), waitTimeout: wait}
 	bo := newBackoffer(ctx, t.c.opts.BackoffBudget)
 	if t.primary == nil {
 		// Lock the primary alone first: every other lock points at it,
@@ -64,7 +79,13 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 		primary := bytes.Clone(todo[0])
 		t.primary = primary
 		if err := pl.lock(&bo, [][]byte{primary}); err != nil {
-			t.primary = nil
+			if _, locked := t.locked[string(primary)]; !locked {
+				t.primary = nil
+				return err
+			}
+			// Locked with a conflict: the primary is held; the
+			// statement runs again.
+			t.heartbeat = t.c.startHeartbeat(primary, t.startTS, t.began)
 			return err
 		}
 		t.heartbeat = t.c.startHeartbeat(primary, t.startTS, t.began)
@@ -81,7 +102,8 @@ type pessimisticLocker struct {
 	t           *Txn
 	forUpdateTS uint64
 	waitStart   time.Time
-	mu          sync.Mutex // guards t.locked while regions lock in parallel
+	waitTimeout time.Duration // zero: fail at once on a live lock
+	mu          sync.Mutex    // guards t.locked while regions lock in parallel
 }
 
 // lock locks sorted keys, one request per region, regions in parallel.
@@ -101,22 +123,40 @@ func (pl *pessimisticLocker) lock(bo *backoffer, keys [][]byte) error {
 	})
 }
 
+// quickReturn is how soon a response must come back for the client to
+// assume the leader did not wait (the lock was met at once): it then backs
+// off itself before it asks again, instead of spinning.
+const quickReturn = 10 * time.Millisecond
+
 func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]byte) error {
 	t, c := pl.t, pl.t.c
 	muts := make([]*kvpb.Mutation, len(keys))
+	mutVals := make([]kvpb.Mutation, len(keys))
 	for i, k := range keys {
-		muts[i] = &kvpb.Mutation{Op: kvpb.Op_PessimisticLock, Key: k}
+		mutVals[i].Op, mutVals[i].Key = kvpb.Op_PessimisticLock, k
+		muts[i] = &mutVals[i]
 	}
-	waitBo := newBackoffer(bo.ctx, c.opts.LockWaitTimeout)
+	waitBo := newBackoffer(bo.ctx, pl.waitTimeout)
 	for {
+		remaining := pl.waitTimeout - time.Since(pl.waitStart)
+		var waitMs int64
+		if remaining > 0 {
+			waitMs = max(remaining.Milliseconds(), 1)
+		}
+		sentAt := time.Now()
 		resp, outcome, err := sendOnce(c, bo, e, func(kvc kvpb.KvClient) (*kvpb.PessimisticLockResponse, error) {
 			return kvc.KvPessimisticLock(bo.ctx, &kvpb.PessimisticLockRequest{
-				Context:      e.rpcCtx,
-				Mutations:    muts,
-				PrimaryLock:  t.primary,
-				StartVersion: t.startTS,
-				LockTtl:      uint64((time.Since(t.began) + c.opts.LockTTL).Milliseconds()),
-				ForUpdateTs:  pl.forUpdateTS,
+				Context:       e.rpcCtx,
+				Mutations:     muts,
+				PrimaryLock:   t.primary,
+				StartVersion:  t.startTS,
+				LockTtl:       uint64((time.Since(t.began) + c.opts.LockTTL).Milliseconds()),
+				ForUpdateTs:   pl.forUpdateTS,
+				WaitTimeoutMs: waitMs,
+				// A pessimistic statement runs again after a conflict;
+				// it keeps the locks it won meanwhile (fair to waiters:
+				// no one takes the row while it reads it again).
+				LockWithConflict: t.opts.Pessimistic,
 			})
 		})
 		if err != nil {
@@ -126,18 +166,42 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 			// Locking again is safe: a lock already held is held again.
 			return pl.lock(bo, keys)
 		}
+		if resp.LockedWithConflict {
+			// Every key is locked; the conflicts say the statement read
+			// stale rows. Locks are at the conflicting commits' ts: the
+			// transaction's commit must land above them.
+			pl.mu.Lock()
+			for _, k := range keys {
+				t.locked[string(k)] = struct{}{}
+			}
+			conflictTS := uint64(0)
+			for _, ke := range resp.Errors {
+				if ke != nil && ke.Conflict != nil {
+					conflictTS = max(conflictTS, ke.Conflict.ConflictCommitTs)
+				}
+			}
+			t.forUpdateTS = max(t.forUpdateTS, conflictTS)
+			pl.mu.Unlock()
+			return &kv.RetryableError{PessimisticConflict: true,
+				Reason: fmt.Sprintf("rows were committed after transaction %d read them (locked now)", t.startTS)}
+		}
 		var locks []*kvpb.LockInfo
 		for _, ke := range resp.Errors {
-			if ke == nil {
-				continue
-			}
-			if ke.Locked == nil {
+			switch {
+			case ke == nil:
+			case ke.Locked != nil && ke.Locked.LockVersion == t.startTS:
+				// already ours
+			case ke.Locked != nil:
+				locks = append(locks, ke.Locked)
+			case ke.Deadlock != nil:
+				return &kv.RetryableError{Deadlock: true,
+					Reason: fmt.Sprintf("deadlock: transaction %d waited for a lock of transaction %d, which waits for it", t.startTS, ke.Deadlock.LockTs)}
+			case ke.Conflict != nil && t.opts.Pessimistic:
+				return &kv.RetryableError{PessimisticConflict: true,
+					Reason: fmt.Sprintf("transaction %d committed a row after transaction %d read it", ke.Conflict.ConflictTs, t.startTS)}
+			default:
 				return keyErrorAsError(ke)
 			}
-			if ke.Locked.LockVersion == t.startTS {
-				continue // already ours
-			}
-			locks = append(locks, ke.Locked)
 		}
 		if len(locks) == 0 {
 			pl.mu.Lock()
@@ -147,6 +211,9 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 			pl.mu.Unlock()
 			return nil
 		}
+		// The leader waited, or the wait is over: settle the locks of
+		// finished or abandoned transactions and try again while time
+		// remains.
 		wait, err := c.resolver.resolve(bo, t.startTS, t.startTS, locks)
 		if err != nil {
 			return err
@@ -154,31 +221,28 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 		l := locks[0]
 		if wait == 0 {
 			// The locks were stale and are gone: try again.
-			if err := bo.afterResolve(fmt.Errorf("key %q locked", l.Key)); err != nil {
+			if err := bo.afterResolve(fmt.Errorf("lock of transaction %d", l.LockVersion)); err != nil {
 				return err
 			}
 			continue
 		}
-		if !t.opts.Pessimistic {
-			return retryable(fmt.Sprintf("key %q is locked by transaction %d", l.Key, l.LockVersion), true)
-		}
-		if remaining := c.opts.LockWaitTimeout - time.Since(pl.waitStart); remaining < wait {
-			wait = remaining
-		}
-		if wait <= 0 {
+		remaining = pl.waitTimeout - time.Since(pl.waitStart)
+		if remaining <= 0 {
 			return pl.timedOut(l)
 		}
-		if err := waitBo.backoffAtMost(boTxnLock, wait, fmt.Errorf("key %q locked", l.Key)); err != nil {
-			if bo.ctx.Err() != nil {
-				return bo.ctx.Err()
+		if time.Since(sentAt) < quickReturn {
+			if err := waitBo.backoffAtMost(boTxnLock, min(wait, remaining), fmt.Errorf("lock of transaction %d", l.LockVersion)); err != nil {
+				if bo.ctx.Err() != nil {
+					return bo.ctx.Err()
+				}
+				return pl.timedOut(l)
 			}
-			return pl.timedOut(l)
 		}
 	}
 }
 
 func (pl *pessimisticLocker) timedOut(l *kvpb.LockInfo) error {
-	return retryable(fmt.Sprintf("lock wait timeout exceeded on key %q (held by transaction %d)", l.Key, l.LockVersion), true)
+	return retryable(fmt.Sprintf("lock wait timeout exceeded: a row is locked by transaction %d", l.LockVersion), true)
 }
 
 // Rollback discards the buffered writes and releases pessimistic locks.
@@ -253,49 +317,61 @@ func (t *Txn) stopHeartbeat() {
 // is: every third of the lock TTL it extends the TTL to (time since the
 // transaction began + LockTTL). If the coordinator dies, heartbeats stop and
 // the locks expire LockTTL later.
+//
+// It runs on a timer, not on a goroutine of its own: most transactions end
+// long before the first beat (every pessimistic transaction starts one), and
+// stopping a timer costs the committing goroutine no wait for another to be
+// scheduled. A beat already under way when the transaction ends finds the
+// lock gone, which is harmless.
 type heartbeat struct {
-	cancel context.CancelFunc
-	done   chan struct{}
+	c       *Client
+	primary []byte
+	startTS uint64
+	began   time.Time
+
+	mu          sync.Mutex
+	timer       *time.Timer
+	stopped     bool
+	established bool // a beat succeeded: "no such lock" now means finished
 }
 
 func (c *Client) startHeartbeat(primary []byte, startTS uint64, began time.Time) *heartbeat {
-	ctx, cancel := context.WithCancel(c.closing)
-	h := &heartbeat{cancel: cancel, done: make(chan struct{})}
-	go c.runHeartbeat(ctx, h.done, primary, startTS, began)
+	h := &heartbeat{c: c, primary: primary, startTS: startTS, began: began}
+	h.mu.Lock()
+	h.timer = time.AfterFunc(c.opts.LockTTL/3, h.beat)
+	h.mu.Unlock()
 	return h
 }
 
+// stop ends the heartbeats; it does not wait for a beat under way.
 func (h *heartbeat) stop() {
-	h.cancel()
-	<-h.done
+	h.mu.Lock()
+	h.stopped = true
+	h.timer.Stop()
+	h.mu.Unlock()
 }
 
-func (c *Client) runHeartbeat(ctx context.Context, done chan struct{}, primary []byte, startTS uint64, began time.Time) {
-	defer close(done)
-	ticker := time.NewTicker(c.opts.LockTTL / 3)
-	defer ticker.Stop()
-	// Until a heartbeat has succeeded, "no such lock" only means the
-	// primary's prewrite has not landed yet.
-	established := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		if time.Since(began) > c.opts.MaxTxnLifetime {
-			return
-		}
-		ttl := uint64((time.Since(began) + c.opts.LockTTL).Milliseconds())
-		switch c.sendHeartbeat(ctx, primary, startTS, ttl) {
-		case heartbeatOK:
-			established = true
-		case heartbeatLockGone:
-			if established {
-				return // committed or rolled back: nothing to keep alive
-			}
+func (h *heartbeat) beat() {
+	c := h.c
+	if c.closing.Err() != nil || time.Since(h.began) > c.opts.MaxTxnLifetime {
+		return
+	}
+	ttl := uint64((time.Since(h.began) + c.opts.LockTTL).Milliseconds())
+	switch c.sendHeartbeat(c.closing, h.primary, h.startTS, ttl) {
+	case heartbeatOK:
+		h.established = true
+	case heartbeatLockGone:
+		// Until a beat has succeeded, "no such lock" only means the
+		// primary's prewrite has not landed yet.
+		if h.established {
+			return // committed or rolled back: nothing to keep alive
 		}
 	}
+	h.mu.Lock()
+	if !h.stopped {
+		h.timer.Reset(c.opts.LockTTL / 3)
+	}
+	h.mu.Unlock()
 }
 
 type heartbeatResult uint8

@@ -38,6 +38,11 @@ type Txn struct {
 	forUpdateTS uint64
 	heartbeat   *heartbeat
 
+	// stmts counts BeginStatement calls; stmtForUpdateTS is the current
+	// statement's for-update ts (zero when it does not read for update).
+	stmts           int
+	stmtForUpdateTS uint64
+
 	finished bool
 }
 
@@ -75,6 +80,29 @@ func (t *Txn) RefreshSnapshot(ctx context.Context) error {
 		return err
 	}
 	t.readTS = ts
+	return nil
+}
+
+// BeginStatement implements kv.StatementTxn: it sets the timestamp the next
+// statement reads at and, for a statement that reads for update, locks at.
+func (t *Txn) BeginStatement(ctx context.Context, forUpdate, retry bool) error {
+	if t.finished {
+		return ErrTxnFinished
+	}
+	first := t.stmts == 0
+	t.stmts++
+	ts := t.startTS
+	if retry || (!first && (forUpdate || t.opts.ReadCommitted)) {
+		var err error
+		if ts, err = t.c.getTS(ctx); err != nil {
+			return err
+		}
+	}
+	t.readTS = ts
+	t.stmtForUpdateTS = 0
+	if forUpdate {
+		t.stmtForUpdateTS = ts
+	}
 	return nil
 }
 
@@ -375,6 +403,6 @@ func retryable(reason string, lockWaitTimeout bool) error {
 }
 
 func writeConflictError(wc *kvpb.WriteConflict) error {
-	return retryable(fmt.Sprintf("write conflict on key %q: txn %d conflicts with txn %d (committed at %d)",
-		wc.Key, wc.StartTs, wc.ConflictTs, wc.ConflictCommitTs), false)
+	return retryable(fmt.Sprintf("write conflict: txn %d conflicts with txn %d (committed at %d)",
+		wc.StartTs, wc.ConflictTs, wc.ConflictCommitTs), false)
 }

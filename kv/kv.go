@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrNotFound is returned by Get when the key has no visible value.
@@ -59,11 +60,17 @@ type RangeDestroyer interface {
 // TxnOptions tunes a transaction.
 type TxnOptions struct {
 	// Pessimistic makes LockKeys wait for conflicting locks (up to
-	// LockWaitTimeout) instead of failing at once.
+	// LockWaitTimeout) instead of failing at once, and report a commit
+	// newer than the statement's for-update timestamp as a conflict the
+	// statement may retry (RetryableError.PessimisticConflict).
 	Pessimistic bool
-	// ReadCommitted takes a new snapshot for every statement (the SQL layer
-	// calls RefreshSnapshot between statements).
+	// ReadCommitted takes a new snapshot for every statement (see
+	// StatementTxn).
 	ReadCommitted bool
+	// LockWaitTimeout bounds each LockKeys wait of a pessimistic
+	// transaction (innodb_lock_wait_timeout); zero means the storage's
+	// default.
+	LockWaitTimeout time.Duration
 }
 
 // Txn is a snapshot-isolated transaction.
@@ -160,13 +167,20 @@ type Iterator interface {
 
 // RetryableError marks a transaction failure that the client may retry by
 // running the whole transaction again: write conflicts, lock wait timeouts
-// and deadlocks.
+// and deadlocks. Reason is for logs: it names transactions by start
+// timestamp, never keys.
 type RetryableError struct {
-	// Reason is human readable ("write conflict on key ..." etc.).
 	Reason string
 	// LockWaitTimeout is set when the failure was a timed-out wait for a
 	// pessimistic lock (maps to MySQL 1205 rather than 1213).
 	LockWaitTimeout bool
+	// Deadlock is set when waiting for the lock would have closed a cycle
+	// of waiting transactions (1213; this transaction is the victim).
+	Deadlock bool
+	// PessimisticConflict is set when a pessimistic lock found a commit
+	// newer than the statement's for-update timestamp: the transaction is
+	// intact and the statement may run again (see StatementTxn).
+	PessimisticConflict bool
 }
 
 func (e *RetryableError) Error() string { return e.Reason }
@@ -175,6 +189,24 @@ func (e *RetryableError) Error() string { return e.Reason }
 func IsRetryable(err error) bool {
 	var re *RetryableError
 	return errors.As(err, &re)
+}
+
+// StatementTxn is implemented by transactions whose statements read at a
+// timestamp of their own: the SQL layer calls BeginStatement before each
+// statement of a transaction.
+//
+// A statement that reads in order to write (DML, SELECT ... FOR UPDATE)
+// in a pessimistic transaction passes forUpdate: it reads the latest
+// committed data, at a for-update timestamp, and LockKeys locks at that
+// timestamp, failing with RetryableError.PessimisticConflict when a key
+// was committed after it (the statement read a stale row, and is run again
+// with retry set). The first statement of a transaction reads at the start
+// timestamp unless retry is set; later ones that read for update, and
+// retries, at a fresh timestamp. Other statements read the transaction's
+// snapshot: the start timestamp, or under ReadCommitted a fresh timestamp
+// per statement.
+type StatementTxn interface {
+	BeginStatement(ctx context.Context, forUpdate, retry bool) error
 }
 
 // Savepointer is implemented by transactions that can undo the writes

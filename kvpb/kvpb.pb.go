@@ -196,6 +196,55 @@ func (Action) EnumDescriptor() ([]byte, []int) {
 	return file_kvpb_proto_rawDescGZIP(), []int{2}
 }
 
+type DeadlockRequestType int32
+
+const (
+	DeadlockRequestType_Detect         DeadlockRequestType = 0 // add entry's edge, unless it closes a cycle: then refuse it
+	DeadlockRequestType_CleanUpWaitFor DeadlockRequestType = 1 // remove entry's edge (the wait ended)
+	DeadlockRequestType_CleanUp        DeadlockRequestType = 2 // remove every edge from entry.txn (it finished)
+)
+
+// Enum value maps for DeadlockRequestType.
+var (
+	DeadlockRequestType_name = map[int32]string{
+		0: "Detect",
+		1: "CleanUpWaitFor",
+		2: "CleanUp",
+	}
+	DeadlockRequestType_value = map[string]int32{
+		"Detect":         0,
+		"CleanUpWaitFor": 1,
+		"CleanUp":        2,
+	}
+)
+
+func (x DeadlockRequestType) Enum() *DeadlockRequestType {
+	p := new(DeadlockRequestType)
+	*p = x
+	return p
+}
+
+func (x DeadlockRequestType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DeadlockRequestType) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvpb_proto_enumTypes[3].Descriptor()
+}
+
+func (DeadlockRequestType) Type() protoreflect.EnumType {
+	return &file_kvpb_proto_enumTypes[3]
+}
+
+func (x DeadlockRequestType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DeadlockRequestType.Descriptor instead.
+func (DeadlockRequestType) EnumDescriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{3}
+}
+
 type OperatorKind int32
 
 const (
@@ -238,11 +287,11 @@ func (x OperatorKind) String() string {
 }
 
 func (OperatorKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvpb_proto_enumTypes[3].Descriptor()
+	return file_kvpb_proto_enumTypes[4].Descriptor()
 }
 
 func (OperatorKind) Type() protoreflect.EnumType {
-	return &file_kvpb_proto_enumTypes[3]
+	return &file_kvpb_proto_enumTypes[4]
 }
 
 func (x OperatorKind) Number() protoreflect.EnumNumber {
@@ -251,7 +300,7 @@ func (x OperatorKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use OperatorKind.Descriptor instead.
 func (OperatorKind) EnumDescriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{3}
+	return file_kvpb_proto_rawDescGZIP(), []int{4}
 }
 
 type RegionEpoch struct {
@@ -1274,12 +1323,16 @@ func (x *TxnNotFound) GetPrimaryKey() []byte {
 	return nil
 }
 
+// Deadlock refuses a pessimistic lock whose wait would close a cycle of
+// transactions waiting for each other: the requester is the victim.
 type Deadlock struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	LockTs        uint64                 `protobuf:"varint,1,opt,name=lock_ts,json=lockTs,proto3" json:"lock_ts,omitempty"`
-	LockKey       []byte                 `protobuf:"bytes,2,opt,name=lock_key,json=lockKey,proto3" json:"lock_key,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	LockTs          uint64                 `protobuf:"varint,1,opt,name=lock_ts,json=lockTs,proto3" json:"lock_ts,omitempty"`   // start ts of the lock's owner
+	LockKey         []byte                 `protobuf:"bytes,2,opt,name=lock_key,json=lockKey,proto3" json:"lock_key,omitempty"` // the key waited for
+	DeadlockKeyHash uint64                 `protobuf:"varint,3,opt,name=deadlock_key_hash,json=deadlockKeyHash,proto3" json:"deadlock_key_hash,omitempty"`
+	WaitChain       []*WaitForEntry        `protobuf:"bytes,4,rep,name=wait_chain,json=waitChain,proto3" json:"wait_chain,omitempty"` // the cycle, from the lock's owner back to the requester
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Deadlock) Reset() {
@@ -1322,6 +1375,20 @@ func (x *Deadlock) GetLockTs() uint64 {
 func (x *Deadlock) GetLockKey() []byte {
 	if x != nil {
 		return x.LockKey
+	}
+	return nil
+}
+
+func (x *Deadlock) GetDeadlockKeyHash() uint64 {
+	if x != nil {
+		return x.DeadlockKeyHash
+	}
+	return 0
+}
+
+func (x *Deadlock) GetWaitChain() []*WaitForEntry {
+	if x != nil {
+		return x.WaitChain
 	}
 	return nil
 }
@@ -2616,8 +2683,13 @@ type PessimisticLockRequest struct {
 	ForUpdateTs   uint64                 `protobuf:"varint,6,opt,name=for_update_ts,json=forUpdateTs,proto3" json:"for_update_ts,omitempty"`
 	WaitTimeoutMs int64                  `protobuf:"varint,7,opt,name=wait_timeout_ms,json=waitTimeoutMs,proto3" json:"wait_timeout_ms,omitempty"` // 0: fail at once on a conflicting lock
 	ReturnValues  bool                   `protobuf:"varint,8,opt,name=return_values,json=returnValues,proto3" json:"return_values,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// lock_with_conflict: a key committed by another transaction after
+	// for_update_ts is locked all the same (at that commit's ts) and its
+	// conflict reported, so that the caller keeps the lock while it reads the
+	// key again, instead of losing it to whoever asks first.
+	LockWithConflict bool `protobuf:"varint,9,opt,name=lock_with_conflict,json=lockWithConflict,proto3" json:"lock_with_conflict,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *PessimisticLockRequest) Reset() {
@@ -2706,13 +2778,23 @@ func (x *PessimisticLockRequest) GetReturnValues() bool {
 	return false
 }
 
+func (x *PessimisticLockRequest) GetLockWithConflict() bool {
+	if x != nil {
+		return x.LockWithConflict
+	}
+	return false
+}
+
+// PessimisticLockResponse: with locked_with_conflict set, every key is
+// locked and errors are only the conflicts found (see lock_with_conflict).
 type PessimisticLockResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RegionError   *RegionError           `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
-	Errors        []*KeyError            `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
-	Values        [][]byte               `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	RegionError        *RegionError           `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Errors             []*KeyError            `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
+	Values             [][]byte               `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`
+	LockedWithConflict bool                   `protobuf:"varint,4,opt,name=locked_with_conflict,json=lockedWithConflict,proto3" json:"locked_with_conflict,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *PessimisticLockResponse) Reset() {
@@ -2764,6 +2846,13 @@ func (x *PessimisticLockResponse) GetValues() [][]byte {
 		return x.Values
 	}
 	return nil
+}
+
+func (x *PessimisticLockResponse) GetLockedWithConflict() bool {
+	if x != nil {
+		return x.LockedWithConflict
+	}
+	return false
 }
 
 type PessimisticRollbackRequest struct {
@@ -3498,6 +3587,202 @@ func (x *BatchResponseEntry) GetError() string {
 	return ""
 }
 
+// WaitForEntry is an edge of the cluster's wait-for graph: transaction txn
+// waits for a lock held by transaction wait_for_txn on key (key_hash
+// identifies it; key is for messages only).
+type WaitForEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Txn           uint64                 `protobuf:"varint,1,opt,name=txn,proto3" json:"txn,omitempty"`
+	WaitForTxn    uint64                 `protobuf:"varint,2,opt,name=wait_for_txn,json=waitForTxn,proto3" json:"wait_for_txn,omitempty"`
+	KeyHash       uint64                 `protobuf:"varint,3,opt,name=key_hash,json=keyHash,proto3" json:"key_hash,omitempty"`
+	Key           []byte                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitForEntry) Reset() {
+	*x = WaitForEntry{}
+	mi := &file_kvpb_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitForEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitForEntry) ProtoMessage() {}
+
+func (x *WaitForEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitForEntry.ProtoReflect.Descriptor instead.
+func (*WaitForEntry) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *WaitForEntry) GetTxn() uint64 {
+	if x != nil {
+		return x.Txn
+	}
+	return 0
+}
+
+func (x *WaitForEntry) GetWaitForTxn() uint64 {
+	if x != nil {
+		return x.WaitForTxn
+	}
+	return 0
+}
+
+func (x *WaitForEntry) GetKeyHash() uint64 {
+	if x != nil {
+		return x.KeyHash
+	}
+	return 0
+}
+
+func (x *WaitForEntry) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+type DeadlockRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tp            DeadlockRequestType    `protobuf:"varint,1,opt,name=tp,proto3,enum=kvpb.DeadlockRequestType" json:"tp,omitempty"`
+	Entry         *WaitForEntry          `protobuf:"bytes,2,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeadlockRequest) Reset() {
+	*x = DeadlockRequest{}
+	mi := &file_kvpb_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadlockRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadlockRequest) ProtoMessage() {}
+
+func (x *DeadlockRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadlockRequest.ProtoReflect.Descriptor instead.
+func (*DeadlockRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *DeadlockRequest) GetTp() DeadlockRequestType {
+	if x != nil {
+		return x.Tp
+	}
+	return DeadlockRequestType_Detect
+}
+
+func (x *DeadlockRequest) GetEntry() *WaitForEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+// DeadlockResponse answers a request. For a Detect that would close a cycle,
+// entry is the refused edge and wait_chain the cycle it closes, starting at
+// the edge out of entry.wait_for_txn and ending at the edge into entry.txn.
+// error is set when this node does not run the detector (it is not the
+// leader of the first region): the caller asks the node that does.
+type DeadlockResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Entry           *WaitForEntry          `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	DeadlockKeyHash uint64                 `protobuf:"varint,2,opt,name=deadlock_key_hash,json=deadlockKeyHash,proto3" json:"deadlock_key_hash,omitempty"`
+	WaitChain       []*WaitForEntry        `protobuf:"bytes,3,rep,name=wait_chain,json=waitChain,proto3" json:"wait_chain,omitempty"`
+	Error           string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DeadlockResponse) Reset() {
+	*x = DeadlockResponse{}
+	mi := &file_kvpb_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadlockResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadlockResponse) ProtoMessage() {}
+
+func (x *DeadlockResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadlockResponse.ProtoReflect.Descriptor instead.
+func (*DeadlockResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *DeadlockResponse) GetEntry() *WaitForEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+func (x *DeadlockResponse) GetDeadlockKeyHash() uint64 {
+	if x != nil {
+		return x.DeadlockKeyHash
+	}
+	return 0
+}
+
+func (x *DeadlockResponse) GetWaitChain() []*WaitForEntry {
+	if x != nil {
+		return x.WaitChain
+	}
+	return nil
+}
+
+func (x *DeadlockResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type PDError struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Message       string                 `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
@@ -3507,7 +3792,7 @@ type PDError struct {
 
 func (x *PDError) Reset() {
 	*x = PDError{}
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3519,7 +3804,7 @@ func (x *PDError) String() string {
 func (*PDError) ProtoMessage() {}
 
 func (x *PDError) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3532,7 +3817,7 @@ func (x *PDError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PDError.ProtoReflect.Descriptor instead.
 func (*PDError) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{49}
+	return file_kvpb_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *PDError) GetMessage() string {
@@ -3551,7 +3836,7 @@ type TsoRequest struct {
 
 func (x *TsoRequest) Reset() {
 	*x = TsoRequest{}
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3563,7 +3848,7 @@ func (x *TsoRequest) String() string {
 func (*TsoRequest) ProtoMessage() {}
 
 func (x *TsoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3576,7 +3861,7 @@ func (x *TsoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoRequest.ProtoReflect.Descriptor instead.
 func (*TsoRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{50}
+	return file_kvpb_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *TsoRequest) GetCount() uint32 {
@@ -3599,7 +3884,7 @@ type TsoResponse struct {
 
 func (x *TsoResponse) Reset() {
 	*x = TsoResponse{}
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3611,7 +3896,7 @@ func (x *TsoResponse) String() string {
 func (*TsoResponse) ProtoMessage() {}
 
 func (x *TsoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3624,7 +3909,7 @@ func (x *TsoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoResponse.ProtoReflect.Descriptor instead.
 func (*TsoResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{51}
+	return file_kvpb_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *TsoResponse) GetError() *PDError {
@@ -3657,7 +3942,7 @@ type GetRegionRequest struct {
 
 func (x *GetRegionRequest) Reset() {
 	*x = GetRegionRequest{}
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3669,7 +3954,7 @@ func (x *GetRegionRequest) String() string {
 func (*GetRegionRequest) ProtoMessage() {}
 
 func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3682,7 +3967,7 @@ func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{52}
+	return file_kvpb_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetRegionRequest) GetKey() []byte {
@@ -3701,7 +3986,7 @@ type GetRegionByIDRequest struct {
 
 func (x *GetRegionByIDRequest) Reset() {
 	*x = GetRegionByIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[53]
+	mi := &file_kvpb_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3713,7 +3998,7 @@ func (x *GetRegionByIDRequest) String() string {
 func (*GetRegionByIDRequest) ProtoMessage() {}
 
 func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[53]
+	mi := &file_kvpb_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3726,7 +4011,7 @@ func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionByIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{53}
+	return file_kvpb_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetRegionByIDRequest) GetRegionId() uint64 {
@@ -3747,7 +4032,7 @@ type GetRegionResponse struct {
 
 func (x *GetRegionResponse) Reset() {
 	*x = GetRegionResponse{}
-	mi := &file_kvpb_proto_msgTypes[54]
+	mi := &file_kvpb_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3759,7 +4044,7 @@ func (x *GetRegionResponse) String() string {
 func (*GetRegionResponse) ProtoMessage() {}
 
 func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[54]
+	mi := &file_kvpb_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3772,7 +4057,7 @@ func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionResponse.ProtoReflect.Descriptor instead.
 func (*GetRegionResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{54}
+	return file_kvpb_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetRegionResponse) GetError() *PDError {
@@ -3807,7 +4092,7 @@ type ScanRegionsRequest struct {
 
 func (x *ScanRegionsRequest) Reset() {
 	*x = ScanRegionsRequest{}
-	mi := &file_kvpb_proto_msgTypes[55]
+	mi := &file_kvpb_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3819,7 +4104,7 @@ func (x *ScanRegionsRequest) String() string {
 func (*ScanRegionsRequest) ProtoMessage() {}
 
 func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[55]
+	mi := &file_kvpb_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3832,7 +4117,7 @@ func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsRequest.ProtoReflect.Descriptor instead.
 func (*ScanRegionsRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{55}
+	return file_kvpb_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ScanRegionsRequest) GetStartKey() []byte {
@@ -3867,7 +4152,7 @@ type ScanRegionsResponse struct {
 
 func (x *ScanRegionsResponse) Reset() {
 	*x = ScanRegionsResponse{}
-	mi := &file_kvpb_proto_msgTypes[56]
+	mi := &file_kvpb_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3879,7 +4164,7 @@ func (x *ScanRegionsResponse) String() string {
 func (*ScanRegionsResponse) ProtoMessage() {}
 
 func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[56]
+	mi := &file_kvpb_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3892,7 +4177,7 @@ func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsResponse.ProtoReflect.Descriptor instead.
 func (*ScanRegionsResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{56}
+	return file_kvpb_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ScanRegionsResponse) GetError() *PDError {
@@ -3925,7 +4210,7 @@ type GetStoreRequest struct {
 
 func (x *GetStoreRequest) Reset() {
 	*x = GetStoreRequest{}
-	mi := &file_kvpb_proto_msgTypes[57]
+	mi := &file_kvpb_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3937,7 +4222,7 @@ func (x *GetStoreRequest) String() string {
 func (*GetStoreRequest) ProtoMessage() {}
 
 func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[57]
+	mi := &file_kvpb_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3950,7 +4235,7 @@ func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreRequest.ProtoReflect.Descriptor instead.
 func (*GetStoreRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{57}
+	return file_kvpb_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GetStoreRequest) GetStoreId() uint64 {
@@ -3970,7 +4255,7 @@ type GetStoreResponse struct {
 
 func (x *GetStoreResponse) Reset() {
 	*x = GetStoreResponse{}
-	mi := &file_kvpb_proto_msgTypes[58]
+	mi := &file_kvpb_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3982,7 +4267,7 @@ func (x *GetStoreResponse) String() string {
 func (*GetStoreResponse) ProtoMessage() {}
 
 func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[58]
+	mi := &file_kvpb_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3995,7 +4280,7 @@ func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreResponse.ProtoReflect.Descriptor instead.
 func (*GetStoreResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{58}
+	return file_kvpb_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GetStoreResponse) GetError() *PDError {
@@ -4021,7 +4306,7 @@ type AllocIDRequest struct {
 
 func (x *AllocIDRequest) Reset() {
 	*x = AllocIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[59]
+	mi := &file_kvpb_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4033,7 +4318,7 @@ func (x *AllocIDRequest) String() string {
 func (*AllocIDRequest) ProtoMessage() {}
 
 func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[59]
+	mi := &file_kvpb_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4046,7 +4331,7 @@ func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDRequest.ProtoReflect.Descriptor instead.
 func (*AllocIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{59}
+	return file_kvpb_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *AllocIDRequest) GetCount() uint32 {
@@ -4066,7 +4351,7 @@ type AllocIDResponse struct {
 
 func (x *AllocIDResponse) Reset() {
 	*x = AllocIDResponse{}
-	mi := &file_kvpb_proto_msgTypes[60]
+	mi := &file_kvpb_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4078,7 +4363,7 @@ func (x *AllocIDResponse) String() string {
 func (*AllocIDResponse) ProtoMessage() {}
 
 func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[60]
+	mi := &file_kvpb_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4091,7 +4376,7 @@ func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDResponse.ProtoReflect.Descriptor instead.
 func (*AllocIDResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{60}
+	return file_kvpb_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *AllocIDResponse) GetError() *PDError {
@@ -4122,7 +4407,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_kvpb_proto_msgTypes[61]
+	mi := &file_kvpb_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4134,7 +4419,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[61]
+	mi := &file_kvpb_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4147,7 +4432,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{61}
+	return file_kvpb_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *JoinRequest) GetClusterId() uint64 {
@@ -4175,7 +4460,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_kvpb_proto_msgTypes[62]
+	mi := &file_kvpb_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4187,7 +4472,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[62]
+	mi := &file_kvpb_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4200,7 +4485,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{62}
+	return file_kvpb_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *JoinResponse) GetError() *PDError {
@@ -4236,7 +4521,7 @@ type PeerProgress struct {
 
 func (x *PeerProgress) Reset() {
 	*x = PeerProgress{}
-	mi := &file_kvpb_proto_msgTypes[63]
+	mi := &file_kvpb_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4248,7 +4533,7 @@ func (x *PeerProgress) String() string {
 func (*PeerProgress) ProtoMessage() {}
 
 func (x *PeerProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[63]
+	mi := &file_kvpb_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4261,7 +4546,7 @@ func (x *PeerProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerProgress.ProtoReflect.Descriptor instead.
 func (*PeerProgress) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{63}
+	return file_kvpb_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PeerProgress) GetPeerId() uint64 {
@@ -4302,7 +4587,7 @@ type RegionStat struct {
 
 func (x *RegionStat) Reset() {
 	*x = RegionStat{}
-	mi := &file_kvpb_proto_msgTypes[64]
+	mi := &file_kvpb_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4314,7 +4599,7 @@ func (x *RegionStat) String() string {
 func (*RegionStat) ProtoMessage() {}
 
 func (x *RegionStat) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[64]
+	mi := &file_kvpb_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4327,7 +4612,7 @@ func (x *RegionStat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionStat.ProtoReflect.Descriptor instead.
 func (*RegionStat) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{64}
+	return file_kvpb_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *RegionStat) GetRegion() *Region {
@@ -4402,7 +4687,7 @@ type Operator struct {
 
 func (x *Operator) Reset() {
 	*x = Operator{}
-	mi := &file_kvpb_proto_msgTypes[65]
+	mi := &file_kvpb_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4414,7 +4699,7 @@ func (x *Operator) String() string {
 func (*Operator) ProtoMessage() {}
 
 func (x *Operator) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[65]
+	mi := &file_kvpb_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4427,7 +4712,7 @@ func (x *Operator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operator.ProtoReflect.Descriptor instead.
 func (*Operator) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{65}
+	return file_kvpb_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *Operator) GetRegionId() uint64 {
@@ -4479,7 +4764,7 @@ type StoreHeartbeatRequest struct {
 
 func (x *StoreHeartbeatRequest) Reset() {
 	*x = StoreHeartbeatRequest{}
-	mi := &file_kvpb_proto_msgTypes[66]
+	mi := &file_kvpb_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4491,7 +4776,7 @@ func (x *StoreHeartbeatRequest) String() string {
 func (*StoreHeartbeatRequest) ProtoMessage() {}
 
 func (x *StoreHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[66]
+	mi := &file_kvpb_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4504,7 +4789,7 @@ func (x *StoreHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*StoreHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{66}
+	return file_kvpb_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *StoreHeartbeatRequest) GetClusterId() uint64 {
@@ -4549,7 +4834,7 @@ type StoreHeartbeatResponse struct {
 
 func (x *StoreHeartbeatResponse) Reset() {
 	*x = StoreHeartbeatResponse{}
-	mi := &file_kvpb_proto_msgTypes[67]
+	mi := &file_kvpb_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4561,7 +4846,7 @@ func (x *StoreHeartbeatResponse) String() string {
 func (*StoreHeartbeatResponse) ProtoMessage() {}
 
 func (x *StoreHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[67]
+	mi := &file_kvpb_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4574,7 +4859,7 @@ func (x *StoreHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*StoreHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{67}
+	return file_kvpb_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *StoreHeartbeatResponse) GetError() *PDError {
@@ -4613,7 +4898,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_kvpb_proto_msgTypes[68]
+	mi := &file_kvpb_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4625,7 +4910,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[68]
+	mi := &file_kvpb_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4638,7 +4923,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{68}
+	return file_kvpb_proto_rawDescGZIP(), []int{71}
 }
 
 type StoreStatus struct {
@@ -4655,7 +4940,7 @@ type StoreStatus struct {
 
 func (x *StoreStatus) Reset() {
 	*x = StoreStatus{}
-	mi := &file_kvpb_proto_msgTypes[69]
+	mi := &file_kvpb_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4667,7 +4952,7 @@ func (x *StoreStatus) String() string {
 func (*StoreStatus) ProtoMessage() {}
 
 func (x *StoreStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[69]
+	mi := &file_kvpb_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4680,7 +4965,7 @@ func (x *StoreStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreStatus.ProtoReflect.Descriptor instead.
 func (*StoreStatus) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{69}
+	return file_kvpb_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *StoreStatus) GetStore() *Store {
@@ -4738,7 +5023,7 @@ type RegionStatus struct {
 
 func (x *RegionStatus) Reset() {
 	*x = RegionStatus{}
-	mi := &file_kvpb_proto_msgTypes[70]
+	mi := &file_kvpb_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4750,7 +5035,7 @@ func (x *RegionStatus) String() string {
 func (*RegionStatus) ProtoMessage() {}
 
 func (x *RegionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[70]
+	mi := &file_kvpb_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4763,7 +5048,7 @@ func (x *RegionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionStatus.ProtoReflect.Descriptor instead.
 func (*RegionStatus) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{70}
+	return file_kvpb_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *RegionStatus) GetRegion() *Region {
@@ -4816,7 +5101,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_kvpb_proto_msgTypes[71]
+	mi := &file_kvpb_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4828,7 +5113,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[71]
+	mi := &file_kvpb_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4841,7 +5126,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{71}
+	return file_kvpb_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ClusterStatusResponse) GetError() *PDError {
@@ -4902,7 +5187,7 @@ type GCSafePointRequest struct {
 
 func (x *GCSafePointRequest) Reset() {
 	*x = GCSafePointRequest{}
-	mi := &file_kvpb_proto_msgTypes[72]
+	mi := &file_kvpb_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4914,7 +5199,7 @@ func (x *GCSafePointRequest) String() string {
 func (*GCSafePointRequest) ProtoMessage() {}
 
 func (x *GCSafePointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[72]
+	mi := &file_kvpb_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4927,7 +5212,7 @@ func (x *GCSafePointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCSafePointRequest.ProtoReflect.Descriptor instead.
 func (*GCSafePointRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{72}
+	return file_kvpb_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GCSafePointRequest) GetSafePoint() uint64 {
@@ -4947,7 +5232,7 @@ type GCSafePointResponse struct {
 
 func (x *GCSafePointResponse) Reset() {
 	*x = GCSafePointResponse{}
-	mi := &file_kvpb_proto_msgTypes[73]
+	mi := &file_kvpb_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4959,7 +5244,7 @@ func (x *GCSafePointResponse) String() string {
 func (*GCSafePointResponse) ProtoMessage() {}
 
 func (x *GCSafePointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[73]
+	mi := &file_kvpb_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4972,7 +5257,7 @@ func (x *GCSafePointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCSafePointResponse.ProtoReflect.Descriptor instead.
 func (*GCSafePointResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{73}
+	return file_kvpb_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *GCSafePointResponse) GetError() *PDError {
@@ -5075,10 +5360,13 @@ const file_kvpb_proto_rawDesc = "" +
 	"\vTxnNotFound\x12\x19\n" +
 	"\bstart_ts\x18\x01 \x01(\x04R\astartTs\x12\x1f\n" +
 	"\vprimary_key\x18\x02 \x01(\fR\n" +
-	"primaryKey\">\n" +
+	"primaryKey\"\x9d\x01\n" +
 	"\bDeadlock\x12\x17\n" +
 	"\alock_ts\x18\x01 \x01(\x04R\x06lockTs\x12\x19\n" +
-	"\block_key\x18\x02 \x01(\fR\alockKey\"\xb3\x02\n" +
+	"\block_key\x18\x02 \x01(\fR\alockKey\x12*\n" +
+	"\x11deadlock_key_hash\x18\x03 \x01(\x04R\x0fdeadlockKeyHash\x121\n" +
+	"\n" +
+	"wait_chain\x18\x04 \x03(\v2\x12.kvpb.WaitForEntryR\twaitChain\"\xb3\x02\n" +
 	"\bKeyError\x12&\n" +
 	"\x06locked\x18\x01 \x01(\v2\x0e.kvpb.LockInfoR\x06locked\x12\x1c\n" +
 	"\tretryable\x18\x02 \x01(\tR\tretryable\x12\x14\n" +
@@ -5179,7 +5467,7 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x04keys\x18\x04 \x03(\fR\x04keys\"q\n" +
 	"\x13ResolveLockResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12$\n" +
-	"\x05error\x18\x02 \x01(\v2\x0e.kvpb.KeyErrorR\x05error\"\xc3\x02\n" +
+	"\x05error\x18\x02 \x01(\v2\x0e.kvpb.KeyErrorR\x05error\"\xf1\x02\n" +
 	"\x16PessimisticLockRequest\x12'\n" +
 	"\acontext\x18\x01 \x01(\v2\r.kvpb.ContextR\acontext\x12,\n" +
 	"\tmutations\x18\x02 \x03(\v2\x0e.kvpb.MutationR\tmutations\x12!\n" +
@@ -5188,11 +5476,13 @@ const file_kvpb_proto_rawDesc = "" +
 	"\block_ttl\x18\x05 \x01(\x04R\alockTtl\x12\"\n" +
 	"\rfor_update_ts\x18\x06 \x01(\x04R\vforUpdateTs\x12&\n" +
 	"\x0fwait_timeout_ms\x18\a \x01(\x03R\rwaitTimeoutMs\x12#\n" +
-	"\rreturn_values\x18\b \x01(\bR\freturnValues\"\x8f\x01\n" +
+	"\rreturn_values\x18\b \x01(\bR\freturnValues\x12,\n" +
+	"\x12lock_with_conflict\x18\t \x01(\bR\x10lockWithConflict\"\xc1\x01\n" +
 	"\x17PessimisticLockResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12&\n" +
 	"\x06errors\x18\x02 \x03(\v2\x0e.kvpb.KeyErrorR\x06errors\x12\x16\n" +
-	"\x06values\x18\x03 \x03(\fR\x06values\"\xa2\x01\n" +
+	"\x06values\x18\x03 \x03(\fR\x06values\x120\n" +
+	"\x14locked_with_conflict\x18\x04 \x01(\bR\x12lockedWithConflict\"\xa2\x01\n" +
 	"\x1aPessimisticRollbackRequest\x12'\n" +
 	"\acontext\x18\x01 \x01(\v2\r.kvpb.ContextR\acontext\x12#\n" +
 	"\rstart_version\x18\x02 \x01(\x04R\fstartVersion\x12\"\n" +
@@ -5241,7 +5531,22 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x12BatchResponseEntry\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1a\n" +
 	"\bresponse\x18\x02 \x01(\fR\bresponse\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"#\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"o\n" +
+	"\fWaitForEntry\x12\x10\n" +
+	"\x03txn\x18\x01 \x01(\x04R\x03txn\x12 \n" +
+	"\fwait_for_txn\x18\x02 \x01(\x04R\n" +
+	"waitForTxn\x12\x19\n" +
+	"\bkey_hash\x18\x03 \x01(\x04R\akeyHash\x12\x10\n" +
+	"\x03key\x18\x04 \x01(\fR\x03key\"f\n" +
+	"\x0fDeadlockRequest\x12)\n" +
+	"\x02tp\x18\x01 \x01(\x0e2\x19.kvpb.DeadlockRequestTypeR\x02tp\x12(\n" +
+	"\x05entry\x18\x02 \x01(\v2\x12.kvpb.WaitForEntryR\x05entry\"\xb1\x01\n" +
+	"\x10DeadlockResponse\x12(\n" +
+	"\x05entry\x18\x01 \x01(\v2\x12.kvpb.WaitForEntryR\x05entry\x12*\n" +
+	"\x11deadlock_key_hash\x18\x02 \x01(\x04R\x0fdeadlockKeyHash\x121\n" +
+	"\n" +
+	"wait_chain\x18\x03 \x03(\v2\x12.kvpb.WaitForEntryR\twaitChain\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"#\n" +
 	"\aPDError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\"\"\n" +
 	"\n" +
@@ -5370,7 +5675,12 @@ const file_kvpb_proto_rawDesc = "" +
 	"\bNoAction\x10\x00\x12\x15\n" +
 	"\x11TTLExpireRollback\x10\x01\x12\x18\n" +
 	"\x14LockNotExistRollback\x10\x02\x12\x15\n" +
-	"\x11MinCommitTSPushed\x10\x03*w\n" +
+	"\x11MinCommitTSPushed\x10\x03*B\n" +
+	"\x13DeadlockRequestType\x12\n" +
+	"\n" +
+	"\x06Detect\x10\x00\x12\x12\n" +
+	"\x0eCleanUpWaitFor\x10\x01\x12\v\n" +
+	"\aCleanUp\x10\x02*w\n" +
 	"\fOperatorKind\x12\x0e\n" +
 	"\n" +
 	"AddLearner\x10\x00\x12\x12\n" +
@@ -5398,7 +5708,9 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x11KvPessimisticLock\x12\x1c.kvpb.PessimisticLockRequest\x1a\x1d.kvpb.PessimisticLockResponse\x12\\\n" +
 	"\x15KvPessimisticRollback\x12 .kvpb.PessimisticRollbackRequest\x1a!.kvpb.PessimisticRollbackResponse\x12G\n" +
 	"\x0eKvTxnHeartBeat\x12\x19.kvpb.TxnHeartBeatRequest\x1a\x1a.kvpb.TxnHeartBeatResponse\x12G\n" +
-	"\x0eKvDestroyRange\x12\x19.kvpb.DestroyRangeRequest\x1a\x1a.kvpb.DestroyRangeResponse2\xf5\x04\n" +
+	"\x0eKvDestroyRange\x12\x19.kvpb.DestroyRangeRequest\x1a\x1a.kvpb.DestroyRangeResponse2K\n" +
+	"\x10DeadlockDetector\x127\n" +
+	"\x06Detect\x12\x15.kvpb.DeadlockRequest\x1a\x16.kvpb.DeadlockResponse2\xf5\x04\n" +
 	"\x02PD\x12-\n" +
 	"\x04Join\x12\x11.kvpb.JoinRequest\x1a\x12.kvpb.JoinResponse\x12K\n" +
 	"\x0eStoreHeartbeat\x12\x1b.kvpb.StoreHeartbeatRequest\x1a\x1c.kvpb.StoreHeartbeatResponse\x12H\n" +
@@ -5423,239 +5735,250 @@ func file_kvpb_proto_rawDescGZIP() []byte {
 	return file_kvpb_proto_rawDescData
 }
 
-var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
+var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
 var file_kvpb_proto_goTypes = []any{
 	(PeerRole)(0),                       // 0: kvpb.PeerRole
 	(Op)(0),                             // 1: kvpb.Op
 	(Action)(0),                         // 2: kvpb.Action
-	(OperatorKind)(0),                   // 3: kvpb.OperatorKind
-	(*RegionEpoch)(nil),                 // 4: kvpb.RegionEpoch
-	(*Peer)(nil),                        // 5: kvpb.Peer
-	(*Region)(nil),                      // 6: kvpb.Region
-	(*Store)(nil),                       // 7: kvpb.Store
-	(*Context)(nil),                     // 8: kvpb.Context
-	(*RegionError)(nil),                 // 9: kvpb.RegionError
-	(*NotLeader)(nil),                   // 10: kvpb.NotLeader
-	(*EpochNotMatch)(nil),               // 11: kvpb.EpochNotMatch
-	(*KeyNotInRegion)(nil),              // 12: kvpb.KeyNotInRegion
-	(*ServerBusy)(nil),                  // 13: kvpb.ServerBusy
-	(*RegionNotFound)(nil),              // 14: kvpb.RegionNotFound
-	(*Mutation)(nil),                    // 15: kvpb.Mutation
-	(*LockInfo)(nil),                    // 16: kvpb.LockInfo
-	(*WriteConflict)(nil),               // 17: kvpb.WriteConflict
-	(*AlreadyExist)(nil),                // 18: kvpb.AlreadyExist
-	(*TxnNotFound)(nil),                 // 19: kvpb.TxnNotFound
-	(*Deadlock)(nil),                    // 20: kvpb.Deadlock
-	(*KeyError)(nil),                    // 21: kvpb.KeyError
-	(*KvPair)(nil),                      // 22: kvpb.KvPair
-	(*GetRequest)(nil),                  // 23: kvpb.GetRequest
-	(*GetResponse)(nil),                 // 24: kvpb.GetResponse
-	(*BatchGetRequest)(nil),             // 25: kvpb.BatchGetRequest
-	(*BatchGetResponse)(nil),            // 26: kvpb.BatchGetResponse
-	(*ScanRequest)(nil),                 // 27: kvpb.ScanRequest
-	(*ScanResponse)(nil),                // 28: kvpb.ScanResponse
-	(*PrewriteRequest)(nil),             // 29: kvpb.PrewriteRequest
-	(*PrewriteResponse)(nil),            // 30: kvpb.PrewriteResponse
-	(*CommitRequest)(nil),               // 31: kvpb.CommitRequest
-	(*CommitResponse)(nil),              // 32: kvpb.CommitResponse
-	(*BatchRollbackRequest)(nil),        // 33: kvpb.BatchRollbackRequest
-	(*BatchRollbackResponse)(nil),       // 34: kvpb.BatchRollbackResponse
-	(*CheckTxnStatusRequest)(nil),       // 35: kvpb.CheckTxnStatusRequest
-	(*CheckTxnStatusResponse)(nil),      // 36: kvpb.CheckTxnStatusResponse
-	(*ResolveLockRequest)(nil),          // 37: kvpb.ResolveLockRequest
-	(*ResolveLockResponse)(nil),         // 38: kvpb.ResolveLockResponse
-	(*PessimisticLockRequest)(nil),      // 39: kvpb.PessimisticLockRequest
-	(*PessimisticLockResponse)(nil),     // 40: kvpb.PessimisticLockResponse
-	(*PessimisticRollbackRequest)(nil),  // 41: kvpb.PessimisticRollbackRequest
-	(*PessimisticRollbackResponse)(nil), // 42: kvpb.PessimisticRollbackResponse
-	(*TxnHeartBeatRequest)(nil),         // 43: kvpb.TxnHeartBeatRequest
-	(*TxnHeartBeatResponse)(nil),        // 44: kvpb.TxnHeartBeatResponse
-	(*DestroyRangeRequest)(nil),         // 45: kvpb.DestroyRangeRequest
-	(*DestroyRangeResponse)(nil),        // 46: kvpb.DestroyRangeResponse
-	(*ScanLockRequest)(nil),             // 47: kvpb.ScanLockRequest
-	(*ScanLockResponse)(nil),            // 48: kvpb.ScanLockResponse
-	(*BatchRequest)(nil),                // 49: kvpb.BatchRequest
-	(*BatchRequestEntry)(nil),           // 50: kvpb.BatchRequestEntry
-	(*BatchResponse)(nil),               // 51: kvpb.BatchResponse
-	(*BatchResponseEntry)(nil),          // 52: kvpb.BatchResponseEntry
-	(*PDError)(nil),                     // 53: kvpb.PDError
-	(*TsoRequest)(nil),                  // 54: kvpb.TsoRequest
-	(*TsoResponse)(nil),                 // 55: kvpb.TsoResponse
-	(*GetRegionRequest)(nil),            // 56: kvpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),        // 57: kvpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),           // 58: kvpb.GetRegionResponse
-	(*ScanRegionsRequest)(nil),          // 59: kvpb.ScanRegionsRequest
-	(*ScanRegionsResponse)(nil),         // 60: kvpb.ScanRegionsResponse
-	(*GetStoreRequest)(nil),             // 61: kvpb.GetStoreRequest
-	(*GetStoreResponse)(nil),            // 62: kvpb.GetStoreResponse
-	(*AllocIDRequest)(nil),              // 63: kvpb.AllocIDRequest
-	(*AllocIDResponse)(nil),             // 64: kvpb.AllocIDResponse
-	(*JoinRequest)(nil),                 // 65: kvpb.JoinRequest
-	(*JoinResponse)(nil),                // 66: kvpb.JoinResponse
-	(*PeerProgress)(nil),                // 67: kvpb.PeerProgress
-	(*RegionStat)(nil),                  // 68: kvpb.RegionStat
-	(*Operator)(nil),                    // 69: kvpb.Operator
-	(*StoreHeartbeatRequest)(nil),       // 70: kvpb.StoreHeartbeatRequest
-	(*StoreHeartbeatResponse)(nil),      // 71: kvpb.StoreHeartbeatResponse
-	(*ClusterStatusRequest)(nil),        // 72: kvpb.ClusterStatusRequest
-	(*StoreStatus)(nil),                 // 73: kvpb.StoreStatus
-	(*RegionStatus)(nil),                // 74: kvpb.RegionStatus
-	(*ClusterStatusResponse)(nil),       // 75: kvpb.ClusterStatusResponse
-	(*GCSafePointRequest)(nil),          // 76: kvpb.GCSafePointRequest
-	(*GCSafePointResponse)(nil),         // 77: kvpb.GCSafePointResponse
+	(DeadlockRequestType)(0),            // 3: kvpb.DeadlockRequestType
+	(OperatorKind)(0),                   // 4: kvpb.OperatorKind
+	(*RegionEpoch)(nil),                 // 5: kvpb.RegionEpoch
+	(*Peer)(nil),                        // 6: kvpb.Peer
+	(*Region)(nil),                      // 7: kvpb.Region
+	(*Store)(nil),                       // 8: kvpb.Store
+	(*Context)(nil),                     // 9: kvpb.Context
+	(*RegionError)(nil),                 // 10: kvpb.RegionError
+	(*NotLeader)(nil),                   // 11: kvpb.NotLeader
+	(*EpochNotMatch)(nil),               // 12: kvpb.EpochNotMatch
+	(*KeyNotInRegion)(nil),              // 13: kvpb.KeyNotInRegion
+	(*ServerBusy)(nil),                  // 14: kvpb.ServerBusy
+	(*RegionNotFound)(nil),              // 15: kvpb.RegionNotFound
+	(*Mutation)(nil),                    // 16: kvpb.Mutation
+	(*LockInfo)(nil),                    // 17: kvpb.LockInfo
+	(*WriteConflict)(nil),               // 18: kvpb.WriteConflict
+	(*AlreadyExist)(nil),                // 19: kvpb.AlreadyExist
+	(*TxnNotFound)(nil),                 // 20: kvpb.TxnNotFound
+	(*Deadlock)(nil),                    // 21: kvpb.Deadlock
+	(*KeyError)(nil),                    // 22: kvpb.KeyError
+	(*KvPair)(nil),                      // 23: kvpb.KvPair
+	(*GetRequest)(nil),                  // 24: kvpb.GetRequest
+	(*GetResponse)(nil),                 // 25: kvpb.GetResponse
+	(*BatchGetRequest)(nil),             // 26: kvpb.BatchGetRequest
+	(*BatchGetResponse)(nil),            // 27: kvpb.BatchGetResponse
+	(*ScanRequest)(nil),                 // 28: kvpb.ScanRequest
+	(*ScanResponse)(nil),                // 29: kvpb.ScanResponse
+	(*PrewriteRequest)(nil),             // 30: kvpb.PrewriteRequest
+	(*PrewriteResponse)(nil),            // 31: kvpb.PrewriteResponse
+	(*CommitRequest)(nil),               // 32: kvpb.CommitRequest
+	(*CommitResponse)(nil),              // 33: kvpb.CommitResponse
+	(*BatchRollbackRequest)(nil),        // 34: kvpb.BatchRollbackRequest
+	(*BatchRollbackResponse)(nil),       // 35: kvpb.BatchRollbackResponse
+	(*CheckTxnStatusRequest)(nil),       // 36: kvpb.CheckTxnStatusRequest
+	(*CheckTxnStatusResponse)(nil),      // 37: kvpb.CheckTxnStatusResponse
+	(*ResolveLockRequest)(nil),          // 38: kvpb.ResolveLockRequest
+	(*ResolveLockResponse)(nil),         // 39: kvpb.ResolveLockResponse
+	(*PessimisticLockRequest)(nil),      // 40: kvpb.PessimisticLockRequest
+	(*PessimisticLockResponse)(nil),     // 41: kvpb.PessimisticLockResponse
+	(*PessimisticRollbackRequest)(nil),  // 42: kvpb.PessimisticRollbackRequest
+	(*PessimisticRollbackResponse)(nil), // 43: kvpb.PessimisticRollbackResponse
+	(*TxnHeartBeatRequest)(nil),         // 44: kvpb.TxnHeartBeatRequest
+	(*TxnHeartBeatResponse)(nil),        // 45: kvpb.TxnHeartBeatResponse
+	(*DestroyRangeRequest)(nil),         // 46: kvpb.DestroyRangeRequest
+	(*DestroyRangeResponse)(nil),        // 47: kvpb.DestroyRangeResponse
+	(*ScanLockRequest)(nil),             // 48: kvpb.ScanLockRequest
+	(*ScanLockResponse)(nil),            // 49: kvpb.ScanLockResponse
+	(*BatchRequest)(nil),                // 50: kvpb.BatchRequest
+	(*BatchRequestEntry)(nil),           // 51: kvpb.BatchRequestEntry
+	(*BatchResponse)(nil),               // 52: kvpb.BatchResponse
+	(*BatchResponseEntry)(nil),          // 53: kvpb.BatchResponseEntry
+	(*WaitForEntry)(nil),                // 54: kvpb.WaitForEntry
+	(*DeadlockRequest)(nil),             // 55: kvpb.DeadlockRequest
+	(*DeadlockResponse)(nil),            // 56: kvpb.DeadlockResponse
+	(*PDError)(nil),                     // 57: kvpb.PDError
+	(*TsoRequest)(nil),                  // 58: kvpb.TsoRequest
+	(*TsoResponse)(nil),                 // 59: kvpb.TsoResponse
+	(*GetRegionRequest)(nil),            // 60: kvpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),        // 61: kvpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),           // 62: kvpb.GetRegionResponse
+	(*ScanRegionsRequest)(nil),          // 63: kvpb.ScanRegionsRequest
+	(*ScanRegionsResponse)(nil),         // 64: kvpb.ScanRegionsResponse
+	(*GetStoreRequest)(nil),             // 65: kvpb.GetStoreRequest
+	(*GetStoreResponse)(nil),            // 66: kvpb.GetStoreResponse
+	(*AllocIDRequest)(nil),              // 67: kvpb.AllocIDRequest
+	(*AllocIDResponse)(nil),             // 68: kvpb.AllocIDResponse
+	(*JoinRequest)(nil),                 // 69: kvpb.JoinRequest
+	(*JoinResponse)(nil),                // 70: kvpb.JoinResponse
+	(*PeerProgress)(nil),                // 71: kvpb.PeerProgress
+	(*RegionStat)(nil),                  // 72: kvpb.RegionStat
+	(*Operator)(nil),                    // 73: kvpb.Operator
+	(*StoreHeartbeatRequest)(nil),       // 74: kvpb.StoreHeartbeatRequest
+	(*StoreHeartbeatResponse)(nil),      // 75: kvpb.StoreHeartbeatResponse
+	(*ClusterStatusRequest)(nil),        // 76: kvpb.ClusterStatusRequest
+	(*StoreStatus)(nil),                 // 77: kvpb.StoreStatus
+	(*RegionStatus)(nil),                // 78: kvpb.RegionStatus
+	(*ClusterStatusResponse)(nil),       // 79: kvpb.ClusterStatusResponse
+	(*GCSafePointRequest)(nil),          // 80: kvpb.GCSafePointRequest
+	(*GCSafePointResponse)(nil),         // 81: kvpb.GCSafePointResponse
 }
 var file_kvpb_proto_depIdxs = []int32{
 	0,   // 0: kvpb.Peer.role:type_name -> kvpb.PeerRole
-	4,   // 1: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
-	5,   // 2: kvpb.Region.peers:type_name -> kvpb.Peer
-	4,   // 3: kvpb.Context.region_epoch:type_name -> kvpb.RegionEpoch
-	5,   // 4: kvpb.Context.peer:type_name -> kvpb.Peer
-	10,  // 5: kvpb.RegionError.not_leader:type_name -> kvpb.NotLeader
-	11,  // 6: kvpb.RegionError.epoch_not_match:type_name -> kvpb.EpochNotMatch
-	12,  // 7: kvpb.RegionError.key_not_in_region:type_name -> kvpb.KeyNotInRegion
-	13,  // 8: kvpb.RegionError.server_busy:type_name -> kvpb.ServerBusy
-	14,  // 9: kvpb.RegionError.region_not_found:type_name -> kvpb.RegionNotFound
-	5,   // 10: kvpb.NotLeader.leader:type_name -> kvpb.Peer
-	6,   // 11: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
+	5,   // 1: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
+	6,   // 2: kvpb.Region.peers:type_name -> kvpb.Peer
+	5,   // 3: kvpb.Context.region_epoch:type_name -> kvpb.RegionEpoch
+	6,   // 4: kvpb.Context.peer:type_name -> kvpb.Peer
+	11,  // 5: kvpb.RegionError.not_leader:type_name -> kvpb.NotLeader
+	12,  // 6: kvpb.RegionError.epoch_not_match:type_name -> kvpb.EpochNotMatch
+	13,  // 7: kvpb.RegionError.key_not_in_region:type_name -> kvpb.KeyNotInRegion
+	14,  // 8: kvpb.RegionError.server_busy:type_name -> kvpb.ServerBusy
+	15,  // 9: kvpb.RegionError.region_not_found:type_name -> kvpb.RegionNotFound
+	6,   // 10: kvpb.NotLeader.leader:type_name -> kvpb.Peer
+	7,   // 11: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
 	1,   // 12: kvpb.Mutation.op:type_name -> kvpb.Op
 	1,   // 13: kvpb.LockInfo.lock_type:type_name -> kvpb.Op
-	16,  // 14: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
-	17,  // 15: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
-	18,  // 16: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
-	19,  // 17: kvpb.KeyError.txn_not_found:type_name -> kvpb.TxnNotFound
-	20,  // 18: kvpb.KeyError.deadlock:type_name -> kvpb.Deadlock
-	21,  // 19: kvpb.KvPair.error:type_name -> kvpb.KeyError
-	8,   // 20: kvpb.GetRequest.context:type_name -> kvpb.Context
-	9,   // 21: kvpb.GetResponse.region_error:type_name -> kvpb.RegionError
-	21,  // 22: kvpb.GetResponse.error:type_name -> kvpb.KeyError
-	8,   // 23: kvpb.BatchGetRequest.context:type_name -> kvpb.Context
-	9,   // 24: kvpb.BatchGetResponse.region_error:type_name -> kvpb.RegionError
-	22,  // 25: kvpb.BatchGetResponse.pairs:type_name -> kvpb.KvPair
-	21,  // 26: kvpb.BatchGetResponse.error:type_name -> kvpb.KeyError
-	8,   // 27: kvpb.ScanRequest.context:type_name -> kvpb.Context
-	9,   // 28: kvpb.ScanResponse.region_error:type_name -> kvpb.RegionError
-	22,  // 29: kvpb.ScanResponse.pairs:type_name -> kvpb.KvPair
-	21,  // 30: kvpb.ScanResponse.error:type_name -> kvpb.KeyError
-	8,   // 31: kvpb.PrewriteRequest.context:type_name -> kvpb.Context
-	15,  // 32: kvpb.PrewriteRequest.mutations:type_name -> kvpb.Mutation
-	9,   // 33: kvpb.PrewriteResponse.region_error:type_name -> kvpb.RegionError
-	21,  // 34: kvpb.PrewriteResponse.errors:type_name -> kvpb.KeyError
-	8,   // 35: kvpb.CommitRequest.context:type_name -> kvpb.Context
-	9,   // 36: kvpb.CommitResponse.region_error:type_name -> kvpb.RegionError
-	21,  // 37: kvpb.CommitResponse.error:type_name -> kvpb.KeyError
-	8,   // 38: kvpb.BatchRollbackRequest.context:type_name -> kvpb.Context
-	9,   // 39: kvpb.BatchRollbackResponse.region_error:type_name -> kvpb.RegionError
-	21,  // 40: kvpb.BatchRollbackResponse.error:type_name -> kvpb.KeyError
-	8,   // 41: kvpb.CheckTxnStatusRequest.context:type_name -> kvpb.Context
-	9,   // 42: kvpb.CheckTxnStatusResponse.region_error:type_name -> kvpb.RegionError
-	21,  // 43: kvpb.CheckTxnStatusResponse.error:type_name -> kvpb.KeyError
-	2,   // 44: kvpb.CheckTxnStatusResponse.action:type_name -> kvpb.Action
-	16,  // 45: kvpb.CheckTxnStatusResponse.lock_info:type_name -> kvpb.LockInfo
-	8,   // 46: kvpb.ResolveLockRequest.context:type_name -> kvpb.Context
-	9,   // 47: kvpb.ResolveLockResponse.region_error:type_name -> kvpb.RegionError
-	21,  // 48: kvpb.ResolveLockResponse.error:type_name -> kvpb.KeyError
-	8,   // 49: kvpb.PessimisticLockRequest.context:type_name -> kvpb.Context
-	15,  // 50: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
-	9,   // 51: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
-	21,  // 52: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
-	8,   // 53: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
-	9,   // 54: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
-	21,  // 55: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
-	8,   // 56: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
-	9,   // 57: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
-	21,  // 58: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
-	8,   // 59: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
-	9,   // 60: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
-	8,   // 61: kvpb.ScanLockRequest.context:type_name -> kvpb.Context
-	9,   // 62: kvpb.ScanLockResponse.region_error:type_name -> kvpb.RegionError
-	16,  // 63: kvpb.ScanLockResponse.locks:type_name -> kvpb.LockInfo
-	50,  // 64: kvpb.BatchRequest.entries:type_name -> kvpb.BatchRequestEntry
-	52,  // 65: kvpb.BatchResponse.entries:type_name -> kvpb.BatchResponseEntry
-	53,  // 66: kvpb.TsoResponse.error:type_name -> kvpb.PDError
-	53,  // 67: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
-	6,   // 68: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
-	5,   // 69: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
-	53,  // 70: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
-	6,   // 71: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
-	5,   // 72: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
-	53,  // 73: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
-	7,   // 74: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
-	53,  // 75: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
-	7,   // 76: kvpb.JoinRequest.store:type_name -> kvpb.Store
-	53,  // 77: kvpb.JoinResponse.error:type_name -> kvpb.PDError
-	6,   // 78: kvpb.RegionStat.region:type_name -> kvpb.Region
-	5,   // 79: kvpb.RegionStat.leader:type_name -> kvpb.Peer
-	67,  // 80: kvpb.RegionStat.progress:type_name -> kvpb.PeerProgress
-	4,   // 81: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
-	3,   // 82: kvpb.Operator.kind:type_name -> kvpb.OperatorKind
-	5,   // 83: kvpb.Operator.peer:type_name -> kvpb.Peer
-	7,   // 84: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
-	68,  // 85: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
-	53,  // 86: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
-	69,  // 87: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
-	7,   // 88: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
-	7,   // 89: kvpb.StoreStatus.store:type_name -> kvpb.Store
-	6,   // 90: kvpb.RegionStatus.region:type_name -> kvpb.Region
-	5,   // 91: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
-	67,  // 92: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
-	53,  // 93: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
-	73,  // 94: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
-	74,  // 95: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
-	53,  // 96: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
-	49,  // 97: kvpb.Kv.KvBatchCommands:input_type -> kvpb.BatchRequest
-	47,  // 98: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
-	23,  // 99: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
-	25,  // 100: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
-	27,  // 101: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
-	29,  // 102: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
-	31,  // 103: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
-	33,  // 104: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
-	35,  // 105: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
-	37,  // 106: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
-	39,  // 107: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
-	41,  // 108: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
-	43,  // 109: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
-	45,  // 110: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
-	65,  // 111: kvpb.PD.Join:input_type -> kvpb.JoinRequest
-	70,  // 112: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
-	72,  // 113: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
-	76,  // 114: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
-	54,  // 115: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
-	56,  // 116: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
-	57,  // 117: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
-	59,  // 118: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
-	61,  // 119: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
-	63,  // 120: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
-	51,  // 121: kvpb.Kv.KvBatchCommands:output_type -> kvpb.BatchResponse
-	48,  // 122: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
-	24,  // 123: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
-	26,  // 124: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
-	28,  // 125: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
-	30,  // 126: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
-	32,  // 127: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
-	34,  // 128: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
-	36,  // 129: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
-	38,  // 130: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
-	40,  // 131: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
-	42,  // 132: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
-	44,  // 133: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
-	46,  // 134: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
-	66,  // 135: kvpb.PD.Join:output_type -> kvpb.JoinResponse
-	71,  // 136: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
-	75,  // 137: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
-	77,  // 138: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
-	55,  // 139: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
-	58,  // 140: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
-	58,  // 141: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
-	60,  // 142: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
-	62,  // 143: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
-	64,  // 144: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
-	121, // [121:145] is the sub-list for method output_type
-	97,  // [97:121] is the sub-list for method input_type
-	97,  // [97:97] is the sub-list for extension type_name
-	97,  // [97:97] is the sub-list for extension extendee
-	0,   // [0:97] is the sub-list for field type_name
+	54,  // 14: kvpb.Deadlock.wait_chain:type_name -> kvpb.WaitForEntry
+	17,  // 15: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
+	18,  // 16: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
+	19,  // 17: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
+	20,  // 18: kvpb.KeyError.txn_not_found:type_name -> kvpb.TxnNotFound
+	21,  // 19: kvpb.KeyError.deadlock:type_name -> kvpb.Deadlock
+	22,  // 20: kvpb.KvPair.error:type_name -> kvpb.KeyError
+	9,   // 21: kvpb.GetRequest.context:type_name -> kvpb.Context
+	10,  // 22: kvpb.GetResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 23: kvpb.GetResponse.error:type_name -> kvpb.KeyError
+	9,   // 24: kvpb.BatchGetRequest.context:type_name -> kvpb.Context
+	10,  // 25: kvpb.BatchGetResponse.region_error:type_name -> kvpb.RegionError
+	23,  // 26: kvpb.BatchGetResponse.pairs:type_name -> kvpb.KvPair
+	22,  // 27: kvpb.BatchGetResponse.error:type_name -> kvpb.KeyError
+	9,   // 28: kvpb.ScanRequest.context:type_name -> kvpb.Context
+	10,  // 29: kvpb.ScanResponse.region_error:type_name -> kvpb.RegionError
+	23,  // 30: kvpb.ScanResponse.pairs:type_name -> kvpb.KvPair
+	22,  // 31: kvpb.ScanResponse.error:type_name -> kvpb.KeyError
+	9,   // 32: kvpb.PrewriteRequest.context:type_name -> kvpb.Context
+	16,  // 33: kvpb.PrewriteRequest.mutations:type_name -> kvpb.Mutation
+	10,  // 34: kvpb.PrewriteResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 35: kvpb.PrewriteResponse.errors:type_name -> kvpb.KeyError
+	9,   // 36: kvpb.CommitRequest.context:type_name -> kvpb.Context
+	10,  // 37: kvpb.CommitResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 38: kvpb.CommitResponse.error:type_name -> kvpb.KeyError
+	9,   // 39: kvpb.BatchRollbackRequest.context:type_name -> kvpb.Context
+	10,  // 40: kvpb.BatchRollbackResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 41: kvpb.BatchRollbackResponse.error:type_name -> kvpb.KeyError
+	9,   // 42: kvpb.CheckTxnStatusRequest.context:type_name -> kvpb.Context
+	10,  // 43: kvpb.CheckTxnStatusResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 44: kvpb.CheckTxnStatusResponse.error:type_name -> kvpb.KeyError
+	2,   // 45: kvpb.CheckTxnStatusResponse.action:type_name -> kvpb.Action
+	17,  // 46: kvpb.CheckTxnStatusResponse.lock_info:type_name -> kvpb.LockInfo
+	9,   // 47: kvpb.ResolveLockRequest.context:type_name -> kvpb.Context
+	10,  // 48: kvpb.ResolveLockResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 49: kvpb.ResolveLockResponse.error:type_name -> kvpb.KeyError
+	9,   // 50: kvpb.PessimisticLockRequest.context:type_name -> kvpb.Context
+	16,  // 51: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
+	10,  // 52: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 53: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
+	9,   // 54: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
+	10,  // 55: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 56: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
+	9,   // 57: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
+	10,  // 58: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
+	22,  // 59: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
+	9,   // 60: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
+	10,  // 61: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
+	9,   // 62: kvpb.ScanLockRequest.context:type_name -> kvpb.Context
+	10,  // 63: kvpb.ScanLockResponse.region_error:type_name -> kvpb.RegionError
+	17,  // 64: kvpb.ScanLockResponse.locks:type_name -> kvpb.LockInfo
+	51,  // 65: kvpb.BatchRequest.entries:type_name -> kvpb.BatchRequestEntry
+	53,  // 66: kvpb.BatchResponse.entries:type_name -> kvpb.BatchResponseEntry
+	3,   // 67: kvpb.DeadlockRequest.tp:type_name -> kvpb.DeadlockRequestType
+	54,  // 68: kvpb.DeadlockRequest.entry:type_name -> kvpb.WaitForEntry
+	54,  // 69: kvpb.DeadlockResponse.entry:type_name -> kvpb.WaitForEntry
+	54,  // 70: kvpb.DeadlockResponse.wait_chain:type_name -> kvpb.WaitForEntry
+	57,  // 71: kvpb.TsoResponse.error:type_name -> kvpb.PDError
+	57,  // 72: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
+	7,   // 73: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
+	6,   // 74: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
+	57,  // 75: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
+	7,   // 76: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
+	6,   // 77: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
+	57,  // 78: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
+	8,   // 79: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
+	57,  // 80: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
+	8,   // 81: kvpb.JoinRequest.store:type_name -> kvpb.Store
+	57,  // 82: kvpb.JoinResponse.error:type_name -> kvpb.PDError
+	7,   // 83: kvpb.RegionStat.region:type_name -> kvpb.Region
+	6,   // 84: kvpb.RegionStat.leader:type_name -> kvpb.Peer
+	71,  // 85: kvpb.RegionStat.progress:type_name -> kvpb.PeerProgress
+	5,   // 86: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
+	4,   // 87: kvpb.Operator.kind:type_name -> kvpb.OperatorKind
+	6,   // 88: kvpb.Operator.peer:type_name -> kvpb.Peer
+	8,   // 89: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
+	72,  // 90: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
+	57,  // 91: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
+	73,  // 92: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
+	8,   // 93: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
+	8,   // 94: kvpb.StoreStatus.store:type_name -> kvpb.Store
+	7,   // 95: kvpb.RegionStatus.region:type_name -> kvpb.Region
+	6,   // 96: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
+	71,  // 97: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
+	57,  // 98: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
+	77,  // 99: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
+	78,  // 100: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
+	57,  // 101: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
+	50,  // 102: kvpb.Kv.KvBatchCommands:input_type -> kvpb.BatchRequest
+	48,  // 103: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
+	24,  // 104: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
+	26,  // 105: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
+	28,  // 106: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
+	30,  // 107: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
+	32,  // 108: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
+	34,  // 109: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
+	36,  // 110: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
+	38,  // 111: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
+	40,  // 112: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
+	42,  // 113: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
+	44,  // 114: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
+	46,  // 115: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
+	55,  // 116: kvpb.DeadlockDetector.Detect:input_type -> kvpb.DeadlockRequest
+	69,  // 117: kvpb.PD.Join:input_type -> kvpb.JoinRequest
+	74,  // 118: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
+	76,  // 119: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
+	80,  // 120: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
+	58,  // 121: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
+	60,  // 122: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
+	61,  // 123: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
+	63,  // 124: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
+	65,  // 125: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
+	67,  // 126: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
+	52,  // 127: kvpb.Kv.KvBatchCommands:output_type -> kvpb.BatchResponse
+	49,  // 128: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
+	25,  // 129: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
+	27,  // 130: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
+	29,  // 131: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
+	31,  // 132: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
+	33,  // 133: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
+	35,  // 134: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
+	37,  // 135: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
+	39,  // 136: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
+	41,  // 137: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
+	43,  // 138: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
+	45,  // 139: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
+	47,  // 140: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
+	56,  // 141: kvpb.DeadlockDetector.Detect:output_type -> kvpb.DeadlockResponse
+	70,  // 142: kvpb.PD.Join:output_type -> kvpb.JoinResponse
+	75,  // 143: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
+	79,  // 144: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
+	81,  // 145: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
+	59,  // 146: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
+	62,  // 147: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
+	62,  // 148: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
+	64,  // 149: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
+	66,  // 150: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
+	68,  // 151: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
+	127, // [127:152] is the sub-list for method output_type
+	102, // [102:127] is the sub-list for method input_type
+	102, // [102:102] is the sub-list for extension type_name
+	102, // [102:102] is the sub-list for extension extendee
+	0,   // [0:102] is the sub-list for field type_name
 }
 
 func init() { file_kvpb_proto_init() }
@@ -5668,10 +5991,10 @@ func file_kvpb_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvpb_proto_rawDesc), len(file_kvpb_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   74,
+			NumEnums:      5,
+			NumMessages:   77,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   3,
 		},
 		GoTypes:           file_kvpb_proto_goTypes,
 		DependencyIndexes: file_kvpb_proto_depIdxs,

@@ -615,6 +615,116 @@ var Kv_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
+	DeadlockDetector_Detect_FullMethodName = "/kvpb.DeadlockDetector/Detect"
+)
+
+// DeadlockDetectorClient is the client API for DeadlockDetector service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// DeadlockDetector is the cluster's deadlock detector, as TiKV runs it: one
+// wait-for graph, kept by the node leading the first region, which every
+// node's lock waiters consult before they wait.
+type DeadlockDetectorClient interface {
+	Detect(ctx context.Context, in *DeadlockRequest, opts ...grpc.CallOption) (*DeadlockResponse, error)
+}
+
+type deadlockDetectorClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewDeadlockDetectorClient(cc grpc.ClientConnInterface) DeadlockDetectorClient {
+	return &deadlockDetectorClient{cc}
+}
+
+func (c *deadlockDetectorClient) Detect(ctx context.Context, in *DeadlockRequest, opts ...grpc.CallOption) (*DeadlockResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeadlockResponse)
+	err := c.cc.Invoke(ctx, DeadlockDetector_Detect_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeadlockDetectorServer is the server API for DeadlockDetector service.
+// All implementations must embed UnimplementedDeadlockDetectorServer
+// for forward compatibility.
+//
+// DeadlockDetector is the cluster's deadlock detector, as TiKV runs it: one
+// wait-for graph, kept by the node leading the first region, which every
+// node's lock waiters consult before they wait.
+type DeadlockDetectorServer interface {
+	Detect(context.Context, *DeadlockRequest) (*DeadlockResponse, error)
+	mustEmbedUnimplementedDeadlockDetectorServer()
+}
+
+// UnimplementedDeadlockDetectorServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedDeadlockDetectorServer struct{}
+
+func (UnimplementedDeadlockDetectorServer) Detect(context.Context, *DeadlockRequest) (*DeadlockResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Detect not implemented")
+}
+func (UnimplementedDeadlockDetectorServer) mustEmbedUnimplementedDeadlockDetectorServer() {}
+func (UnimplementedDeadlockDetectorServer) testEmbeddedByValue()                          {}
+
+// UnsafeDeadlockDetectorServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to DeadlockDetectorServer will
+// result in compilation errors.
+type UnsafeDeadlockDetectorServer interface {
+	mustEmbedUnimplementedDeadlockDetectorServer()
+}
+
+func RegisterDeadlockDetectorServer(s grpc.ServiceRegistrar, srv DeadlockDetectorServer) {
+	// If the following call pancis, it indicates UnimplementedDeadlockDetectorServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&DeadlockDetector_ServiceDesc, srv)
+}
+
+func _DeadlockDetector_Detect_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeadlockRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DeadlockDetectorServer).Detect(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DeadlockDetector_Detect_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DeadlockDetectorServer).Detect(ctx, req.(*DeadlockRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// DeadlockDetector_ServiceDesc is the grpc.ServiceDesc for DeadlockDetector service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var DeadlockDetector_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "kvpb.DeadlockDetector",
+	HandlerType: (*DeadlockDetectorServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Detect",
+			Handler:    _DeadlockDetector_Detect_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "kvpb.proto",
+}
+
+const (
 	PD_Join_FullMethodName           = "/kvpb.PD/Join"
 	PD_StoreHeartbeat_FullMethodName = "/kvpb.PD/StoreHeartbeat"
 	PD_ClusterStatus_FullMethodName  = "/kvpb.PD/ClusterStatus"

@@ -19,6 +19,7 @@ type (
 	Iterator       = pub.Iterator
 	RetryableError = pub.RetryableError
 	Savepointer    = pub.Savepointer
+	StatementTxn   = pub.StatementTxn
 )
 
 var (

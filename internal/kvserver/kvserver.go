@@ -15,6 +15,12 @@
 // decide from the same state. The same Server is called in-process (as a
 // plain method call by the client library) or over gRPC.
 //
+// Pessimistic lock requests take their locks in the leader's memory
+// (mvcc.PessimisticLocks), without a proposal, and wait here, on the leader,
+// for another transaction's lock (lockwait.go): parked until a command that
+// can release it has applied, after asking the cluster's deadlock detector
+// whether the wait closes a cycle.
+//
 // GC garbage-collects a region's old versions at a safe point, in chunks
 // proposed through the region's Raft log like any write; KvDestroyRange
 // deletes a whole key range no reader needs (a dropped table's) in one
@@ -33,9 +39,11 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/strata-db/strata/internal/deadlock"
 	"github.com/strata-db/strata/internal/mvcc"
 	"github.com/strata-db/strata/internal/raftstore"
 	"github.com/strata-db/strata/kvpb"
@@ -55,15 +63,27 @@ type Server struct {
 
 	// maxTSMu serializes the max_ts syncs of new leaders (syncMaxTS).
 	maxTSMu sync.Mutex
+
+	// waiters are the pessimistic lock requests waiting for a lock
+	// (lockwait.go); detector is this store's deadlock detector and
+	// detectorSvc, when set, the one its waiters consult instead.
+	waiters     lockWaiters
+	detector    *deadlock.Detector
+	detectorSvc atomic.Pointer[deadlock.Service]
 }
 
 // New returns the KV service of store. locks must be the LockSet that
-// observes the store's apply path. tso returns a fresh timestamp from the
-// timestamp oracle: a replica that becomes leader raises max_ts to one
-// before it serves a one-phase commit (see mvcc.Concurrency).
+// observes the store's apply path; pessimistic locks are kept in its table
+// of in-memory locks (a new one unless it has one). tso returns a fresh
+// timestamp from the timestamp oracle: a replica that becomes leader
+// raises max_ts to one before it serves a one-phase commit (see
+// mvcc.Concurrency).
 func New(store *raftstore.Store, locks *mvcc.LockSet, tso func(context.Context) (uint64, error)) *Server {
+	if locks.PessimisticLocks() == nil {
+		locks.SetPessimisticLocks(mvcc.NewPessimisticLocks(0))
+	}
 	return &Server{store: store, db: locks.Reader(store.Engine()), engine: store.Engine(), cm: mvcc.NewConcurrency(),
-		locks: locks, tso: tso}
+		locks: locks, tso: tso, detector: deadlock.New(0)}
 }
 
 func (s *Server) get(key []byte, ts uint64) ([]byte, bool, error) {
@@ -417,6 +437,7 @@ func (s *Server) onePC(ctx context.Context, req *kvpb.PrewriteRequest, keys [][]
 	release := func() {
 		ml.Release()
 		guard.Release()
+		s.waiters.wake(keys...) // the transaction's pessimistic locks are gone
 	}
 	commitTS := max(s.cm.MaxTS()+1, req.StartVersion+1, req.ForUpdateTs+1, req.MinCommitTs)
 	ml.SetCommitTS(commitTS)
@@ -486,6 +507,7 @@ func (s *Server) KvCommit(ctx context.Context, req *kvpb.CommitRequest) (*kvpb.C
 	resp.RegionError, resp.Error, err = s.write(ctx, req.Context, req.Keys, func(b *pebble.Batch) error {
 		return mvcc.Commit(s.db, b, req.Keys, req.StartVersion, req.CommitVersion)
 	})
+	s.waiters.wake(req.Keys...)
 	if resp.RegionError == nil && resp.Error == nil && err == nil {
 		resp.CommitVersion = req.CommitVersion
 	}
@@ -499,6 +521,7 @@ func (s *Server) KvBatchRollback(ctx context.Context, req *kvpb.BatchRollbackReq
 	resp.RegionError, resp.Error, err = s.write(ctx, req.Context, req.Keys, func(b *pebble.Batch) error {
 		return mvcc.Rollback(s.db, b, req.Keys, req.StartVersion)
 	})
+	s.waiters.wake(req.Keys...)
 	return resp, err
 }
 
@@ -514,6 +537,9 @@ func (s *Server) KvCheckTxnStatus(ctx context.Context, req *kvpb.CheckTxnStatusR
 	})
 	if resp.RegionError == nil && resp.Error == nil && err == nil {
 		resp.LockTtl, resp.CommitVersion, resp.Action, resp.LockInfo = st.TTL, st.CommitTS, st.Action, st.Lock
+		if st.Action == kvpb.Action_TTLExpireRollback {
+			s.waiters.wake(req.PrimaryKey)
+		}
 	}
 	return resp, err
 }
@@ -545,12 +571,21 @@ func (s *Server) KvResolveLock(ctx context.Context, req *kvpb.ResolveLockRequest
 	resp.RegionError, resp.Error, err = s.write(ctx, req.Context, keys, func(b *pebble.Batch) error {
 		return mvcc.ResolveLock(s.db, b, req.StartVersion, req.CommitVersion, keys)
 	})
+	s.waiters.wake(keys...)
 	return resp, err
 }
 
-// KvPessimisticLock implements kvpb.KvServer. A key locked by another live
-// transaction is retried until wait_timeout_ms passes; the caller then sees
-// the lock and reports a lock wait timeout.
+// KvPessimisticLock implements kvpb.KvServer. The locks are taken in memory
+// (mvcc.PessimisticLocks): no Raft proposal, unless the table is full.
+//
+// A key locked by another transaction makes the request wait here, on the
+// leader, for up to wait_timeout_ms (0: not at all), in slices of
+// waitSlice: it parks until a command that may release the lock finishes
+// and then tries again. Before each wait it asks the deadlock detector;
+// when the wait would close a cycle the request fails at once with a
+// Deadlock key error. When a slice or the timeout passes, the request
+// returns the lock (a Locked key error): the client checks its owner and
+// asks again with what remains of its timeout.
 func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLockRequest) (*kvpb.PessimisticLockResponse, error) {
 	keys := mutationKeys(req.Mutations)
 	if ke := s.checkStartTS(req.StartVersion); ke != nil {
@@ -560,7 +595,6 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 	// ts derived from max_ts; it must land above for_update_ts.
 	s.cm.UpdateMaxTS(req.ForUpdateTs)
 	deadline := time.Now().Add(time.Duration(req.WaitTimeoutMs) * time.Millisecond)
-	backoff := time.Millisecond
 	for {
 		resp := &kvpb.PessimisticLockResponse{}
 		p, r, rerr := s.route(req.Context, keys...)
@@ -576,20 +610,29 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 			guard.Release()
 			return nil, err
 		}
-		if hasErr(errs) {
+		hard, conflicts := splitLockErrors(errs)
+		if hasErr(hard) {
 			b.Close()
-			guard.Release()
-			resp.Errors = keyErrors(errs)
-			if onlyLocked(resp.Errors) && time.Now().Before(deadline) {
-				select {
-				case <-time.After(backoff):
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-				backoff = min(backoff*2, 50*time.Millisecond)
-				continue
+			resp.Errors = keyErrors(hard)
+			l := onlyLocked(resp.Errors)
+			wait := time.Until(deadline)
+			if l == nil || wait <= 0 {
+				guard.Release()
+				return resp, nil
 			}
-			return resp, nil
+			w := s.waiters.add(l.Key) // under the latches: no release is missed
+			guard.Release()
+			outcome, dl, err := s.waitForLock(ctx, req.StartVersion, l, w, min(wait, waitSlice))
+			switch {
+			case err != nil:
+				return nil, err
+			case outcome == waitDeadlock:
+				resp.Errors = []*kvpb.KeyError{{Deadlock: dl}}
+				return resp, nil
+			case outcome == waitTimedOut:
+				return resp, nil
+			}
+			continue
 		}
 		rerr, err = s.propose(ctx, p, r, b)
 		b.Close()
@@ -598,17 +641,41 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 		if req.ReturnValues {
 			resp.Values = values
 		}
+		if len(conflicts) > 0 && rerr == nil {
+			resp.Errors, resp.LockedWithConflict = keyErrors(conflicts), true
+		}
 		return resp, err
 	}
 }
 
-func onlyLocked(errs []*kvpb.KeyError) bool {
+// splitLockErrors separates the keys a lock request failed on from those
+// it locked with a conflict (mvcc.LockedWithConflictError).
+func splitLockErrors(errs []error) (hard, conflicts []error) {
 	for _, e := range errs {
-		if e.Locked == nil {
-			return false
+		var lwc *mvcc.LockedWithConflictError
+		switch {
+		case e == nil:
+		case errors.As(e, &lwc):
+			conflicts = append(conflicts, e)
+		default:
+			hard = append(hard, e)
 		}
 	}
-	return len(errs) > 0
+	return hard, conflicts
+}
+
+// onlyLocked returns the first lock of errs when every error is a lock met,
+// nil otherwise.
+func onlyLocked(errs []*kvpb.KeyError) *kvpb.LockInfo {
+	for _, e := range errs {
+		if e.Locked == nil {
+			return nil
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs[0].Locked
 }
 
 // KvPessimisticRollback implements kvpb.KvServer.
@@ -617,6 +684,7 @@ func (s *Server) KvPessimisticRollback(ctx context.Context, req *kvpb.Pessimisti
 	rerr, ke, err := s.write(ctx, req.Context, req.Keys, func(b *pebble.Batch) error {
 		return mvcc.PessimisticRollback(s.db, b, req.Keys, req.StartVersion, req.ForUpdateTs)
 	})
+	s.waiters.wake(req.Keys...)
 	resp.RegionError = rerr
 	if ke != nil {
 		resp.Errors = []*kvpb.KeyError{ke}

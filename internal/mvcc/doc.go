@@ -44,7 +44,10 @@
 // Rollback records at ts == start ts keep a prewrite that arrives late from
 // locking again. Pessimistic locks (PessimisticLock) are taken during the
 // transaction at a for-update ts, do not block readers, and are replaced by
-// ordinary locks at prewrite. One-phase commit (OnePC) writes commit records
+// ordinary locks at prewrite. A leader keeps them in memory
+// (PessimisticLocks), where every write function here finds them as if
+// they were in the lock family; a prewrite that finds its lock lost checks
+// the key up to the for-update ts itself. One-phase commit (OnePC) writes commit records
 // directly when one request holds all of a transaction's keys; Concurrency
 // documents how its commit ts is chosen without asking the TSO.
 //

@@ -148,6 +148,17 @@ func (e *TooOldError) Error() string {
 	return fmt.Sprintf("GC life time is shorter than transaction duration: transaction ts %d is too old for the GC safe point %d", e.ReadTS, e.SafePoint)
 }
 
+// LockedWithConflictError reports a key that a pessimistic lock request
+// with lock_with_conflict locked although another transaction had
+// committed it after the request's for-update ts.
+type LockedWithConflictError struct {
+	Conflict *kvpb.WriteConflict
+}
+
+func (e *LockedWithConflictError) Error() string {
+	return fmt.Sprintf("locked key %s with a conflict (commit %d of txn start=%d)", fmtKey(e.Conflict.Key), e.Conflict.ConflictCommitTs, e.Conflict.ConflictTs)
+}
+
 // KeyErrorOf converts a protocol error of this package into the wire form
 // the KV service returns. It returns nil for nil and for errors that are not
 // protocol outcomes (engine failures), which the service must treat as
@@ -158,6 +169,7 @@ func KeyErrorOf(err error) *kvpb.KeyError {
 	}
 	var (
 		locked     *LockedError
+		lwc        *LockedWithConflictError
 		conflict   *WriteConflictError
 		exists     *AlreadyExistError
 		notFound   *TxnNotFoundError
@@ -174,12 +186,18 @@ func KeyErrorOf(err error) *kvpb.KeyError {
 		return &kvpb.KeyError{Locked: locked.Lock}
 	case errors.As(err, &conflict):
 		return &kvpb.KeyError{Conflict: conflict.Conflict}
+	case errors.As(err, &lwc):
+		return &kvpb.KeyError{Conflict: lwc.Conflict}
 	case errors.As(err, &exists):
 		return &kvpb.KeyError{AlreadyExist: &kvpb.AlreadyExist{Key: exists.Key}}
 	case errors.As(err, &notFound):
 		return &kvpb.KeyError{TxnNotFound: &kvpb.TxnNotFound{StartTs: notFound.StartTS, PrimaryKey: notFound.Primary}}
-	case errors.As(err, &lockGone), errors.As(err, &committed), errors.As(err, &rolledBack),
-		errors.As(err, &expired), errors.As(err, &pessGone), errors.As(err, &invalid), errors.As(err, &tooOld):
+	case errors.As(err, &lockGone), errors.As(err, &rolledBack), errors.As(err, &pessGone):
+		// The transaction cannot commit (its locks were rolled back, or
+		// a lost pessimistic lock found a newer commit): running it again
+		// may succeed.
+		return &kvpb.KeyError{Retryable: err.Error()}
+	case errors.As(err, &committed), errors.As(err, &expired), errors.As(err, &invalid), errors.As(err, &tooOld):
 		return &kvpb.KeyError{Abort: err.Error()}
 	}
 	return nil

@@ -167,10 +167,13 @@ func TestKeyErrorOf(t *testing.T) {
 	if ke := KeyErrorOf(&TxnNotFoundError{StartTS: 4, Primary: []byte("p")}); ke.TxnNotFound.GetStartTs() != 4 {
 		t.Fatalf("txn not found: %v", ke)
 	}
-	for _, err := range []error{
-		&TxnLockNotFoundError{}, &AlreadyCommittedError{}, &AlreadyRolledBackError{},
-		&CommitTSExpiredError{}, &PessimisticLockNotFoundError{}, &InvalidRequestError{Reason: "x"},
-	} {
+	// A transaction whose locks are gone may run again; the others abort.
+	for _, err := range []error{&TxnLockNotFoundError{}, &AlreadyRolledBackError{}, &PessimisticLockNotFoundError{}} {
+		if ke := KeyErrorOf(err); ke == nil || ke.Retryable != err.Error() {
+			t.Fatalf("%T: %v", err, ke)
+		}
+	}
+	for _, err := range []error{&AlreadyCommittedError{}, &CommitTSExpiredError{}, &InvalidRequestError{Reason: "x"}} {
 		if ke := KeyErrorOf(err); ke == nil || ke.Abort != err.Error() {
 			t.Fatalf("%T: %v", err, ke)
 		}

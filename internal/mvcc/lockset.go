@@ -49,6 +49,7 @@ type LockSet struct {
 	gcSafePoint atomic.Uint64
 	versions    *VersionCache
 	recent      *RecentWrites
+	pessimistic *PessimisticLocks
 	scanned     atomic.Uint64 // keys read by Scan through Reader
 
 	// engine is what the set was loaded from; a snapshot's locks are read
@@ -84,6 +85,15 @@ func (ls *LockSet) SetVersionCache(c *VersionCache) { ls.versions = c }
 
 // VersionCache returns the cache set by SetVersionCache, or nil.
 func (ls *LockSet) VersionCache() *VersionCache { return ls.versions }
+
+// SetPessimisticLocks makes p the table of in-memory pessimistic locks that
+// the write functions of this package, reading through Reader, see and
+// change (see PessimisticLocks). Without one, pessimistic locks go to the
+// engine.
+func (ls *LockSet) SetPessimisticLocks(p *PessimisticLocks) { ls.pessimistic = p }
+
+// PessimisticLocks returns the table set by SetPessimisticLocks, or nil.
+func (ls *LockSet) PessimisticLocks() *PessimisticLocks { return ls.pessimistic }
 
 // SetRecentWrites makes rw the bound on recently applied records that
 // prewrite checks of readers from Reader consult (see RecentWrites). It

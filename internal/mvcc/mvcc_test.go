@@ -33,12 +33,14 @@ import (
 //	check_txn_status primary=K lock=TS [caller=TS] current=TS [rollback_if_not_exist]
 //	resolve_lock K... start=TS [commit=TS]
 //	scan_locks [start=K] [end=K] max_ts=TS [limit=N]
-//	pessimistic_lock K... primary=K start=TS for_update=TS [ttl=MS] [return_values]
+//	pessimistic_lock K... primary=K start=TS for_update=TS [ttl=MS] [return_values] [mem] [lock_with_conflict]
+//	  (mem: new locks go to the in-memory table, PessimisticLocks, which
+//	  every command sees; without it they go to the engine)
 //	pessimistic_rollback K... start=TS for_update=TS
 //	heartbeat primary=K start=TS ttl=MS
 //	gc [start=K] [end=K] safe_point=TS [limit=N]
 //	destroy_range [start=K] [end=K]
-//	dump
+//	dump     (the engine's records, then the in-memory locks as "memlock")
 //	lockset  (the keys the lock index, fed every applied batch, holds)
 //
 // Keys and values accept Go escapes (a\x00b); a value "x*300" is 300 x's.
@@ -136,13 +138,20 @@ func runProtocolScript(t *testing.T, path string, mode protocolMode) (st protoco
 		locks.SetRecentWrites(NewRecentWrites())
 		defer addStats()
 	}
+	memLocks := NewPessimisticLocks(0)
+	locks.SetPessimisticLocks(memLocks)
 	commands := 0
 	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 		var r pebble.Reader = locks.Reader(db)
 		if !mode.cache {
 			snap := db.NewSnapshot()
 			defer snap.Close()
-			r = snap
+			r = WithPessimisticLocks(snap, memLocks)
+		}
+		// Only pessimistic_lock ... mem puts new locks in memory.
+		memLocks.maxBytes = 0
+		if d.Cmd == "pessimistic_lock" && d.HasArg("mem") {
+			memLocks.maxBytes = DefaultPessimisticLockBytes
 		}
 		b := db.NewBatch()
 		out := runCommand(t, r, b, d)
@@ -172,7 +181,7 @@ func runProtocolScript(t *testing.T, path string, mode protocolMode) (st protoco
 		}
 		switch d.Cmd {
 		case "dump":
-			return dump(t, db)
+			return dump(t, db) + dumpMemLocks(memLocks)
 		case "lockset":
 			return dumpLockSet(locks)
 		}
@@ -185,7 +194,7 @@ var reservedArgs = map[string]bool{
 	"primary": true, "start": true, "ttl": true, "for_update": true, "min_commit": true,
 	"pessimistic": true, "commit": true, "ts": true, "bypass": true, "end": true, "limit": true,
 	"reverse": true, "lock": true, "caller": true, "current": true, "rollback_if_not_exist": true,
-	"max_ts": true, "return_values": true, "safe_point": true,
+	"max_ts": true, "return_values": true, "safe_point": true, "mem": true, "lock_with_conflict": true,
 }
 
 func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.TestData) string {
@@ -322,11 +331,12 @@ func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.Te
 
 	case "pessimistic_lock":
 		req := &kvpb.PessimisticLockRequest{
-			PrimaryLock:  args.key("primary"),
-			StartVersion: args.ts("start"),
-			LockTtl:      args.uint("ttl"),
-			ForUpdateTs:  args.ts("for_update"),
-			ReturnValues: args.has("return_values"),
+			PrimaryLock:      args.key("primary"),
+			StartVersion:     args.ts("start"),
+			LockTtl:          args.uint("ttl"),
+			ForUpdateTs:      args.ts("for_update"),
+			ReturnValues:     args.has("return_values"),
+			LockWithConflict: args.has("lock_with_conflict"),
 		}
 		for _, k := range args.keys {
 			req.Mutations = append(req.Mutations, &kvpb.Mutation{Op: kvpb.Op_PessimisticLock, Key: k})
@@ -536,6 +546,15 @@ func dumpLockSet(ls *LockSet) string {
 		keys[i] = fmtKey([]byte(k))
 	}
 	return strings.Join(keys, " ")
+}
+
+// dumpMemLocks prints the in-memory pessimistic locks in key order.
+func dumpMemLocks(p *PessimisticLocks) string {
+	var sb strings.Builder
+	for _, l := range p.scan(nil, nil, math.MaxUint64) {
+		fmt.Fprintf(&sb, "memlock %s\n", fmtLockInfo(l))
+	}
+	return sb.String()
 }
 
 // dump prints the whole MVCC keyspace decoded, in engine order.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/strata-db/strata/kvpb"
@@ -567,10 +568,12 @@ type lockIndex interface {
 }
 
 // ScanLocks returns up to limit (all when limit <= 0) locks in [start, end)
-// whose start ts is at or below maxTS, in key order. An empty end means no
-// upper bound. Lock resolution uses it to find a transaction's locks when
-// their keys are not known.
+// whose start ts is at or below maxTS, in key order, the engine's and those
+// of the reader's in-memory pessimistic locks (PessimisticLocks). An empty
+// end means no upper bound. Lock resolution uses it to find a transaction's
+// locks when their keys are not known.
 func ScanLocks(r pebble.Reader, start, end []byte, maxTS uint64, limit int) ([]*kvpb.LockInfo, error) {
+	mem := pessimisticLocksOf(r).scan(start, end, maxTS)
 	lo, hi := cfBounds(lockCF, start, end)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
@@ -578,7 +581,7 @@ func ScanLocks(r pebble.Reader, start, end []byte, maxTS uint64, limit int) ([]*
 	}
 	defer it.Close()
 	var locks []*kvpb.LockInfo
-	for valid := it.First(); valid && (limit <= 0 || len(locks) < limit); valid = it.Next() {
+	for valid := it.First(); valid && (limit <= 0 || len(locks) < limit+len(mem)); valid = it.Next() {
 		l, err := decodeLock(it.Value())
 		if err != nil {
 			return nil, err
@@ -587,5 +590,15 @@ func ScanLocks(r pebble.Reader, start, end []byte, maxTS uint64, limit int) ([]*
 			locks = append(locks, l.info(slices.Clone(it.Key()[2:])))
 		}
 	}
-	return locks, it.Error()
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	if len(mem) > 0 {
+		locks = append(locks, mem...)
+		sort.SliceStable(locks, func(i, j int) bool { return bytes.Compare(locks[i].Key, locks[j].Key) < 0 })
+	}
+	if limit > 0 && len(locks) > limit {
+		locks = locks[:limit]
+	}
+	return locks, nil
 }

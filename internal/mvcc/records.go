@@ -32,6 +32,7 @@ type lock struct {
 	txnSize     uint64
 	hasValue    bool // value is inlined; a Put lock without it has its value in the data CF
 	value       []byte
+	mem         bool // a pessimistic lock held in memory only (PessimisticLocks); never encoded
 }
 
 func (l *lock) info(key []byte) *kvpb.LockInfo {

@@ -14,6 +14,9 @@ import (
 // only when the whole command succeeds, so a failed command changes nothing.
 type staged struct {
 	ops []stagedOp
+	// memOps change the in-memory pessimistic locks of memTable.
+	memOps   []memOp
+	memTable *PessimisticLocks
 }
 
 type stagedOp struct {
@@ -24,7 +27,12 @@ type stagedOp struct {
 func (s *staged) set(key, value []byte) { s.ops = append(s.ops, stagedOp{key: key, value: value}) }
 func (s *staged) del(key []byte)        { s.ops = append(s.ops, stagedOp{key: key, del: true}) }
 
+// applyTo adds the engine writes to b and makes the changes of in-memory
+// locks at once (see PessimisticLocks).
 func (s *staged) applyTo(b *pebble.Batch) error {
+	if len(s.memOps) > 0 {
+		s.memTable.apply(s.memOps)
+	}
 	for _, op := range s.ops {
 		if invariantsEnabled {
 			checkStagedOp(op)
@@ -105,18 +113,18 @@ func (s *staged) putWrite(r pebble.Reader, key []byte, commitTS uint64, w *write
 }
 
 // commitLock stages the commit of lock l (of a prewrite) on key at commitTS,
-// and the deletion of the lock record when stored: a one-phase commit's
-// lock never was, unless it replaces a pessimistic lock (a deletion of
-// nothing would still be a tombstone for every memtable, flush and
-// compaction to carry). fresh: the prewrite's check found no record of key
-// at or above the start ts (noRecordSince), so none at commitTS either.
-func (s *staged) commitLock(r pebble.Reader, key []byte, l *lock, commitTS uint64, fresh, stored bool) error {
+// and the removal of old, the lock it replaces (nil if none): a one-phase
+// commit's lock never was stored, unless it replaces a pessimistic lock (a
+// deletion of nothing would still be a tombstone for every memtable, flush
+// and compaction to carry). fresh: the prewrite's check found no record of
+// key at or above the start ts (noRecordSince), so none at commitTS either.
+func (s *staged) commitLock(r pebble.Reader, key []byte, l *lock, commitTS uint64, fresh bool, old *lock) error {
 	w := &write{kind: writeKindOf(l.typ), startTS: l.startTS, hasValue: l.hasValue, value: l.value}
 	if err := s.putWrite(r, key, commitTS, w, fresh && commitTS >= l.startTS); err != nil {
 		return err
 	}
-	if stored {
-		s.del(lockKey(key))
+	if old != nil {
+		s.delLock(r, key, old)
 	}
 	return nil
 }
@@ -126,7 +134,7 @@ func (s *staged) commitLock(r pebble.Reader, key []byte, l *lock, commitTS uint6
 // at startTS so that a prewrite arriving late cannot lock the key again.
 func (s *staged) rollbackKey(r pebble.Reader, key []byte, startTS uint64, l *lock) error {
 	if l != nil {
-		s.del(lockKey(key))
+		s.delLock(r, key, l)
 		if l.typ == kvpb.Op_Put && !l.hasValue {
 			s.del(dataKey(key, startTS))
 		}
@@ -209,9 +217,9 @@ func checkNewerWrites(r pebble.Reader, key, primary []byte, startTS, snapshotTS 
 // CheckNotExists, a key already committed by this transaction.
 //
 // fresh reports that the key certainly has no write record at or above the
-// start ts (see checkNewerWrites); locked, that it holds this transaction's
-// pessimistic lock, which the new lock replaces.
-func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation, pessimistic, onePC bool) (newLock *lock, fresh, locked bool, err error) {
+// start ts (see checkNewerWrites); held is this transaction's pessimistic
+// lock on the key, which the new lock replaces (nil if none).
+func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation, pessimistic, onePC bool) (newLock *lock, fresh bool, held *lock, err error) {
 	key, startTS := m.Key, req.StartVersion
 	var typ kvpb.Op
 	switch m.Op {
@@ -222,53 +230,66 @@ func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation,
 	case kvpb.Op_Lock, kvpb.Op_CheckNotExists:
 		typ = kvpb.Op_Lock
 	default:
-		return nil, false, false, &InvalidRequestError{Key: key, Reason: "op " + m.Op.String() + " cannot be prewritten"}
+		return nil, false, nil, &InvalidRequestError{Key: key, Reason: "op " + m.Op.String() + " cannot be prewritten"}
 	}
 
-	l, err := getLock(r, key)
+	l, err := txnLock(r, key)
 	if err != nil {
-		return nil, false, false, err
+		return nil, false, nil, err
 	}
-	holdsPessimisticLock := false
 	switch {
 	case l != nil && l.startTS != startTS:
-		return nil, false, false, &LockedError{Lock: l.info(key)}
+		return nil, false, nil, &LockedError{Lock: l.info(key)}
 	case l != nil && l.typ != kvpb.Op_PessimisticLock && onePC:
-		return nil, false, false, &InvalidRequestError{Key: key, Reason: "already prewritten by this transaction: commit it with Commit"}
+		return nil, false, nil, &InvalidRequestError{Key: key, Reason: "already prewritten by this transaction: commit it with Commit"}
 	case l != nil && l.typ != kvpb.Op_PessimisticLock:
-		return nil, false, false, nil // prewritten already: idempotent
+		return nil, false, nil, nil // prewritten already: idempotent
 	case l != nil:
-		holdsPessimisticLock = true // which checked conflicts up to its for-update ts
+		held = l // which checked conflicts up to its for-update ts
 	case pessimistic:
-		// The pessimistic lock is gone: resolved by someone else, unless
-		// this is a duplicate of a prewrite that was already committed.
-		state, _, err := txnRecord(r, key, startTS)
-		if err != nil {
-			return nil, false, false, err
+		// The pessimistic lock is gone: it lived in the memory of a
+		// leader that restarted or lost the region, or another
+		// transaction's lock resolution removed it (leaving a rollback
+		// record), or this is a duplicate of a prewrite that already
+		// committed. Check the key as the lock did, up to the for-update
+		// ts: if no other transaction committed it since, nothing the
+		// lock guarded against happened (see PessimisticLocks).
+		fresh, err = checkNewerWrites(r, key, req.PrimaryLock, startTS, req.ForUpdateTs)
+		var wc *WriteConflictError
+		switch {
+		case err == errAlreadyCommitted:
+			return nil, false, nil, nil
+		case errors.As(err, &wc):
+			state, _, err := txnRecord(r, key, startTS)
+			if err != nil {
+				return nil, false, nil, err
+			}
+			if state == stateCommitted {
+				return nil, false, nil, nil
+			}
+			return nil, false, nil, &PessimisticLockNotFoundError{Key: key, StartTS: startTS}
+		case err != nil:
+			return nil, false, nil, err
 		}
-		if state == stateCommitted {
-			return nil, false, false, nil
-		}
-		return nil, false, false, &PessimisticLockNotFoundError{Key: key, StartTS: startTS}
 	default:
 		if fresh, err = checkNewerWrites(r, key, req.PrimaryLock, startTS, startTS); err != nil {
 			if err == errAlreadyCommitted {
-				return nil, false, false, nil
+				return nil, false, nil, nil
 			}
-			return nil, false, false, err
+			return nil, false, nil, err
 		}
 	}
 
 	if m.Op == kvpb.Op_Insert || m.Op == kvpb.Op_CheckNotExists {
 		_, exists, err := latestValue(r, key, math.MaxUint64)
 		if err != nil {
-			return nil, false, false, err
+			return nil, false, nil, err
 		}
 		if exists {
-			return nil, false, false, &AlreadyExistError{Key: key}
+			return nil, false, nil, &AlreadyExistError{Key: key}
 		}
-		if m.Op == kvpb.Op_CheckNotExists && !holdsPessimisticLock {
-			return nil, false, false, nil // a pure check: nothing to lock
+		if m.Op == kvpb.Op_CheckNotExists && held == nil {
+			return nil, false, nil, nil // a pure check: nothing to lock
 		}
 	}
 	newLock = &lock{
@@ -279,13 +300,13 @@ func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation,
 		minCommitTS: req.MinCommitTs,
 		txnSize:     req.TxnSize,
 	}
-	if holdsPessimisticLock || pessimistic {
+	if held != nil || pessimistic {
 		newLock.forUpdateTS = req.ForUpdateTs
 	}
 	if typ == kvpb.Op_Put && len(m.Value) <= maxShortValue {
 		newLock.hasValue, newLock.value = true, m.Value
 	}
-	return newLock, fresh, holdsPessimisticLock, nil
+	return newLock, fresh, held, nil
 }
 
 // Prewrite runs the first phase of two-phase commit: it checks every mutation
@@ -340,7 +361,7 @@ func prewrite(r pebble.Reader, b *pebble.Batch, req *kvpb.PrewriteRequest, onePC
 		}
 		seen[string(m.Key)] = struct{}{}
 		pessimistic := i < len(req.IsPessimisticLock) && req.IsPessimisticLock[i]
-		newLock, fresh, locked, err := prewriteCheck(r, req, m, pessimistic, onePCCommitTS != 0)
+		newLock, fresh, held, err := prewriteCheck(r, req, m, pessimistic, onePCCommitTS != 0)
 		if err != nil {
 			if !isKeyError(err) {
 				return nil, err
@@ -358,12 +379,15 @@ func prewrite(r pebble.Reader, b *pebble.Batch, req *kvpb.PrewriteRequest, onePC
 			s.set(dataKey(m.Key, req.StartVersion), m.Value)
 		}
 		if onePCCommitTS == 0 {
+			if held != nil && held.mem {
+				s.delLock(r, m.Key, held)
+			}
 			s.set(lockKey(m.Key), newLock.encode())
 			continue
 		}
 		// Latches keep other writers off the key until this batch is
 		// applied, so the lock the check saw (or its absence) stands.
-		if err := s.commitLock(r, m.Key, newLock, onePCCommitTS, fresh, locked); err != nil {
+		if err := s.commitLock(r, m.Key, newLock, onePCCommitTS, fresh, held); err != nil {
 			if !isKeyError(err) {
 				return nil, err
 			}
@@ -398,7 +422,7 @@ func Commit(r pebble.Reader, b *pebble.Batch, keys [][]byte, startTS, commitTS u
 }
 
 func commitKey(r pebble.Reader, s *staged, key []byte, startTS, commitTS uint64) error {
-	l, err := getLock(r, key)
+	l, err := txnLock(r, key)
 	if err != nil {
 		return err
 	}
@@ -418,7 +442,7 @@ func commitKey(r pebble.Reader, s *staged, key []byte, startTS, commitTS uint64)
 	if commitTS < l.minCommitTS {
 		return &CommitTSExpiredError{Key: key, StartTS: startTS, CommitTS: commitTS, MinCommitTS: l.minCommitTS}
 	}
-	return s.commitLock(r, key, l, commitTS, false, true)
+	return s.commitLock(r, key, l, commitTS, false, l)
 }
 
 // Rollback aborts transaction startTS on the keys: removes its locks (of any
@@ -428,7 +452,7 @@ func commitKey(r pebble.Reader, s *staged, key []byte, startTS, commitTS uint64)
 func Rollback(r pebble.Reader, b *pebble.Batch, keys [][]byte, startTS uint64) error {
 	var s staged
 	for _, key := range keys {
-		l, err := getLock(r, key)
+		l, err := txnLock(r, key)
 		if err != nil {
 			return err
 		}
@@ -477,7 +501,7 @@ type TxnStatus struct {
 //     (Action LockNotExistRollback), else *TxnNotFoundError.
 func CheckTxnStatus(r pebble.Reader, b *pebble.Batch, primary []byte, lockTS, callerStartTS, currentTS uint64, rollbackIfNotExist bool) (TxnStatus, error) {
 	var s staged
-	l, err := getLock(r, primary)
+	l, err := txnLock(r, primary)
 	if err != nil {
 		return TxnStatus{}, err
 	}
@@ -492,7 +516,7 @@ func CheckTxnStatus(r pebble.Reader, b *pebble.Batch, primary []byte, lockTS, ca
 		if l.minCommitTS > 0 && l.typ != kvpb.Op_PessimisticLock &&
 			callerStartTS != math.MaxUint64 && l.minCommitTS <= callerStartTS {
 			l.minCommitTS = callerStartTS + 1
-			s.set(lockKey(primary), l.encode())
+			s.putLock(r, primary, l)
 			status.Action = kvpb.Action_MinCommitTSPushed
 		}
 		status.Lock = l.info(primary)
@@ -528,7 +552,7 @@ func ResolveLock(r pebble.Reader, b *pebble.Batch, startTS, commitTS uint64, key
 	}
 	var s staged
 	for _, key := range keys {
-		l, err := getLock(r, key)
+		l, err := txnLock(r, key)
 		if err != nil {
 			return err
 		}
@@ -539,11 +563,11 @@ func ResolveLock(r pebble.Reader, b *pebble.Batch, startTS, commitTS uint64, key
 		case commitTS == 0:
 			err = s.rollbackKey(r, key, startTS, l)
 		case l.typ == kvpb.Op_PessimisticLock:
-			s.del(lockKey(key))
+			s.delLock(r, key, l)
 		case commitTS < l.minCommitTS:
 			err = &CommitTSExpiredError{Key: key, StartTS: startTS, CommitTS: commitTS, MinCommitTS: l.minCommitTS}
 		default:
-			err = s.commitLock(r, key, l, commitTS, false, true)
+			err = s.commitLock(r, key, l, commitTS, false, l)
 		}
 		if err != nil {
 			return err
@@ -553,7 +577,10 @@ func ResolveLock(r pebble.Reader, b *pebble.Batch, startTS, commitTS uint64, key
 }
 
 // PessimisticLock takes pessimistic locks (SELECT ... FOR UPDATE) on the
-// mutations' keys for transaction req.StartVersion. Per key: another
+// mutations' keys for transaction req.StartVersion. With
+// req.LockWithConflict, a key committed after req.ForUpdateTs is locked
+// anyway, at that commit's ts, and reported as *LockedWithConflictError
+// (the locks reach b when no other error occurs). Per key: another
 // transaction's lock -> *LockedError; a Put/Del/Lock committed by another
 // transaction after req.ForUpdateTs -> *WriteConflictError; the transaction
 // already rolled back or committed on the key -> *AlreadyRolledBackError /
@@ -574,8 +601,12 @@ func PessimisticLock(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLock
 			return nil, nil, err
 		}
 		if kerr != nil {
-			errs[i], failed = kerr, true
-			continue
+			errs[i] = kerr
+			var lwc *LockedWithConflictError
+			if !errors.As(kerr, &lwc) {
+				failed = true
+				continue
+			}
 		}
 		if req.ReturnValues {
 			v, _, err := latestValue(r, m.Key, math.MaxUint64)
@@ -593,7 +624,7 @@ func PessimisticLock(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLock
 
 func pessimisticLockKey(r pebble.Reader, s *staged, req *kvpb.PessimisticLockRequest, key []byte) (keyErr, err error) {
 	startTS := req.StartVersion
-	l, err := getLock(r, key)
+	l, err := txnLock(r, key)
 	if err != nil {
 		return nil, err
 	}
@@ -603,12 +634,15 @@ func pessimisticLockKey(r pebble.Reader, s *staged, req *kvpb.PessimisticLockReq
 		}
 		if l.typ == kvpb.Op_PessimisticLock && l.forUpdateTS < req.ForUpdateTs {
 			l.forUpdateTS = req.ForUpdateTs
-			s.set(lockKey(key), l.encode())
+			s.putLock(r, key, l)
 		}
 		return nil, nil
 	}
+	forUpdateTS := req.ForUpdateTs
 	if _, err := checkNewerWrites(r, key, req.PrimaryLock, startTS, req.ForUpdateTs); err != nil {
-		if err == errAlreadyCommitted {
+		var wc *WriteConflictError
+		switch {
+		case err == errAlreadyCommitted:
 			state, commitTS, err := txnRecord(r, key, startTS)
 			if err != nil {
 				return nil, err
@@ -617,21 +651,26 @@ func pessimisticLockKey(r pebble.Reader, s *staged, req *kvpb.PessimisticLockReq
 				return &AlreadyCommittedError{Key: key, StartTS: startTS, CommitTS: commitTS}, nil
 			}
 			return &AlreadyRolledBackError{Key: key, StartTS: startTS}, nil
-		}
-		if isKeyError(err) {
+		case errors.As(err, &wc) && req.LockWithConflict:
+			// Lock it all the same, as of the newer commit: the caller
+			// reads the key again holding the lock.
+			keyErr = &LockedWithConflictError{Conflict: wc.Conflict}
+			forUpdateTS = max(forUpdateTS, wc.Conflict.ConflictCommitTs)
+		case isKeyError(err):
 			return err, nil
+		default:
+			return nil, err
 		}
-		return nil, err
 	}
 	nl := &lock{
 		typ:         kvpb.Op_PessimisticLock,
 		primary:     req.PrimaryLock,
 		startTS:     startTS,
 		ttl:         req.LockTtl,
-		forUpdateTS: req.ForUpdateTs,
+		forUpdateTS: forUpdateTS,
 	}
-	s.set(lockKey(key), nl.encode())
-	return nil, nil
+	s.newPessimisticLock(r, key, nl)
+	return keyErr, nil
 }
 
 // PessimisticRollback removes transaction startTS's pessimistic locks taken
@@ -641,12 +680,12 @@ func pessimisticLockKey(r pebble.Reader, s *staged, req *kvpb.PessimisticLockReq
 func PessimisticRollback(r pebble.Reader, b *pebble.Batch, keys [][]byte, startTS, forUpdateTS uint64) error {
 	var s staged
 	for _, key := range keys {
-		l, err := getLock(r, key)
+		l, err := txnLock(r, key)
 		if err != nil {
 			return err
 		}
 		if l != nil && l.startTS == startTS && l.typ == kvpb.Op_PessimisticLock && l.forUpdateTS <= forUpdateTS {
-			s.del(lockKey(key))
+			s.delLock(r, key, l)
 		}
 	}
 	return s.applyTo(b)
@@ -656,7 +695,7 @@ func PessimisticRollback(r pebble.Reader, b *pebble.Batch, keys [][]byte, startT
 // adviseTTL (it never shortens it) and returns the lock's TTL. No lock of the
 // transaction on primary -> *TxnNotFoundError.
 func TxnHeartBeat(r pebble.Reader, b *pebble.Batch, primary []byte, startTS, adviseTTL uint64) (uint64, error) {
-	l, err := getLock(r, primary)
+	l, err := txnLock(r, primary)
 	if err != nil {
 		return 0, err
 	}
@@ -666,7 +705,7 @@ func TxnHeartBeat(r pebble.Reader, b *pebble.Batch, primary []byte, startTS, adv
 	var s staged
 	if adviseTTL > l.ttl {
 		l.ttl = adviseTTL
-		s.set(lockKey(primary), l.encode())
+		s.putLock(r, primary, l)
 	}
 	return l.ttl, s.applyTo(b)
 }

@@ -216,6 +216,17 @@ func (n *Node) onLeaderChange(regionID uint64, leader bool) {
 	if p := n.pdReady.Load(); regionID == pd.SystemRegionID && p != nil {
 		p.LeaderChanged(leader)
 	}
+	if !leader && regionID != pd.SystemRegionID { // the system region holds no data
+		// The region's pessimistic locks were this leader's memory; the
+		// new leader does not know them, and kept here they would block
+		// writers if the leadership came back (mvcc.PessimisticLocks).
+		if s := n.storeReady.Load(); s != nil {
+			if p, ok := s.Peer(regionID); ok {
+				r := p.Region()
+				n.locks.PessimisticLocks().DropRange(r.StartKey, r.EndKey)
+			}
+		}
+	}
 	n.triggerHeartbeat()
 }
 

@@ -145,9 +145,11 @@ type Node struct {
 	// pdReady is pd once it exists, for callbacks of the store that may
 	// run before (onLeaderChange).
 	pdReady atomic.Pointer[pd.Server]
-	hbNow   chan struct{}
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// storeReady is store once Open returned, for the same callbacks.
+	storeReady atomic.Pointer[raftstore.Store]
+	hbNow      chan struct{}
+	stop       chan struct{}
+	wg         sync.WaitGroup
 }
 
 // maxSQLCleanupInterval bounds how long the SQL engine waits between looks
@@ -229,6 +231,9 @@ func (n *Node) open(ctx context.Context) error {
 		cacheSize = DefaultVersionCacheSize
 	}
 	locks.SetVersionCache(mvcc.NewVersionCache(cacheSize))
+	// Pessimistic locks live in the leaders' memory (mvcc.PessimisticLocks);
+	// a replica that stops leading drops its region's (onLeaderChange).
+	locks.SetPessimisticLocks(mvcc.NewPessimisticLocks(0))
 	// The KV engine has no WAL, so its memtables are empty now and every
 	// record they will hold passes the store's BeforeApply; the records
 	// it holds are below the timestamp ceiling the apply path persisted.
@@ -248,15 +253,20 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	n.store = store
+	n.storeReady.Store(store)
 	n.transport.SetStore(store)
 	n.pd = pd.New(store, pd.Config{Join: n.cfg.Join, Logger: n.log})
 	n.pdReady.Store(n.pd)
 	resolver.pd.Store(n.pd)
 	n.kv = kvserver.New(store, locks, n.pd.NextTimestampAnywhere)
+	// Lock waiters ask the cluster's deadlock detector, which PD's leader
+	// keeps (pd/deadlock.go).
+	n.kv.SetDeadlockDetector(n.pd)
 	if n.grpcLn != nil {
 		n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
 		kvpb.RegisterKvServer(n.grpc, n.kv)
 		kvpb.RegisterPDServer(n.grpc, n.pd)
+		kvpb.RegisterDeadlockDetectorServer(n.grpc, n.pd.DeadlockService())
 		kvpb.RegisterRaftServer(n.grpc, n.transport)
 		go n.grpc.Serve(n.grpcLn)
 	}

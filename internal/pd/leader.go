@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/strata-db/strata/internal/deadlock"
 	"github.com/strata-db/strata/kvpb"
 )
 
@@ -45,6 +46,10 @@ type leaderState struct {
 	stores   map[uint64]*storeState
 	// ops are the operators handed out and not yet seen done, by region.
 	ops map[uint64]*inflightOp
+
+	// detector is the cluster's deadlock detector (deadlock.go), empty
+	// at every new term.
+	detector *deadlock.Detector
 }
 
 // watchInterval is how often the server checks whether its replica of the
@@ -121,7 +126,8 @@ func (s *Server) LeaderChanged(leader bool) {
 // leader of term).
 func (s *Server) load(term uint64) (*leaderState, error) {
 	db := s.store.Engine()
-	st := &leaderState{term: term, since: time.Now(), stores: map[uint64]*storeState{}, ops: map[uint64]*inflightOp{}}
+	st := &leaderState{term: term, since: time.Now(), stores: map[uint64]*storeState{}, ops: map[uint64]*inflightOp{},
+		detector: deadlock.New(0)}
 	limit, err := readUint(db, tsoLimitKey)
 	if err != nil {
 		return nil, err
@@ -291,6 +297,14 @@ func (f *forwarder) setHint(addr string) {
 }
 
 func (f *forwarder) conn(addr string) (kvpb.PDClient, error) {
+	c, err := f.clientConn(addr)
+	if err != nil {
+		return nil, err
+	}
+	return kvpb.NewPDClient(c), nil
+}
+
+func (f *forwarder) clientConn(addr string) (*grpc.ClientConn, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.conns[addr]
@@ -302,7 +316,7 @@ func (f *forwarder) conn(addr string) (kvpb.PDClient, error) {
 		}
 		f.conns[addr] = c
 	}
-	return kvpb.NewPDClient(c), nil
+	return c, nil
 }
 
 // candidates are the addresses to forward to, most likely leader first:

@@ -193,7 +193,7 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 		}
 		return true, catalog.PutTable(txn, nt)
 	}
-	return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this statement")
+	return false, notSupported(stmtName(st))
 }
 
 // createView validates the view's query against the current schema and

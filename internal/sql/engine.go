@@ -2,12 +2,15 @@
 // Session per client connection. The MySQL wire server (internal/sql/server)
 // calls Session.Execute / Prepare / ExecutePrepared and renders Results.
 //
-// A Session owns at most one kv.Txn. Outside BEGIN each statement runs in
-// its own transaction (autocommit); such a statement that fails with a
-// retryable conflict is re-run from scratch, reads included, a few times —
-// never inside an explicit transaction, whose conflicts go back to the
-// client as 1213 / 1205. Every statement is atomic: its writes are staged
-// (exec.StmtBuffer) and reach the transaction only when it succeeds.
+// A Session owns at most one kv.Txn, pessimistic unless tidb_txn_mode or
+// BEGIN OPTIMISTIC say otherwise (txnmode.go): a statement that writes
+// locks its rows and waits for others' locks, and runs again at a fresh
+// timestamp when its locks find newer commits. Outside BEGIN each statement
+// runs in its own transaction (autocommit), optimistically first and, after
+// a conflict, pessimistically. Deadlock victims (1213) are rolled back;
+// lock wait timeouts (1205) fail the statement only. Every statement is
+// atomic: its writes are staged (exec.StmtBuffer) and reach the transaction
+// only when it succeeds.
 //
 // The schema is read from KV (package catalog) and cached by the engine,
 // which polls the version key and holds a lease on the version it runs
@@ -61,6 +64,7 @@ type Engine struct {
 	mu         sync.Mutex
 	globalVars map[string]types.Datum
 	nextConnID atomic.Uint32
+	procs      processList // sessions and their running statements (process.go)
 
 	// The cleanup of dropped data (cleanup.go); nil safePoint: none.
 	safePoint SafePointSource
@@ -116,9 +120,12 @@ type Options struct {
 	Cluster infoschema.ClusterSource
 }
 
-// Close stops background work (the cleanup of dropped data) and waits for
-// it; call it before closing the storage underneath.
+// Close cancels the running statements (they fail with 1053) and refuses
+// new ones, stops background work (the cleanup of dropped data) and waits
+// for both; call it before closing the storage underneath.
 func (e *Engine) Close() {
+	// Running statements stop before the storage underneath them closes.
+	e.shutdownStatements(10 * time.Second)
 	e.gcStop()
 	e.gcDone.Wait()
 	e.loops.Wait()

@@ -49,6 +49,7 @@ type PreparedStmt struct {
 
 type prepared struct {
 	info    PreparedStmt
+	text    string // for SHOW PROCESSLIST
 	stmt    ast.StmtNode
 	version int64
 	cached  *compiled
@@ -79,11 +80,24 @@ type Session struct {
 	db         string
 	autocommit bool
 	txn        kv.Txn
-	explicit   bool // inside BEGIN ... COMMIT
+	txnOpts    kv.TxnOptions // txn's
+	explicit   bool          // inside BEGIN ... COMMIT
 	schema     *catalog.Schema
 	readOnly   bool
 	pin        *txnPin // the tables txn writes, once it writes (schemalease.go)
 	pinBuf     txnPin  // pin's memory, reused by the session's transactions
+
+	// beginMode is BEGIN PESSIMISTIC / OPTIMISTIC's mode for the open
+	// transaction; autoPessimistic makes an autocommit statement's retry
+	// pessimistic; nextIsolation is a one-shot SET TRANSACTION ISOLATION
+	// LEVEL (txnmode.go).
+	beginMode       string
+	autoPessimistic bool
+	nextIsolation   string
+
+	// proc is the running statement, as SHOW PROCESSLIST and KILL see it
+	// (process.go).
+	proc procState
 
 	vars     map[string]types.Datum // session system variables (lower case)
 	userVars map[string]types.Datum
@@ -104,12 +118,14 @@ type Session struct {
 
 // NewSession opens a session for a connected client.
 func (e *Engine) NewSession(user, host string) *Session {
-	return &Session{
+	s := &Session{
 		e: e, user: user, host: host, userHost: user + "@" + host, connID: e.nextConnID.Add(1),
 		parser: parser.New(), autocommit: true,
 		vars: map[string]types.Datum{}, userVars: map[string]types.Datum{},
 		prepared: map[uint32]*prepared{}, textPlans: map[string]*prepared{},
 	}
+	e.register(s)
+	return s
 }
 
 // CurrentDB returns the default database ("" if none).
@@ -148,6 +164,7 @@ func (s *Session) WarningCount() uint16 { return uint16(min(len(s.lastWarnings),
 func (s *Session) Close() {
 	_ = s.finish(context.Background(), false)
 	s.dropAllTemp()
+	s.e.unregister(s)
 }
 
 // currentSchema returns the schema of the open transaction or the latest one.
@@ -168,13 +185,13 @@ func (s *Session) begin(ctx context.Context) error {
 	if s.txn != nil {
 		return nil
 	}
-	// Pessimistic: SELECT ... FOR UPDATE waits for conflicting row locks
-	// (up to the lock wait timeout) instead of failing at once.
-	txn, schema, err := s.e.beginTxn(ctx, kv.TxnOptions{Pessimistic: true})
+	opts := s.txnOptions()
+	txn, schema, err := s.e.beginTxn(ctx, opts)
 	if err != nil {
 		return err
 	}
-	s.txn, s.schema = txn, s.withTemp(schema)
+	s.txn, s.schema, s.txnOpts = txn, s.withTemp(schema), opts
+	s.nextIsolation = ""
 	return nil
 }
 
@@ -186,7 +203,7 @@ func (s *Session) begin(ctx context.Context) error {
 // engine's schema lease expired.
 func (s *Session) finish(ctx context.Context, commit bool) error {
 	txn, pin := s.txn, s.pin
-	s.txn, s.explicit, s.schema, s.pin = nil, false, nil, nil
+	s.txn, s.explicit, s.schema, s.pin, s.beginMode = nil, false, nil, nil, ""
 	s.x.savepoints = nil
 	if txn == nil {
 		return nil
@@ -265,7 +282,11 @@ func (s *Session) autocommitStmt() bool { return s.autocommit && !s.explicit }
 
 // Execute runs every statement of query and returns one Result per
 // statement; on the first error it stops and returns the results so far.
-func (s *Session) Execute(ctx context.Context, query string) ([]*Result, error) {
+func (s *Session) Execute(ctx context.Context, query string) (res []*Result, err error) {
+	if ctx, err = s.startStatement(ctx, query); err != nil {
+		return nil, err
+	}
+	defer func() { err = s.endStatement(ctx, err) }()
 	if r, ok, err := s.runCachedInsert(ctx, query); ok {
 		if err != nil {
 			return []*Result{}, err
@@ -277,6 +298,9 @@ func (s *Session) Execute(ctx context.Context, query string) ([]*Result, error) 
 		return nil, err
 	}
 	if len(stmts) == 0 {
+		if strings.TrimSpace(query) != "" {
+			return []*Result{}, nil // only comments: OK, as MySQL answers
+		}
 		return nil, sqlerr.New(1065, "42000", "Query was empty")
 	}
 	results := make([]*Result, 0, len(stmts))
@@ -325,6 +349,9 @@ func parseSQL(p *parser.Parser, query string) (stmts []ast.StmtNode, err error) 
 	}()
 	stmts, _, err = p.ParseSQL(query)
 	if err != nil {
+		if name, ok := unsupportedStatement(query); ok {
+			return nil, notSupported(name)
+		}
 		return nil, parseError(err)
 	}
 	return stmts, nil
@@ -352,15 +379,33 @@ func (s *Session) run(ctx context.Context, st ast.StmtNode, params []types.Datum
 	if _, ok := st.(*ast.ShowStmt); !ok {
 		defer func() { s.lastWarnings = append(s.lastWarnings[:0], s.warnings...) }()
 	}
+	defer func() { s.autoPessimistic = false }()
+	if tctx, cancel := s.withMaxExecutionTime(ctx, st); cancel != nil {
+		defer cancel()
+		ctx = tctx
+	}
 	for attempt := 0; ; attempt++ {
+		// An autocommit statement runs optimistically first, then
+		// pessimistically (txnmode.go).
+		s.autoPessimistic = attempt > 0
 		r, err := s.runOnce(ctx, st, params, p)
 		if err == nil {
 			r.Warnings = uint16(min(len(s.warnings), 65535))
 			s.noteCounts(st, r)
 			return r, nil
 		}
-		if (kv.IsRetryable(err) || err == errSchemaChanged) && s.txn == nil && s.autocommitStmt() && attempt < autocommitRetries && isDML(st) {
+		var re *kv.RetryableError
+		retryable := (errors.As(err, &re) && !re.LockWaitTimeout) || err == errSchemaChanged
+		if retryable && s.txn == nil && s.autocommitStmt() && attempt < autocommitRetries && isDML(st) {
+			s.warnings = s.warnings[:0]
 			continue
+		}
+		if isDeadlock(err) && s.txn != nil {
+			// InnoDB rolls back the victim of a deadlock.
+			_ = s.finish(ctx, false)
+		}
+		if ctx.Err() != nil {
+			return nil, interruptedError(context.Cause(ctx))
 		}
 		return nil, toSQLError(err)
 	}
@@ -384,10 +429,11 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 				return nil, err
 			}
 		}
+		s.explicit, s.beginMode = true, n.Mode
 		if err := s.begin(ctx); err != nil {
+			s.explicit, s.beginMode = false, ""
 			return nil, err
 		}
-		s.explicit = true
 		s.startReadOnly(n.ReadOnly)
 		return &Result{}, nil
 	case *ast.CommitStmt:
@@ -397,6 +443,8 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 			return &Result{}, s.rollbackTo(n.SavepointName)
 		}
 		return &Result{}, s.finish(ctx, false)
+	case *ast.KillStmt:
+		return s.runKill(n)
 	case *ast.UseStmt:
 		return &Result{}, s.UseDB(n.DBName)
 	case *ast.SetStmt:
@@ -417,7 +465,7 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 	if r, ok, err := s.runExtra(ctx, st); ok {
 		return r, err
 	}
-	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this statement")
+	return nil, notSupported(stmtName(st))
 }
 
 // memQuota is the per-statement memory quota in bytes
@@ -447,6 +495,8 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 	b := plan.NewBuilder(s.schema, s.db)
 	b.ParseView = parseView
 	b.Cluster = s.e.cluster
+	b.OnlyFullGroupBy = s.sqlModeHas("ONLY_FULL_GROUP_BY")
+	b.Processes = s.e.processRows
 	c := &compiled{version: s.schema.Version, tempVersion: s.x.tempVersion}
 	var err error
 	switch n := st.(type) {
@@ -462,7 +512,7 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 	case *ast.DeleteStmt:
 		c.delete, err = b.BuildDelete(n)
 	default:
-		err = sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this statement")
+		err = notSupported(stmtName(st))
 	}
 	if err != nil {
 		return nil, err
@@ -507,7 +557,26 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 			p.cached = c
 		}
 	}
-	ec = &exec.Context{
+	// A statement that reads to write locks what it writes, in a
+	// pessimistic transaction, and runs again when its locks find rows
+	// committed after it read them (txnmode.go).
+	forUpdate := s.txnOpts.Pessimistic && (c.query == nil || c.forUpdate)
+	for attempt := 0; ; attempt++ {
+		if err := s.beginStatement(ctx, forUpdate, attempt > 0); err != nil {
+			return nil, err
+		}
+		res, ec, err = s.execStmt(ctx, c, params, auto, forUpdate)
+		if err != nil && forUpdate && isPessimisticConflict(err) && attempt < maxPessimisticRetries {
+			s.warnings = s.warnings[:0]
+			continue
+		}
+		return res, err
+	}
+}
+
+// execStmt runs a compiled statement once in the session's transaction.
+func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datum, auto, forUpdate bool) (*Result, *exec.Context, error) {
+	ec := &exec.Context{
 		Ctx: ctx, Txn: s.txn, Eval: s.evalContext(params), IDs: s.e.ids,
 		Mem: exec.NewMemTracker(s.memQuota()), Schema: s.schema, FKChecks: !s.x.fkOff, NonStrict: s.x.nonStrict, FoundRows: s.x.clientFoundRows,
 		// A statement that is its own transaction, with nothing written
@@ -520,18 +589,19 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 	if c.query != nil {
 		rows, err := exec.Query(ec, c.query)
 		if err != nil {
-			return nil, err
+			return nil, ec, err
 		}
-		return &Result{Columns: typedColumns(c.columns, rows), Rows: rows}, nil
+		return &Result{Columns: typedColumns(c.columns, rows), Rows: rows}, ec, nil
 	}
 	if err := s.writeRefused(); err != nil {
-		return nil, err
+		return nil, ec, err
 	}
 	var tables [4]int64
 	if err := s.pinWrites(ctx, c.writeTables(tables[:0])); err != nil {
-		return nil, err
+		return nil, ec, err
 	}
 	ec.Writes = exec.NewStmtBuffer(s.txn)
+	var err error
 	switch {
 	case c.insert != nil:
 		err = exec.RunInsert(ec, c.insert)
@@ -541,13 +611,18 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 		err = exec.RunDelete(ec, c.delete)
 	}
 	if err != nil {
-		return nil, err
+		return nil, ec, err
 	}
 	if err := s.pinWrites(ctx, ec.Writes.Tables()); err != nil {
-		return nil, err
+		return nil, ec, err
+	}
+	if forUpdate {
+		if err := s.lockWrites(ctx, ec.Writes.Keys()); err != nil {
+			return nil, ec, err
+		}
 	}
 	if err := ec.Writes.Flush(); err != nil {
-		return nil, err
+		return nil, ec, err
 	}
 	if ec.LastInsertID != 0 {
 		s.lastInsertID = ec.LastInsertID
@@ -556,7 +631,7 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 	if insertID == 0 {
 		insertID = ec.ExplicitInsertID
 	}
-	return &Result{AffectedRows: ec.AffectedRows, LastInsertID: insertID}, nil
+	return &Result{AffectedRows: ec.AffectedRows, LastInsertID: insertID}, ec, nil
 }
 
 // typedColumns returns cols with each column whose type is known only at
@@ -608,7 +683,7 @@ func (s *Session) Prepare(ctx context.Context, query string) (*PreparedStmt, err
 	st := stmts[0]
 	n := expr.NumberParams(st)
 	s.nextStmt++
-	p := &prepared{info: PreparedStmt{ID: s.nextStmt, ParamCount: n}, stmt: st}
+	p := &prepared{info: PreparedStmt{ID: s.nextStmt, ParamCount: n}, stmt: st, text: query}
 	if isDML(st) {
 		hadTxn := s.txn != nil
 		if err := s.begin(ctx); err != nil {
@@ -638,7 +713,12 @@ func (s *Session) ExecutePrepared(ctx context.Context, id uint32, params []types
 	if len(params) != p.info.ParamCount {
 		return nil, sqlerr.New(sqlerr.ErWrongArguments, "HY000", "Incorrect arguments to mysqld_stmt_execute")
 	}
-	return s.run(ctx, p.stmt, params, p)
+	ctx, err := s.startStatement(ctx, p.text)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.run(ctx, p.stmt, params, p)
+	return r, s.endStatement(ctx, err)
 }
 
 // ClosePrepared forgets a prepared statement.
@@ -655,13 +735,10 @@ func toSQLError(err error) error {
 	}
 	var re *kv.RetryableError
 	if errors.As(err, &re) {
-		if re.LockWaitTimeout {
-			return sqlerr.New(sqlerr.ErLockWaitTimeout, "HY000", "Lock wait timeout exceeded; try restarting transaction")
-		}
-		return sqlerr.New(sqlerr.ErLockDeadlock, "40001", "Deadlock found when trying to get lock; try restarting transaction (%s)", re.Reason)
+		return retryableSQLError(re)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return sqlerr.New(sqlerr.ErQueryInterrupted, "70100", "Query execution was interrupted")
 	}
-	return sqlerr.New(sqlerr.ErUnknown, "HY000", "%s", err.Error())
+	return sqlerr.New(sqlerr.ErUnknown, "HY000", "%s", redactKeys(err.Error()))
 }

@@ -220,6 +220,10 @@ func TestWriteConflict(t *testing.T) {
 	a, b := e.NewSession("root", ""), e.NewSession("root", "")
 	setupSbtest(t, a)
 	mustExec(t, b, "USE sbtest")
+	// Optimistic transactions: the conflict shows at COMMIT (pessimistic
+	// ones wait instead: pessimistic_test.go).
+	mustExec(t, a, "SET tidb_txn_mode = 'optimistic'")
+	mustExec(t, b, "SET tidb_txn_mode = 'optimistic'")
 	mustExec(t, a, "BEGIN")
 	mustExec(t, b, "BEGIN")
 	mustExec(t, a, "UPDATE sbtest1 SET k = 100 WHERE id = 1")
@@ -351,11 +355,17 @@ func TestSelectForUpdateLocksRows(t *testing.T) {
 	if err == nil {
 		err = commitErr
 	}
-	var se *sqlerr.Error
-	if !errors.As(err, &se) || (se.Code != sqlerr.ErLockDeadlock && se.Code != sqlerr.ErLockWaitTimeout) {
-		t.Fatalf("lost update not prevented: lock %v, commit %v", lockErr, commitErr)
+	if err == nil {
+		// A pessimistic transaction's FOR UPDATE reads the latest row,
+		// so a's increment applies to b's value.
+		expectRows(t, b, "SELECT k FROM sbtest1 WHERE id = 2", "51")
+	} else {
+		var se *sqlerr.Error
+		if !errors.As(err, &se) || (se.Code != sqlerr.ErLockDeadlock && se.Code != sqlerr.ErLockWaitTimeout) {
+			t.Fatalf("lost update not prevented: lock %v, commit %v", lockErr, commitErr)
+		}
+		expectRows(t, b, "SELECT k FROM sbtest1 WHERE id = 2", "50")
 	}
-	expectRows(t, b, "SELECT k FROM sbtest1 WHERE id = 2", "50")
 	// Read-only transactions commit nothing and never conflict.
 	mustExec(t, a, "BEGIN")
 	expectRows(t, a, "SELECT COUNT(*) FROM sbtest1", "4")

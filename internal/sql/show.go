@@ -272,8 +272,11 @@ func (s *Session) runShowAll(ctx context.Context, n *ast.ShowStmt) (*Result, err
 	case ast.ShowCharset:
 		res.Columns = textColumns("Charset", "Description", "Default collation", "Maxlen")
 		res.Rows = append(res.Rows, textRow("utf8mb4", "UTF-8 Unicode", "utf8mb4_bin", "4"))
+	case ast.ShowProcessList:
+		res.Columns = processColumns()
+		res.Rows = processRows(s.e.Processes(), n.Full)
 	default:
-		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this SHOW statement")
+		return nil, notSupported(showName(n))
 	}
 	return res, nil
 }

@@ -63,6 +63,7 @@ var systemVars = map[string]types.Datum{
 	"default_storage_engine":          types.NewString("InnoDB"),
 	"storage_engine":                  types.NewString("InnoDB"),
 	"innodb_lock_wait_timeout":        types.NewInt(50),
+	"tidb_txn_mode":                   types.NewString("pessimistic"),
 	"lock_wait_timeout":               types.NewInt(31536000),
 	"group_concat_max_len":            types.NewInt(1024),
 	"div_precision_increment":         types.NewInt(4),
@@ -239,6 +240,14 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 		case nil:
 			val = types.Null
 		default:
+			if hasSubquery(v.Value) {
+				// SET @x = (SELECT ...): the value of a one-column SELECT.
+				var err error
+				if val, err = s.selectValue(ctx, v.Value); err != nil {
+					return nil, err
+				}
+				break
+			}
 			e, err := expr.Compile(v.Value, noColumns{})
 			if err != nil {
 				return nil, err
@@ -251,21 +260,22 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 			s.userVars[name] = val
 			continue
 		}
-		switch name {
-		case "tx_isolation_one_shot", "transaction_isolation_one_shot":
+		if ok, err := s.setTxnVar(name, val, v.IsGlobal); ok {
+			if err != nil {
+				return nil, err
+			}
 			continue
+		}
+		switch name {
 		case "tx_read_only", "transaction_read_only":
 			if err := s.setTxnReadOnly(n.Text(), v.IsGlobal, val); err != nil {
 				return nil, err
 			}
 			continue
 		case "transaction_isolation", "tx_isolation":
-			str, _ := val.ToString()
-			str = strings.ToUpper(strings.ReplaceAll(str, " ", "-"))
-			switch str {
-			case "REPEATABLE-READ", "READ-COMMITTED", "SERIALIZABLE", "READ-UNCOMMITTED":
-			default:
-				return nil, sqlerr.New(1231, "42000", "Variable '%s' can't be set to the value of '%s'", name, str)
+			str, err := isolationLevel(name, val)
+			if err != nil {
+				return nil, err
 			}
 			val = types.NewString(str)
 			if v.IsGlobal {
@@ -338,4 +348,42 @@ func parseOnOff(v types.Datum) (bool, error) {
 		return n != 0, nil
 	}
 	return false, sqlerr.New(1231, "42000", "Variable 'autocommit' can't be set to the value of '%s'", str)
+}
+
+// hasSubquery reports whether e contains a subquery.
+func hasSubquery(e ast.ExprNode) bool {
+	v := &subqueryFinder{}
+	e.Accept(v)
+	return v.found
+}
+
+type subqueryFinder struct{ found bool }
+
+func (f *subqueryFinder) Enter(n ast.Node) (ast.Node, bool) {
+	switch n.(type) {
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+		f.found = true
+		return n, true
+	}
+	return n, f.found
+}
+
+func (f *subqueryFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// selectValue evaluates e as SELECT e does (so that it may hold
+// subqueries), in the session's transaction or a statement transaction of
+// its own.
+func (s *Session) selectValue(ctx context.Context, e ast.ExprNode) (types.Datum, error) {
+	sel := &ast.SelectStmt{
+		Kind:   ast.SelectStmtKindSelect,
+		Fields: &ast.FieldList{Fields: []*ast.SelectField{{Expr: e}}},
+	}
+	res, err := s.runDML(ctx, sel, nil, nil)
+	if err != nil {
+		return types.Null, err
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+		return types.Null, sqlerr.New(sqlerr.ErUnknown, "HY000", "SET expression did not produce one value")
+	}
+	return res.Rows[0][0], nil
 }

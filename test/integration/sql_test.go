@@ -210,7 +210,7 @@ func TestTransactions(t *testing.T) {
 		mustExec(t, db, "DELETE FROM acct WHERE id >= 10")
 	})
 
-	t.Run("write conflict fails one transaction with 1213", func(t *testing.T) {
+	t.Run("concurrent updates of one row both apply, the second after waiting", func(t *testing.T) {
 		ctx := context.Background()
 		tx1, err := db.BeginTx(ctx, nil)
 		if err != nil {
@@ -228,38 +228,64 @@ func TestTransactions(t *testing.T) {
 		if err := tx2.QueryRow("SELECT balance FROM acct WHERE id = 2").Scan(&b2); err != nil {
 			t.Fatal(err)
 		}
-		run := func(tx *sql.Tx) <-chan error {
-			done := make(chan error, 1)
-			go func() {
-				if _, err := tx.Exec("UPDATE acct SET balance = balance + 1 WHERE id = 2"); err != nil {
-					tx.Rollback()
-					done <- err
-					return
-				}
-				done <- tx.Commit()
-			}()
-			return done
-		}
-		err1 := <-run(tx1)
-		err2 := <-run(tx2)
-		failures := 0
-		for _, err := range []error{err1, err2} {
-			if err == nil {
-				continue
+		mustExec(t, tx1, "UPDATE acct SET balance = balance + 1 WHERE id = 2")
+		done := make(chan error, 1)
+		go func() {
+			// Waits for tx1's row lock, then updates what tx1 committed.
+			if _, err := tx2.Exec("UPDATE acct SET balance = balance + 1 WHERE id = 2"); err != nil {
+				tx2.Rollback()
+				done <- err
+				return
 			}
-			failures++
-			expectError(t, err, 1213, "40001")
+			done <- tx2.Commit()
+		}()
+		select {
+		case err := <-done:
+			t.Fatalf("the second update did not wait for the first's lock: %v", err)
+		case <-time.After(100 * time.Millisecond):
 		}
-		if failures != 1 {
-			t.Fatalf("expected exactly one of two conflicting transactions to fail, got errors %v / %v", err1, err2)
+		if err := tx1.Commit(); err != nil {
+			t.Fatal(err)
 		}
-		if b := balance(2); b != 131 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if b := balance(2); b != 132 {
+			t.Fatalf("balance after two increments: %d", b)
+		}
+	})
+
+	t.Run("optimistic transactions: a write conflict fails one with 1213", func(t *testing.T) {
+		ctx := context.Background()
+		conns := make([]*sql.Conn, 2)
+		txs := make([]*sql.Tx, 2)
+		for i := range conns {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			mustExec(t, c, "SET tidb_txn_mode = 'optimistic'")
+			if txs[i], err = c.BeginTx(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			conns[i] = c
+		}
+		mustExec(t, txs[0], "UPDATE acct SET balance = balance + 1 WHERE id = 2")
+		mustExec(t, txs[1], "UPDATE acct SET balance = balance + 1 WHERE id = 2")
+		if err := txs[0].Commit(); err != nil {
+			t.Fatal(err)
+		}
+		err := txs[1].Commit()
+		expectError(t, err, 1213, "40001")
+		if strings.Contains(err.Error(), `\x`) {
+			t.Fatalf("error text shows an internal key: %v", err)
+		}
+		if b := balance(2); b != 133 {
 			t.Fatalf("balance after one successful increment: %d", b)
 		}
 		// The failed transaction's connection is usable again.
-		if _, err := db.Exec("UPDATE acct SET balance = balance - 1 WHERE id = 2"); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, conns[1], "UPDATE acct SET balance = balance - 1 WHERE id = 2")
 	})
 }
 

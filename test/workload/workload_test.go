@@ -166,3 +166,37 @@ func TestRESPStoreConformanceOnStrata(t *testing.T) {
 		},
 	})
 }
+
+// TPC-C end to end on a scaled-down warehouse: init loads it, run drives
+// the five transactions without an error, and every consistency condition
+// holds afterwards.
+func TestTPCC(t *testing.T) {
+	n := integration.StartNode(t)
+	common := []string{"--addr", n.SQLAddr, "--warehouses", "1", "--scale", "100"}
+	if _, err := run(t, append([]string{"init", "tpcc", "--threads", "4"}, common...)...); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, append([]string{"run", "tpcc", "--threads", "4", "--duration", "4s", "--display-every", "2s"}, common...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^_summary workload=tpcc .* tpmC=([0-9.]+) .* ops=(\d+) errors=(\d+) `).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no summary line:\n%s", out)
+	}
+	if m[3] != "0" || m[2] == "0" {
+		t.Fatalf("tpmC=%s ops=%s errors=%s:\n%s", m[1], m[2], m[3], out)
+	}
+	for _, tx := range []string{"new_order", "payment", "order_status", "delivery", "stock_level"} {
+		if !strings.Contains(out, tx) {
+			t.Errorf("no %s in the report:\n%s", tx, out)
+		}
+	}
+	out, err = run(t, append([]string{"check", "tpcc"}, common...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "all 11 consistency conditions hold") {
+		t.Fatalf("check:\n%s", out)
+	}
+}

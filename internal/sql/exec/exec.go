@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
@@ -134,6 +135,20 @@ func (m *MemTracker) Consume(n int64) error {
 	return nil
 }
 
+func (m *MemTracker) usedNow() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.Used
+}
+
+// restore gives back everything charged since Used was used.
+func (m *MemTracker) restore(used int64) {
+	if m != nil && m.Used > used {
+		m.Used = used
+	}
+}
+
 // Release returns n bytes to the quota.
 func (m *MemTracker) Release(n int64) {
 	if m != nil {
@@ -160,7 +175,20 @@ func BindSubqueries(c *Context, subs []*plan.Subquery) {
 			if err != nil {
 				return nil, err
 			}
-			return Drain(c, e, sq.Kind == plan.ExistsSubquery)
+			if !sq.Correlated {
+				// Run once and kept for the statement: its memory stays
+				// charged.
+				return Drain(c, e, sq.Kind == plan.ExistsSubquery)
+			}
+			// A correlated subquery runs once per outer row, and its
+			// rows are used up by the time the next run starts: what one
+			// run holds is charged while it runs and given back after,
+			// so the statement's memory stays bounded by one run, not
+			// their sum.
+			used := c.Mem.usedNow()
+			rows, err := Drain(c, e, sq.Kind == plan.ExistsSubquery)
+			c.Mem.restore(used)
+			return rows, err
 		}
 	}
 }
@@ -310,7 +338,7 @@ func Build(p plan.Plan) (Executor, error) {
 		}
 		return &setOpExec{left: l, right: r, p: n}, nil
 	}
-	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support executing %T", p)
+	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support '%s'", strings.Fields(p.Explain())[0])
 }
 
 // keysAmong reports whether every sort key is one of the first n columns.

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"encoding/binary"
+	"math"
 	"slices"
 
 	pmysql "github.com/pingcap/tidb/pkg/parser/mysql"
@@ -620,18 +621,28 @@ func limitValues(c *Context, l *plan.Limit) (count, offset int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	if count, err = d.ToInt64(); err != nil {
+	if count, err = limitInt(d); err != nil {
 		return 0, 0, err
 	}
 	if l.Offset != nil {
 		if d, err = l.Offset.Eval(c.Eval, nil); err != nil {
 			return 0, 0, err
 		}
-		if offset, err = d.ToInt64(); err != nil {
+		if offset, err = limitInt(d); err != nil {
 			return 0, 0, err
 		}
 	}
 	return max(count, 0), max(offset, 0), nil
+}
+
+// limitInt is a LIMIT or OFFSET value. LIMIT takes unsigned 64-bit values:
+// one beyond the int64 range (LIMIT 0, 18446744073709551615, the idiom
+// for "all rows after the offset") means no bound.
+func limitInt(d types.Datum) (int64, error) {
+	if d.Kind() == types.KindUint64 {
+		return int64(min(d.Uint(), math.MaxInt64)), nil
+	}
+	return d.ToInt64()
 }
 
 type limitExec struct {
@@ -902,6 +913,13 @@ func (j *joinExec) Next(c *Context) ([][]types.Datum, error) {
 		}
 		l := j.batch[j.li]
 		for j.ci < len(j.candidates) && len(out) < BatchSize {
+			if j.ci&4095 == 4095 {
+				// A nested loop may test millions of pairs for one
+				// batch: a KILL or a closed client must stop it.
+				if err := c.Ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
 			r := j.candidates[j.ci]
 			j.ci++
 			row := emit(l, r)

@@ -201,6 +201,11 @@ func (l *rowLayout) decodeInto(row []types.Datum, handle int64, value []byte, ex
 
 // scanExec reads the rows of one table along its access path.
 type scanExec struct {
+	// pointKeys are the keys of a points lookup (uniquePoints).
+	pointKeys [][]byte
+	// limitHinted: the first batch, sized by the plan's LimitHint, is read.
+	limitHinted bool
+
 	p      *plan.Scan
 	layout *rowLayout
 	extra  int
@@ -263,6 +268,9 @@ func (s *scanExec) Next(c *Context) ([][]types.Datum, error) {
 		s.started = true
 		if err := s.computeRanges(c); err != nil {
 			return nil, err
+		}
+		if s.pointKeys != nil {
+			return s.uniquePoints(c)
 		}
 	}
 	for {
@@ -331,7 +339,12 @@ func (s *scanExec) readBatch(c *Context) ([][]types.Datum, error) {
 		rows = make([][]types.Datum, 0, s.slabRows())
 	}
 	var handles []int64
-	for s.iter.Valid() && len(rows)+len(handles) < BatchSize {
+	want := BatchSize
+	if s.p.LimitHint > 0 && !s.limitHinted {
+		// The first batch: what the LIMIT above takes.
+		s.limitHinted, want = true, min(s.p.LimitHint, BatchSize)
+	}
+	for s.iter.Valid() && len(rows)+len(handles) < want {
 		if s.index {
 			h, err := tablecodec.IndexEntryHandle(s.iter.Key(), s.iter.Value())
 			if err != nil {
@@ -405,6 +418,8 @@ func (s *scanExec) visitBatch(c *Context) ([][]types.Datum, error) {
 	switch {
 	case s.rowsHint > 0:
 		limit = min(s.rowsHint+1, BatchSize) // one more: a full answer shows the range ends
+	case s.visits == 0 && s.p.LimitHint > 0:
+		limit = min(s.p.LimitHint, firstVisitRows) // what the LIMIT above takes
 	case s.visits == 0:
 		limit = firstVisitRows
 	}
@@ -703,6 +718,7 @@ func (s *scanExec) computeRanges(c *Context) error {
 		}
 		return nil
 	case plan.IndexLookup:
+		points := s.p.Points
 		for _, r := range s.p.Ranges {
 			kr, ok, err := s.indexRange(c, r)
 			if err != nil {
@@ -710,12 +726,66 @@ func (s *scanExec) computeRanges(c *Context) error {
 			}
 			if ok {
 				s.ranges = append(s.ranges, kr)
+				// A unique key with every value exact is one entry: its
+				// range is [key, PrefixEnd(key)).
+				points = points && bytes.Equal(kr[1], tablecodec.PrefixEnd(kr[0]))
 			}
 		}
 		s.ranges = disjoint(s.ranges)
+		if points {
+			s.pointKeys = make([][]byte, len(s.ranges))
+			for i, r := range s.ranges {
+				s.pointKeys[i] = r[0]
+			}
+			s.ranges = nil
+		}
 		return nil
 	}
 	return nil
+}
+
+// uniquePoints reads the rows of a points lookup (plan.Scan.Points): the
+// unique index entries in one BatchGet, then their rows by handle (locked
+// for FOR UPDATE) in another.
+func (s *scanExec) uniquePoints(c *Context) ([][]types.Datum, error) {
+	keys := s.pointKeys
+	s.pointKeys = nil
+	s.done = true
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	handles := make([]int64, 0, len(keys))
+	if len(keys) == 1 {
+		v, err := c.Txn.Get(c.Ctx, keys[0])
+		if errors.Is(err, kv.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		h, err := tablecodec.IndexEntryHandle(keys[0], v)
+		if err != nil {
+			return nil, err
+		}
+		handles = append(handles, h)
+	} else {
+		vals, err := c.Txn.BatchGet(c.Ctx, keys)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range keys {
+			v, ok := vals[string(k)]
+			if !ok {
+				continue
+			}
+			h, err := tablecodec.IndexEntryHandle(k, v)
+			if err != nil {
+				return nil, err
+			}
+			handles = append(handles, h)
+		}
+	}
+	return s.fetch(c, handles)
 }
 
 // handleBound converts a range bound to a handle. ok=false means the bound

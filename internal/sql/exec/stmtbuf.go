@@ -112,6 +112,15 @@ func (b *StmtBuffer) Staged(key []byte) (value []byte, del, ok bool) {
 // Delete stages a delete.
 func (b *StmtBuffer) Delete(key []byte) { b.put(key, stmtWrite{del: true}) }
 
+// Keys returns the staged keys, in the order first staged.
+func (b *StmtBuffer) Keys() [][]byte {
+	keys := make([][]byte, len(b.order))
+	for i, k := range b.order {
+		keys[i] = []byte(k)
+	}
+	return keys
+}
+
 // Len is the number of staged keys.
 func (b *StmtBuffer) Len() int { return len(b.order) }
 

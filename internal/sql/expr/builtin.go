@@ -127,6 +127,14 @@ func (c *compiler) funcCall(n *ast.FuncCallExpr) (Expr, error) {
 		return nil, err
 	}
 	switch name {
+	case "any_value":
+		// MySQL's escape from ONLY_FULL_GROUP_BY: the value of any row of
+		// the group, here the group's first (the planner's check lets it
+		// through).
+		if len(args) != 1 {
+			return nil, errArgCount("ANY_VALUE")
+		}
+		return args[0], nil
 	case "if":
 		if len(args) != 3 {
 			return nil, errArgCount("IF")

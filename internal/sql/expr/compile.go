@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/format"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
@@ -92,6 +93,12 @@ func (c *compiler) compileNode(node ast.ExprNode) (Expr, error) {
 		}
 		return NewBetween(args[0], args[1], args[2], n.Not), nil
 	case *ast.PatternInExpr:
+		if _, row := RowElems(n.Expr); row {
+			if n.Sel != nil {
+				return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support '(...) IN (subquery)' of rows")
+			}
+			return c.rowIn(n)
+		}
 		if n.Sel != nil {
 			return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "IN (subquery) must be planned by the binder")
 		}
@@ -161,7 +168,32 @@ func (c *compiler) compileNode(node ast.ExprNode) (Expr, error) {
 	case *ast.RowExpr:
 		return nil, sqlerr.New(sqlerr.ErOperandColumns, "21000", "Operand should contain 1 column(s)")
 	}
-	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support the expression %T", node)
+	return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support '%s'", FeatureName(node))
+}
+
+// FeatureName names an expression the compiler does not support, in words
+// for the user: the feature when it has a name, otherwise the expression's
+// own SQL text. Never a Go type.
+func FeatureName(node ast.ExprNode) string {
+	switch n := node.(type) {
+	case *ast.WindowFuncExpr:
+		return "window function " + strings.ToUpper(n.Name)
+	case *ast.MatchAgainst:
+		return "MATCH ... AGAINST"
+	case *ast.SetCollationExpr:
+		return "COLLATE"
+	case *ast.PositionExpr:
+		return "ORDER BY / GROUP BY position here"
+	}
+	var sb strings.Builder
+	if err := node.Restore(format.NewRestoreCtx(format.DefaultRestoreFlags, &sb)); err != nil || sb.Len() == 0 {
+		return "this expression"
+	}
+	text := sb.String()
+	if len(text) > 64 {
+		text = text[:61] + "..."
+	}
+	return "the expression " + text
 }
 
 // NumberParams numbers the ? markers of a parsed statement in text order
@@ -263,6 +295,16 @@ var arithOps = map[opcode.Op]ArithOp{
 }
 
 func (c *compiler) binary(n *ast.BinaryOperationExpr) (Expr, error) {
+	if _, isCmp := cmpOps[n.Op]; isCmp {
+		_, lrow := RowElems(n.L)
+		_, rrow := RowElems(n.R)
+		if lrow || rrow {
+			if !lrow {
+				return nil, errOperandColumns(1)
+			}
+			return c.rowCompare(n.Op, n.L, n.R)
+		}
+	}
 	l, err := c.compile(n.L)
 	if err != nil {
 		return nil, err

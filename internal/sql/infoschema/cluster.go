@@ -46,7 +46,17 @@ var clusterTableDefs = map[string][]colDef{
 		s("VERSION"), s("STATE"), s("SINCE"), n("REPLICAS"), n("LEADERS"), s("IS_PD_LEADER")},
 	"REGIONS": {n("REGION_ID"), s("START_KEY"), s("END_KEY"), n("LEADER_NODE"), s("PEERS"), n("VERSION"),
 		n("CONF_VERSION"), n("REPLICATION_LAG"), s("UNDER_REPLICATED"), s("IS_SYSTEM")},
+	// PROCESSLIST: the sessions of the node running the statement, as
+	// SHOW FULL PROCESSLIST lists them (rows from a ProcessSource).
+	"PROCESSLIST": {n("ID"), s("USER"), s("HOST"), s("DB"), s("COMMAND"), n("TIME"), s("STATE"), s("INFO")},
 }
+
+// ProcessSource returns the rows of PROCESSLIST now.
+type ProcessSource func() [][]types.Datum
+
+// IsProcessTable reports whether name is PROCESSLIST, whose rows come from
+// the node's sessions.
+func IsProcessTable(name string) bool { return upper(name) == "PROCESSLIST" }
 
 // IsClusterTable reports whether an INFORMATION_SCHEMA table's rows come
 // from the cluster rather than the catalog.

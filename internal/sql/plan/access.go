@@ -173,7 +173,9 @@ func compileBound(n ast.ExprNode, incl bool, sc *scope) (Bound, bool) {
 // evaluate alike and without per-row side effects.
 func (b *Builder) chooseAccess(s *Scan, sc *scope, conds []ast.ExprNode) (byRange []ast.ExprNode) {
 	preds := analyze(conds, sc)
-	if len(preds) == 0 {
+	rowEqualities(conds, sc, preds)
+	tins := tupleIns(conds, sc)
+	if len(preds) == 0 && len(tins) == 0 {
 		return nil
 	}
 	t := s.Table
@@ -193,6 +195,15 @@ func (b *Builder) chooseAccess(s *Scan, sc *scope, conds []ast.ExprNode) (byRang
 			}
 		}
 	}
+	// A row IN list over a key: one point lookup per tuple (rowkeys.go),
+	// unless the integer primary key is fixed by an equality already.
+	if len(tins) > 0 && !(t.PKIsHandle && preds[t.HandleOffset] != nil && preds[t.HandleOffset].eq != nil) {
+		for _, tin := range tins {
+			if b.tupleAccess(s, sc, tin, preds) {
+				return nil
+			}
+		}
+	}
 	var best *catalog.IndexInfo
 	var bestRanges []Range
 	bestScore := 0
@@ -209,6 +220,7 @@ func (b *Builder) chooseAccess(s *Scan, sc *scope, conds []ast.ExprNode) (byRang
 	// Full equality on a unique index beats a primary-key range.
 	if best != nil && best.Unique && bestScore >= 100*len(best.Columns) {
 		s.Access, s.Index, s.Ranges = IndexLookup, best, bestRanges
+		s.Points = pointRanges(best, bestRanges)
 		return nil
 	}
 	// Unsigned handles at or above 2^63 are stored as negative int64 and so
@@ -245,8 +257,23 @@ func (b *Builder) chooseAccess(s *Scan, sc *scope, conds []ast.ExprNode) (byRang
 	}
 	if best != nil {
 		s.Access, s.Index, s.Ranges = IndexLookup, best, bestRanges
+		s.Points = pointRanges(best, bestRanges)
 	}
 	return nil
+}
+
+// pointRanges reports whether every range fixes every column of the unique
+// index ix: each is then a single key.
+func pointRanges(ix *catalog.IndexInfo, ranges []Range) bool {
+	if !ix.Unique || len(ranges) == 0 {
+		return false
+	}
+	for _, r := range ranges {
+		if len(r.Eq) != len(ix.Columns) || r.Low.Value != nil || r.High.Value != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // indexRanges builds the ranges of one index: equalities on a prefix of its

@@ -33,6 +33,12 @@ type Builder struct {
 	// Cluster reads the cluster's state for INFORMATION_SCHEMA's cluster
 	// tables (nil outside a node).
 	Cluster infoschema.ClusterSource
+	// Processes lists the node's sessions for INFORMATION_SCHEMA.
+	// PROCESSLIST (nil: empty).
+	Processes infoschema.ProcessSource
+	// OnlyFullGroupBy enforces sql_mode's ONLY_FULL_GROUP_BY
+	// (fullgroupby.go).
+	OnlyFullGroupBy bool
 }
 
 func (b *Builder) clauseName() string {
@@ -140,7 +146,7 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 	sc := newScope(b)
 	sc.parent, sc.sub = parent, sub
 	var p Plan
-	conds := splitAnd(sel.Where, nil)
+	conds := propagateEqualities(splitAnd(sel.Where, nil))
 	lock := sel.LockInfo != nil && sel.LockInfo.LockType != ast.SelectLockNone
 	if sel.From == nil {
 		p = &Dual{}
@@ -177,6 +183,7 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 	b.clause = "group statement"
 	if sel.GroupBy != nil || len(ac.list) > 0 {
 		agg := &Aggregate{Child: p}
+		var groups []ast.ExprNode
 		if sel.GroupBy != nil {
 			for _, it := range sel.GroupBy.Items {
 				n := it.Expr
@@ -199,7 +206,11 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 					return nil, err
 				}
 				agg.GroupBy = append(agg.GroupBy, e)
+				groups = append(groups, n)
 			}
+		}
+		if err := b.fullGroupBy(sc, fields, groups, sel.Having, sel.OrderBy); err != nil {
+			return nil, err
 		}
 		as := newScope(b)
 		as.parent, as.sub = parent, sub
@@ -342,7 +353,7 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 	if sel.Distinct {
 		p = &Distinct{base: base{p.Columns()}, Child: p, N: visible}
 	}
-	if len(keys) > 0 && !(out == sc && !sel.Distinct && b.orderByHandle(proj.Child, sel.OrderBy, sc)) {
+	if len(keys) > 0 && !(out == sc && !sel.Distinct && (b.orderByHandle(proj.Child, sel.OrderBy, sc) || b.orderByIndex(proj.Child, sel.OrderBy, sc))) {
 		p = &Sort{base: base{p.Columns()}, Child: p, Keys: keys}
 	}
 	var err error
@@ -358,6 +369,50 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 // orderByHandle recognizes ORDER BY <clustered key> [DESC] over a single
 // table read along the handle (full scan or one handle range): the scan
 // then returns rows in that order and no sort is needed.
+// orderByIndex reports whether a single-table query's ORDER BY is the order
+// of its index lookup, and if so makes the scan read in that order: one
+// range of equalities on the index's leading columns, ordered by the
+// columns that follow, all ascending or all descending. Only numeric and
+// temporal columns qualify (their key order is their SQL order under every
+// collation).
+func (b *Builder) orderByIndex(p Plan, ob *ast.OrderByClause, sc *scope) bool {
+	for {
+		f, ok := p.(*Filter)
+		if !ok {
+			break
+		}
+		p = f.Child
+	}
+	s, ok := p.(*Scan)
+	if !ok || s.Access != IndexLookup || len(s.Ranges) != 1 || s.Points || len(sc.cols) != len(s.Table.Columns) {
+		return false
+	}
+	r := s.Ranges[0]
+	next := len(r.Eq)
+	if len(ob.Items) == 0 || next+len(ob.Items) > len(s.Index.Columns) {
+		return false
+	}
+	desc := ob.Items[0].Desc
+	for i, it := range ob.Items {
+		cn, ok := unparen(it.Expr).(*ast.ColumnNameExpr)
+		if !ok || it.Desc != desc {
+			return false
+		}
+		c, found, err := sc.find(cn.Name)
+		off := s.Index.Columns[next+i]
+		if err != nil || !found || c.idx != off {
+			return false
+		}
+		switch s.Table.Columns[off].Type.EvalType() {
+		case ptypes.ETInt, ptypes.ETDecimal, ptypes.ETDatetime, ptypes.ETTimestamp, ptypes.ETDuration:
+		default:
+			return false
+		}
+	}
+	s.Desc = desc
+	return true
+}
+
 func (b *Builder) orderByHandle(p Plan, ob *ast.OrderByClause, sc *scope) bool {
 	if len(ob.Items) != 1 {
 		return false
@@ -412,7 +467,54 @@ func (b *Builder) buildLimit(p Plan, l *ast.Limit) (Plan, error) {
 			return nil, err
 		}
 	}
+	limitHint(lim)
 	return lim, nil
+}
+
+// limitHint tells a scan that feeds a LIMIT through projections and
+// filters alone how many rows the limit takes, so that its first batch
+// reads (and, for FOR UPDATE, locks) about that many instead of a full
+// batch. Filters may reject rows; the scan then reads on as usual.
+func limitHint(l *Limit) {
+	n, ok := constInt(l.Count)
+	if !ok {
+		return
+	}
+	if l.Offset != nil {
+		off, ok := constInt(l.Offset)
+		if !ok {
+			return
+		}
+		n += off
+	}
+	p := l.Child
+	for {
+		switch x := p.(type) {
+		case *Projection:
+			p = x.Child
+			continue
+		case *Filter:
+			p = x.Child
+			continue
+		case *Scan:
+			if n > 0 && n < 1<<20 {
+				x.LimitHint = int(n)
+			}
+		}
+		return
+	}
+}
+
+func constInt(e expr.Expr) (int64, bool) {
+	if !expr.IsConstant(e) {
+		return 0, false
+	}
+	d, err := e.Eval(nil, nil)
+	if err != nil {
+		return 0, false
+	}
+	n, err := d.ToInt64()
+	return n, err == nil && n >= 0
 }
 
 func setOpOf(t *ast.SetOprType) (SetOpKind, bool) {

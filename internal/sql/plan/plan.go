@@ -94,6 +94,13 @@ type Scan struct {
 	// Ranges for TableRangeScan / IndexLookup (one range each, or one per
 	// IN value for an index).
 	Ranges []Range
+	// LimitHint, when > 0, is how many rows a LIMIT right above wants: the
+	// scan's first batch reads that many.
+	LimitHint int
+	// Points: every range of an IndexLookup fixes all columns of a unique
+	// index, so each is one key, read by a batched point get rather than
+	// a scan (when its values convert exactly to the columns' types).
+	Points bool
 	// Desc walks the range backwards (ORDER BY pk DESC).
 	Desc bool
 	// Lock takes pessimistic locks on the rows read (FOR UPDATE).
@@ -127,6 +134,9 @@ func (s *Scan) Explain() string {
 			parts[i] = r.String()
 		}
 		out += " range=" + strings.Join(parts, ",")
+		if s.Points {
+			out += " points"
+		}
 	}
 	if s.Desc {
 		out += " desc"

@@ -118,6 +118,9 @@ func (sc *scope) Bind(node ast.ExprNode) (expr.Expr, error) {
 		if !ok {
 			return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "IN needs a subquery or a value list")
 		}
+		if _, row := expr.RowElems(n.Expr); row {
+			return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support '(...) IN (subquery)' of rows")
+		}
 		return sc.b.buildSubquery(sc, sq, InSubquery, n.Expr, 0, n.Not)
 	case *ast.CompareSubqueryExpr:
 		sq, ok := n.R.(*ast.SubqueryExpr)

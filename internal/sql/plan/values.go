@@ -31,7 +31,15 @@ func (b *Builder) buildInfoSchema(sc *scope, name, alias string) (*leaf, error) 
 		return nil, sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", infoschema.Name, name)
 	}
 	v := &Values{Name: infoschema.Name + "." + t.Name}
-	if infoschema.IsClusterTable(t.Name) {
+	if infoschema.IsProcessTable(t.Name) {
+		src := b.Processes
+		v.Fetch = func() [][]types.Datum {
+			if src == nil {
+				return nil
+			}
+			return src()
+		}
+	} else if infoschema.IsClusterTable(t.Name) {
 		src, name := b.Cluster, t.Name
 		v.Fetch = func() [][]types.Datum { return infoschema.ClusterRows(src, name) }
 	} else {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"strconv"
@@ -59,6 +60,13 @@ type clientConn struct {
 	wHeaderLen    int // header bytes of the current server packet seen
 	wBodyLeft     int // body bytes of the current server packet still to come
 	wBodyStarted  bool
+
+	// maxPacket bounds a command's payload (max_allowed_packet; 0: no
+	// bound). cmdSize is the payload of the current command so far, and
+	// cont says the last packet was full, so the next continues it.
+	maxPacket int
+	cmdSize   int
+	cont      bool
 
 	// execCursor tells whether the last COM_STMT_EXECUTE asked for a
 	// server-side cursor (a non-zero flags byte, or a packet too short to
@@ -143,6 +151,17 @@ func (p *clientConn) readPacket() error {
 		return err
 	}
 	n := int(hdr[0]) | int(hdr[1])<<8 | int(hdr[2])<<16
+	if !p.cont {
+		p.cmdSize = 0
+	}
+	p.cmdSize += n
+	p.cont = n == maxPacketPayload
+	if p.maxPacket > 0 && p.cmdSize > p.maxPacket && p.authenticated {
+		// MySQL answers ER_NET_PACKET_TOO_LARGE and drops the
+		// connection; the rest of the command is never read.
+		p.writeError(hdr[3]+1, 1153, "08S01", "Got a packet bigger than 'max_allowed_packet' bytes")
+		return errPacketTooLarge
+	}
 	if cap(p.buf) < 4+n || (cap(p.buf) > retainedBufferLimit && 4+n <= retainedBufferLimit) {
 		// Grow for this packet; after a huge one, do not keep its buffer
 		// for the rest of the connection.
@@ -169,6 +188,20 @@ func (p *clientConn) readPacket() error {
 	}
 	p.out = p.buf
 	return nil
+}
+
+// errPacketTooLarge ends a connection whose command exceeded maxPacket.
+var errPacketTooLarge = errors.New("client command larger than max_allowed_packet")
+
+// writeError sends an error packet with sequence number seq straight to
+// the socket.
+func (p *clientConn) writeError(seq byte, code uint16, state, msg string) {
+	body := make([]byte, 0, 9+len(msg))
+	body = append(body, 0xff, byte(code), byte(code>>8), '#')
+	body = append(body, state...)
+	body = append(body, msg...)
+	pkt := append([]byte{byte(len(body)), byte(len(body) >> 8), byte(len(body) >> 16), seq}, body...)
+	_, _ = p.Conn.Write(pkt)
 }
 
 // rewritePrepare replaces the current packet by a COM_STMT_PREPARE of a

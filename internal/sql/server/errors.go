@@ -7,6 +7,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 
 	"github.com/strata-db/strata/internal/kv"
+	strsql "github.com/strata-db/strata/internal/sql"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 )
 
@@ -26,10 +27,13 @@ func wireError(err error) *mysql.SQLError {
 	}
 	var re *kv.RetryableError
 	if errors.As(err, &re) {
-		if re.LockWaitTimeout {
+		switch {
+		case re.LockWaitTimeout:
 			return mysql.NewSQLError(sqlerr.ErLockWaitTimeout, "HY000", "Lock wait timeout exceeded; try restarting transaction")
+		case re.Deadlock:
+			return mysql.NewSQLError(sqlerr.ErLockDeadlock, "40001", "Deadlock found when trying to get lock; try restarting transaction")
 		}
-		return mysql.NewSQLError(sqlerr.ErLockDeadlock, "40001", "Deadlock found when trying to get lock; try restarting transaction: %s", re.Reason)
+		return mysql.NewSQLError(sqlerr.ErLockDeadlock, "40001", "Write conflict with a concurrent transaction; try restarting transaction")
 	}
 	if errors.Is(err, kv.ErrTxnTooOld) {
 		return mysql.NewSQLError(sqlerr.ErGCTooEarly, "HY000", "%s", err.Error())
@@ -41,5 +45,5 @@ func wireError(err error) *mysql.SQLError {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return mysql.NewSQLError(sqlerr.ErQueryInterrupted, "70100", "Query execution was interrupted")
 	}
-	return mysql.NewSQLError(sqlerr.ErUnknown, "HY000", "%s", err.Error())
+	return mysql.NewSQLError(sqlerr.ErUnknown, "HY000", "%s", strsql.RedactKeys(err.Error()))
 }

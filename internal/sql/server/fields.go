@@ -391,6 +391,12 @@ func (e *rowEncoder) appendValue(buf []byte, col int, d types.Datum) ([]byte, er
 		if d.Kind() != types.KindTime {
 			return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "internal error: %s value for a date column", d.Kind())
 		}
+		if tm := d.Time(); tm.IsZero() && tm.Hour() == 0 && tm.Minute() == 0 && tm.Second() == 0 && tm.Microsecond() == 0 {
+			// The zero date goes on the wire with length 0, as MySQL
+			// sends it: drivers read four zero bytes as a real date
+			// (Go's as -0001-11-30).
+			return buf, nil
+		}
 		return d.Time().Append(buf), nil
 	default:
 		return d.AppendText(buf), nil

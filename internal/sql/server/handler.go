@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/dolthub/vitess/go/mysql"
 	"github.com/dolthub/vitess/go/sqltypes"
@@ -16,6 +17,13 @@ import (
 	strsql "github.com/strata-db/strata/internal/sql"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 )
+
+// maxPreparedParams is the most placeholders a prepared statement may
+// have. MySQL allows 65535; the protocol library sizes the NULL bitmap of
+// COM_STMT_EXECUTE with a 16-bit count plus 7, which wraps above 65528 and
+// would make it index past the bitmap it read, so the statement is refused
+// at prepare (with MySQL's 1390) instead.
+const maxPreparedParams = 65528
 
 // rowsPerPacketBatch bounds how many rows are converted to wire values
 // before they are handed to the protocol library, so a large result set
@@ -29,10 +37,13 @@ type handler struct {
 
 	mu    sync.Mutex
 	conns map[uint32]*mysql.Conn // open connections, closed by Server.Close
+	// sessions are the connections' SQL sessions, for the watch on
+	// clients that go away (clientgone.go).
+	sessions map[uint32]connSession
 }
 
 func newHandler(open sessionFactory, logger *slog.Logger) *handler {
-	return &handler{open: open, log: logger, conns: make(map[uint32]*mysql.Conn)}
+	return &handler{open: open, log: logger, conns: make(map[uint32]*mysql.Conn), sessions: make(map[uint32]connSession)}
 }
 
 // connState is the server's per-connection state, kept in Conn.ClientData.
@@ -103,6 +114,7 @@ func (h *handler) NewConnection(c *mysql.Conn) {
 func (h *handler) ConnectionClosed(c *mysql.Conn) {
 	h.mu.Lock()
 	delete(h.conns, c.ConnectionID)
+	delete(h.sessions, c.ConnectionID)
 	h.mu.Unlock()
 	metricConnectionsOpen.Dec()
 	openConns.Add(-1)
@@ -140,10 +152,12 @@ func (h *handler) state(c *mysql.Conn) *connState {
 	}
 	if st.sess == nil {
 		st.sess = h.open(c.User, hostOf(c.RemoteAddr()))
-		// CLIENT_FOUND_ROWS: UPDATE reports the rows it matched, not the
-		// rows it changed (Django and others rely on it).
-		if fr, ok := st.sess.(interface{ SetClientFoundRows(bool) }); ok && c.Capabilities&mysql.CapabilityClientFoundRows != 0 {
-			fr.SetClientFoundRows(true)
+		if cs, ok := st.sess.(connSession); ok {
+			cs.SetClientFoundRows(c.Capabilities&mysql.CapabilityClientFoundRows != 0)
+			cs.SetConnCloser(c.Close)
+			h.mu.Lock()
+			h.sessions[c.ConnectionID] = cs
+			h.mu.Unlock()
 		}
 		// LOAD DATA LOCAL INFILE asks the client for the file over this
 		// connection (a client that refuses sends an empty file).
@@ -154,6 +168,15 @@ func (h *handler) state(c *mysql.Conn) *connState {
 		}
 	}
 	return st
+}
+
+// connSession is what a session of the SQL engine offers beyond session:
+// *sql.Session implements it.
+type connSession interface {
+	SetClientFoundRows(bool)
+	SetConnCloser(func())
+	RunningFor() time.Duration
+	Kill(cause error)
 }
 
 // recoverCommand turns a panic while serving a command into an error for
@@ -309,9 +332,9 @@ func (h *handler) ComPrepare(ctx context.Context, c *mysql.Conn, query string, p
 	if err != nil {
 		return nil, wireError(err)
 	}
-	if ps.ParamCount > 0xffff {
+	if ps.ParamCount > maxPreparedParams {
 		st.sess.ClosePrepared(ps.ID)
-		return nil, mysql.NewSQLError(sqlerr.ErUnknown, "HY000", "prepared statement has %d parameters, at most 65535 are supported", ps.ParamCount)
+		return nil, mysql.NewSQLError(1390, "HY000", "Prepared statement contains too many placeholders (%d; at most %d)", ps.ParamCount, maxPreparedParams)
 	}
 	st.stmts[prepare.StatementID] = ps
 	prepare.ParamsCount = uint16(ps.ParamCount)

@@ -16,6 +16,7 @@ type clientListener struct {
 	net.Listener
 	log              *slog.Logger
 	handshakeTimeout time.Duration
+	maxPacket        int
 }
 
 const maxAcceptBackoff = time.Second
@@ -25,7 +26,9 @@ func (l clientListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err == nil {
-			return newClientConn(c, l.handshakeTimeout), nil
+			cc := newClientConn(c, l.handshakeTimeout)
+			cc.maxPacket = l.maxPacket
+			return cc, nil
 		}
 		if errors.Is(err, net.ErrClosed) {
 			return nil, err

@@ -20,6 +20,9 @@ import (
 // makes drivers enable MySQL 8 behaviour.
 const ServerVersion = strsql.ServerVersion
 
+// DefaultMaxAllowedPacket is max_allowed_packet's default (MySQL 8's).
+const DefaultMaxAllowedPacket = 64 << 20
+
 // Config configures a Server.
 type Config struct {
 	// Addr is the TCP address to listen on, e.g. "127.0.0.1:4000". Port 0
@@ -43,6 +46,11 @@ type Config struct {
 	// handshake is disconnected. Authenticated connections have no idle
 	// limit.
 	HandshakeTimeout time.Duration
+	// MaxAllowedPacket bounds a client's command, in bytes (MySQL's
+	// max_allowed_packet, default 64 MiB): a larger one gets error 1153
+	// and its connection is closed before the command is read into
+	// memory.
+	MaxAllowedPacket int
 	// Logger receives connection-level events (panics, aborted
 	// handshakes). Defaults to slog.Default().
 	Logger *slog.Logger
@@ -107,6 +115,10 @@ func newServer(cfg Config, open sessionFactory) (*Server, error) {
 	if handshakeTimeout <= 0 {
 		handshakeTimeout = 10 * time.Second
 	}
+	maxPacket := cfg.MaxAllowedPacket
+	if maxPacket <= 0 {
+		maxPacket = DefaultMaxAllowedPacket
+	}
 	var maxConns uint64
 	var maxWait uint32
 	if cfg.MaxConnections > 0 {
@@ -114,7 +126,7 @@ func newServer(cfg Config, open sessionFactory) (*Server, error) {
 		maxWait = uint32(cfg.MaxConnections)
 	}
 	l, err := mysql.NewListenerWithConfig(mysql.ListenerConfig{
-		Listener:            clientListener{Listener: ln, log: logger, handshakeTimeout: handshakeTimeout},
+		Listener:            clientListener{Listener: ln, log: logger, handshakeTimeout: handshakeTimeout, maxPacket: maxPacket},
 		AuthServer:          newAccounts(cfg),
 		Handler:             h,
 		ConnReadBufferSize:  mysql.DefaultConnBufferSize,
@@ -127,7 +139,9 @@ func newServer(cfg Config, open sessionFactory) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	l.ServerVersion = ServerVersion
-	return &Server{listener: l, handler: h, log: logger, closed: make(chan struct{})}, nil
+	srv := &Server{listener: l, handler: h, log: logger, closed: make(chan struct{})}
+	go h.watchClients(srv.closed)
+	return srv, nil
 }
 
 // Addr is the address the server listens on.

@@ -4,6 +4,7 @@
 //
 //	strata workload init ycsb|kv [flags]    create the table (sql) and load the records
 //	strata workload run  ycsb|kv [flags]    run the workload (--init loads first)
+//	strata workload init|run|check tpcc [flags]   TPC-C (tpcc.go)
 //
 // Errors are returned with a message for the user; Main returns ErrUsage
 // (already explained on stderr) for malformed command lines.
@@ -33,6 +34,7 @@ var ErrAllFailed = errors.New("every operation failed")
 const usageText = `Usage:
   strata workload init ycsb|kv [flags]   create the table (sql driver) and load the records
   strata workload run  ycsb|kv [flags]   run the workload; --init loads first
+  strata workload init|run|check tpcc    TPC-C over the MySQL protocol ('strata workload run tpcc -h')
 
 Examples:
   strata workload run ycsb --workload a --init --records 100000 --duration 60s --threads 64
@@ -253,6 +255,12 @@ type scanner interface{ NeedsScans() bool }
 // to stdout, progress and error messages to stderr. Cancelling ctx stops a
 // run gracefully (the final report is still printed) and interrupts a load.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) >= 2 && args[1] == "tpcc" {
+		switch args[0] {
+		case "init", "run", "check":
+			return tpccMain(ctx, args[0], args[2:], stdout, stderr)
+		}
+	}
 	inv, err := Parse(args, stderr)
 	if err != nil {
 		return err

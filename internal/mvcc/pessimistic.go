@@ -1,0 +1,227 @@
+package mvcc
+
+import (
+	"bytes"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/strata-db/strata/kvpb"
+)
+
+// PessimisticLocks is the table of pessimistic locks a store's region
+// leaders hold in memory only, TiKV's in-memory pessimistic locks. A
+// pessimistic lock changes no value and blocks no reader; it only keeps
+// other writers off a key while a DML statement's transaction runs. Taking
+// it in memory costs no Raft round trip and no fsync, which is what lets
+// every DML statement of a pessimistic transaction lock its rows.
+//
+// A lock in the table is found by every write function of this package
+// (through a reader from LockSet.Reader, or WithPessimisticLocks) exactly
+// like a lock in the engine's lock column family: it makes other
+// transactions' prewrites and pessimistic locks fail with *LockedError,
+// CheckTxnStatus reports and expires it, TxnHeartBeat extends it, and
+// prewrite, rollback, resolve and pessimistic rollback remove it. Changes to
+// the table take effect when the command's batch is staged, under the
+// command's latches, not when the batch is applied.
+//
+// Nothing in the table survives a restart or a change of leader, so a
+// transaction may find, at prewrite, that a pessimistic lock it took is
+// gone. Prewrite then checks the key as the lock did: no commit of another
+// transaction after the for-update ts, no other lock. If that holds, no
+// other writer changed the key since the transaction read it, which is
+// all the lock was for, and the prewrite goes on; otherwise it fails
+// (*PessimisticLockNotFoundError) and so does the transaction's commit.
+// The lock only ever bought the waiting; the correctness is the prewrite's.
+//
+// When the table holds maxBytes, new pessimistic locks go to the engine
+// through Raft as before. A store that loses the leadership of a region
+// must drop the region's locks (DropRange): the new leader does not know
+// them, and a stale lock here would block writers if the leadership came
+// back.
+type PessimisticLocks struct {
+	n        atomic.Int64 // entries; zero lets lookups skip the mutex
+	mu       sync.Mutex
+	m        map[string]*lock
+	bytes    int64
+	maxBytes int64
+}
+
+// DefaultPessimisticLockBytes bounds the table of a store (the keys,
+// primaries and bookkeeping of its locks).
+const DefaultPessimisticLockBytes = 64 << 20
+
+// NewPessimisticLocks returns an empty table bounded by maxBytes (<= 0:
+// DefaultPessimisticLockBytes).
+func NewPessimisticLocks(maxBytes int64) *PessimisticLocks {
+	if maxBytes <= 0 {
+		maxBytes = DefaultPessimisticLockBytes
+	}
+	return &PessimisticLocks{m: make(map[string]*lock), maxBytes: maxBytes}
+}
+
+// lockEntryOverhead approximates a table entry's cost beyond its key and
+// primary.
+const lockEntryOverhead = 120
+
+func entryBytes(key []byte, l *lock) int64 {
+	return int64(len(key)+len(l.primary)) + lockEntryOverhead
+}
+
+// Len is the number of locks in the table.
+func (p *PessimisticLocks) Len() int { return int(p.n.Load()) }
+
+// get returns a copy of key's lock, or nil.
+func (p *PessimisticLocks) get(key []byte) *lock {
+	if p == nil || p.n.Load() == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	l := p.m[string(key)]
+	p.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	c := *l
+	return &c
+}
+
+// hasRoom reports whether a new lock on key may go to the table.
+func (p *PessimisticLocks) hasRoom(key []byte, l *lock) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bytes+entryBytes(key, l) <= p.maxBytes
+}
+
+// memOp is a staged change of the table: put l on key, or delete key's lock
+// of transaction startTS when l is nil. key is only read while the command
+// applies its ops.
+type memOp struct {
+	key     []byte
+	l       *lock
+	startTS uint64
+}
+
+func (p *PessimisticLocks) apply(ops []memOp) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, op := range ops {
+		k := string(op.key)
+		old := p.m[k]
+		if op.l == nil {
+			if old != nil && old.startTS == op.startTS {
+				delete(p.m, k)
+				p.bytes -= entryBytes(op.key, old)
+			}
+			continue
+		}
+		if old != nil {
+			p.bytes -= entryBytes(op.key, old)
+		}
+		op.l.mem = true
+		p.m[k] = op.l // staged by this command alone: the table owns it now
+		p.bytes += entryBytes(op.key, op.l)
+	}
+	p.n.Store(int64(len(p.m)))
+}
+
+// DropRange forgets every lock on a key in [start, end) (an empty end: no
+// upper bound): the store no longer leads the region holding them.
+func (p *PessimisticLocks) DropRange(start, end []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, l := range p.m {
+		if inRange([]byte(k), start, end) {
+			delete(p.m, k)
+			p.bytes -= entryBytes([]byte(k), l)
+		}
+	}
+	p.n.Store(int64(len(p.m)))
+}
+
+func inRange(k, start, end []byte) bool {
+	return bytes.Compare(k, start) >= 0 && (len(end) == 0 || bytes.Compare(k, end) < 0)
+}
+
+// scan returns the locks on keys in [start, end) whose start ts is at or
+// below maxTS, in key order.
+func (p *PessimisticLocks) scan(start, end []byte, maxTS uint64) []*kvpb.LockInfo {
+	if p == nil || p.n.Load() == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	var out []*kvpb.LockInfo
+	for k, l := range p.m {
+		if l.startTS <= maxTS && inRange([]byte(k), start, end) {
+			out = append(out, l.info([]byte(k)))
+		}
+	}
+	p.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].Key, out[j].Key) < 0 })
+	return out
+}
+
+// WithPessimisticLocks returns a reader of r whose lock lookups see the
+// locks of p first (LockSet.Reader's readers see the LockSet's table).
+func WithPessimisticLocks(r pebble.Reader, p *PessimisticLocks) pebble.Reader {
+	return memLockReader{Reader: r, p: p}
+}
+
+type memLockReader struct {
+	pebble.Reader
+	p *PessimisticLocks
+}
+
+// pessimisticLocksOf returns the in-memory lock table r reads, or nil.
+func pessimisticLocksOf(r pebble.Reader) *PessimisticLocks {
+	switch r := r.(type) {
+	case lockSetReader:
+		return r.ls.pessimistic
+	case memLockReader:
+		return r.p
+	}
+	return nil
+}
+
+// txnLock returns key's lock as writers see it: a pessimistic lock held in
+// memory, else the lock in the engine, else nil. Reads use getLock: no
+// in-memory lock blocks a reader.
+func txnLock(r pebble.Reader, key []byte) (*lock, error) {
+	if l := pessimisticLocksOf(r).get(key); l != nil {
+		return l, nil
+	}
+	if mr, ok := r.(memLockReader); ok {
+		r = mr.Reader
+	}
+	return getLock(r, key)
+}
+
+// putLock stages l as key's lock, in memory when l is an in-memory lock.
+func (s *staged) putLock(r pebble.Reader, key []byte, l *lock) {
+	if l.mem {
+		s.memOps = append(s.memOps, memOp{key: key, l: l, startTS: l.startTS})
+		s.memTable = pessimisticLocksOf(r)
+		return
+	}
+	s.set(lockKey(key), l.encode())
+}
+
+// delLock stages the removal of key's lock l.
+func (s *staged) delLock(r pebble.Reader, key []byte, l *lock) {
+	if l.mem {
+		s.memOps = append(s.memOps, memOp{key: key, startTS: l.startTS})
+		s.memTable = pessimisticLocksOf(r)
+		return
+	}
+	s.del(lockKey(key))
+}
+
+// newPessimisticLock stages a new pessimistic lock l on key: in memory when
+// the reader has a table with room for it, else in the engine.
+func (s *staged) newPessimisticLock(r pebble.Reader, key []byte, l *lock) {
+	if p := pessimisticLocksOf(r); p != nil && p.hasRoom(key, l) {
+		l.mem = true
+	}
+	s.putLock(r, key, l)
+}

@@ -1,0 +1,277 @@
+package integration
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Four clients each run BEGIN; UPDATE cnt SET n = n + 1; COMMIT fifty times
+// against one row, and then 50 autocommit increments each: every
+// transaction waits for the row lock instead of failing, so the counter
+// ends at 400 with no error at all (MySQL's behaviour, which applications
+// count on).
+func TestCounterUnderContention(t *testing.T) {
+	n := StartNode(t)
+	mustExec(t, n.DB(t, ""), "CREATE DATABASE app")
+	db := n.DB(t, "app")
+	mustExec(t, db, "CREATE TABLE cnt (id INT PRIMARY KEY, n BIGINT NOT NULL)", "INSERT INTO cnt VALUES (1, 0)")
+	const clients, rounds = 4, 50
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*clients)
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := db.Conn(context.Background())
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conn.Close()
+			for i := 0; i < rounds; i++ {
+				for _, q := range []string{"BEGIN", "UPDATE cnt SET n = n + 1 WHERE id = 1", "COMMIT"} {
+					if _, err := conn.ExecContext(context.Background(), q); err != nil {
+						errs <- fmt.Errorf("round %d, %s: %w", i, q, err)
+						return
+					}
+				}
+			}
+			for i := 0; i < rounds; i++ {
+				if _, err := conn.ExecContext(context.Background(), "UPDATE cnt SET n = n + 1 WHERE id = 1"); err != nil {
+					errs <- fmt.Errorf("autocommit round %d: %w", i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	var got int
+	if err := db.QueryRow("SELECT n FROM cnt WHERE id = 1").Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if want := 2 * clients * rounds; got != want {
+		t.Fatalf("n = %d, want %d", got, want)
+	}
+}
+
+// Sixteen clients move money between random accounts in pessimistic
+// transactions that update the two rows in random order, so some of them
+// deadlock: the detector aborts one of each cycle at once with 1213 and the
+// client retries it. The total never changes and no other error appears.
+func TestBankTransfersPessimistic(t *testing.T) {
+	n := StartNode(t)
+	mustExec(t, n.DB(t, ""), "CREATE DATABASE bank")
+	db := n.DB(t, "bank")
+	db.SetMaxOpenConns(32)
+	const accounts, initial = 20, 1000
+	mustExec(t, db, "CREATE TABLE acct (id INT PRIMARY KEY, balance BIGINT NOT NULL)")
+	var values []string
+	for i := 0; i < accounts; i++ {
+		values = append(values, fmt.Sprintf("(%d, %d)", i, initial))
+	}
+	mustExec(t, db, "INSERT INTO acct VALUES "+strings.Join(values, ", "))
+
+	const clients = 16
+	deadline := time.Now().Add(4 * time.Second)
+	var transfers, deadlocks atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				from, to := rand.IntN(accounts), rand.IntN(accounts)
+				if from == to {
+					continue
+				}
+				err := transferSQL(db, from, to, int64(rand.IntN(50)))
+				if code, _ := errCode(err); code == 1213 {
+					deadlocks.Add(1)
+					if strings.Contains(err.Error(), `\x`) {
+						errs <- fmt.Errorf("deadlock error shows an internal key: %v", err)
+						return
+					}
+					continue // the victim was rolled back: retry
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				transfers.Add(1)
+			}
+		}()
+	}
+	// Meanwhile the total, read in snapshots, never changes.
+	checkDone := make(chan struct{})
+	go func() {
+		defer close(checkDone)
+		for time.Now().Before(deadline) {
+			var sum int64
+			if err := db.QueryRow("SELECT SUM(balance) FROM acct").Scan(&sum); err != nil {
+				errs <- err
+				return
+			}
+			if sum != accounts*initial {
+				errs <- fmt.Errorf("total %d in a snapshot, want %d", sum, accounts*initial)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	wg.Wait()
+	<-checkDone
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	var sum int64
+	if err := db.QueryRow("SELECT SUM(balance) FROM acct").Scan(&sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum != accounts*initial {
+		t.Fatalf("total %d, want %d", sum, accounts*initial)
+	}
+	t.Logf("%d transfers, %d deadlock victims retried", transfers.Load(), deadlocks.Load())
+	if transfers.Load() < 100 {
+		t.Fatalf("only %d transfers in 4 s", transfers.Load())
+	}
+	if d := deadlocks.Load(); d*10 > transfers.Load() {
+		t.Fatalf("%d deadlock victims for %d transfers: not rare", d, transfers.Load())
+	}
+}
+
+func transferSQL(db *sql.DB, from, to int, amount int64) error {
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec("UPDATE acct SET balance = balance - ? WHERE id = ?", amount, from); err != nil {
+		return err
+	}
+	if _, err := tx.Exec("UPDATE acct SET balance = balance + ? WHERE id = ?", amount, to); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// A transaction that waits longer than innodb_lock_wait_timeout for a row
+// lock gets 1205, and only its statement fails: the transaction goes on and
+// commits what it did before.
+func TestLockWaitTimeout(t *testing.T) {
+	n := StartNode(t)
+	mustExec(t, n.DB(t, ""), "CREATE DATABASE app")
+	db := n.DB(t, "app")
+	mustExec(t, db, "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 0), (2, 0)")
+	ctx := context.Background()
+	holder, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback()
+	mustExec(t, holder, "UPDATE t SET v = 1 WHERE id = 1")
+
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var timeout int
+	if err := conn.QueryRowContext(ctx, "SELECT @@innodb_lock_wait_timeout").Scan(&timeout); err != nil || timeout != 50 {
+		t.Fatalf("default innodb_lock_wait_timeout = %d (%v), want 50", timeout, err)
+	}
+	mustExec(t, conn, "SET SESSION innodb_lock_wait_timeout = 1", "BEGIN", "UPDATE t SET v = 2 WHERE id = 2")
+	began := time.Now()
+	_, err = conn.ExecContext(ctx, "UPDATE t SET v = 2 WHERE id = 1")
+	expectError(t, err, 1205, "HY000")
+	if waited := time.Since(began); waited < 900*time.Millisecond || waited > 5*time.Second {
+		t.Fatalf("1205 after %v with a 1 s timeout", waited)
+	}
+	if !strings.Contains(err.Error(), "Lock wait timeout exceeded; try restarting transaction") {
+		t.Fatalf("text: %v", err)
+	}
+	// SELECT ... FOR UPDATE waits and times out the same way.
+	_, err = conn.ExecContext(ctx, "SELECT v FROM t WHERE id = 1 FOR UPDATE")
+	expectError(t, err, 1205, "HY000")
+	mustExec(t, conn, "COMMIT")
+	if err := holder.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var v1, v2 int
+	if err := db.QueryRow("SELECT (SELECT v FROM t WHERE id = 1), (SELECT v FROM t WHERE id = 2)").Scan(&v1, &v2); err != nil {
+		t.Fatal(err)
+	}
+	if v1 != 1 || v2 != 2 {
+		t.Fatalf("v = %d, %d; want 1 (holder), 2 (the waiter's first statement)", v1, v2)
+	}
+}
+
+// In a cluster the deadlock detector runs with PD's leader and the row
+// locks are waited for on the leaders of their regions: two transactions
+// that reach each other's rows through different nodes still find their
+// deadlock at once (the victim gets 1213 well before the 50 s lock wait
+// timeout) and the survivor commits.
+func TestClusterDeadlockDetected(t *testing.T) {
+	c := StartCluster(t, 3)
+	mustExec(t, c.Nodes[0].DB(t, ""), "CREATE DATABASE app")
+	mustExec(t, c.Nodes[0].DB(t, "app"), "CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t VALUES (1, 0), (2, 0)")
+	if st, err := c.Status(); err == nil {
+		for _, r := range st.Regions {
+			t.Logf("region %d (system %v) led by store %d; PD's leader is store %d", r.ID, r.System, r.LeaderStore, st.PDLeaderStore)
+		}
+	}
+	ctx := context.Background()
+	begin := func(n *Node) *sql.Tx {
+		tx, err := n.DB(t, "app").BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tx.Rollback() })
+		return tx
+	}
+	a, b := begin(c.Nodes[1]), begin(c.Nodes[2])
+	mustExec(t, a, "UPDATE t SET v = 1 WHERE id = 1")
+	mustExec(t, b, "UPDATE t SET v = 2 WHERE id = 2")
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Exec("UPDATE t SET v = 1 WHERE id = 2")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a did not wait for b's lock: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	began := time.Now()
+	_, err := b.Exec("UPDATE t SET v = 2 WHERE id = 1")
+	expectError(t, err, 1213, "40001")
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("deadlock found after %v", took)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the survivor: %v", err)
+	}
+	if err := a.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var v1, v2 int
+	if err := c.Nodes[0].DB(t, "app").QueryRow("SELECT (SELECT v FROM t WHERE id = 1), (SELECT v FROM t WHERE id = 2)").Scan(&v1, &v2); err != nil {
+		t.Fatal(err)
+	}
+	if v1 != 1 || v2 != 1 {
+		t.Fatalf("v = %d, %d; want the survivor's 1, 1", v1, v2)
+	}
+}
