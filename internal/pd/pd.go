@@ -71,6 +71,9 @@ type Config struct {
 	// not know PD's leader (it holds no replica of the system region).
 	Join   []string
 	Logger *slog.Logger
+	// Schedule configures the schedulers (zero: DefaultScheduleConfig;
+	// a zero field takes its default).
+	Schedule ScheduleConfig
 }
 
 // Server implements kvpb.PDServer on one node.
@@ -79,6 +82,7 @@ type Server struct {
 	store *raftstore.Store
 	log   *slog.Logger
 	join  []string
+	sched ScheduleConfig
 
 	// lead is the state of this server while it is PD's leader; nil
 	// otherwise.
@@ -100,7 +104,7 @@ type Server struct {
 // replica of the system region leads (LeaderChanged); until then it
 // forwards.
 func New(store *raftstore.Store, cfg Config) *Server {
-	s := &Server{store: store, log: cfg.Logger, join: cfg.Join, stores: map[uint64]*kvpb.Store{}}
+	s := &Server{store: store, log: cfg.Logger, join: cfg.Join, stores: map[uint64]*kvpb.Store{}, sched: withDefaults(cfg.Schedule)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -110,6 +114,29 @@ func New(store *raftstore.Store, cfg Config) *Server {
 	s.stopped = make(chan struct{})
 	go s.watch()
 	return s
+}
+
+func withDefaults(c ScheduleConfig) ScheduleConfig {
+	d := DefaultScheduleConfig()
+	if c.DownAfter > 0 {
+		d.DownAfter = c.DownAfter
+	}
+	if c.StoreLimit > 0 {
+		d.StoreLimit = c.StoreLimit
+	}
+	if c.RepairLimit > 0 {
+		d.RepairLimit = c.RepairLimit
+	}
+	if c.LeaderLimit > 0 {
+		d.LeaderLimit = c.LeaderLimit
+	}
+	if c.Tolerance > 0 {
+		d.Tolerance = c.Tolerance
+	}
+	if c.HotMinBytes > 0 {
+		d.HotMinBytes = c.HotMinBytes
+	}
+	return d
 }
 
 // Close stops the server and releases the connections used to forward
