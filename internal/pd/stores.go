@@ -314,6 +314,12 @@ func (s *Server) ClusterStatus(ctx context.Context, req *kvpb.ClusterStatusReque
 		rs.ReadQps, rs.WriteQps = uint64(rq), uint64(wq)
 		rs.UnderReplicated = voters(e.Region) < int(st.replicas) && voters(e.Region) < len(resp.Stores)
 		resp.Regions = append(resp.Regions, rs)
+		for _, ss := range resp.Stores {
+			if ss.Store.Id == e.Leader.GetStoreId() {
+				ss.ReadQps += rs.ReadQps
+				ss.WriteQps += rs.WriteQps
+			}
+		}
 	}
 	return resp, nil
 }

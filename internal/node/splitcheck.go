@@ -1,0 +1,289 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/strata-db/strata/internal/kvserver"
+	"github.com/strata-db/strata/internal/mvcc"
+	"github.com/strata-db/strata/internal/pd"
+	"github.com/strata-db/strata/internal/raftstore"
+	"github.com/strata-db/strata/internal/sql/tablecodec"
+	"github.com/strata-db/strata/kvpb"
+)
+
+// Automatic splits. Every SplitCheckInterval the node looks at each data
+// region it leads:
+//
+//   - by size: when Pebble's estimate of the region's size passes
+//     RegionMaxSize, or the bytes written to it since it was last
+//     measured pass a sixteenth of that (the estimate misses what is
+//     still in the memtable), it measures the region (mvcc.SampleSizes, a
+//     scan of its records) and, above RegionMaxSize, splits it at the key
+//     where half of the bytes lie below;
+//   - by load (TiKV's load-base split): when its queries per second stayed
+//     above RegionSplitQPS for two checks in a row, it splits it at the
+//     median of the request keys it sampled, if that leaves at least a
+//     fifth of them on each side (one hot key cannot be split);
+//   - at table boundaries: a split key is moved to the start of a table
+//     when the region holds several tables' rows (the boundary nearest the
+//     chosen key), and with SplitTable every table gets regions of its own.
+//
+// Split keys are whole user keys (a row's record key, an index entry), so
+// a row or an index entry is never cut: a record key is cut back to
+// t{table}_r{handle}.
+
+// DefaultRegionMaxSize is --region-max-size's default.
+const DefaultRegionMaxSize = 96 << 20
+
+// DefaultRegionSplitQPS is --region-split-qps's default.
+const DefaultRegionSplitQPS = 3000
+
+const defaultSplitCheckInterval = 10 * time.Second
+
+// splitState is what the checker knows of one region.
+type splitState struct {
+	written   uint64   // bytes written since the region was last measured
+	size      uint64   // last measured (0: not yet)
+	keys      uint64
+	estimate  uint64   // Pebble's estimate at the last check
+	queries   uint64   // since the last check
+	interval  time.Duration
+	samples   [][]byte // request keys sampled since the last check
+	hotChecks int      // consecutive checks above RegionSplitQPS
+	version   uint64   // the region's epoch version when measured
+}
+
+type splitChecker struct {
+	mu      sync.Mutex
+	regions map[uint64]*splitState
+}
+
+func (c *splitChecker) state(id uint64) *splitState {
+	if c.regions == nil {
+		c.regions = map[uint64]*splitState{}
+	}
+	st := c.regions[id]
+	if st == nil {
+		st = &splitState{}
+		c.regions[id] = st
+	}
+	return st
+}
+
+// observeFlow records a leader's traffic of one heartbeat interval.
+func (c *splitChecker) observeFlow(id uint64, f kvserver.Flow) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.state(id)
+	st.written += f.WriteBytes
+	st.queries += f.ReadQueries + f.WriteQueries
+	st.interval += f.Interval
+	st.samples = append(st.samples, f.Samples...)
+	if len(st.samples) > 4*256 {
+		st.samples = st.samples[len(st.samples)-4*256:]
+	}
+}
+
+// sizeOf returns the region's size and keys as last measured or
+// estimated.
+func (c *splitChecker) sizeOf(id uint64) (size, keys uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.regions[id]; st != nil {
+		if st.size > 0 {
+			return max(st.size, st.estimate), st.keys
+		}
+		return st.estimate, 0
+	}
+	return 0, 0
+}
+
+func (n *Node) regionMaxSize() uint64 {
+	if n.cfg.RegionMaxSize > 0 {
+		return uint64(n.cfg.RegionMaxSize)
+	}
+	return DefaultRegionMaxSize
+}
+
+func (n *Node) splitCheckLoop(interval time.Duration) {
+	defer n.wg.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		n.checkSplits(ctx)
+		cancel()
+	}
+}
+
+// checkSplits runs one round of the split checker over the data regions
+// this store leads.
+func (n *Node) checkSplits(ctx context.Context) {
+	led := map[uint64]bool{}
+	for _, p := range n.store.Peers() {
+		r := p.Region()
+		if r.Id == pd.SystemRegionID || !p.Initialized() || !p.IsLeaderReady() {
+			continue
+		}
+		led[r.Id] = true
+		if key, why := n.splitKey(p, r); key != nil {
+			if _, _, err := n.SplitRegion(ctx, key); err != nil {
+				n.log.Info("automatic split failed", "region", r.Id, "reason", why, "err", err)
+			} else {
+				n.log.Info("region split", "region", r.Id, "reason", why, "key", string(key))
+			}
+		}
+	}
+	n.split.mu.Lock()
+	for id := range n.split.regions {
+		if !led[id] {
+			delete(n.split.regions, id)
+		}
+	}
+	n.split.mu.Unlock()
+}
+
+// splitKey decides whether region r needs a split now, and where.
+func (n *Node) splitKey(p *raftstore.Peer, r *kvpb.Region) ([]byte, string) {
+	maxSize := n.regionMaxSize()
+	est, _ := n.store.ApproximateSize(r)
+	n.split.mu.Lock()
+	st := n.split.state(r.Id)
+	if v := r.Epoch.GetVersion(); v != st.version {
+		st.version, st.size, st.keys = v, 0, 0 // split since: measure again
+	}
+	st.estimate = est
+	measure := est > maxSize || st.written > maxSize/16 || (st.size == 0 && st.written > 0)
+	queries, interval, samples := st.queries, st.interval, st.samples
+	st.queries, st.interval, st.samples = 0, 0, nil
+	n.split.mu.Unlock()
+
+	var key []byte
+	var why string
+	if measure {
+		sz, err := mvcc.SampleSizes(n.store.Engine(), r.StartKey, r.EndKey, max(maxSize/256, 1024))
+		if err == nil {
+			n.split.mu.Lock()
+			st.size, st.keys, st.written = max(sz.Bytes, 1), sz.Keys, 0
+			n.split.mu.Unlock()
+			if sz.Bytes > maxSize {
+				key, why = sz.MiddleKey(r.StartKey), "size"
+			}
+		}
+	}
+	if key == nil && n.cfg.RegionSplitQPS >= 0 && interval > 0 {
+		limit := float64(n.cfg.RegionSplitQPS)
+		if limit == 0 {
+			limit = DefaultRegionSplitQPS
+		}
+		qps := float64(queries) / interval.Seconds()
+		n.split.mu.Lock()
+		if qps >= limit {
+			st.hotChecks++
+		} else {
+			st.hotChecks = 0
+		}
+		hot := st.hotChecks >= 2
+		n.split.mu.Unlock()
+		if hot {
+			key, why = loadSplitKey(samples, r), "load"
+		}
+	}
+	if key == nil && n.cfg.SplitTable {
+		key, why = n.tableBoundary(r), "table"
+	}
+	if key == nil {
+		return nil, ""
+	}
+	key = rowBoundary(key)
+	if why != "table" {
+		key = n.nearTableBoundary(r, key)
+	}
+	if !inside(r, key) {
+		return nil, ""
+	}
+	return key, why
+}
+
+// loadSplitKey is the median of the sampled keys inside r, if at least a
+// fifth of them lie on each side of it.
+func loadSplitKey(samples [][]byte, r *kvpb.Region) []byte {
+	var in [][]byte
+	for _, k := range samples {
+		if inside(r, k) || bytes.Equal(k, r.StartKey) {
+			in = append(in, k)
+		}
+	}
+	if len(in) < 16 {
+		return nil
+	}
+	sort.Slice(in, func(i, j int) bool { return bytes.Compare(in[i], in[j]) < 0 })
+	mid := rowBoundary(in[len(in)/2])
+	below := sort.Search(len(in), func(i int) bool { return bytes.Compare(in[i], mid) >= 0 })
+	if below*5 < len(in) || (len(in)-below)*5 < len(in) {
+		return nil
+	}
+	return mid
+}
+
+// inside: key lies strictly inside r (a split at it leaves both sides
+// non-empty ranges).
+func inside(r *kvpb.Region, key []byte) bool {
+	return len(key) > 0 && bytes.Compare(key, r.StartKey) > 0 && (len(r.EndKey) == 0 || bytes.Compare(key, r.EndKey) < 0)
+}
+
+// rowBoundary cuts a record key back to t{table}_r{handle}; other keys
+// (index entries, other data) are whole keys already.
+func rowBoundary(key []byte) []byte {
+	if tid, h, err := tablecodec.DecodeRecordKey(key); err == nil {
+		if rk := tablecodec.RecordKey(tid, h); bytes.HasPrefix(key, rk) {
+			return rk
+		}
+	}
+	return key
+}
+
+// tableBoundary returns the start of the last table whose keys r holds
+// when r holds another table's (or other) keys before it.
+func (n *Node) tableBoundary(r *kvpb.Region) []byte {
+	first, last, err := mvcc.FirstAndLastKeys(n.store.Engine(), r.StartKey, r.EndKey)
+	if err != nil || first == nil {
+		return nil
+	}
+	lt, ok := tablecodec.TableIDOf(last)
+	if !ok {
+		return nil
+	}
+	if ft, ok := tablecodec.TableIDOf(first); ok && ft == lt {
+		return nil
+	}
+	return tablecodec.TablePrefix(lt)
+}
+
+// nearTableBoundary moves a split key to the start of its table when r
+// holds keys of that table's predecessors too, so that a table's rows
+// begin a region; the key stays when its table starts r already.
+func (n *Node) nearTableBoundary(r *kvpb.Region, key []byte) []byte {
+	tid, ok := tablecodec.TableIDOf(key)
+	if !ok {
+		return key
+	}
+	prefix := tablecodec.TablePrefix(tid)
+	if !inside(r, prefix) {
+		return key
+	}
+	first, _, err := mvcc.FirstAndLastKeys(n.store.Engine(), r.StartKey, prefix)
+	if err != nil || first == nil {
+		return key // nothing below the table's start: keep the key
+	}
+	return prefix
+}
