@@ -162,7 +162,7 @@ func (n *Node) splitKey(p *raftstore.Peer, r *kvpb.Region) ([]byte, string) {
 		st.version, st.size, st.keys = v, 0, 0 // split since: measure again
 	}
 	st.estimate = est
-	measure := est > maxSize || st.written > maxSize/16 || (st.size == 0 && st.written > 0)
+	measure := est > maxSize || st.written > maxSize/16 || st.size == 0
 	queries, interval, samples := st.queries, st.interval, st.samples
 	st.queries, st.interval, st.samples = 0, 0, nil
 	n.split.mu.Unlock()

@@ -1,0 +1,136 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/internal/sql/tablecodec"
+)
+
+func startSplitNode(t *testing.T, cfg Config) (*Node, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	addr := freeAddr(t)
+	cfg.DataDir, cfg.HTTPAddr = t.TempDir(), addr
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	n, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n, "http://" + addr
+}
+
+func putRows(t *testing.T, n *Node, table int64, from, to int, value []byte) {
+	t.Helper()
+	ctx := context.Background()
+	for i := from; i < to; i += 100 {
+		txn, err := n.Storage().Begin(ctx, kv.TxnOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for h := i; h < min(i+100, to); h++ {
+			_ = txn.Set(tablecodec.RecordKey(table, int64(h)), value)
+		}
+		if err := txn.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func waitRegions(t *testing.T, base string, want int, d time.Duration) []regionJSON {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		rs := dataRegions(t, base)
+		if len(rs) >= want || time.Now().After(deadline) {
+			return rs
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A table that outgrows --region-max-size is split by the checker, each
+// time at a row's key (never inside one), until every region is below
+// the limit; every row stays readable.
+func TestSplitBySize(t *testing.T) {
+	n, base := startSplitNode(t, Config{RegionMaxSize: 64 << 10, SplitCheckInterval: 100 * time.Millisecond})
+	putRows(t, n, 100, 0, 2000, bytes.Repeat([]byte("v"), 200)) // about 450 KiB
+	rs := waitRegions(t, base, 6, 20*time.Second)
+	if len(rs) < 6 {
+		t.Fatalf("%d regions after 450 KiB with a 64 KiB limit", len(rs))
+	}
+	for _, r := range rs[1:] {
+		k, _ := url.QueryUnescape(r.StartKey)
+		if !bytes.Equal([]byte(k), tablecodec.TablePrefix(100)) {
+			tid, h, err := tablecodec.DecodeRecordKey([]byte(k))
+			if err != nil || tid != 100 || !bytes.Equal([]byte(k), tablecodec.RecordKey(tid, h)) {
+				t.Fatalf("region %d starts at %q: not a row's key", r.ID, k)
+			}
+		}
+	}
+	ctx := context.Background()
+	txn, _ := n.Storage().Begin(ctx, kv.TxnOptions{})
+	for _, h := range []int64{0, 777, 1999} {
+		if v, err := txn.Get(ctx, tablecodec.RecordKey(100, h)); err != nil || len(v) != 200 {
+			t.Fatalf("row %d: %d bytes, %v", h, len(v), err)
+		}
+	}
+}
+
+// A region whose queries per second stay above --region-split-qps is
+// split at the median of the keys it serves; the split leaves both halves
+// busy.
+func TestSplitByLoad(t *testing.T) {
+	n, base := startSplitNode(t, Config{RegionSplitQPS: 100, SplitCheckInterval: 300 * time.Millisecond})
+	putRows(t, n, 200, 0, 500, []byte("x"))
+	ctx := context.Background()
+	rng := rand.New(rand.NewSource(1))
+	deadline := time.Now().Add(15 * time.Second)
+	split := false
+	for !split && time.Now().Before(deadline) {
+		for i := 0; i < 200; i++ {
+			txn, _ := n.Storage().Begin(ctx, kv.TxnOptions{})
+			if _, err := txn.Get(ctx, tablecodec.RecordKey(200, int64(rng.Intn(500)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, r := range dataRegions(t, base) {
+			k, _ := url.QueryUnescape(r.StartKey)
+			if tid, h, err := tablecodec.DecodeRecordKey([]byte(k)); err == nil && tid == 200 && h > 50 && h < 450 {
+				split = true
+			}
+		}
+	}
+	if !split {
+		t.Fatalf("no split by load inside the busy table: %+v", dataRegions(t, base))
+	}
+}
+
+// With SplitTable every table's rows begin a region of their own.
+func TestSplitAtTables(t *testing.T) {
+	n, base := startSplitNode(t, Config{SplitTable: true, SplitCheckInterval: 100 * time.Millisecond})
+	for _, tid := range []int64{300, 301, 302} {
+		putRows(t, n, tid, 0, 10, []byte("x"))
+	}
+	rs := waitRegions(t, base, 3, 10*time.Second)
+	starts := map[string]bool{}
+	for _, r := range rs {
+		k, _ := url.QueryUnescape(r.StartKey)
+		starts[k] = true
+	}
+	for _, tid := range []int64{301, 302} {
+		if !starts[string(tablecodec.TablePrefix(tid))] {
+			t.Fatalf("no region starts at table %d: %v", tid, fmt.Sprint(rs))
+		}
+	}
+}
