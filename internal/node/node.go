@@ -310,7 +310,7 @@ func (n *Node) open(ctx context.Context) error {
 	// least every few seconds. It is named after the store, so that a
 	// restart after a crash takes its old schema lease over instead of
 	// leaving DDL to wait for that lease to expire.
-	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}, Cluster: n.clusterInfo, ID: fmt.Sprintf("store-%d", n.storeID),
+	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}, Cluster: n.clusterInfo, Regions: regionAdmin{n}, ID: fmt.Sprintf("store-%d", n.storeID),
 		Addr: n.cfg.SQLAddr}
 	if iv := n.cfg.GCInterval; iv > 0 {
 		sqlOpts.CleanupInterval = min(iv, maxSQLCleanupInterval)

@@ -244,10 +244,9 @@ func inside(r *kvpb.Region, key []byte) bool {
 // rowBoundary cuts a record key back to t{table}_r{handle}; other keys
 // (index entries, other data) are whole keys already.
 func rowBoundary(key []byte) []byte {
-	if tid, h, err := tablecodec.DecodeRecordKey(key); err == nil {
-		if rk := tablecodec.RecordKey(tid, h); bytes.HasPrefix(key, rk) {
-			return rk
-		}
+	n := len(tablecodec.RecordKey(0, 0))
+	if tid, ok := tablecodec.TableIDOf(key); ok && len(key) > n && bytes.HasPrefix(key, tablecodec.RecordPrefix(tid)) {
+		return key[:n:n]
 	}
 	return key
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,6 +132,75 @@ func TestSplitAtTables(t *testing.T) {
 	for _, tid := range []int64{301, 302} {
 		if !starts[string(tablecodec.TablePrefix(tid))] {
 			t.Fatalf("no region starts at table %d: %v", tid, fmt.Sprint(rs))
+		}
+	}
+}
+
+// SPLIT TABLE and SHOW TABLE ... REGIONS, TiDB's statements: regions at
+// even handle ranges or given handles and index values, listed with
+// TiDB's key names; bad input gets MySQL errors.
+func TestSplitTableSQL(t *testing.T) {
+	n, _ := startSplitNode(t, Config{SplitCheckInterval: -1})
+	ctx := context.Background()
+	s := n.SQL().NewSession("root", "localhost")
+	exec := func(q string) [][]string {
+		t.Helper()
+		res, err := s.Execute(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var out [][]string
+		for _, r := range res[len(res)-1].Rows {
+			var row []string
+			for _, d := range r {
+				row = append(row, d.String())
+			}
+			out = append(out, row)
+		}
+		return out
+	}
+	exec("CREATE DATABASE d")
+	exec("USE d")
+	exec("CREATE TABLE t (id BIGINT PRIMARY KEY, c INT, KEY ic (c))")
+	exec("INSERT INTO t VALUES (1, 1), (5000, 2), (9999, 3)")
+	if got := exec("SPLIT TABLE t BETWEEN (0) AND (10000) REGIONS 4"); got[0][0] != "4" {
+		t.Fatalf("split between: %v", got)
+	}
+	rows := exec("SHOW TABLE t REGIONS")
+	var starts []string
+	for _, r := range rows {
+		starts = append(starts, r[1])
+	}
+	want := []string{"t_0_r_0", "t_0_r_2500", "t_0_r_5000", "t_0_r_7500"}
+	if len(rows) != 5 {
+		t.Fatalf("SHOW TABLE t REGIONS: %v", rows)
+	}
+	for i, w := range want {
+		if !strings.HasSuffix(starts[i+1], strings.TrimPrefix(w, "t_0")) {
+			t.Fatalf("region %d starts at %s, want ..%s (all: %v)", i+1, starts[i+1], strings.TrimPrefix(w, "t_0"), starts)
+		}
+	}
+	if got := exec("SPLIT TABLE t BY (100), (2500), (200)"); got[0][0] != "2" { // 2500 is a boundary already
+		t.Fatalf("split by: %v", got)
+	}
+	if got := exec("SPLIT TABLE t INDEX ic BY (10), (20)"); got[0][0] != "2" {
+		t.Fatalf("split index: %v", got)
+	}
+	if rows := exec("SHOW TABLE t INDEX ic REGIONS"); len(rows) != 3 {
+		t.Fatalf("SHOW TABLE t INDEX ic REGIONS: %v", rows)
+	}
+	if rows := exec("SELECT COUNT(*) FROM t WHERE c > 0"); rows[0][0] != "3" {
+		t.Fatalf("rows after the splits: %v", rows)
+	}
+	for q, code := range map[string]string{
+		"SPLIT TABLE nosuch BY (1)":                          "1146",
+		"SPLIT TABLE t INDEX nosuch BY (1)":                  "1176",
+		"SPLIT TABLE t BETWEEN (10) AND (1) REGIONS 4":       "1210",
+		"SPLIT TABLE t BETWEEN (0) AND (100) REGIONS 100000": "1210",
+		"SHOW TABLE nosuch REGIONS":                          "1146",
+	} {
+		if _, err := s.Execute(ctx, q); err == nil || !strings.Contains(err.Error(), code) {
+			t.Fatalf("%s: %v, want error %s", q, err, code)
 		}
 	}
 }

@@ -46,6 +46,7 @@ type Engine struct {
 	schema  atomic.Pointer[catalog.Schema]
 	ids     *idAllocator
 	cluster infoschema.ClusterSource
+	regions RegionAdmin
 
 	// ddlMu orders schema installs against transaction starts.
 	ddlMu sync.RWMutex
@@ -118,6 +119,9 @@ type Options struct {
 	// Cluster reads the cluster's state for INFORMATION_SCHEMA.CLUSTER_NODES
 	// and REGIONS (nil: they are empty).
 	Cluster infoschema.ClusterSource
+	// Regions splits and lists regions for SPLIT TABLE and SHOW TABLE
+	// REGIONS (nil: they are refused).
+	Regions RegionAdmin
 }
 
 // Close cancels the running statements (they fail with 1053) and refuses
@@ -136,7 +140,7 @@ func (e *Engine) Close() {
 
 // NewEngine opens the SQL layer over store and loads the catalog.
 func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, error) {
-	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1), cluster: opts.Cluster,
+	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1), cluster: opts.Cluster, regions: opts.Regions,
 		id: opts.ID, addr: opts.Addr, backfillBatch: opts.BackfillBatch, backfillWorkers: opts.BackfillWorkers,
 		manual: opts.Manual}
 	e.gcCtx, e.gcStop = context.WithCancel(context.Background())

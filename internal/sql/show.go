@@ -95,6 +95,9 @@ func (s *Session) runShow(ctx context.Context, n *ast.ShowStmt) (*Result, error)
 }
 
 func (s *Session) runShowAll(ctx context.Context, n *ast.ShowStmt) (*Result, error) {
+	if n.Tp == ast.ShowRegions {
+		return s.showRegions(ctx, n)
+	}
 	schema, err := s.currentSchema(ctx)
 	if err != nil {
 		return nil, err
