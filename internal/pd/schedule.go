@@ -86,7 +86,8 @@ type Cluster struct {
 	// Moves: the source store of each replica move in progress.
 	Moves map[uint64]uint64
 
-	byID map[uint64]*kvpb.RegionStat
+	byID   map[uint64]*kvpb.RegionStat
+	sorted []*StoreInfo
 	// meanReplicas etc. are set by Prepare.
 	meanReplicas, meanSize float64
 }
@@ -117,6 +118,7 @@ func (c *Cluster) Prepare(ops map[uint64]*kvpb.Operator) {
 		c.Moves = map[uint64]uint64{}
 	}
 	c.byID = make(map[uint64]*kvpb.RegionStat, len(c.Regions))
+	c.sorted = nil
 	for _, s := range c.Stores {
 		s.Replicas, s.Leaders, s.Size, s.ReadRate, s.WriteRate, s.Ops, s.LeaderOps = 0, 0, 0, 0, 0, 0, 0
 	}
@@ -215,6 +217,18 @@ func (c *Cluster) commit(d Decision) Decision {
 	}
 	c.account(d)
 	return d
+}
+
+// canTake: some serving store below the mean score has room for another
+// operator.
+func (c *Cluster) canTake() bool {
+	ms := c.meanScore()
+	for _, s := range c.sortedStores() {
+		if s.serving() && s.Ops < c.StoreLimit && c.score(s) < ms {
+			return true
+		}
+	}
+	return false
 }
 
 // meanScore is the score of a store at the mean.
@@ -474,11 +488,15 @@ func (c *Cluster) leaderTarget(r *kvpb.RegionStat, ok func(*kvpb.Peer) bool) *kv
 }
 
 func (c *Cluster) sortedStores() []*StoreInfo {
+	if c.sorted != nil && len(c.sorted) == len(c.Stores) {
+		return c.sorted
+	}
 	out := make([]*StoreInfo, 0, len(c.Stores))
 	for _, s := range c.Stores {
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	c.sorted = out
 	return out
 }
 
@@ -526,6 +544,9 @@ func BalanceLeaders(c *Cluster, candidates []*kvpb.RegionStat) []Decision {
 func BalanceReplicas(c *Cluster, candidates []*kvpb.RegionStat) []Decision {
 	var out []Decision
 	for _, r := range candidates {
+		if !c.canTake() {
+			break
+		}
 		if !c.stable(r) {
 			continue
 		}
