@@ -1,7 +1,10 @@
 package pd
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -88,8 +91,11 @@ type Cluster struct {
 
 	byID   map[uint64]*kvpb.RegionStat
 	sorted []*StoreInfo
+	light  []*StoreInfo
 	// meanReplicas etc. are set by Prepare.
 	meanReplicas, meanSize float64
+	meanRead, meanWrite    float64
+	meanLeaders            float64
 }
 
 // Decision is an operator and, for a replica move, the store it moves
@@ -118,17 +124,13 @@ func (c *Cluster) Prepare(ops map[uint64]*kvpb.Operator) {
 		c.Moves = map[uint64]uint64{}
 	}
 	c.byID = make(map[uint64]*kvpb.RegionStat, len(c.Regions))
-	c.sorted = nil
+	c.sorted, c.light = nil, nil
 	for _, s := range c.Stores {
 		s.Replicas, s.Leaders, s.Size, s.ReadRate, s.WriteRate, s.Ops, s.LeaderOps = 0, 0, 0, 0, 0, 0, 0
 	}
 	for _, r := range c.Regions {
 		c.byID[r.Region.Id] = r
 		rd, wr := RegionRate(r)
-		match := map[uint64]uint64{}
-		for _, pr := range r.Progress {
-			match[pr.PeerId] = pr.Match
-		}
 		for _, p := range r.Region.Peers {
 			s := c.Stores[p.StoreId]
 			if s == nil || c.Moves[r.Region.Id] == p.StoreId {
@@ -141,7 +143,7 @@ func (c *Cluster) Prepare(ops map[uint64]*kvpb.Operator) {
 				s.Leaders++
 				s.ReadRate += rd
 			}
-			if p.Role == kvpb.PeerRole_Learner && match[p.Id]+caughtUpLag < r.CommitIndex {
+			if p.Role == kvpb.PeerRole_Learner && matchOf(r, p.Id)+caughtUpLag < r.CommitIndex {
 				s.Ops++ // waiting for its snapshot
 			}
 		}
@@ -150,16 +152,21 @@ func (c *Cluster) Prepare(ops map[uint64]*kvpb.Operator) {
 		c.Busy[id] = true
 		c.countOp(op, 1)
 	}
-	n, replicas, size := 0, 0, uint64(0)
+	n, replicas, size, read, write, leaders := 0, 0, uint64(0), 0.0, 0.0, 0
 	for _, s := range c.Stores {
 		if s.serving() {
 			n++
+			leaders += s.Leaders
 			replicas += s.Replicas
 			size += s.Size
+			read += s.ReadRate
+			write += s.WriteRate
 		}
 	}
 	if n > 0 {
 		c.meanReplicas, c.meanSize = float64(replicas)/float64(n), float64(size)/float64(n)
+		c.meanRead, c.meanWrite = read/float64(n), write/float64(n)
+		c.meanLeaders = float64(leaders) / float64(n)
 	}
 }
 
@@ -238,7 +245,7 @@ func (c *Cluster) meanScore() float64 {
 		x++
 	}
 	if c.meanSize > 0 {
-		x++
+		x += sizeWeight
 	}
 	return x
 }
@@ -274,6 +281,16 @@ func (c *Cluster) account(d Decision) {
 			s.WriteRate -= wr
 		}
 	}
+}
+
+// matchOf is how far the leader knows peer's log to match its own.
+func matchOf(r *kvpb.RegionStat, peer uint64) uint64 {
+	for _, pr := range r.Progress {
+		if pr.PeerId == peer {
+			return pr.Match
+		}
+	}
+	return 0
 }
 
 // caughtUpLag is how far behind its leader's commit index a learner may
@@ -329,10 +346,6 @@ func RegionStep(c *Cluster, r *kvpb.RegionStat) *kvpb.Operator {
 			learners++
 		}
 	}
-	match := map[uint64]uint64{}
-	for _, pr := range r.Progress {
-		match[pr.PeerId] = pr.Match
-	}
 	for _, p := range region.Peers {
 		if p.Role == kvpb.PeerRole_Learner && bad(p) {
 			return op(region, kvpb.OperatorKind_RemovePeer, p, fmt.Sprintf("learner on %s", c.why(region, p)))
@@ -343,7 +356,7 @@ func RegionStep(c *Cluster, r *kvpb.RegionStat) *kvpb.Operator {
 			continue
 		}
 		healthy++
-		m := match[p.Id]
+		m := matchOf(r, p.Id)
 		if m == 0 || m+caughtUpLag < r.CommitIndex || !c.Stores[p.StoreId].Up {
 			continue
 		}
@@ -417,6 +430,11 @@ func (c *Cluster) why(r *kvpb.Region, p *kvpb.Peer) string {
 	}
 }
 
+// sizeWeight is the weight of a store's size in its score, against 1 for
+// its replica count: counts are what stays even, sizes break ties and
+// keep big regions from piling up on one store.
+const sizeWeight = 0.25
+
 // score is a store's replica load: its count and its size, each relative
 // to the mean.
 func (c *Cluster) score(s *StoreInfo) float64 {
@@ -425,7 +443,7 @@ func (c *Cluster) score(s *StoreInfo) float64 {
 		x += float64(s.Replicas) / c.meanReplicas
 	}
 	if c.meanSize > 0 {
-		x += float64(s.Size) / c.meanSize
+		x += sizeWeight * float64(s.Size) / c.meanSize
 	}
 	return x
 }
@@ -437,7 +455,7 @@ func (c *Cluster) delta(r *kvpb.RegionStat) float64 {
 		x += 1 / c.meanReplicas
 	}
 	if c.meanSize > 0 {
-		x += float64(r.ApproximateSize) / c.meanSize
+		x += sizeWeight * float64(r.ApproximateSize) / c.meanSize
 	}
 	return x
 }
@@ -467,9 +485,13 @@ func (c *Cluster) target(r *kvpb.Region, ok func(*StoreInfo) bool) uint64 {
 // leaderTarget picks a voter of r, other than its leader, that is up,
 // serving, active and caught up, and passes ok, with the fewest leaders.
 func (c *Cluster) leaderTarget(r *kvpb.RegionStat, ok func(*kvpb.Peer) bool) *kvpb.Peer {
-	prog := map[uint64]*kvpb.PeerProgress{}
-	for _, pr := range r.Progress {
-		prog[pr.PeerId] = pr
+	prog := func(id uint64) *kvpb.PeerProgress {
+		for _, pr := range r.Progress {
+			if pr.PeerId == id {
+				return pr
+			}
+		}
+		return nil
 	}
 	var best *kvpb.Peer
 	for _, p := range r.Region.Peers {
@@ -477,14 +499,28 @@ func (c *Cluster) leaderTarget(r *kvpb.RegionStat, ok func(*kvpb.Peer) bool) *kv
 		if p.Role != kvpb.PeerRole_Voter || (r.Leader != nil && p.Id == r.Leader.Id) || s == nil || !s.serving() || !ok(p) {
 			continue
 		}
-		if pr := prog[p.Id]; pr == nil || !pr.Active || pr.Match+caughtUpLag < r.CommitIndex {
+		if pr := prog(p.Id); pr == nil || !pr.Active || pr.Match+caughtUpLag < r.CommitIndex {
 			continue
 		}
-		if best == nil || s.Leaders < c.Stores[best.StoreId].Leaders {
+		if best == nil || c.leaderLoad(r, s) < c.leaderLoad(r, c.Stores[best.StoreId]) {
 			best = p
 		}
 	}
 	return best
+}
+
+// leaderLoad ranks the candidates to lead r: by read load for a hot
+// region, by leader count for the others.
+func (c *Cluster) leaderLoad(r *kvpb.RegionStat, s *StoreInfo) float64 {
+	if rd, _ := RegionRate(r); c.significant(rd, c.meanRead) {
+		return s.ReadRate
+	}
+	return float64(s.Leaders)
+}
+
+// significant: a region's flow that moves a store's balance noticeably.
+func (c *Cluster) significant(flow, mean float64) bool {
+	return flow > 0 && flow > mean*c.Tolerance/10
 }
 
 func (c *Cluster) sortedStores() []*StoreInfo {
@@ -500,47 +536,211 @@ func (c *Cluster) sortedStores() []*StoreInfo {
 	return out
 }
 
-// stable: a region the balancers may touch: nothing in flight, no
-// membership step pending, not PD's own region.
+// stable: a region the balancers may touch: nothing in flight, no move
+// under way, voters only, no membership step pending, not PD's own
+// region.
 func (c *Cluster) stable(r *kvpb.RegionStat) bool {
-	return !c.Busy[r.Region.Id] && r.Region.Id != SystemRegionID && r.Leader != nil && RegionStep(c, r) == nil
+	if c.Busy[r.Region.Id] || r.Region.Id == SystemRegionID || r.Leader == nil || c.Moves[r.Region.Id] != 0 {
+		return false
+	}
+	for _, p := range r.Region.Peers {
+		if p.Role != kvpb.PeerRole_Voter {
+			return false // a learner waiting for its snapshot, a joint state
+		}
+	}
+	return RegionStep(c, r) == nil
 }
 
-// BalanceLeaders moves leaders from the stores with the most to those
-// with the fewest, one transfer per store pair at a time, while the
-// difference is at least two (and above the tolerance).
+// The balancers weigh every move against one cost per kind of move, the
+// sum over the serving stores of their squared relative deviations from
+// the mean:
+//
+//	replica moves  (replicas/mean - 1)^2 + (written bytes/mean - 1)^2 + sizeWeight (size/mean - 1)^2
+//	leader moves   (leaders/mean - 1)^2 + (read bytes/mean - 1)^2
+//
+// (a flow's term only while its mean is above HotMinBytes), and make a
+// move only when it lowers its cost by at least what moving one
+// replica (leader) between stores two apart does. The cost only goes
+// down, so the balancers never undo each other's moves and stop once no
+// single move helps; and a move that evens one measure at too high a
+// price in another is never made.
+
+// replicaCost is a store's part of the replica-move cost with the given
+// counts.
+func (c *Cluster) replicaCost(replicas float64, write float64, size float64) float64 {
+	x := 0.0
+	if c.meanReplicas > 0 {
+		x += sq(replicas/c.meanReplicas - 1)
+	}
+	if c.meanWrite > c.HotMinBytes {
+		x += sq(write/c.meanWrite - 1)
+	}
+	if c.meanSize > 0 {
+		x += sizeWeight * sq(size/c.meanSize-1)
+	}
+	return x
+}
+
+func (c *Cluster) leaderCost(leaders float64, read float64) float64 {
+	x := 0.0
+	if c.meanLeaders > 0 {
+		x += sq(leaders/c.meanLeaders - 1)
+	}
+	if c.meanRead > c.HotMinBytes {
+		x += sq(read/c.meanRead - 1)
+	}
+	return x
+}
+
+func sq(x float64) float64 { return x * x }
+
+// replicaGain is how much moving r's replica from src to t lowers the
+// replica cost (positive: better).
+func (c *Cluster) replicaGain(r *kvpb.RegionStat, src, t *StoreInfo) float64 {
+	_, wr := RegionRate(r)
+	sz := float64(r.ApproximateSize)
+	before := c.replicaCost(float64(src.Replicas), src.WriteRate, float64(src.Size)) +
+		c.replicaCost(float64(t.Replicas), t.WriteRate, float64(t.Size))
+	after := c.replicaCost(float64(src.Replicas-1), src.WriteRate-wr, float64(src.Size)-sz) +
+		c.replicaCost(float64(t.Replicas+1), t.WriteRate+wr, float64(t.Size)+sz)
+	return before - after
+}
+
+func (c *Cluster) leaderGain(r *kvpb.RegionStat, src, t *StoreInfo) float64 {
+	rd, _ := RegionRate(r)
+	before := c.leaderCost(float64(src.Leaders), src.ReadRate) + c.leaderCost(float64(t.Leaders), t.ReadRate)
+	after := c.leaderCost(float64(src.Leaders-1), src.ReadRate-rd) + c.leaderCost(float64(t.Leaders+1), t.ReadRate+rd)
+	return before - after
+}
+
+// minReplicaGain / minLeaderGain: what moving one replica (leader)
+// between stores two apart gains.
+func (c *Cluster) minReplicaGain() float64 {
+	if c.meanReplicas == 0 {
+		return math.Inf(1)
+	}
+	return 2 / sq(c.meanReplicas) * 0.99
+}
+
+func (c *Cluster) minLeaderGain() float64 {
+	if c.meanLeaders == 0 {
+		return math.Inf(1)
+	}
+	return 2 / sq(c.meanLeaders) * 0.99
+}
+
+// bestLeaderMove returns the follower of r whose store gains most from
+// taking r's leadership, if that is worth a transfer.
+func (c *Cluster) bestLeaderMove(r *kvpb.RegionStat) (*kvpb.Peer, float64) {
+	src := c.Stores[r.Leader.StoreId]
+	if src == nil || src.LeaderOps >= c.LeaderLimit {
+		return nil, 0
+	}
+	var best *kvpb.Peer
+	gain := c.minLeaderGain()
+	c.leaderTarget(r, func(p *kvpb.Peer) bool {
+		t := c.Stores[p.StoreId]
+		if t.LeaderOps >= c.LeaderLimit {
+			return false
+		}
+		if g := c.leaderGain(r, src, t); g >= gain {
+			best, gain = p, g
+		}
+		return false
+	})
+	return best, gain
+}
+
+// bestReplicaMove returns the move of one of r's replicas, from any of
+// its stores to one of the least loaded stores holding none of it, that
+// lowers the replica cost most, if any is worth it.
+func (c *Cluster) bestReplicaMove(r *kvpb.RegionStat) (src, t *StoreInfo) {
+	gain := c.minReplicaGain()
+	for _, p := range r.Region.Peers {
+		s := c.Stores[p.StoreId]
+		if s == nil || s.Ops >= c.StoreLimit {
+			continue
+		}
+		for _, cand := range c.lightStores() {
+			if cand.Ops >= c.StoreLimit || onStore(r.Region, cand.ID) {
+				continue
+			}
+			if g := c.replicaGain(r, s, cand); g >= gain {
+				src, t, gain = s, cand, g
+			}
+		}
+	}
+	return src, t
+}
+
+// lightTargets is how many of the least loaded stores a replica move
+// considers as targets.
+const lightTargets = 12
+
+// lightStores returns the serving stores with the lowest replica load
+// (replicas, written bytes and size, each relative to the mean), computed
+// once per round.
+func (c *Cluster) lightStores() []*StoreInfo {
+	if c.light != nil {
+		return c.light
+	}
+	load := func(s *StoreInfo) float64 {
+		x := 0.0
+		if c.meanReplicas > 0 {
+			x += float64(s.Replicas) / c.meanReplicas
+		}
+		if c.meanWrite > c.HotMinBytes {
+			x += s.WriteRate / c.meanWrite
+		}
+		if c.meanSize > 0 {
+			x += sizeWeight * float64(s.Size) / c.meanSize
+		}
+		return x
+	}
+	var out []*StoreInfo
+	for _, s := range c.sortedStores() {
+		if s.serving() {
+			out = append(out, s)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return load(out[i]) < load(out[j]) })
+	if len(out) > lightTargets {
+		out = out[:lightTargets]
+	}
+	c.light = out
+	return out
+}
+
+func (c *Cluster) leaderDecision(r *kvpb.RegionStat, to *kvpb.Peer, why string) Decision {
+	src, t := c.Stores[r.Leader.StoreId], c.Stores[to.StoreId]
+	return Decision{Op: op(r.Region, kvpb.OperatorKind_TransferLeader, to,
+		fmt.Sprintf("%s: store %d has %d leaders reading %.0f B/s, store %d has %d reading %.0f B/s",
+			why, src.ID, src.Leaders, src.ReadRate, t.ID, t.Leaders, t.ReadRate))}
+}
+
+func (c *Cluster) replicaDecision(r *kvpb.RegionStat, src, t *StoreInfo, why string) Decision {
+	return Decision{Op: op(r.Region, kvpb.OperatorKind_AddLearner, &kvpb.Peer{StoreId: t.ID, Role: kvpb.PeerRole_Learner},
+		fmt.Sprintf("%s: store %d has %d replicas written %.0f B/s, store %d has %d written %.0f B/s",
+			why, src.ID, src.Replicas, src.WriteRate, t.ID, t.Replicas, t.WriteRate)), MoveFrom: src.ID}
+}
+
+// BalanceLeaders transfers leaderships that lower the leader cost
+// (leader counts, read load), in region order.
 func BalanceLeaders(c *Cluster, candidates []*kvpb.RegionStat) []Decision {
 	var out []Decision
 	for _, r := range candidates {
 		if !c.stable(r) {
 			continue
 		}
-		src := c.Stores[r.Leader.StoreId]
-		if src == nil || src.LeaderOps >= c.LeaderLimit {
-			continue
+		if to, _ := c.bestLeaderMove(r); to != nil {
+			out = append(out, c.commit(c.leaderDecision(r, to, "balance leaders")))
 		}
-		to := c.leaderTarget(r, func(p *kvpb.Peer) bool {
-			t := c.Stores[p.StoreId]
-			return t.LeaderOps < c.LeaderLimit && src.Leaders-t.Leaders >= 2 &&
-				float64(src.Leaders-t.Leaders) > c.Tolerance*float64(src.Leaders)
-		})
-		if to == nil {
-			continue
-		}
-		// Leave the hot regions to the hot scheduler.
-		if rd, _ := RegionRate(r); rd > c.HotMinBytes/4 && c.Stores[to.StoreId].ReadRate+rd > src.ReadRate-rd {
-			continue
-		}
-		d := Decision{Op: op(r.Region, kvpb.OperatorKind_TransferLeader, to,
-			fmt.Sprintf("balance leaders: store %d has %d, store %d has %d", src.ID, src.Leaders, to.StoreId, c.Stores[to.StoreId].Leaders))}
-		out = append(out, c.commit(d))
 	}
 	return out
 }
 
-// BalanceReplicas moves replicas from the store with the highest score
-// to the one with the lowest, while the move leaves the source no lower
-// than the target and the source is above the mean by the tolerance.
+// BalanceReplicas moves replicas that lower the replica cost (replica
+// counts, written bytes, sizes), in region order.
 func BalanceReplicas(c *Cluster, candidates []*kvpb.RegionStat) []Decision {
 	var out []Decision
 	for _, r := range candidates {
@@ -550,116 +750,75 @@ func BalanceReplicas(c *Cluster, candidates []*kvpb.RegionStat) []Decision {
 		if !c.stable(r) {
 			continue
 		}
-		// The region's fullest store is the source.
-		var src *StoreInfo
-		for _, p := range r.Region.Peers {
-			s := c.Stores[p.StoreId]
-			if s == nil || s.Ops >= c.StoreLimit {
-				continue
-			}
-			if src == nil || c.score(s) > c.score(src) {
-				src = s
-			}
+		if src, t := c.bestReplicaMove(r); t != nil {
+			out = append(out, c.commit(c.replicaDecision(r, src, t, "balance replicas")))
 		}
-		if src == nil || c.score(src) <= c.meanScore()*(1+c.Tolerance) {
-			continue
-		}
-		d := c.delta(r)
-		t := c.target(r.Region, func(t *StoreInfo) bool {
-			return t.Ops < c.StoreLimit && c.score(src)-c.score(t) >= 2*d
-		})
-		if t == 0 {
-			continue
-		}
-		dec := Decision{Op: op(r.Region, kvpb.OperatorKind_AddLearner, &kvpb.Peer{StoreId: t, Role: kvpb.PeerRole_Learner},
-			fmt.Sprintf("balance replicas: store %d has %d, store %d has %d", src.ID, src.Replicas, t, c.Stores[t].Replicas)),
-			MoveFrom: src.ID}
-		out = append(out, c.commit(dec))
 	}
 	return out
 }
 
-// BalanceHot spreads traffic: a store reading more than the mean by the
-// tolerance (and more than HotMinBytes) hands the leadership of its
-// hottest region to a follower whose store reads less, even after the
-// move; a store written more than that moves a replica of its hottest
-// written region to the least written store.
+// hotRegions is how many of the busiest candidates BalanceHot considers
+// per round.
+const hotRegions = 64
+
+// BalanceHot looks at the busiest regions first (read and written bytes):
+// a leadership transfer, or failing that a move of the leader's replica,
+// that lowers the leader cost for a region read much; a replica move
+// that lowers the replica cost for one written much.
 func BalanceHot(c *Cluster, candidates []*kvpb.RegionStat) []Decision {
-	var out []Decision
-	meanRead, meanWrite, n := 0.0, 0.0, 0
-	for _, s := range c.Stores {
-		if s.serving() {
-			meanRead += s.ReadRate
-			meanWrite += s.WriteRate
-			n++
+	type hot struct {
+		r      *kvpb.RegionStat
+		rd, wr float64
+	}
+	var hs []hot
+	for _, r := range candidates {
+		rd, wr := RegionRate(r)
+		if (rd > 0 && c.meanRead > c.HotMinBytes) || (wr > 0 && c.meanWrite > c.HotMinBytes) {
+			hs = append(hs, hot{r, rd, wr})
 		}
 	}
-	if n == 0 {
-		return nil
-	}
-	meanRead /= float64(n)
-	meanWrite /= float64(n)
-	hot := append([]*kvpb.RegionStat(nil), candidates...)
-	sort.SliceStable(hot, func(i, j int) bool {
-		ri, wi := RegionRate(hot[i])
-		rj, wj := RegionRate(hot[j])
-		return ri+wi > rj+wj
-	})
-	for _, r := range hot {
+	slices.SortStableFunc(hs, func(a, b hot) int { return cmp.Compare(b.rd+b.wr, a.rd+a.wr) })
+	var out []Decision
+	for i, h := range hs {
+		if i >= hotRegions {
+			break
+		}
+		r := h.r
 		if !c.stable(r) {
 			continue
 		}
-		rd, wr := RegionRate(r)
-		src := c.Stores[r.Leader.StoreId]
-		if src != nil && rd > 0 && src.ReadRate > c.HotMinBytes && src.ReadRate > meanRead*(1+c.Tolerance) && src.LeaderOps < c.LeaderLimit {
-			to := c.leaderTarget(r, func(p *kvpb.Peer) bool {
-				t := c.Stores[p.StoreId]
-				return t.LeaderOps < c.LeaderLimit && t.ReadRate+rd < src.ReadRate && t.Leaders < src.Leaders+2
-			})
-			if to != nil {
-				d := Decision{Op: op(r.Region, kvpb.OperatorKind_TransferLeader, to,
-					fmt.Sprintf("hot read: store %d reads %.0f B/s, store %d %.0f B/s", src.ID, src.ReadRate, to.StoreId, c.Stores[to.StoreId].ReadRate))}
-				out = append(out, c.commit(d))
+		if h.rd > 0 && c.meanRead > c.HotMinBytes {
+			if to, _ := c.bestLeaderMove(r); to != nil {
+				out = append(out, c.commit(c.leaderDecision(r, to, "hot read")))
+				continue
+			}
+			// No follower gains: move the leader's replica to the store
+			// that gains most, if that also suits the replica cost.
+			src := c.Stores[r.Leader.StoreId]
+			var best *StoreInfo
+			gain := c.minLeaderGain()
+			for _, t := range c.sortedStores() {
+				// A replica may go to a store with one fewer, never to
+				// one with as many (the replica balancer would move it
+				// back).
+				if !t.serving() || onStore(r.Region, t.ID) || t.Ops >= c.StoreLimit || src.Ops >= c.StoreLimit ||
+					c.replicaGain(r, src, t) < -c.minReplicaGain()/2 {
+					continue
+				}
+				if g := c.leaderGain(r, src, t); g >= gain {
+					best, gain = t, g
+				}
+			}
+			if best != nil {
+				out = append(out, c.commit(c.replicaDecision(r, src, best, "hot read")))
 				continue
 			}
 		}
-		if wr <= 0 {
-			continue
-		}
-		var wsrc *StoreInfo
-		for _, p := range r.Region.Peers {
-			s := c.Stores[p.StoreId]
-			if s != nil && s.Ops < c.StoreLimit && (wsrc == nil || s.WriteRate > wsrc.WriteRate) {
-				wsrc = s
+		if h.wr > 0 && c.meanWrite > c.HotMinBytes {
+			if src, t := c.bestReplicaMove(r); t != nil {
+				out = append(out, c.commit(c.replicaDecision(r, src, t, "hot write")))
 			}
 		}
-		if wsrc == nil || wsrc.WriteRate <= c.HotMinBytes || wsrc.WriteRate <= meanWrite*(1+c.Tolerance) {
-			continue
-		}
-		var best *StoreInfo
-		holds := map[uint64]bool{}
-		for _, p := range r.Region.Peers {
-			holds[p.StoreId] = true
-		}
-		for _, s := range c.sortedStores() {
-			if !s.serving() || holds[s.ID] || s.Ops >= c.StoreLimit || s.WriteRate+wr >= wsrc.WriteRate {
-				continue
-			}
-			// Do not unbalance replica counts for it.
-			if c.score(s)+c.delta(r) > c.score(wsrc)+2*c.delta(r) {
-				continue
-			}
-			if best == nil || s.WriteRate < best.WriteRate {
-				best = s
-			}
-		}
-		if best == nil {
-			continue
-		}
-		d := Decision{Op: op(r.Region, kvpb.OperatorKind_AddLearner, &kvpb.Peer{StoreId: best.ID, Role: kvpb.PeerRole_Learner},
-			fmt.Sprintf("hot write: store %d writes %.0f B/s, store %d %.0f B/s", wsrc.ID, wsrc.WriteRate, best.ID, best.WriteRate)),
-			MoveFrom: wsrc.ID}
-		out = append(out, c.commit(d))
 	}
 	return out
 }
