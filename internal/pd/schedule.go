@@ -151,6 +151,19 @@ func (c *Cluster) Prepare(ops map[uint64]*kvpb.Operator) {
 	for id, op := range ops {
 		c.Busy[id] = true
 		c.countOp(op, 1)
+		// Count it as done: the reports that will show it done may come
+		// after the next heartbeats, whose rounds must not decide the
+		// same move again.
+		switch op.Kind {
+		case kvpb.OperatorKind_TransferLeader:
+			if r := c.byID[id]; r != nil && r.Leader.GetStoreId() != op.Peer.GetStoreId() {
+				c.account(Decision{Op: op})
+			}
+		case kvpb.OperatorKind_AddLearner:
+			if r := c.byID[id]; r != nil && !onStore(r.Region, op.Peer.GetStoreId()) {
+				c.account(Decision{Op: op})
+			}
+		}
 	}
 	n, replicas, size, read, write, leaders := 0, 0, uint64(0), 0.0, 0.0, 0
 	for _, s := range c.Stores {
