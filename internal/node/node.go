@@ -163,7 +163,7 @@ type Node struct {
 
 	started   time.Time
 	storeInfo *kvpb.Store
-	ops       operators // cluster.go
+	ops       operators    // cluster.go
 	split     splitChecker // splitcheck.go
 	// pdReady is pd once it exists, for callbacks of the store that may
 	// run before (onLeaderChange).

@@ -46,11 +46,11 @@ const defaultSplitCheckInterval = 10 * time.Second
 
 // splitState is what the checker knows of one region.
 type splitState struct {
-	written   uint64   // bytes written since the region was last measured
-	size      uint64   // last measured (0: not yet)
+	written   uint64 // bytes written since the region was last measured
+	size      uint64 // last measured (0: not yet)
 	keys      uint64
-	estimate  uint64   // Pebble's estimate at the last check
-	queries   uint64   // since the last check
+	estimate  uint64 // Pebble's estimate at the last check
+	queries   uint64 // since the last check
 	interval  time.Duration
 	samples   [][]byte // request keys sampled since the last check
 	hotChecks int      // consecutive checks above RegionSplitQPS
