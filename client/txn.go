@@ -39,8 +39,8 @@ type Txn struct {
 	// instead of running the statement again at a newer timestamp.
 	snapTS   uint64
 	snapRead bool
-	began  time.Time
-	buf    memBuffer
+	began    time.Time
+	buf      memBuffer
 
 	// Pessimistic locks taken by LockKeys: the key set, the primary (the
 	// first key ever locked) and the largest for_update_ts used.
