@@ -86,7 +86,7 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 			// Locked with a conflict: the primary is held; the
 			// statement runs again.
 			t.heartbeat = t.c.startHeartbeat(primary, t.startTS, t.began)
-			return err
+			return t.refreshAfterConflict(ctx, err)
 		}
 		t.heartbeat = t.c.startHeartbeat(primary, t.startTS, t.began)
 		todo = todo[1:]
@@ -94,7 +94,7 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 			return nil
 		}
 	}
-	return pl.lock(&bo, todo)
+	return t.refreshAfterConflict(ctx, pl.lock(&bo, todo))
 }
 
 // pessimisticLocker runs one LockKeys call.

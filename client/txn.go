@@ -39,6 +39,8 @@ type Txn struct {
 	// instead of running the statement again at a newer timestamp.
 	snapTS   uint64
 	snapRead bool
+	// reads are the snapshot reads a refresh checks (refresh.go).
+	reads readSet
 	began    time.Time
 	buf      memBuffer
 
@@ -211,7 +213,14 @@ func (t *Txn) Get(ctx context.Context, key []byte) ([]byte, error) {
 		}
 		return e.value, nil
 	}
-	return t.c.snapshotGet(ctx, t.view(), key)
+	v, err := t.c.snapshotGet(ctx, t.view(), key)
+	switch {
+	case err == nil:
+		t.notePoint(key, v, true)
+	case errors.Is(err, kv.ErrNotFound):
+		t.notePoint(key, nil, false)
+	}
+	return v, err
 }
 
 // snapshotGet reads the committed value of key in view.
@@ -283,6 +292,12 @@ func (t *Txn) BatchGet(ctx context.Context, keys [][]byte) (map[string][]byte, e
 	})
 	if err != nil {
 		return nil, err
+	}
+	if t.recording() {
+		for _, k := range remote {
+			v, ok := out[string(k)]
+			t.notePoint(k, v, ok)
+		}
 	}
 	return out, nil
 }

@@ -327,6 +327,39 @@ func TestRepeatableReadRefusesLostUpdate(t *testing.T) {
 	expectError(t, err, 1213, "40001")
 	_ = tx.Rollback()
 
+	// The rows read at the snapshot are unchanged, another one is written
+	// after a concurrent commit: the snapshot moves past that commit (the
+	// reads give the same answers there) and the write applies to the
+	// latest row. A range read makes the snapshot final: refused again.
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow("SELECT balance FROM acct WHERE id = 2").Scan(&seen); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, db, "UPDATE acct SET balance = balance + 1 WHERE id = 1")
+	mustExec(t, tx, "UPDATE acct SET balance = balance - 1 WHERE id = 1")
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b := balance(1); b != 70 {
+		t.Fatalf("balance of 1 = %d, want 70", b)
+	}
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	if err := tx.QueryRow("SELECT SUM(balance) FROM acct WHERE id BETWEEN 2 AND 9").Scan(&sum); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, db, "UPDATE acct SET balance = balance + 1 WHERE id = 1")
+	_, err = tx.Exec("UPDATE acct SET balance = balance - 1 WHERE id = 1")
+	expectError(t, err, 1213, "40001")
+	_ = tx.Rollback()
+	mustExec(t, db, "UPDATE acct SET balance = balance - 1 WHERE id = 1")
+
 	// Nothing read at the snapshot: the write waits for and applies to the
 	// latest row, and later plain reads see it.
 	tx, err = db.BeginTx(ctx, nil)
