@@ -41,8 +41,8 @@ type Txn struct {
 	snapRead bool
 	// reads are the snapshot reads a refresh checks (refresh.go).
 	reads readSet
-	began    time.Time
-	buf      memBuffer
+	began time.Time
+	buf   memBuffer
 
 	// Pessimistic locks taken by LockKeys: the key set, the primary (the
 	// first key ever locked) and the largest for_update_ts used.
