@@ -143,6 +143,7 @@ func accountOptions(a *privilege.Account, tls []*ast.AuthTokenOrTLSOption, opts 
 			a.Locked = true
 		case ast.Unlock:
 			a.Locked = false
+			a.Unlocks++
 		case ast.FailedLoginAttempts:
 			a.FailedLoginAttempts = o.Count
 		case ast.PasswordLockTime:

@@ -52,6 +52,9 @@ type Account struct {
 	// for PasswordLockDays days (-1: until unlocked); 0 disables.
 	FailedLoginAttempts int64 `json:"failed_login_attempts,omitempty"`
 	PasswordLockDays    int64 `json:"password_lock_days,omitempty"`
+	// Unlocks counts ACCOUNT UNLOCKs: each ends a lock that failed
+	// logins started (the count of failures is kept per node).
+	Unlocks int64 `json:"unlocks,omitempty"`
 
 	Global  Priv            `json:"global,omitempty"`
 	DBs     map[string]Priv `json:"dbs,omitempty"`

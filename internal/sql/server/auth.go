@@ -212,7 +212,7 @@ func (a *accounts) finish(c *mysql.Conn, acct *privilege.Account, user string, o
 }
 
 func fingerprint(acct *privilege.Account) string {
-	return fmt.Sprintf("%s|%d|%d|%v", acct.Auth, acct.FailedLoginAttempts, acct.PasswordLockDays, acct.Locked)
+	return fmt.Sprintf("%s|%d|%d|%d", acct.Auth, acct.FailedLoginAttempts, acct.PasswordLockDays, acct.Unlocks)
 }
 
 // lockedOut reports the 3955 error of an account blocked by

@@ -210,7 +210,9 @@ func (p *clientConn) writeAuthPacket(payload []byte) error {
 // startTLS runs the server side of a TLS handshake on the socket after
 // the client's SSLRequest; later packets go through it.
 func (p *clientConn) startTLS() error {
-	c := tls.Server(p.poll, p.tlsConfig)
+	// The client may have sent its ClientHello right behind the
+	// SSLRequest: the TLS layer reads through p.in, which holds it.
+	c := tls.Server(bufferedConn{Conn: p.Conn, r: p.in}, p.tlsConfig)
 	if err := c.Handshake(); err != nil {
 		return err
 	}
@@ -218,6 +220,15 @@ func (p *clientConn) startTLS() error {
 	p.in = bufio.NewReaderSize(c, 16<<10)
 	return nil
 }
+
+// bufferedConn is a socket read through a reader that may already hold
+// some of its bytes.
+type bufferedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 
 // TLSState returns the connection's TLS state, nil for plaintext.
 func (p *clientConn) TLSState() *tls.ConnectionState {
