@@ -79,12 +79,13 @@ type clientConn struct {
 	// numbers on the way out and taken from the client's on the way in;
 	// nextSeq is the client's numbering of the next packet; greeting
 	// tracks the first packet's body, whose capability flags get SSL.
-	seqShift  byte
-	nextSeq   byte
-	greeting  bool
-	wBodyPos  int
-	buf []byte        // current packet as returned to the reader
-	out []byte        // unread rest of buf
+	seqShift byte
+	nextSeq  byte
+	greeting bool
+	wBodyPos int
+
+	buf []byte // current packet as returned to the reader
+	out []byte // unread rest of buf
 
 	// Server-to-client packet tracking, used only until authenticated is
 	// set; writes happen on the connection's goroutine.
