@@ -411,8 +411,10 @@ func (s *Session) run(ctx context.Context, st ast.StmtNode, params []types.Datum
 			s.warnings = s.warnings[:0]
 			continue
 		}
-		if isDeadlock(err) && s.txn != nil {
-			// InnoDB rolls back the victim of a deadlock.
+		if (isDeadlock(err) || isAborted(err)) && s.txn != nil {
+			// InnoDB rolls back the victim of a deadlock; a transaction
+			// whose write conflicts with a row committed after its
+			// snapshot is rolled back the same way.
 			_ = s.finish(ctx, false)
 		}
 		if ctx.Err() != nil {
