@@ -86,7 +86,7 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 			// Locked with a conflict: the primary is held; the
 			// statement runs again.
 			t.heartbeat = t.c.startHeartbeat(primary, t.startTS, t.began)
-			return err
+			return t.refreshAfterConflict(ctx, err)
 		}
 		t.heartbeat = t.c.startHeartbeat(primary, t.startTS, t.began)
 		todo = todo[1:]
@@ -94,7 +94,7 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 			return nil
 		}
 	}
-	return pl.lock(&bo, todo)
+	return t.refreshAfterConflict(ctx, pl.lock(&bo, todo))
 }
 
 // pessimisticLocker runs one LockKeys call.
@@ -182,8 +182,7 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 			}
 			t.forUpdateTS = max(t.forUpdateTS, conflictTS)
 			pl.mu.Unlock()
-			return &kv.RetryableError{PessimisticConflict: true,
-				Reason: fmt.Sprintf("rows were committed after transaction %d read them (locked now)", t.startTS)}
+			return t.lockConflict(fmt.Sprintf("rows were committed after transaction %d read them (locked now)", t.startTS))
 		}
 		var locks []*kvpb.LockInfo
 		for _, ke := range resp.Errors {
@@ -197,8 +196,7 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 				return &kv.RetryableError{Deadlock: true,
 					Reason: fmt.Sprintf("deadlock: transaction %d waited for a lock of transaction %d, which waits for it", t.startTS, ke.Deadlock.LockTs)}
 			case ke.Conflict != nil && t.opts.Pessimistic:
-				return &kv.RetryableError{PessimisticConflict: true,
-					Reason: fmt.Sprintf("transaction %d committed a row after transaction %d read it", ke.Conflict.ConflictTs, t.startTS)}
+				return t.lockConflict(fmt.Sprintf("transaction %d committed a row after transaction %d read it", ke.Conflict.ConflictTs, t.startTS))
 			default:
 				return keyErrorAsError(ke)
 			}

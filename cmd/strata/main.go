@@ -41,6 +41,8 @@ func main() {
 		err = demo(os.Args[2:])
 	case "status":
 		err = status(os.Args[2:])
+	case "cert":
+		err = certCommand(os.Args[2:])
 	case "workload":
 		err = workloadCommand(os.Args[2:])
 	case "node":
@@ -72,6 +74,7 @@ Usage:
                             move every replica and leader off node N (decommission:
                             for good), or let it take them again
   strata workload ...       built-in load generator: YCSB and KV over Redis, MySQL or etcd
+  strata cert ...           make a cluster CA and node and client certificates (mutual TLS)
   strata version            print the version
   strata help               this text
 
@@ -142,6 +145,12 @@ func start(args []string) error {
 	replicas := fs.Int("replicas", 3, "replication factor of a new cluster (1..7); set on the node that bootstraps it")
 	rootPassword := fs.String("root-password", os.Getenv("STRATA_ROOT_PASSWORD"),
 		"password of the root user (default empty: root may log in without a password from loopback only)")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate of the MySQL port (default: --certs-dir's node.crt, else a self-signed one generated into the data directory)")
+	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
+	tlsCA := fs.String("tls-ca", "", "PEM CA certificate that signs client certificates (REQUIRE X509; default: --certs-dir's ca.crt)")
+	certsDir := fs.String("certs-dir", "", "directory of ca.crt, node.crt and node.key (strata cert): mutual TLS between nodes, and the client ports' certificate")
+	insecure := fs.Bool("insecure", false, "allow listening beyond loopback without certificates (unencrypted, unauthenticated node-to-node traffic)")
+	requireSecure := fs.Bool("require-secure-transport", false, "refuse MySQL logins over plaintext TCP")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	gogc := fs.Int("gogc", defaultGOGC, "Go collector heap growth target in percent (the GOGC environment variable overrides it)")
 	memoryLimit := fs.Int64("memory-limit", 0,
@@ -187,23 +196,29 @@ func start(args []string) error {
 	defer cancel()
 	begin := time.Now()
 	n, err := node.Start(ctx, node.Config{
-		DataDir:          *dataDir,
-		SQLAddr:          *sqlAddr,
-		RESPAddr:         *respAddr,
-		RESPPassword:     *respPassword,
-		MaxValueSize:     *maxValueSize,
-		GCInterval:       *gcInterval,
-		GCLifeTime:       *gcLifeTime,
-		VersionCacheSize: versionCacheSize(*versionCache),
-		HTTPAddr:         *httpAddr,
-		GRPCAddr:         *grpcAddr,
-		AdvertiseAddr:    *advertiseAddr,
-		Join:             joinAddrs,
-		Replicas:         *replicas,
-		RootPassword:     *rootPassword,
-		Logger:           logger,
-		Version:          Version,
-		TestClockRate:    *testClockRate,
+		DataDir:                *dataDir,
+		SQLAddr:                *sqlAddr,
+		RESPAddr:               *respAddr,
+		RESPPassword:           *respPassword,
+		MaxValueSize:           *maxValueSize,
+		GCInterval:             *gcInterval,
+		GCLifeTime:             *gcLifeTime,
+		VersionCacheSize:       versionCacheSize(*versionCache),
+		HTTPAddr:               *httpAddr,
+		GRPCAddr:               *grpcAddr,
+		AdvertiseAddr:          *advertiseAddr,
+		Join:                   joinAddrs,
+		Replicas:               *replicas,
+		RootPassword:           *rootPassword,
+		TLSCert:                *tlsCert,
+		TLSKey:                 *tlsKey,
+		TLSCA:                  *tlsCA,
+		CertsDir:               *certsDir,
+		Insecure:               *insecure,
+		RequireSecureTransport: *requireSecure,
+		Logger:                 logger,
+		Version:                Version,
+		TestClockRate:          *testClockRate,
 
 		RegionMaxSize:      maxSize,
 		RegionSplitQPS:     *regionSplitQPS,

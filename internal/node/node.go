@@ -82,10 +82,24 @@ type Config struct {
 	// bootstraps (default 3; a cluster with fewer nodes runs with what it
 	// has). Ignored once the cluster exists.
 	Replicas int
-	// RootPassword, when set, is required for root. Empty allows root
-	// without a password from loopback only.
+	// RootPassword, when set, becomes root's password in the cluster's
+	// accounts. Without one root has none and logs in from loopback only.
 	RootPassword string
-	Logger       *slog.Logger
+	// TLSCert and TLSKey are the certificate of the MySQL port (and the
+	// HTTP port beyond loopback); empty: CertsDir's node certificate, or
+	// a self-signed one generated into DataDir/tls on first start. TLSCA
+	// verifies client certificates (REQUIRE X509; default CertsDir's
+	// ca.crt).
+	TLSCert, TLSKey, TLSCA string
+	// CertsDir holds the cluster CA's ca.crt and this node's node.crt and
+	// node.key (`strata cert`): gRPC between nodes is then mutual TLS.
+	CertsDir string
+	// RequireSecureTransport refuses MySQL logins over plaintext TCP.
+	RequireSecureTransport bool
+	// Insecure allows listening beyond loopback without certificates
+	// (security.go).
+	Insecure bool
+	Logger   *slog.Logger
 	// InMemory keeps all data in memory (tests only; nothing is durable).
 	InMemory bool
 	// GCInterval is how often old MVCC versions are garbage-collected
@@ -172,7 +186,11 @@ type Node struct {
 	storeReady atomic.Pointer[raftstore.Store]
 	hbNow      chan struct{}
 	stop       chan struct{}
-	wg         sync.WaitGroup
+	// grpcServerOpts and dialOpts carry the cluster's mutual TLS
+	// (security.go).
+	grpcServerOpts []grpc.ServerOption
+	dialOpts       []grpc.DialOption
+	wg             sync.WaitGroup
 }
 
 // maxSQLCleanupInterval bounds how long the SQL engine waits between looks
@@ -198,6 +216,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	if n.cfg.AdvertiseAddr == "" {
 		n.cfg.AdvertiseAddr = n.cfg.GRPCAddr
+	}
+	if err := n.cfg.checkExposure(); err != nil {
+		return nil, err
+	}
+	var err error
+	if n.grpcServerOpts, n.dialOpts, err = n.grpcCredentials(); err != nil {
+		return nil, err
 	}
 	if err := n.open(ctx); err != nil {
 		n.Close()
@@ -268,7 +293,7 @@ func (n *Node) open(ctx context.Context) error {
 	registerRecentWritesMetrics(locks.RecentWrites())
 	registerVersionCacheMetrics(locks.VersionCache())
 	resolver := &storeResolver{}
-	n.transport = transport.New(n.clusterID, n.storeID, resolver, n.log)
+	n.transport = transport.New(n.clusterID, n.storeID, resolver, n.log, n.dialOpts...)
 	store, err := raftstore.Open(eng, raftstore.Config{StoreID: n.storeID, Logger: n.log,
 		Observer: storeObserver{locks}, Transport: n.transport, OnLeaderChange: n.onLeaderChange,
 		ClockRate: n.cfg.TestClockRate})
@@ -278,7 +303,7 @@ func (n *Node) open(ctx context.Context) error {
 	n.store = store
 	n.storeReady.Store(store)
 	n.transport.SetStore(store)
-	n.pd = pd.New(store, pd.Config{Join: n.cfg.Join, Logger: n.log,
+	n.pd = pd.New(store, pd.Config{Join: n.cfg.Join, Logger: n.log, DialOptions: n.dialOpts,
 		Schedule: pd.ScheduleConfig{DownAfter: n.cfg.DownAfter, StoreLimit: n.cfg.ScheduleLimit}})
 	n.pdReady.Store(n.pd)
 	resolver.pd.Store(n.pd)
@@ -287,7 +312,7 @@ func (n *Node) open(ctx context.Context) error {
 	// keeps (pd/deadlock.go).
 	n.kv.SetDeadlockDetector(n.pd)
 	if n.grpcLn != nil {
-		n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+		n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20)}, n.grpcServerOpts...)...)
 		kvpb.RegisterKvServer(n.grpc, n.kv)
 		kvpb.RegisterPDServer(n.grpc, n.pd)
 		kvpb.RegisterDeadlockDetectorServer(n.grpc, n.pd.DeadlockService())
@@ -298,7 +323,7 @@ func (n *Node) open(ctx context.Context) error {
 	go n.heartbeatLoop() // cluster.go
 
 	localPD := client.LocalPD(n.pd)
-	router := client.NewGRPCRouter(localPD)
+	router := client.NewGRPCRouter(localPD, n.dialOpts...)
 	router.SetLocal(n.storeID, client.LocalKv(n.kv))
 	n.router = router
 	n.client = client.New(localPD, router, client.Options{})
@@ -382,26 +407,39 @@ func (n *Node) listen() error {
 		mux.HandleFunc("/healthz", n.handleHealth) // status.go
 		mux.HandleFunc("/status", n.handleStatus)
 		mux.Handle("/metrics", promhttp.Handler())
-		n.registerAdmin(mux) // admin.go: /admin/split, /admin/regions
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		admin := http.NewServeMux()
+		n.registerAdmin(admin) // admin.go: /admin/split, /admin/regions
+		admin.HandleFunc("/debug/pprof/", pprof.Index)
+		admin.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		admin.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		admin.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		admin.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		// The LSM shape of both engines (levels, files, compactions, write
 		// amplification): Pebble's own metrics report.
-		mux.HandleFunc("/debug/lsm", func(w http.ResponseWriter, r *http.Request) {
+		admin.HandleFunc("/debug/lsm", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "KV engine (%s/kv)\n%s\n", n.cfg.DataDir, n.eng.KV.Metrics())
 			fmt.Fprintf(w, "Raft engine (%s/raft)\n%s\n", n.cfg.DataDir, n.eng.Raft.Metrics())
 		})
+		guarded := n.requireAdmin(admin) // security.go
+		mux.Handle("/admin/", guarded)
+		mux.Handle("/debug/", guarded)
 		n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go n.http.Serve(ln)
 	}
 	if n.cfg.SQLAddr != "" {
+		if err := n.sql.SetRootPassword(context.Background(), n.cfg.RootPassword); err != nil {
+			return fmt.Errorf("node: set root's password: %w", err)
+		}
+		tlsCfg, err := n.clientTLS() // security.go
+		if err != nil {
+			return err
+		}
 		srv, err := server.New(server.Config{
 			Addr:                   n.cfg.SQLAddr,
-			RootPassword:           n.cfg.RootPassword,
-			AllowEmptyRootPassword: n.cfg.RootPassword == "",
+			AllowEmptyRootPassword: true, // from loopback only
+			TLS:                    tlsCfg,
+			RequireSecureTransport: n.cfg.RequireSecureTransport,
+			Logger:                 n.log,
 		}, n.sql)
 		if err != nil {
 			return fmt.Errorf("node: mysql listen: %w", err)

@@ -33,6 +33,7 @@ import (
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
 	"github.com/strata-db/strata/internal/sql/infoschema"
+	"github.com/strata-db/strata/internal/sql/privilege"
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
@@ -44,6 +45,7 @@ const autoIDBatch = 1000
 type Engine struct {
 	store   kv.Storage
 	schema  atomic.Pointer[catalog.Schema]
+	privs   atomic.Pointer[privilege.Snapshot] // accounts (privileges.go)
 	ids     *idAllocator
 	cluster infoschema.ClusterSource
 	regions RegionAdmin
@@ -168,6 +170,9 @@ func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, er
 	e.own.jobsDone = make(chan struct{})
 	if _, err := e.loadSchema(ctx); err != nil {
 		return nil, err
+	}
+	if err := e.loadPrivileges(ctx); err != nil {
+		return nil, fmt.Errorf("sql: load accounts: %w", err)
 	}
 	// Registered and (when nobody is) the DDL owner before the first
 	// statement, so that a single node runs its first DDL at once.

@@ -111,6 +111,9 @@ type Node struct {
 	// User and Password are the credentials DSN uses (root, no password by
 	// default).
 	User, Password string
+	// TLS is the go-sql-driver tls parameter DSN uses ("": plaintext);
+	// a node started with --require-secure-transport gets skip-verify.
+	TLS string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -142,6 +145,11 @@ func StartNodeWith(t testing.TB, rootPassword string, extraArgs []string) *Node 
 		n.ExtraArgs = append(n.ExtraArgs, "--root-password", rootPassword)
 	}
 	n.ExtraArgs = append(n.ExtraArgs, extraArgs...)
+	for _, a := range extraArgs {
+		if a == "--require-secure-transport" {
+			n.TLS = "skip-verify"
+		}
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("last lines of the node log %s:\n%s", n.LogPath, tail(n.LogPath, 40))
@@ -344,6 +352,7 @@ func (n *Node) DSNAs(user, password, db string) string {
 	cfg.WriteTimeout = 60 * time.Second
 	cfg.InterpolateParams = false
 	cfg.ParseTime = true
+	cfg.TLSConfig = n.TLS
 	return cfg.FormatDSN()
 }
 

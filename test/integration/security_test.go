@@ -1,0 +1,292 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"database/sql"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/strata-db/strata/internal/certs"
+	"github.com/strata-db/strata/kvpb"
+)
+
+// dsnTLS is a DSN for user over TLS config name tlsName ("" plaintext).
+func (n *Node) dsnTLS(user, password, tlsName string) string {
+	cfg, err := mysql.ParseDSN(n.DSNAs(user, password, ""))
+	if err != nil {
+		panic(err)
+	}
+	cfg.TLSConfig = tlsName
+	if tlsName == "" {
+		cfg.TLSConfig = "false"
+	}
+	return cfg.FormatDSN()
+}
+
+func login(dsn string) (string, error) {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	var who string
+	err = db.QueryRow("SELECT CURRENT_USER()").Scan(&who)
+	return who, err
+}
+
+// registerNodeCA trusts the node's self-signed certificate for the driver.
+func registerNodeCA(t *testing.T, n *Node) string {
+	pem, err := os.ReadFile(filepath.Join(n.DataDir, "tls", "server.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	name := "strata-" + filepath.Base(filepath.Dir(n.DataDir)) + "-" + t.Name()
+	if err := mysql.RegisterTLSConfig(name, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// TestLoginPlugins logs in with both password plugins over plaintext and
+// TLS with go-sql-driver: caching_sha2_password's first plaintext login
+// takes the RSA path (nothing cached yet), later ones the fast path; TLS
+// is verified against the certificate the node generated.
+func TestLoginPlugins(t *testing.T) {
+	n := StartNode(t)
+	root := n.DB(t, "")
+	mustExec(t, root, "CREATE USER sha IDENTIFIED BY 'sha-pw'")
+	mustExec(t, root, "CREATE USER nat IDENTIFIED WITH mysql_native_password BY 'nat-pw'")
+	verified := registerNodeCA(t, n)
+	for _, mode := range []string{"", "skip-verify", verified, ""} {
+		for _, u := range []struct{ user, pw string }{{"sha", "sha-pw"}, {"nat", "nat-pw"}} {
+			who, err := login(n.dsnTLS(u.user, u.pw, mode))
+			if err != nil || who != u.user+"@%" {
+				t.Fatalf("tls=%q %s: %q %v", mode, u.user, who, err)
+			}
+			_, err = login(n.dsnTLS(u.user, "wrong", mode))
+			expectError(t, err, 1045, "28000")
+		}
+	}
+	// tls=true verifies against the system roots, which do not hold the
+	// self-signed certificate.
+	_, err := login(n.dsnTLS("sha", "sha-pw", "true"))
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("tls=true against a self-signed certificate: %v", err)
+	}
+	var cipher, name string
+	db, _ := sql.Open("mysql", n.dsnTLS("sha", "sha-pw", verified))
+	defer db.Close()
+	if err := db.QueryRow("SHOW STATUS LIKE 'Ssl_cipher'").Scan(&name, &cipher); err != nil || cipher == "" {
+		t.Fatalf("Ssl_cipher over TLS: %q %v", cipher, err)
+	}
+}
+
+// TestMySQLCLITLS runs the mysql CLI (MariaDB's in Debian) with --ssl and
+// CA verification, and without TLS for a mysql_native_password account.
+func TestMySQLCLITLS(t *testing.T) {
+	client, err := exec.LookPath("mysql")
+	if err != nil {
+		t.Skip("mysql client not installed (scripts/test.sh installs it)")
+	}
+	n := StartNode(t)
+	mustExec(t, n.DB(t, ""), "CREATE USER cli IDENTIFIED WITH mysql_native_password BY 'cli-pw'")
+	mustExec(t, n.DB(t, ""), "CREATE USER cli2 IDENTIFIED BY 'cli2-pw'")
+	host, port, _ := strings.Cut(n.SQLAddr, ":")
+	run := func(args ...string) string {
+		out, err := exec.Command(client, append([]string{"-h", host, "-P", port, "-N", "-B"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mysql %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	ca := filepath.Join(n.DataDir, "tls", "server.crt")
+	for _, u := range []string{"-ucli", "-ucli2"} {
+		pw := "-pcli-pw"
+		if u == "-ucli2" {
+			pw = "-pcli2-pw"
+		}
+		out := run(u, pw, "--ssl", "--ssl-verify-server-cert", "--ssl-ca="+ca, "-e", "SHOW STATUS LIKE 'Ssl_cipher'")
+		if !strings.HasPrefix(out, "Ssl_cipher\tTLS_") {
+			t.Fatalf("Ssl_cipher over --ssl: %q", out)
+		}
+	}
+	if out := run("-ucli", "-pcli-pw", "--skip-ssl", "-e", "SHOW STATUS LIKE 'Ssl_cipher'"); out != "Ssl_cipher" {
+		t.Fatalf("Ssl_cipher without TLS: %q", out)
+	}
+}
+
+// TestAccountRules: privileges over the wire, REQUIRE SSL, lockout after
+// failed logins, and require_secure_transport.
+func TestAccountRules(t *testing.T) {
+	n := StartNode(t)
+	root := n.DB(t, "")
+	mustExec(t, root, "CREATE DATABASE sec")
+	mustExec(t, root, "CREATE TABLE sec.t (id INT PRIMARY KEY)")
+	mustExec(t, root, "CREATE USER ro IDENTIFIED BY 'ro-pw' FAILED_LOGIN_ATTEMPTS 3 PASSWORD_LOCK_TIME 1")
+	mustExec(t, root, "GRANT SELECT ON sec.* TO ro")
+	mustExec(t, root, "CREATE USER ssl_only IDENTIFIED BY 'x' REQUIRE SSL")
+
+	db, _ := sql.Open("mysql", n.dsnTLS("ro", "ro-pw", ""))
+	defer db.Close()
+	if _, err := db.Exec("SELECT * FROM sec.t"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := db.Exec("INSERT INTO sec.t VALUES (1)")
+	expectError(t, err, 1142, "42000")
+
+	_, err = login(n.dsnTLS("ssl_only", "x", ""))
+	expectError(t, err, 1045, "28000")
+	if _, err := login(n.dsnTLS("ssl_only", "x", "skip-verify")); err != nil {
+		t.Fatalf("REQUIRE SSL over TLS: %v", err)
+	}
+
+	for i := 0; i < 3; i++ {
+		_, err := login(n.dsnTLS("ro", "bad", "skip-verify"))
+		expectError(t, err, 1045, "28000")
+	}
+	_, err = login(n.dsnTLS("ro", "ro-pw", "skip-verify"))
+	expectError(t, err, 3955, "28000")
+	mustExec(t, root, "ALTER USER ro ACCOUNT UNLOCK")
+	if _, err := login(n.dsnTLS("ro", "ro-pw", "skip-verify")); err != nil {
+		t.Fatalf("after ACCOUNT UNLOCK: %v", err)
+	}
+	resp, err := http.Get("http://" + n.HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `strata_mysql_login_failures_total{reason="wrong_password"}`) ||
+		!strings.Contains(string(body), `strata_mysql_login_failures_total{reason="blocked_after_failures"}`) {
+		t.Fatalf("login failures are not counted in /metrics")
+	}
+
+	strict := StartNodeWith(t, "", []string{"--require-secure-transport"})
+	_, err = login(strict.dsnTLS("root", "", ""))
+	expectError(t, err, 3159, "HY000")
+	if _, err := login(strict.dsnTLS("root", "", "skip-verify")); err != nil {
+		t.Fatalf("TLS login with require_secure_transport: %v", err)
+	}
+}
+
+// TestSecureDefaults: a node refuses to listen beyond loopback without
+// certificates or --insecure, and then guards /admin/ and /debug/ with
+// the SQL accounts.
+func TestSecureDefaults(t *testing.T) {
+	dir := t.TempDir()
+	out, err := exec.Command(Binary(t), "start", "--data-dir", filepath.Join(dir, "d"), "--sql-addr", "0.0.0.0:0",
+		"--resp-addr", "", "--http-addr", "", "--grpc-addr", "").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "beyond loopback without certificates") {
+		t.Fatalf("start on 0.0.0.0 without certificates: %v\n%s", err, out)
+	}
+
+	n := StartNodeWith(t, "", nil)
+	n.Kill()
+	_, port, _ := strings.Cut(n.HTTPAddr, ":")
+	n.HTTPAddr = "0.0.0.0:" + port
+	n.ExtraArgs = []string{"--insecure", "--http-addr", n.HTTPAddr}
+	n.Start()
+	mustExec(t, n.DB(t, ""), "CREATE USER ops IDENTIFIED BY 'ops-pw'")
+	mustExec(t, n.DB(t, ""), "GRANT SUPER ON *.* TO ops")
+	mustExec(t, n.DB(t, ""), "CREATE USER peon IDENTIFIED BY 'peon-pw'")
+	get := func(path, user, pw string) int {
+		req, _ := http.NewRequest("GET", "http://127.0.0.1:"+port+path, nil)
+		if user != "" {
+			req.SetBasicAuth(user, pw)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		path, user, pw string
+		want           int
+	}{
+		{"/healthz", "", "", 200},
+		{"/debug/pprof/", "", "", 401},
+		{"/admin/regions", "", "", 401},
+		{"/admin/regions", "ops", "wrong", 401},
+		{"/admin/regions", "peon", "peon-pw", 401},
+		{"/admin/regions", "ops", "ops-pw", 200},
+		{"/debug/pprof/", "ops", "ops-pw", 200},
+	} {
+		if got := get(c.path, c.user, c.pw); got != c.want {
+			t.Errorf("GET %s as %q: %d, want %d", c.path, c.user, got, c.want)
+		}
+	}
+}
+
+// TestMutualTLSCluster: two nodes with certificates of one CA form a
+// cluster; a client with another CA's certificate, or none, cannot call
+// PD on a node.
+func TestMutualTLSCluster(t *testing.T) {
+	dir := t.TempDir()
+	ca, nodeCerts := filepath.Join(dir, "ca"), filepath.Join(dir, "certs")
+	bin := Binary(t)
+	for _, args := range [][]string{
+		{"cert", "create-ca", "--ca-key-dir", ca},
+		{"cert", "create-node", "--ca-key-dir", ca, "--certs-dir", nodeCerts, "127.0.0.1", "localhost"},
+	} {
+		if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+			t.Fatalf("strata %v: %v\n%s", args, err, out)
+		}
+	}
+	c := StartCluster(t, 2, "--certs-dir", nodeCerts)
+	mustExec(t, c.Nodes[1].DB(t, ""), "CREATE DATABASE overtls")
+
+	call := func(opt grpc.DialOption) error {
+		conn, err := grpc.NewClient(c.Nodes[0].GRPCAddr, opt)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err = kvpb.NewPDClient(conn).ClusterStatus(ctx, &kvpb.ClusterStatusRequest{})
+		return err
+	}
+	if err := call(grpc.WithTransportCredentials(insecure.NewCredentials())); err == nil {
+		t.Fatal("a plaintext client called PD")
+	}
+	foreign := filepath.Join(dir, "foreign")
+	if err := certs.CreateCA(filepath.Join(foreign, "ca")); err != nil {
+		t.Fatal(err)
+	}
+	if err := certs.CreateNode(foreign, filepath.Join(foreign, "ca"), []string{"127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, fcli, err := certs.MutualTLS(foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Trust the real cluster's CA so that only the client side is wrong.
+	_, good, err := certs.MutualTLS(nodeCerts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fcli.RootCAs = good.RootCAs
+	if err := call(grpc.WithTransportCredentials(credentials.NewTLS(fcli))); err == nil {
+		t.Fatal("a client with another CA's certificate called PD")
+	}
+	if err := call(grpc.WithTransportCredentials(credentials.NewTLS(good))); err != nil {
+		t.Fatalf("a client with the cluster's certificate: %v", err)
+	}
+}
