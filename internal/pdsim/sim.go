@@ -67,7 +67,8 @@ func Default100() Scenario {
 		Events: []Event{
 			{At: 0, Kind: "add", Count: 10},
 			{At: 30 * time.Minute, Kind: "shift"},
-			{At: 45 * time.Minute, Kind: "fail", Count: 3},
+			{At: 45 * time.Minute, Kind: "fail", Count: 1},
+			{At: 55 * time.Minute, Kind: "fail", Count: 1},
 			{At: 70 * time.Minute, Kind: "add", Count: 3},
 			{At: 90 * time.Minute, Kind: "drain", Count: 2},
 			{At: 105 * time.Minute, Kind: "shift"},
@@ -295,7 +296,15 @@ func (s *Sim) step() {
 		s.loadSplits()
 	}
 	c := s.cluster()
-	for _, d := range c.Schedule(c.Regions) {
+	// Only live leaders report (and can carry operators out): a region
+	// that lost a majority of its voters has none, and PD cannot help it.
+	var live []*kvpb.RegionStat
+	for _, r := range c.Regions {
+		if !s.store(r.Leader.StoreId).failed {
+			live = append(live, r)
+		}
+	}
+	for _, d := range c.Schedule(live) {
 		op := d.Op
 		if op.Kind == kvpb.OperatorKind_AddLearner {
 			op.Peer.Id = s.newID()
@@ -392,8 +401,12 @@ type Balance struct {
 	Replicas, Leaders, Read, Write float64
 	// MinReplicas and MaxReplicas etc. are the extremes.
 	MinReplicas, MaxReplicas, MinLeaders, MaxLeaders int
-	// Dead: replicas left on failed or decommissioned stores.
+	// Dead: replicas left on failed or decommissioned stores (of regions
+	// that still have a live leader).
 	Dead int
+	// LostQuorum: regions with a majority of their voters on failed
+	// stores (unavailable; no scheduler can repair them).
+	LostQuorum int
 }
 
 // Within reports whether every measure is within tol.
@@ -407,10 +420,29 @@ func (s *Sim) Measure() Balance {
 	var b Balance
 	var reps, leads, reads, writes []float64
 	b.MinReplicas, b.MinLeaders = math.MaxInt, math.MaxInt
+	for _, r := range c.Regions {
+		voters, failed := 0, 0
+		for _, p := range r.Region.Peers {
+			if p.Role == kvpb.PeerRole_Voter {
+				voters++
+				if s.store(p.StoreId).failed {
+					failed++
+				}
+			}
+		}
+		if 2*failed >= voters+1 || s.store(r.Leader.StoreId).failed {
+			b.LostQuorum++
+			continue
+		}
+		for _, p := range r.Region.Peers {
+			if st := s.store(p.StoreId); st.failed || st.state != kvpb.StoreState_Serving {
+				b.Dead++
+			}
+		}
+	}
 	for _, st := range s.stores {
 		si := c.Stores[st.id]
 		if st.failed || st.state != kvpb.StoreState_Serving {
-			b.Dead += si.Replicas
 			continue
 		}
 		reps = append(reps, float64(si.Replicas))
@@ -497,6 +529,9 @@ func Run(sc Scenario, log io.Writer) Report {
 				fmt.Fprintf(log, "%6s  regions %5d  replicas %4d..%-4d (%4.1f%%)  leaders %3d..%-3d (%4.1f%%)  read %5.1f%%  write %5.1f%%  dead %d  ops in flight %d\n",
 					fmtMin(s.now), len(s.ids), b.MinReplicas, b.MaxReplicas, 100*b.Replicas, b.MinLeaders, b.MaxLeaders, 100*b.Leaders,
 					100*b.Read, 100*b.Write, b.Dead, len(s.ops))
+				if b.LostQuorum > 0 {
+					fmt.Fprintf(log, "        %d regions lost a majority of their voters\n", b.LostQuorum)
+				}
 			}
 		}
 	}
@@ -524,8 +559,8 @@ func (r Report) Print(w io.Writer, tol float64) {
 		fmt.Fprintf(w, "  %-22s at %7s: %s\n", s.Event, fmtMin(s.At), t)
 	}
 	b := r.Final
-	fmt.Fprintf(w, "final: %d regions (%d split by load); deviation from the mean: replicas %.1f%% (%d..%d), leaders %.1f%% (%d..%d), read %.1f%%, write %.1f%%; replicas on dead stores %d\n",
-		r.Regions, r.Splits, 100*b.Replicas, b.MinReplicas, b.MaxReplicas, 100*b.Leaders, b.MinLeaders, b.MaxLeaders, 100*b.Read, 100*b.Write, b.Dead)
+	fmt.Fprintf(w, "final: %d regions (%d split by load); deviation from the mean: replicas %.1f%% (%d..%d), leaders %.1f%% (%d..%d), read %.1f%%, write %.1f%%; replicas on dead stores %d; regions that lost a majority %d\n",
+		r.Regions, r.Splits, 100*b.Replicas, b.MinReplicas, b.MaxReplicas, 100*b.Leaders, b.MinLeaders, b.MaxLeaders, 100*b.Read, 100*b.Write, b.Dead, b.LostQuorum)
 	kinds := make([]string, 0, len(r.Operators))
 	for k := range r.Operators {
 		kinds = append(kinds, k)
