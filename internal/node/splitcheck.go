@@ -19,11 +19,13 @@ import (
 // region it leads:
 //
 //   - by size: when Pebble's estimate of the region's size passes
-//     RegionMaxSize, or the bytes written to it since it was last
-//     measured pass a sixteenth of that (the estimate misses what is
-//     still in the memtable), it measures the region (mvcc.SampleSizes, a
-//     scan of its records) and, above RegionMaxSize, splits it at the key
-//     where half of the bytes lie below;
+//     RegionMaxSize, or its size when last measured plus the bytes
+//     written to it since do (the estimate misses what is still in the
+//     memtable), or it was not measured since it last split, it measures
+//     the region (mvcc.SampleSizes, a scan of its records) and, above
+//     RegionMaxSize, splits it at the key where half of the bytes lie
+//     below. A region is so scanned about once per RegionMaxSize written
+//     to it at most;
 //   - by load (TiKV's load-base split): when its queries per second stayed
 //     above RegionSplitQPS for two checks in a row, it splits it at the
 //     median of the request keys it sampled, if that leaves at least a
@@ -162,7 +164,7 @@ func (n *Node) splitKey(p *raftstore.Peer, r *kvpb.Region) ([]byte, string) {
 		st.version, st.size, st.keys = v, 0, 0 // split since: measure again
 	}
 	st.estimate = est
-	measure := est > maxSize || st.written > maxSize/16 || st.size == 0
+	measure := est > maxSize || st.size+st.written > maxSize || st.size == 0
 	queries, interval, samples := st.queries, st.interval, st.samples
 	st.queries, st.interval, st.samples = 0, 0, nil
 	n.split.mu.Unlock()

@@ -201,11 +201,15 @@ func (n *Node) clusterInfo() (*infoschema.ClusterInfo, error) {
 		}
 		out.Nodes = append(out.Nodes, infoschema.ClusterNode{ID: nd.ID, Address: nd.Address, SQLAddress: nd.SQLAddress,
 			RedisAddress: nd.RESPAddress, HTTPAddress: nd.HTTPAddress, Version: nd.Version, State: state, Since: nd.Since,
-			Replicas: uint64(nd.Replicas), Leaders: uint64(nd.Leaders), PDLeader: nd.ID == st.PDLeaderStore})
+			Replicas: uint64(nd.Replicas), Leaders: uint64(nd.Leaders), PDLeader: nd.ID == st.PDLeaderStore,
+			Placement: nd.State, RegionSize: nd.RegionSize, ReadBytesPerSec: nd.ReadBytesPerSec,
+			WriteBytesPerSec: nd.WriteBytesPerSec, QPS: nd.ReadQPS + nd.WriteQPS})
 	}
 	for _, r := range st.Regions {
 		cr := infoschema.ClusterRegion{ID: r.ID, StartKey: r.StartKey, EndKey: r.EndKey, LeaderNode: r.LeaderStore,
-			Version: r.Version, ConfVersion: r.ConfVersion, UnderReplicated: r.UnderReplicated, System: r.System}
+			Version: r.Version, ConfVersion: r.ConfVersion, UnderReplicated: r.UnderReplicated, System: r.System,
+			ApproximateSize: r.ApproximateSize, ApproximateKeys: r.ApproximateKeys, ReadBytesPerSec: r.ReadBytes,
+			WriteBytesPerSec: r.WriteBytes, QPS: r.ReadQPS + r.WriteQPS}
 		var peers []string
 		for _, p := range r.Peers {
 			peers = append(peers, fmt.Sprintf("%d:%s", p.Store, p.Role))

@@ -265,6 +265,13 @@ func TestScaleOut(t *testing.T) {
 	}
 	t.Logf("%d writes and %d reads during the test; longest pause %v", writes.Load(), reads.Load(),
 		time.Duration(worstGap.Load()).Round(time.Millisecond))
+	// The same picture in SQL: the drained node holds nothing.
+	var drainedReplicas int
+	var placement string
+	if err := db.QueryRow("SELECT replicas, placement_state FROM information_schema.cluster_nodes WHERE node_id = ?", drainedID).
+		Scan(&drainedReplicas, &placement); err != nil || placement != "draining" {
+		t.Fatalf("cluster_nodes for node %d: %d replicas, %q, %v", drainedID, drainedReplicas, placement, err)
+	}
 	var n int
 	if err := db.QueryRow("SELECT COUNT(*) FROM scale.t").Scan(&n); err != nil || n != rows {
 		t.Fatalf("rows after it all: %d, %v", n, err)
