@@ -5,6 +5,7 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-db/strata/internal/kvserver"
@@ -26,8 +27,9 @@ import (
 //     RegionMaxSize, splits it at the key where half of the bytes lie
 //     below. A region is so scanned about once per RegionMaxSize written
 //     to it at most;
-//   - by load (TiKV's load-base split): when its queries per second stayed
-//     above RegionSplitQPS for two checks in a row, it splits it at the
+//   - by load (TiKV's load-base split; in a cluster of more than one
+//     node): when its queries per second stayed above RegionSplitQPS for
+//     two checks in a row, it splits it at the
 //     median of the request keys it sampled, if that leaves at least a
 //     fifth of them on each side (one hot key cannot be split);
 //   - at table boundaries: a split key is moved to the start of a table
@@ -62,6 +64,8 @@ type splitState struct {
 type splitChecker struct {
 	mu      sync.Mutex
 	regions map[uint64]*splitState
+	// loadAlone lets a single node split by load (tests).
+	loadAlone atomic.Bool
 }
 
 func (c *splitChecker) state(id uint64) *splitState {
@@ -182,7 +186,10 @@ func (n *Node) splitKey(p *raftstore.Peer, r *kvpb.Region) ([]byte, string) {
 			}
 		}
 	}
-	if key == nil && n.cfg.RegionSplitQPS >= 0 && interval > 0 {
+	// A split by load helps only where there is another store to take
+	// a half's leadership; on a single node it would only turn one-phase
+	// commits into two-phase ones.
+	if key == nil && n.cfg.RegionSplitQPS >= 0 && interval > 0 && (len(n.pd.Stores()) > 1 || n.split.loadAlone.Load()) {
 		limit := float64(n.cfg.RegionSplitQPS)
 		if limit == 0 {
 			limit = DefaultRegionSplitQPS
