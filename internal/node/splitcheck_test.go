@@ -206,3 +206,80 @@ func TestSplitTableSQL(t *testing.T) {
 		}
 	}
 }
+
+// AUTO_RANDOM and SHARD_ROW_ID_BITS (TiDB's): generated keys carry shard
+// bits, so consecutive inserts scatter over the key space; one
+// transaction's rows share a shard; SHOW CREATE TABLE keeps the options;
+// misuse gets TiDB's error.
+func TestAutoRandom(t *testing.T) {
+	n, _ := startSplitNode(t, Config{SplitCheckInterval: -1})
+	ctx := context.Background()
+	s := n.SQL().NewSession("root", "localhost")
+	exec := func(q string) [][]string {
+		t.Helper()
+		res, err := s.Execute(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var out [][]string
+		for _, r := range res[len(res)-1].Rows {
+			var row []string
+			for _, d := range r {
+				row = append(row, d.String())
+			}
+			out = append(out, row)
+		}
+		return out
+	}
+	exec("CREATE DATABASE d")
+	exec("USE d")
+	exec("CREATE TABLE ar (id BIGINT PRIMARY KEY AUTO_RANDOM(4), v INT)")
+	exec("CREATE TABLE sr (v INT) SHARD_ROW_ID_BITS = 3")
+	for i := 0; i < 40; i++ {
+		exec(fmt.Sprintf("INSERT INTO ar (v) VALUES (%d)", i))
+		exec(fmt.Sprintf("INSERT INTO sr (v) VALUES (%d)", i))
+	}
+	shards := map[int64]bool{}
+	for _, r := range exec("SELECT id FROM ar") {
+		var id int64
+		fmt.Sscan(r[0], &id)
+		if id <= 0 {
+			t.Fatalf("id %d", id)
+		}
+		shards[id>>59] = true
+	}
+	if len(shards) < 6 {
+		t.Fatalf("40 inserts used %d of 16 shards", len(shards))
+	}
+	exec("BEGIN")
+	exec("INSERT INTO ar (v) VALUES (100), (101), (102)")
+	exec("COMMIT")
+	ids := exec("SELECT id >> 59 FROM ar WHERE v >= 100")
+	if len(ids) != 3 || ids[0][0] != ids[1][0] || ids[1][0] != ids[2][0] {
+		t.Fatalf("one transaction's rows in shards %v", ids)
+	}
+	if rows := exec("SELECT COUNT(*) FROM sr"); rows[0][0] != "40" {
+		t.Fatalf("sr rows: %v", rows)
+	}
+	if sc := exec("SHOW CREATE TABLE ar")[0][1]; !strings.Contains(sc, "AUTO_RANDOM(4)") {
+		t.Fatalf("SHOW CREATE TABLE: %s", sc)
+	}
+	if sc := exec("SHOW CREATE TABLE sr")[0][1]; !strings.Contains(sc, "SHARD_ROW_ID_BITS=3") {
+		t.Fatalf("SHOW CREATE TABLE: %s", sc)
+	}
+	// What SHOW CREATE TABLE prints creates the same table (a dump's
+	// round trip).
+	exec(strings.Replace(exec("SHOW CREATE TABLE ar")[0][1], "`ar`", "`ar2`", 1))
+	if sc := exec("SHOW CREATE TABLE ar2")[0][1]; !strings.Contains(sc, "AUTO_RANDOM(4)") {
+		t.Fatalf("SHOW CREATE TABLE after the round trip: %s", sc)
+	}
+	for _, q := range []string{
+		"CREATE TABLE bad1 (id INT PRIMARY KEY AUTO_RANDOM, v INT)",
+		"CREATE TABLE bad2 (id BIGINT AUTO_RANDOM, v INT)",
+		"CREATE TABLE bad3 (id BIGINT PRIMARY KEY AUTO_RANDOM(16))",
+	} {
+		if _, err := s.Execute(ctx, q); err == nil || !strings.Contains(err.Error(), "8216") {
+			t.Fatalf("%s: %v, want 8216", q, err)
+		}
+	}
+}

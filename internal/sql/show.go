@@ -337,6 +337,9 @@ func ShowCreateTable(t *catalog.TableInfo) string {
 	sb.WriteString(strings.Join(lines, ",\n"))
 	coll := infoschema.TableCollation(t)
 	fmt.Fprintf(&sb, "\n) ENGINE=InnoDB DEFAULT CHARSET=%s COLLATE=%s", infoschema.CharsetOfCollation(coll), coll)
+	if t.ShardRowIDBits > 0 {
+		fmt.Fprintf(&sb, " /*T! SHARD_ROW_ID_BITS=%d */", t.ShardRowIDBits)
+	}
 	if t.Comment != "" {
 		sb.WriteString(" COMMENT=" + sqlString(t.Comment))
 	}
