@@ -153,6 +153,7 @@ func (n *Node) checkSplits(ctx context.Context) {
 	for id := range n.split.regions {
 		if !led[id] {
 			delete(n.split.regions, id)
+			n.kv.ForgetFlow(id) // no longer led here: its counters are another leader's now
 		}
 	}
 	n.split.mu.Unlock()
