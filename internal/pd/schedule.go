@@ -13,16 +13,20 @@ import (
 
 // The schedulers. Each is a pure function from a Cluster (what PD knows:
 // stores, regions with their traffic, operators in flight) to operators;
-// the server (scheduler.go) and the simulator (cmd/strata-sim) run the
+// the server (scheduler.go) and the simulator (internal/pdsim) run the
 // same code. In order of priority:
 //
 //	Repair       a region's next membership step: leave a joint state,
 //	             promote or remove learners, replace replicas on stores
 //	             down longer than DownAfter or being drained, finish a
 //	             move (RegionStep)
-//	BalanceLeaders  leader counts
-//	BalanceHot   read bytes of leaders, written bytes of replicas
-//	BalanceReplicas  replica counts and sizes
+//	BalanceLeaders  leader counts and read load
+//	BalanceHot   the busiest regions first: read load of leaders,
+//	             write load of replicas
+//	BalanceReplicas  replica counts, write load and sizes
+//
+// The balancers share one cost per kind of move (see replicaCost), so
+// they never undo each other's moves.
 //
 // A replica moves as TiKV moves one: a learner is added on the target,
 // promoted once it caught up (the region has one voter too many for a
@@ -46,7 +50,9 @@ type ScheduleConfig struct {
 	RepairLimit int
 	// LeaderLimit: leader transfers in flight per store.
 	LeaderLimit int
-	// Tolerance: a store within this fraction of the mean is balanced.
+	// Tolerance: a region whose flow is above Tolerance/10 of a store's
+	// mean is hot: its next leader is the voter's store that reads least
+	// (otherwise the one that leads fewest).
 	Tolerance float64
 	// HotMinBytes: stores whose flow (bytes/s) is below this are never hot.
 	HotMinBytes float64
@@ -457,18 +463,6 @@ func (c *Cluster) score(s *StoreInfo) float64 {
 	}
 	if c.meanSize > 0 {
 		x += sizeWeight * float64(s.Size) / c.meanSize
-	}
-	return x
-}
-
-// delta is how much one region moves a store's score.
-func (c *Cluster) delta(r *kvpb.RegionStat) float64 {
-	x := 0.0
-	if c.meanReplicas > 0 {
-		x += 1 / c.meanReplicas
-	}
-	if c.meanSize > 0 {
-		x += sizeWeight * float64(r.ApproximateSize) / c.meanSize
 	}
 	return x
 }
