@@ -249,6 +249,8 @@ func nodeCommand(args []string) error {
 	}
 	fs := flag.NewFlagSet("node "+action, flag.ExitOnError)
 	host := fs.String("host", "127.0.0.1:8080", "HTTP address (--http-addr) of any node")
+	user := fs.String("user", "root", "SQL account with SUPER, for a node whose HTTP address is not loopback")
+	password := fs.String("password", os.Getenv("STRATA_PASSWORD"), "its password (default $STRATA_PASSWORD)")
 	var id string
 	rest := args[1:]
 	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
@@ -263,13 +265,23 @@ func nodeCommand(args []string) error {
 	}
 	u := &url.URL{Scheme: "http", Host: *host, Path: "/admin/nodes/" + url.PathEscape(id) + "/" + action}
 	cl := &http.Client{Timeout: 15 * time.Second}
-	resp, err := cl.Post(u.String(), "application/json", nil)
+	req, err := http.NewRequest(http.MethodPost, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	if *password != "" {
+		req.SetBasicAuth(*user, *password)
+	}
+	resp, err := cl.Do(req)
 	if err != nil {
 		return fmt.Errorf("cannot reach %s: %v", *host, err)
 	}
 	defer resp.Body.Close()
 	var body map[string]any
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		if resp.StatusCode == http.StatusUnauthorized {
+			return fmt.Errorf("%s: give --user and --password of an account with SUPER", *host)
+		}
 		return fmt.Errorf("%s: %s", *host, resp.Status)
 	}
 	if resp.StatusCode != http.StatusOK {
