@@ -19,14 +19,14 @@ import (
 // Automatic splits. Every SplitCheckInterval the node looks at each data
 // region it leads:
 //
-//   - by size: when Pebble's estimate of the region's size passes
-//     RegionMaxSize, or its size when last measured plus the bytes
-//     written to it since do (the estimate misses what is still in the
-//     memtable), or it was not measured since it last split, it measures
-//     the region (mvcc.SampleSizes, a scan of its records) and, above
-//     RegionMaxSize, splits it at the key where half of the bytes lie
-//     below. A region is so scanned about once per RegionMaxSize written
-//     to it at most;
+//   - by size: when its size (as last measured, or Pebble's estimate,
+//     whichever is larger) plus the bytes written to it since pass
+//     RegionMaxSize (the estimate misses what is still in the memtable),
+//     it measures the region (mvcc.SampleSizes, a scan of its records)
+//     and, above RegionMaxSize, splits it at the key where half of the
+//     bytes lie below; each half starts from half the measured size. A
+//     region well below the limit is never scanned, and one near it
+//     about once per RegionMaxSize written to it;
 //   - by load (TiKV's load-base split; in a cluster of more than one
 //     node): when its queries per second stayed above RegionSplitQPS for
 //     two checks in a row, it splits it at the
@@ -141,12 +141,23 @@ func (n *Node) checkSplits(ctx context.Context) {
 			continue
 		}
 		led[r.Id] = true
-		if key, why := n.splitKey(p, r); key != nil {
-			if _, _, err := n.SplitRegion(ctx, key); err != nil {
+		if key, why, size := n.splitKey(p, r); key != nil {
+			left, right, err := n.SplitRegion(ctx, key)
+			if err != nil {
 				n.log.Info("automatic split failed", "region", r.Id, "reason", why, "err", err)
-			} else {
-				n.log.Info("region split", "region", r.Id, "reason", why, "key", string(key))
+				continue
 			}
+			n.log.Info("region split", "region", r.Id, "reason", why, "key", string(key))
+			// Each half of a split by size holds about half of what was
+			// measured: the next checks start from that, so that a half
+			// still too big is measured (and split) again.
+			led[right.Id] = true
+			n.split.mu.Lock()
+			for _, half := range []*kvpb.Region{left, right} {
+				st := n.split.state(half.Id)
+				st.version, st.size, st.written = half.Epoch.GetVersion(), size/2, 0
+			}
+			n.split.mu.Unlock()
 		}
 	}
 	n.split.mu.Lock()
@@ -159,23 +170,24 @@ func (n *Node) checkSplits(ctx context.Context) {
 	n.split.mu.Unlock()
 }
 
-// splitKey decides whether region r needs a split now, and where.
-func (n *Node) splitKey(p *raftstore.Peer, r *kvpb.Region) ([]byte, string) {
+// splitKey decides whether region r needs a split now, and where; size
+// is the region's measured size when it measured it.
+func (n *Node) splitKey(p *raftstore.Peer, r *kvpb.Region) (key []byte, why string, size uint64) {
 	maxSize := n.regionMaxSize()
 	est, _ := n.store.ApproximateSize(r)
 	n.split.mu.Lock()
 	st := n.split.state(r.Id)
 	if v := r.Epoch.GetVersion(); v != st.version {
-		st.version, st.size, st.keys = v, 0, 0 // split since: measure again
+		st.version, st.size, st.keys = v, 0, 0 // changed since: Pebble's estimate is all we know
 	}
 	st.estimate = est
-	measure := est > maxSize || st.size+st.written > maxSize || st.size == 0
+	// Pebble's estimate misses the memtable; the bytes written since the
+	// last measure (or since the region was first seen here) cover it.
+	measure := max(st.size, est)+st.written > maxSize
 	queries, interval, samples := st.queries, st.interval, st.samples
 	st.queries, st.interval, st.samples = 0, 0, nil
 	n.split.mu.Unlock()
 
-	var key []byte
-	var why string
 	if measure {
 		sz, err := mvcc.SampleSizes(n.store.Engine(), r.StartKey, r.EndKey, max(maxSize/256, 1024))
 		if err == nil {
@@ -183,7 +195,7 @@ func (n *Node) splitKey(p *raftstore.Peer, r *kvpb.Region) ([]byte, string) {
 			st.size, st.keys, st.written = max(sz.Bytes, 1), sz.Keys, 0
 			n.split.mu.Unlock()
 			if sz.Bytes > maxSize {
-				key, why = sz.MiddleKey(r.StartKey), "size"
+				key, why, size = sz.MiddleKey(r.StartKey), "size", sz.Bytes
 			}
 		}
 	}
@@ -212,16 +224,16 @@ func (n *Node) splitKey(p *raftstore.Peer, r *kvpb.Region) ([]byte, string) {
 		key, why = n.tableBoundary(r), "table"
 	}
 	if key == nil {
-		return nil, ""
+		return nil, "", 0
 	}
 	key = rowBoundary(key)
 	if why != "table" {
 		key = n.nearTableBoundary(r, key)
 	}
 	if !inside(r, key) {
-		return nil, ""
+		return nil, "", 0
 	}
-	return key, why
+	return key, why, size
 }
 
 // loadSplitKey is the median of the sampled keys inside r, if at least a
