@@ -273,6 +273,11 @@ func TestAutoRandom(t *testing.T) {
 	if sc := exec("SHOW CREATE TABLE ar2")[0][1]; !strings.Contains(sc, "AUTO_RANDOM(4)") {
 		t.Fatalf("SHOW CREATE TABLE after the round trip: %s", sc)
 	}
+	// PRE_SPLIT_REGIONS: 2^n regions from the start, one per shard range.
+	exec("CREATE TABLE ps (id BIGINT PRIMARY KEY AUTO_RANDOM(5), v INT) PRE_SPLIT_REGIONS = 2")
+	if rows := exec("SHOW TABLE ps REGIONS"); len(rows) != 4 {
+		t.Fatalf("SHOW TABLE ps REGIONS after PRE_SPLIT_REGIONS = 2: %v", rows)
+	}
 	for _, q := range []string{
 		"CREATE TABLE bad1 (id INT PRIMARY KEY AUTO_RANDOM, v INT)",
 		"CREATE TABLE bad2 (id BIGINT AUTO_RANDOM, v INT)",

@@ -258,3 +258,45 @@ func FormatRegionKey(k []byte) string {
 	}
 	return fmt.Sprintf("t_%d_%s", tid, hex.EncodeToString(rest))
 }
+
+// preSplit carries out CREATE TABLE's PRE_SPLIT_REGIONS = n (TiDB's): a
+// table whose keys carry shard bits (AUTO_RANDOM, SHARD_ROW_ID_BITS)
+// starts with 2^n regions, one per range of shards, so its first inserts
+// spread at once. A split that fails leaves a warning, not an error (the
+// table exists; regions split later on their own).
+func (s *Session) preSplit(ctx context.Context, ct *ast.CreateTableStmt) {
+	n := 0
+	for _, o := range ct.Options {
+		if o.Tp == ast.TableOptionPreSplitRegion {
+			n = int(o.UintValue)
+		}
+	}
+	if n == 0 || s.e.regions == nil {
+		return
+	}
+	db := ct.Table.Schema.O
+	if db == "" {
+		db = s.db
+	}
+	t := s.e.schema.Load().Table(db, ct.Table.Name.O)
+	if t == nil {
+		return
+	}
+	bits := t.ShardRowIDBits
+	for _, c := range t.Columns {
+		if c.AutoRandomBits > 0 {
+			bits = c.AutoRandomBits
+		}
+	}
+	n = min(n, bits)
+	if n == 0 {
+		return
+	}
+	var keys [][]byte
+	for i := int64(1); i < 1<<n; i++ {
+		keys = append(keys, tablecodec.RecordKey(t.ID, i<<(63-n)))
+	}
+	if _, err := s.e.regions.SplitAt(ctx, keys); err != nil {
+		s.warnings = append(s.warnings, sqlerr.New(sqlerr.ErUnknown, "HY000", "PRE_SPLIT_REGIONS: %v", err))
+	}
+}
