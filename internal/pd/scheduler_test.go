@@ -23,7 +23,9 @@ import (
 //	regions n=<count> from=<id> stores=<s1,s2,...> [size=..] [read=..] [write=..]
 //	                           adds count caught-up regions with voters on the stores, led by the first
 //	step id=<id>               RegionStep for one region
-//	schedule [busy=<id,...>]   one round of every scheduler over every region
+//	schedule [busy=<id,...>] [transfers=<region:store,...>]
+//	                           one round of every scheduler over every region, with
+//	                           those regions busy, or those leader transfers in flight
 //	run [max=<rounds>]         rounds of schedule, each decision done at once (learners caught up),
 //	                           until a round decides nothing; prints the rounds and the stores
 //	show                       the stores' counts and flows
@@ -45,7 +47,9 @@ type schedHarness struct {
 	nextID  uint64
 }
 
-func (h *schedHarness) cluster(busy map[uint64]bool) *Cluster {
+func (h *schedHarness) cluster(busy map[uint64]bool) *Cluster { return h.clusterWith(busy, nil) }
+
+func (h *schedHarness) clusterWith(busy map[uint64]bool, ops map[uint64]*kvpb.Operator) *Cluster {
 	c := &Cluster{ScheduleConfig: h.cfg, Stores: map[uint64]*StoreInfo{}, Busy: map[uint64]bool{}, Moves: map[uint64]uint64{}}
 	for id, s := range h.stores {
 		cp := *s
@@ -67,7 +71,7 @@ func (h *schedHarness) cluster(busy map[uint64]bool) *Cluster {
 	for _, id := range ids {
 		c.Regions = append(c.Regions, h.regions[id])
 	}
-	c.Prepare(nil)
+	c.Prepare(ops)
 	return c
 }
 
@@ -215,14 +219,30 @@ func (h *schedHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		return "none"
 	case "schedule":
 		busy := map[uint64]bool{}
-		var b string
+		var b, transfers string
 		d.MaybeScanArgs(t, "busy", &b)
 		for _, s := range strings.Split(b, ",") {
 			if id, err := strconv.ParseUint(s, 10, 64); err == nil {
 				busy[id] = true
 			}
 		}
-		c := h.cluster(busy)
+		// transfers=<region>:<store>,...: leader transfers in flight.
+		d.MaybeScanArgs(t, "transfers", &transfers)
+		ops := map[uint64]*kvpb.Operator{}
+		for _, tr := range strings.Split(transfers, ",") {
+			a, b, ok := strings.Cut(tr, ":")
+			if !ok {
+				continue
+			}
+			id, _ := strconv.ParseUint(a, 10, 64)
+			st, _ := strconv.ParseUint(b, 10, 64)
+			for _, p := range h.regions[id].Region.Peers {
+				if p.StoreId == st {
+					ops[id] = &kvpb.Operator{RegionId: id, Kind: kvpb.OperatorKind_TransferLeader, Peer: p}
+				}
+			}
+		}
+		c := h.clusterWith(busy, ops)
 		var out []string
 		for _, dec := range c.Schedule(c.Regions) {
 			out = append(out, fmtOp(dec.Op, dec.MoveFrom))
