@@ -131,14 +131,19 @@ if [[ " $PHASES " == *" insert "* ]]; then
 			done
 		) >"$WORK_DIR/$kind.leaders" &
 		sampler=$!
+		# --table-size only bounds the k column's random values here.
 		sysbench oltp_insert --db-driver=mysql --mysql-host=127.0.0.1 \
 			--mysql-port="$STRATA_PORT,$((STRATA_PORT + 1)),$((STRATA_PORT + 2))" --mysql-user=root \
-			--mysql-db="$db" --tables=1 --table-size=0 --threads="$THREADS" --time="$TIME" \
+			--mysql-db="$db" --tables=1 --table-size=100000 --threads="$THREADS" --time="$TIME" \
 			--report-interval=0 --histogram=on --auto-inc=on run >"$WORK_DIR/$kind.sysbench" 2>&1 || true
 		wait "$sampler" || true
 		tps=$(awk '/queries:/ {gsub(/[()]/, "", $3); print $3; exit}' "$WORK_DIR/$kind.sysbench")
 		p95=$(awk '/95th percentile:/ {print $3; exit}' "$WORK_DIR/$kind.sysbench")
 		regions=$(cluster_status "$STRATA_HTTP_PORT" | jq '[.regions[] | select(.system | not)] | length')
+		if [[ -z $tps ]]; then
+			log "sysbench failed on $kind:"
+			grep -m3 FATAL "$WORK_DIR/$kind.sysbench" >&2 || tail -5 "$WORK_DIR/$kind.sysbench" >&2
+		fi
 		mapfile -t samples <"$WORK_DIR/$kind.leaders"
 		echo "| $kind | ${tps:-?} | ${p95:-?} | $regions | $(IFS='; '; echo "${samples[*]}") |" >>"$REPORT"
 	done
