@@ -125,8 +125,19 @@ func (n *Node) splitCheckLoop(interval time.Duration) {
 			return
 		case <-t.C:
 		}
+		// A stopping node does not wait for a round (a split waits for
+		// its new region's leader, PD's allocator).
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		done := make(chan struct{})
+		go func() {
+			select {
+			case <-n.stop:
+				cancel()
+			case <-done:
+			}
+		}()
 		n.checkSplits(ctx)
+		close(done)
 		cancel()
 	}
 }
@@ -136,6 +147,9 @@ func (n *Node) splitCheckLoop(interval time.Duration) {
 func (n *Node) checkSplits(ctx context.Context) {
 	led := map[uint64]bool{}
 	for _, p := range n.store.Peers() {
+		if ctx.Err() != nil {
+			return
+		}
 		r := p.Region()
 		if r.Id == pd.SystemRegionID || !p.Initialized() || !p.IsLeaderReady() {
 			continue
