@@ -102,7 +102,7 @@ func start(args []string) error {
 	sqlAddr := fs.String("sql-addr", "127.0.0.1:4000", "MySQL protocol listen address")
 	respAddr := fs.String("resp-addr", "127.0.0.1:6380", "Redis protocol (RESP2/RESP3) listen address; empty disables")
 	respPassword := fs.String("resp-password", os.Getenv("STRATA_RESP_PASSWORD"),
-		"password Redis clients must give with AUTH (default empty: no AUTH needed)")
+		"password of the Redis default user, given with AUTH (default empty: no AUTH needed); more users with ACL SETUSER")
 	maxValueSize := fs.Int("max-value-size", 64<<20, "largest value (bytes) a Redis command may write or send")
 	gcInterval := fs.Duration("gc-interval", time.Minute, "how often old MVCC versions are garbage-collected (negative disables, and keeps the data of dropped tables)")
 	gcLifeTime := fs.Duration("gc-life-time", 10*time.Minute, "how long old versions are kept: the longest a transaction may run")
@@ -121,7 +121,7 @@ func start(args []string) error {
 	tlsCA := fs.String("tls-ca", "", "PEM CA certificate that signs client certificates (REQUIRE X509; default: --certs-dir's ca.crt)")
 	certsDir := fs.String("certs-dir", "", "directory of ca.crt, node.crt and node.key (strata cert): mutual TLS between nodes, and the client ports' certificate")
 	insecure := fs.Bool("insecure", false, "allow listening beyond loopback without certificates (unencrypted, unauthenticated node-to-node traffic)")
-	requireSecure := fs.Bool("require-secure-transport", false, "refuse MySQL logins over plaintext TCP")
+	requireSecure := fs.Bool("require-secure-transport", false, "refuse MySQL logins and Redis connections over plaintext TCP")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	gogc := fs.Int("gogc", defaultGOGC, "Go collector heap growth target in percent (the GOGC environment variable overrides it)")
 	memoryLimit := fs.Int64("memory-limit", 0,

@@ -27,6 +27,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,7 +63,8 @@ type Config struct {
 	SQLAddr string // MySQL protocol; empty disables
 	// RESPAddr is the Redis protocol listener; empty disables.
 	RESPAddr string
-	// RESPPassword, when set, must be given with AUTH by Redis clients.
+	// RESPPassword, when set, is the Redis default user's password (AUTH),
+	// unless ACL SETUSER default stored another.
 	RESPPassword string
 	// MaxValueSize bounds a Redis argument and a stored value (default 64 MiB).
 	MaxValueSize int
@@ -94,7 +96,8 @@ type Config struct {
 	// CertsDir holds the cluster CA's ca.crt and this node's node.crt and
 	// node.key (`strata cert`): gRPC between nodes is then mutual TLS.
 	CertsDir string
-	// RequireSecureTransport refuses MySQL logins over plaintext TCP.
+	// RequireSecureTransport refuses MySQL logins and Redis connections
+	// over plaintext TCP.
 	RequireSecureTransport bool
 	// Insecure allows listening beyond loopback without certificates
 	// (security.go).
@@ -395,13 +398,16 @@ func (n *Node) listen() error {
 		n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go n.http.Serve(ln)
 	}
+	var tlsCfg *tls.Config
+	if n.cfg.SQLAddr != "" || n.cfg.RESPAddr != "" {
+		var err error
+		if tlsCfg, err = n.clientTLS(); err != nil { // security.go
+			return err
+		}
+	}
 	if n.cfg.SQLAddr != "" {
 		if err := n.sql.SetRootPassword(context.Background(), n.cfg.RootPassword); err != nil {
 			return fmt.Errorf("node: set root's password: %w", err)
-		}
-		tlsCfg, err := n.clientTLS() // security.go
-		if err != nil {
-			return err
 		}
 		srv, err := server.New(server.Config{
 			Addr:                   n.cfg.SQLAddr,
@@ -424,6 +430,8 @@ func (n *Node) listen() error {
 		srv, err := resp.New(resp.Config{
 			Addr:         n.cfg.RESPAddr,
 			Password:     n.cfg.RESPPassword,
+			TLS:          tlsCfg,
+			RequireTLS:   n.cfg.RequireSecureTransport,
 			MaxValueSize: n.cfg.MaxValueSize,
 			Logger:       n.log,
 		}, n.client)

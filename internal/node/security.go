@@ -17,7 +17,7 @@ import (
 
 // A node's security settings (docs/security.md):
 //
-//   - The MySQL port offers TLS with Config.TLSCert/TLSKey, else with
+//   - The MySQL and Redis ports offer TLS with Config.TLSCert/TLSKey, else with
 //     CertsDir's node certificate, else with a self-signed certificate
 //     generated into DataDir/tls on first start.
 //   - With CertsDir, node-to-node gRPC (Raft, KV, PD, join) is mutual TLS:
@@ -82,14 +82,14 @@ func (n *Node) clientTLS() (*tls.Config, error) {
 				return nil, err
 			}
 			defer os.RemoveAll(dir)
-			c, k, err := certs.SelfSigned(dir, []string{n.cfg.SQLAddr})
+			c, k, err := certs.SelfSigned(dir, []string{n.cfg.SQLAddr, n.cfg.RESPAddr})
 			if err != nil {
 				return nil, err
 			}
 			return certs.ServerTLS(c, k, ca)
 		}
 		var err error
-		if cert, key, err = certs.SelfSigned(filepath.Join(n.cfg.DataDir, "tls"), []string{n.cfg.SQLAddr, n.cfg.AdvertiseAddr}); err != nil {
+		if cert, key, err = certs.SelfSigned(filepath.Join(n.cfg.DataDir, "tls"), []string{n.cfg.SQLAddr, n.cfg.RESPAddr, n.cfg.AdvertiseAddr}); err != nil {
 			return nil, fmt.Errorf("node: make a self-signed certificate: %w", err)
 		}
 	}
