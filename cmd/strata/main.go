@@ -65,7 +65,8 @@ Usage:
   strata start [flags]      start a node: a single-node database with no flags,
                             a node of a cluster with --join
   strata demo [--nodes N]   run a local cluster of N nodes (default 3) in the foreground
-  strata status [--host H]  show a cluster's nodes and regions (H: any node's --http-addr)
+  strata status [--host H]  show a cluster's nodes and regions (H: any node's --http-addr;
+                            HTTPS beyond loopback: --certs-dir, --ca-cert or --insecure-skip-verify)
   strata workload ...       built-in load generator: YCSB and KV over Redis, MySQL or etcd
   strata cert ...           make a cluster CA and node and client certificates (mutual TLS)
   strata version            print the version

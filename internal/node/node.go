@@ -369,10 +369,25 @@ func (r *storeResolver) StoreAddress(ctx context.Context, id uint64) (string, er
 }
 
 func (n *Node) listen() error {
+	// One TLS configuration for the client ports (security.go).
+	var tlsCfg *tls.Config
+	if n.cfg.SQLAddr != "" || n.cfg.RESPAddr != "" || n.httpTLS() {
+		var err error
+		if tlsCfg, err = n.clientTLS(); err != nil {
+			return err
+		}
+	}
 	if n.cfg.HTTPAddr != "" {
 		ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 		if err != nil {
 			return fmt.Errorf("node: http listen: %w", err)
+		}
+		if n.httpTLS() {
+			// Beyond loopback the port speaks only HTTPS, so basic-auth
+			// credentials never cross the network in the clear.
+			c := tlsCfg.Clone()
+			c.NextProtos = []string{"http/1.1"}
+			ln = tls.NewListener(ln, c)
 		}
 		n.lns = append(n.lns, ln)
 		mux := http.NewServeMux()
@@ -397,13 +412,6 @@ func (n *Node) listen() error {
 		mux.Handle("/debug/", guarded)
 		n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go n.http.Serve(ln)
-	}
-	var tlsCfg *tls.Config
-	if n.cfg.SQLAddr != "" || n.cfg.RESPAddr != "" {
-		var err error
-		if tlsCfg, err = n.clientTLS(); err != nil { // security.go
-			return err
-		}
 	}
 	if n.cfg.SQLAddr != "" {
 		if err := n.sql.SetRootPassword(context.Background(), n.cfg.RootPassword); err != nil {

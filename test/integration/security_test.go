@@ -204,12 +204,28 @@ func TestSecureDefaults(t *testing.T) {
 	mustExec(t, n.DB(t, ""), "CREATE USER ops IDENTIFIED BY 'ops-pw'")
 	mustExec(t, n.DB(t, ""), "GRANT SUPER ON *.* TO ops")
 	mustExec(t, n.DB(t, ""), "CREATE USER peon IDENTIFIED BY 'peon-pw'")
+	// Beyond loopback the HTTP port speaks only HTTPS, with the node's
+	// (here self-signed) certificate.
+	caFile := filepath.Join(n.DataDir, "tls", "server.crt")
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	if resp, err := http.Get("http://127.0.0.1:" + port + "/healthz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("plain HTTP beyond loopback answered %s", resp.Status)
+		}
+	}
 	get := func(path, user, pw string) int {
-		req, _ := http.NewRequest("GET", "http://127.0.0.1:"+port+path, nil)
+		req, _ := http.NewRequest("GET", "https://127.0.0.1:"+port+path, nil)
 		if user != "" {
 			req.SetBasicAuth(user, pw)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := cl.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,6 +247,26 @@ func TestSecureDefaults(t *testing.T) {
 		if got := get(c.path, c.user, c.pw); got != c.want {
 			t.Errorf("GET %s as %q: %d, want %d", c.path, c.user, got, c.want)
 		}
+	}
+
+	// strata status over HTTPS: verified with --ca-cert, or not with
+	// --insecure-skip-verify; refused without either.
+	status := func(args ...string) (string, error) {
+		out, err := exec.Command(Binary(t), append([]string{"status", "--host", "127.0.0.1:" + port}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	for _, args := range [][]string{{"--ca-cert", caFile}, {"--insecure-skip-verify"}} {
+		if out, err := status(args...); err != nil || !strings.Contains(out, "placement driver leader") {
+			t.Errorf("strata status %v: %v\n%s", args, err, out)
+		}
+	}
+	if out, err := status(); err == nil || !strings.Contains(out, "--insecure-skip-verify") {
+		t.Errorf("strata status without a CA: %v\n%s", err, out)
+	}
+	// A node on loopback still answers plain HTTP, and status finds it.
+	m := StartNode(t)
+	if out, err := exec.Command(Binary(t), "status", "--host", m.HTTPAddr).CombinedOutput(); err != nil {
+		t.Errorf("strata status on loopback: %v\n%s", err, out)
 	}
 }
 
