@@ -123,6 +123,9 @@ func start(args []string) error {
 	certsDir := fs.String("certs-dir", "", "directory of ca.crt, node.crt and node.key (strata cert): mutual TLS between nodes, and the client ports' certificate")
 	insecure := fs.Bool("insecure", false, "allow listening beyond loopback without certificates (unencrypted, unauthenticated node-to-node traffic)")
 	requireSecure := fs.Bool("require-secure-transport", false, "refuse MySQL logins and Redis connections over plaintext TCP")
+	auditLog := fs.String("audit-log", "", "append an audit log (JSON lines: logins and DDL/DCL statements) to this file; empty: none")
+	auditMaxSize := fs.Int("audit-log-max-size", 100, "megabytes at which the audit log is rotated")
+	auditMaxBackups := fs.Int("audit-log-max-backups", 10, "rotated audit logs kept")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	gogc := fs.Int("gogc", defaultGOGC, "Go collector heap growth target in percent (the GOGC environment variable overrides it)")
 	memoryLimit := fs.Int64("memory-limit", 0,
@@ -175,6 +178,9 @@ func start(args []string) error {
 		CertsDir:               *certsDir,
 		Insecure:               *insecure,
 		RequireSecureTransport: *requireSecure,
+		AuditLog:               *auditLog,
+		AuditLogMaxSizeMB:      *auditMaxSize,
+		AuditLogMaxBackups:     *auditMaxBackups,
 		Logger:                 logger,
 		Version:                Version,
 		TestClockRate:          *testClockRate,

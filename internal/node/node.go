@@ -45,6 +45,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/strata-db/strata/client"
+	"github.com/strata-db/strata/internal/audit"
 	"github.com/strata-db/strata/internal/engine"
 	"github.com/strata-db/strata/internal/kvserver"
 	"github.com/strata-db/strata/internal/mvcc"
@@ -99,6 +100,12 @@ type Config struct {
 	// RequireSecureTransport refuses MySQL logins and Redis connections
 	// over plaintext TCP.
 	RequireSecureTransport bool
+	// AuditLog, when set, is the file of the audit log (package audit):
+	// logins and DDL/DCL statements, rotated at AuditLogMaxSizeMB keeping
+	// AuditLogMaxBackups files.
+	AuditLog           string
+	AuditLogMaxSizeMB  int
+	AuditLogMaxBackups int
 	// Insecure allows listening beyond loopback without certificates
 	// (security.go).
 	Insecure bool
@@ -135,6 +142,7 @@ const DefaultVersionCacheSize = 256 << 20
 type Node struct {
 	cfg       Config
 	log       *slog.Logger
+	audit     *audit.Logger // nil without Config.AuditLog
 	eng       engine.Engines
 	clusterID uint64
 	storeID   uint64
@@ -314,8 +322,11 @@ func (n *Node) open(ctx context.Context) error {
 	// least every few seconds. It is named after the store, so that a
 	// restart after a crash takes its old schema lease over instead of
 	// leaving DDL to wait for that lease to expire.
+	if n.cfg.AuditLog != "" && n.audit == nil {
+		n.audit = audit.Open(audit.Config{Path: n.cfg.AuditLog, MaxSizeMB: n.cfg.AuditLogMaxSizeMB, MaxBackups: n.cfg.AuditLogMaxBackups})
+	}
 	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}, Cluster: n.clusterInfo, ID: fmt.Sprintf("store-%d", n.storeID),
-		Addr: n.cfg.SQLAddr}
+		Addr: n.cfg.SQLAddr, Audit: n.audit}
 	if iv := n.cfg.GCInterval; iv > 0 {
 		sqlOpts.CleanupInterval = min(iv, maxSQLCleanupInterval)
 	}
@@ -422,6 +433,7 @@ func (n *Node) listen() error {
 			AllowEmptyRootPassword: true, // from loopback only
 			TLS:                    tlsCfg,
 			RequireSecureTransport: n.cfg.RequireSecureTransport,
+			Audit:                  n.audit,
 			Logger:                 n.log,
 		}, n.sql)
 		if err != nil {
@@ -440,6 +452,7 @@ func (n *Node) listen() error {
 			Password:     n.cfg.RESPPassword,
 			TLS:          tlsCfg,
 			RequireTLS:   n.cfg.RequireSecureTransport,
+			Audit:        n.audit,
 			MaxValueSize: n.cfg.MaxValueSize,
 			Logger:       n.log,
 		}, n.client)
@@ -524,6 +537,7 @@ func (n *Node) Close() error {
 	if n.locks != nil {
 		n.locks.VersionCache().Close()
 	}
+	n.audit.Close()
 	if n.eng.KV != nil {
 		// Entries applied without fsync are covered by the synced Raft log;
 		// flush so a clean restart replays nothing.

@@ -3,11 +3,15 @@ package resp
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/strata-db/strata/internal/audit"
 )
 
 func init() {
@@ -81,12 +85,16 @@ func cmdACL(x *call) error {
 		if err := arity(len(args) >= 1); err != nil {
 			return err
 		}
-		return x.sess.srv.aclSetUser(x, string(args[0]), args[1:])
+		err := x.sess.srv.aclSetUser(x, string(args[0]), args[1:])
+		x.sess.auditACL(x.args, err)
+		return err
 	case "deluser":
 		if err := arity(len(args) >= 1); err != nil {
 			return err
 		}
-		return x.sess.srv.aclDelUser(x, args)
+		err := x.sess.srv.aclDelUser(x, args)
+		x.sess.auditACL(x.args, err)
+		return err
 	case "genpass":
 		bits := int64(256)
 		if len(args) > 1 {
@@ -217,6 +225,45 @@ func (s *Server) aclDelUser(x *call, names [][]byte) error {
 	return nil
 }
 
+// audit records e for this connection in the audit log, if one is kept.
+func (s *session) audit(e audit.Event) {
+	if s.srv.cfg.Audit == nil {
+		return
+	}
+	e.Protocol, e.ConnID = "redis", uint64(s.id)
+	e.Host, _, _ = net.SplitHostPort(s.raw.RemoteAddr().String())
+	if e.User == "" {
+		e.User = s.userName()
+	}
+	s.srv.cfg.Audit.Log(e)
+}
+
+// auditACL records an ACL change with its rules, passwords and hashes
+// replaced by ?.
+func (s *session) auditACL(args [][]byte, err error) {
+	if s.srv.cfg.Audit == nil {
+		return
+	}
+	words := make([]string, len(args))
+	for i, a := range args {
+		w := string(a)
+		if i >= 3 && len(w) > 0 && strings.ContainsRune("><#!", rune(w[0])) {
+			w = w[:1] + "?"
+		}
+		if i < 2 {
+			w = strings.ToUpper(w)
+		}
+		words[i] = w
+	}
+	text := strings.Join(words, " ")
+	sum := sha256.Sum256([]byte(text))
+	e := audit.Event{Event: "statement", Class: "dcl", Statement: text, Digest: hex.EncodeToString(sum[:]), Outcome: "success"}
+	if err != nil {
+		e.Outcome, e.Reason = "failure", err.Error()
+	}
+	s.audit(e)
+}
+
 // userName is the user the connection is authenticated as.
 func (s *session) userName() string {
 	if s.user == nil {
@@ -264,10 +311,12 @@ func (s *session) authenticate(user, pass []byte) error {
 	}
 	if u == nil || !u.On || (!u.NoPass && !s.srv.auth.verify(u, pass)) {
 		metricAuthFailures.Inc()
-		s.srv.cfg.Logger.Info("resp: login failed", "user", name, "client", s.conn.RemoteAddr().String())
+		s.srv.cfg.Logger.Info("resp: login failed", "user", name, "client", s.raw.RemoteAddr().String())
+		s.audit(audit.Event{Event: "login", User: name, Outcome: "failure", Reason: "WRONGPASS"})
 		return errWrongPass
 	}
 	s.setUser(u, snap.version)
+	s.audit(audit.Event{Event: "login", User: name, Outcome: "success"})
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-db/strata/internal/audit"
 	"github.com/strata-db/strata/internal/kv"
 )
 
@@ -31,6 +32,8 @@ type Config struct {
 	// plaintext unless RequireTLS.
 	TLS        *tls.Config
 	RequireTLS bool
+	// Audit, when set, records logins (AUTH, HELLO AUTH) and ACL changes.
+	Audit *audit.Logger
 	// MaxValueSize bounds a request argument and any value a command
 	// writes. Default 64 MiB.
 	MaxValueSize int

@@ -1,11 +1,15 @@
 package integration
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -324,5 +328,103 @@ func TestMutualTLSCluster(t *testing.T) {
 	}
 	if err := call(grpc.WithTransportCredentials(credentials.NewTLS(good))); err != nil {
 		t.Fatalf("a client with the cluster's certificate: %v", err)
+	}
+}
+
+// TestAuditLog: with --audit-log, logins (MySQL and Redis, refused and
+// accepted) and DDL/DCL statements (with their outcome and error code)
+// are JSON lines in the file, passwords never.
+func TestAuditLog(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "audit.log")
+	n := StartNodeWith(t, "", []string{"--audit-log", logPath})
+	db := n.DB(t, "")
+	mustExec(t, db, "CREATE USER auditee IDENTIFIED BY 'very-secret-pw'")
+	mustExec(t, db, "GRANT SELECT ON *.* TO auditee")
+	mustExec(t, db, "CREATE DATABASE adb")
+	mustExec(t, db, "CREATE TABLE adb.t (id INT PRIMARY KEY)")
+	if _, err := db.Exec("CREATE TABLE adb.t (id INT PRIMARY KEY)"); err == nil {
+		t.Fatal("second CREATE TABLE succeeded")
+	}
+	mustExec(t, db, "INSERT INTO adb.t VALUES (1)") // DML: not audited
+	if _, err := login(n.dsnTLS("auditee", "wrong", "")); err == nil {
+		t.Fatal("wrong password accepted")
+	}
+	if _, err := login(n.dsnTLS("auditee", "very-secret-pw", "")); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := net.Dial("tcp", n.RESPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	br := bufio.NewReader(rc)
+	for _, cmd := range []string{"ACL SETUSER rusr on >redis-secret-pw ~* +@all", "AUTH rusr nope", "AUTH rusr redis-secret-pw"} {
+		fmt.Fprintf(rc, "%s\r\n", cmd)
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type event struct {
+		Event, Protocol, User, Host, Class, Digest, Statement, Outcome, Reason string
+		ErrorCode                                                              int    `json:"error_code"`
+		ConnID                                                                 uint64 `json:"connection_id"`
+	}
+	var events []event
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		raw, err := os.ReadFile(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), "very-secret-pw") || strings.Contains(string(raw), "redis-secret-pw") {
+			t.Fatalf("a password reached the audit log:\n%s", raw)
+		}
+		events = events[:0]
+		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var e event
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatalf("not a JSON line: %q", line)
+			}
+			events = append(events, e)
+		}
+		if len(events) >= 11 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	has := func(what string, f func(e event) bool) {
+		t.Helper()
+		for _, e := range events {
+			if f(e) {
+				return
+			}
+		}
+		t.Errorf("no audit event for %s in %+v", what, events)
+	}
+	has("CREATE USER", func(e event) bool {
+		return e.Class == "dcl" && strings.HasPrefix(e.Statement, "create user") && e.Outcome == "success" && e.User == "root" && len(e.Digest) == 64
+	})
+	has("GRANT", func(e event) bool { return e.Class == "dcl" && strings.HasPrefix(e.Statement, "grant select") })
+	has("CREATE TABLE", func(e event) bool {
+		return e.Class == "ddl" && strings.Contains(e.Statement, "create table") && e.Outcome == "success"
+	})
+	has("failed CREATE TABLE", func(e event) bool { return e.Class == "ddl" && e.Outcome == "failure" && e.ErrorCode == 1050 })
+	has("refused login", func(e event) bool {
+		return e.Event == "login" && e.Protocol == "mysql" && e.User == "auditee" && e.Outcome == "failure" && e.ErrorCode == 1045 && e.Host == "127.0.0.1"
+	})
+	has("login", func(e event) bool {
+		return e.Event == "login" && e.Protocol == "mysql" && e.User == "auditee" && e.Outcome == "success" && e.ConnID > 0
+	})
+	has("ACL SETUSER", func(e event) bool {
+		return e.Protocol == "redis" && e.Class == "dcl" && e.Statement == "ACL SETUSER rusr on >? ~* +@all"
+	})
+	has("refused AUTH", func(e event) bool { return e.Protocol == "redis" && e.Event == "login" && e.Outcome == "failure" })
+	has("AUTH", func(e event) bool {
+		return e.Protocol == "redis" && e.Event == "login" && e.User == "rusr" && e.Outcome == "success"
+	})
+	for _, e := range events {
+		if strings.Contains(e.Statement, "insert") {
+			t.Errorf("DML audited: %+v", e)
+		}
 	}
 }

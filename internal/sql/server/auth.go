@@ -17,6 +17,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 
+	"github.com/strata-db/strata/internal/audit"
 	"github.com/strata-db/strata/internal/sql/privilege"
 )
 
@@ -54,6 +55,7 @@ type accounts struct {
 	key            *rsa.PrivateKey
 	pubPEM         []byte
 	log            *slog.Logger
+	audit          *audit.Logger
 	now            func() time.Time
 
 	mu       sync.Mutex
@@ -80,7 +82,7 @@ type failState struct {
 
 func newAccounts(cfg Config, snapshot func() *privilege.Snapshot, log *slog.Logger) (*accounts, error) {
 	a := &accounts{snapshot: snapshot, allowEmptyRoot: cfg.AllowEmptyRootPassword, requireSecure: cfg.RequireSecureTransport,
-		log: log, now: time.Now, fast: map[privilege.Identity]fastEntry{}, failures: map[privilege.Identity]*failState{}}
+		log: log, audit: cfg.Audit, now: time.Now, fast: map[privilege.Identity]fastEntry{}, failures: map[privilege.Identity]*failState{}}
 	a.key = cfg.RSAKey
 	if a.key == nil {
 		rsaOnce.Do(func() { rsaKey, rsaErr = rsa.GenerateKey(rand.Reader, 2048) })
@@ -165,6 +167,12 @@ func (a *accounts) finish(c *mysql.Conn, acct *privilege.Account, user string, o
 	deny := func(reason string, err error) (mysql.Getter, error) {
 		metricLoginFailures.WithLabelValues(reason).Inc()
 		a.log.Warn("login failed", "user", user, "host", host, "reason", reason)
+		code := 0
+		if se, ok := err.(*mysql.SQLError); ok {
+			code = se.Num
+		}
+		a.audit.Log(audit.Event{Event: "login", Protocol: "mysql", User: user, Host: host, ConnID: uint64(c.ConnectionID),
+			Outcome: "failure", ErrorCode: code, Reason: reason})
 		return nil, err
 	}
 	accessDenied := func() error {
@@ -208,6 +216,7 @@ func (a *accounts) finish(c *mysql.Conn, acct *privilege.Account, user string, o
 	delete(a.failures, acct.Identity)
 	a.mu.Unlock()
 	metricLogins.Inc()
+	a.audit.Log(audit.Event{Event: "login", Protocol: "mysql", User: user, Host: host, ConnID: uint64(c.ConnectionID), Outcome: "success"})
 	return authenticatedUser{name: user, usedPassword: usedPassword}, nil
 }
 

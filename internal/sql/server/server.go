@@ -14,6 +14,7 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 
 	strsql "github.com/strata-db/strata/internal/sql"
+	"github.com/strata-db/strata/internal/audit"
 	"github.com/strata-db/strata/internal/sql/privilege"
 	"github.com/strata-db/strata/internal/sql/types"
 )
@@ -50,6 +51,8 @@ type Config struct {
 	// RSAKey is the key caching_sha2_password clients encrypt their
 	// password with over plaintext; nil generates one.
 	RSAKey *rsa.PrivateKey
+	// Audit, when set, records every login, successful or not.
+	Audit *audit.Logger
 	// MaxConnections bounds concurrently served connections; further
 	// clients wait up to ConnWaitTimeout, then are refused. 0 is unlimited.
 	MaxConnections int
