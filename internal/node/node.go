@@ -106,6 +106,10 @@ type Config struct {
 	AuditLog           string
 	AuditLogMaxSizeMB  int
 	AuditLogMaxBackups int
+	// LoginFailureDelay is the step of the delay of repeated failed logins
+	// of a user from one address on the MySQL and Redis ports (package
+	// loginguard); 0 disables it.
+	LoginFailureDelay time.Duration
 	// Insecure allows listening beyond loopback without certificates
 	// (security.go).
 	Insecure bool
@@ -434,6 +438,7 @@ func (n *Node) listen() error {
 			TLS:                    tlsCfg,
 			RequireSecureTransport: n.cfg.RequireSecureTransport,
 			Audit:                  n.audit,
+			LoginFailureDelay:      n.cfg.LoginFailureDelay,
 			Logger:                 n.log,
 		}, n.sql)
 		if err != nil {
@@ -448,13 +453,14 @@ func (n *Node) listen() error {
 	}
 	if n.cfg.RESPAddr != "" {
 		srv, err := resp.New(resp.Config{
-			Addr:         n.cfg.RESPAddr,
-			Password:     n.cfg.RESPPassword,
-			TLS:          tlsCfg,
-			RequireTLS:   n.cfg.RequireSecureTransport,
-			Audit:        n.audit,
-			MaxValueSize: n.cfg.MaxValueSize,
-			Logger:       n.log,
+			Addr:              n.cfg.RESPAddr,
+			Password:          n.cfg.RESPPassword,
+			TLS:               tlsCfg,
+			RequireTLS:        n.cfg.RequireSecureTransport,
+			Audit:             n.audit,
+			LoginFailureDelay: n.cfg.LoginFailureDelay,
+			MaxValueSize:      n.cfg.MaxValueSize,
+			Logger:            n.log,
 		}, n.client)
 		if err != nil {
 			return fmt.Errorf("node: redis listen: %w", err)

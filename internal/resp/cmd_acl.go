@@ -309,12 +309,17 @@ func (s *session) authenticate(user, pass []byte) error {
 	if user == nil && u != nil && u.On && u.NoPass {
 		return replyError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	}
+	host, _, _ := net.SplitHostPort(s.raw.RemoteAddr().String())
+	// Before PBKDF2: a client guessing passwords waits here (loginguard).
+	s.srv.guard.Wait(name, host)
 	if u == nil || !u.On || (!u.NoPass && !s.srv.auth.verify(u, pass)) {
+		s.srv.guard.Failed(name, host)
 		metricAuthFailures.Inc()
 		s.srv.cfg.Logger.Info("resp: login failed", "user", name, "client", s.raw.RemoteAddr().String())
 		s.audit(audit.Event{Event: "login", User: name, Outcome: "failure", Reason: "WRONGPASS"})
 		return errWrongPass
 	}
+	s.srv.guard.Succeeded(name, host)
 	s.setUser(u, snap.version)
 	s.audit(audit.Event{Event: "login", User: name, Outcome: "success"})
 	return nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-db/strata/internal/audit"
 	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/internal/loginguard"
 )
 
 // Config configures the Redis gateway.
@@ -34,6 +35,9 @@ type Config struct {
 	RequireTLS bool
 	// Audit, when set, records logins (AUTH, HELLO AUTH) and ACL changes.
 	Audit *audit.Logger
+	// LoginFailureDelay is the step of the delay of repeated failed AUTHs
+	// of a user from one address (package loginguard); 0 disables it.
+	LoginFailureDelay time.Duration
 	// MaxValueSize bounds a request argument and any value a command
 	// writes. Default 64 MiB.
 	MaxValueSize int
@@ -88,8 +92,9 @@ type Server struct {
 	cursors cursorTable
 	// acl is the users as last loaded (acl_store.go); auth caches the
 	// passwords that proved right.
-	acl  atomic.Pointer[aclSnapshot]
-	auth *authCache
+	acl   atomic.Pointer[aclSnapshot]
+	auth  *authCache
+	guard *loginguard.Guard
 	// latest is store when it can read a key's newest committed value
 	// outside a transaction; GET then needs no timestamp.
 	latest LatestGetter
@@ -119,6 +124,7 @@ func New(cfg Config, store kv.Storage) (*Server, error) {
 	s.latest, _ = store.(LatestGetter)
 	s.cursors.init()
 	s.auth = newAuthCache()
+	s.guard = loginguard.New(cfg.LoginFailureDelay, "redis")
 	s.acl.Store(s.buildACLSnapshot(-1, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.CommandTimeout)
 	err = s.loadACL(ctx)

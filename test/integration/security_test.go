@@ -428,3 +428,78 @@ func TestAuditLog(t *testing.T) {
 		}
 	}
 }
+
+// TestLoginFailureDelay: after 3 wrong passwords in a row, further
+// attempts of that user from that address wait (one step more per
+// failure) on the MySQL and Redis ports, other users do not, a right
+// password ends it, and failures are counted in the metrics.
+func TestLoginFailureDelay(t *testing.T) {
+	const step = 300 * time.Millisecond
+	n := StartNodeWith(t, "", []string{"--login-failure-delay", step.String()})
+	mustExec(t, n.DB(t, ""), "CREATE USER guessed IDENTIFIED BY 'right-pw'", "CREATE USER other IDENTIFIED BY 'other-pw'")
+	timed := func(user, pw string) (time.Duration, error) {
+		start := time.Now()
+		_, err := login(n.dsnTLS(user, pw, ""))
+		return time.Since(start), err
+	}
+	for i := 1; i <= 5; i++ {
+		d, err := timed("guessed", "wrong")
+		if err == nil {
+			t.Fatal("wrong password accepted")
+		}
+		if want := time.Duration(max(0, i-3)) * step; d < want || (want == 0 && d > step) {
+			t.Errorf("wrong login %d took %v, want about %v", i, d, want)
+		}
+	}
+	if d, err := timed("other", "other-pw"); err != nil || d > step {
+		t.Errorf("another user's login: %v after %v", err, d)
+	}
+	if d, err := timed("guessed", "right-pw"); err != nil || d < 3*step {
+		t.Errorf("right password after 5 failures: %v after %v (want it delayed, then accepted)", err, d)
+	}
+	if d, err := timed("guessed", "wrong"); err == nil || d > step {
+		t.Errorf("a wrong password after a success: %v after %v (want no delay)", err, d)
+	}
+
+	rc, err := net.Dial("tcp", n.RESPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	br := bufio.NewReader(rc)
+	send := func(cmd string) (string, time.Duration) {
+		start := time.Now()
+		fmt.Fprintf(rc, "%s\r\n", cmd)
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(line), time.Since(start)
+	}
+	send("ACL SETUSER ruser on >rpw ~* +@all")
+	var last time.Duration
+	for i := 1; i <= 4; i++ {
+		reply, d := send("AUTH ruser nope")
+		if !strings.HasPrefix(reply, "-WRONGPASS") {
+			t.Fatalf("AUTH with a wrong password: %q", reply)
+		}
+		last = d
+	}
+	if last < step {
+		t.Errorf("4th wrong AUTH took %v, want at least %v", last, step)
+	}
+
+	resp, err := http.Get("http://" + n.HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`strata_mysql_login_failures_total{reason="wrong_password"} 6`,
+		`strata_login_delays_total{protocol="mysql"} 3`, `strata_login_delays_total{protocol="redis"} 1`,
+		"strata_resp_auth_failures_total 4"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}

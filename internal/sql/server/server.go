@@ -53,6 +53,9 @@ type Config struct {
 	RSAKey *rsa.PrivateKey
 	// Audit, when set, records every login, successful or not.
 	Audit *audit.Logger
+	// LoginFailureDelay is the step of the delay of repeated failed logins
+	// (package loginguard); 0 disables it.
+	LoginFailureDelay time.Duration
 	// MaxConnections bounds concurrently served connections; further
 	// clients wait up to ConnWaitTimeout, then are refused. 0 is unlimited.
 	MaxConnections int
