@@ -126,7 +126,7 @@ func start(args []string) error {
 	auditLog := fs.String("audit-log", "", "append an audit log (JSON lines: logins and DDL/DCL statements) to this file; empty: none")
 	auditMaxSize := fs.Int("audit-log-max-size", 100, "megabytes at which the audit log is rotated")
 	auditMaxBackups := fs.Int("audit-log-max-backups", 10, "rotated audit logs kept")
-	loginDelay := fs.Duration("login-failure-delay", time.Second, "after 3 failed logins in a row of one user from one address, delay each further attempt of that pair by this much more per failure (at most 10 times it) before checking its password; 0 disables")
+	loginDelay := fs.Duration("login-failure-delay", time.Second, "after 3 failed logins in a row of one user from one address, delay each further attempt of that pair by this much more per failure (at most 5 times it) before checking its password; 0 disables")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	gogc := fs.Int("gogc", defaultGOGC, "Go collector heap growth target in percent (the GOGC environment variable overrides it)")
 	memoryLimit := fs.Int64("memory-limit", 0,

@@ -26,8 +26,10 @@ const (
 	// Threshold is the number of consecutive failures allowed without delay
 	// (connection_control_failed_connections_threshold's default).
 	Threshold = 3
-	// MaxSteps bounds the delay at MaxSteps × step.
-	MaxSteps = 10
+	// MaxSteps bounds the delay at MaxSteps × step: with the default step
+	// of 1s, 5s, half of the MySQL port's handshake timeout (10s), so a
+	// delayed login still gets its answer.
+	MaxSteps = 5
 	// Forget is how long failures of a pair are remembered.
 	Forget = 15 * time.Minute
 	// maxPairs bounds the memory of the table; past it, forgotten pairs
