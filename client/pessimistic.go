@@ -61,7 +61,7 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 		t.forUpdateTS = forUpdateTS
 	}
 	if t.locked == nil {
-		t.locked = make(map[string]struct{}, len(todo))
+		t.locked = make(map[string]uint64, len(todo))
 	}
 
 	wait := t.opts.LockWaitTimeout
@@ -170,13 +170,19 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 			// Every key is locked; the conflicts say the statement read
 			// stale rows. Locks are at the conflicting commits' ts: the
 			// transaction's commit must land above them.
+			// Each key's lock checked newer commits up to the
+			// statement's for-update ts, or up to the commit it
+			// conflicted with.
 			pl.mu.Lock()
-			for _, k := range keys {
-				t.locked[string(k)] = struct{}{}
-			}
 			conflictTS := uint64(0)
+			for _, k := range keys {
+				t.locked[string(k)] = pl.forUpdateTS
+			}
 			for _, ke := range resp.Errors {
 				if ke != nil && ke.Conflict != nil {
+					if _, ok := t.locked[string(ke.Conflict.Key)]; ok {
+						t.locked[string(ke.Conflict.Key)] = max(pl.forUpdateTS, ke.Conflict.ConflictCommitTs)
+					}
 					conflictTS = max(conflictTS, ke.Conflict.ConflictCommitTs)
 				}
 			}
@@ -204,7 +210,7 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 		if len(locks) == 0 {
 			pl.mu.Lock()
 			for _, k := range keys {
-				t.locked[string(k)] = struct{}{}
+				t.locked[string(k)] = pl.forUpdateTS
 			}
 			pl.mu.Unlock()
 			return nil

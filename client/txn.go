@@ -44,9 +44,10 @@ type Txn struct {
 	began time.Time
 	buf   memBuffer
 
-	// Pessimistic locks taken by LockKeys: the key set, the primary (the
-	// first key ever locked) and the largest for_update_ts used.
-	locked      map[string]struct{}
+	// Pessimistic locks taken by LockKeys: each key with the for-update
+	// ts its lock checked newer commits up to, the primary (the first key
+	// ever locked) and the largest for_update_ts used.
+	locked      map[string]uint64
 	primary     []byte
 	forUpdateTS uint64
 	heartbeat   *heartbeat

@@ -445,12 +445,9 @@ func (n *Node) listen() error {
 			return fmt.Errorf("node: mysql listen: %w", err)
 		}
 		n.mysql = srv
-		go func() {
-			if err := srv.Serve(); err != nil {
-				n.log.Info("mysql server stopped", "err", err)
-			}
-		}()
 	}
+	// Both client ports are bound before either serves: a node that
+	// cannot bind one exits without having answered on the other.
 	if n.cfg.RESPAddr != "" {
 		srv, err := resp.New(resp.Config{
 			Addr:              n.cfg.RESPAddr,
@@ -466,6 +463,15 @@ func (n *Node) listen() error {
 			return fmt.Errorf("node: redis listen: %w", err)
 		}
 		n.redis = srv
+	}
+	if srv := n.mysql; srv != nil {
+		go func() {
+			if err := srv.Serve(); err != nil {
+				n.log.Info("mysql server stopped", "err", err)
+			}
+		}()
+	}
+	if srv := n.redis; srv != nil {
 		go func() {
 			if err := srv.Serve(); err != nil {
 				n.log.Info("redis server stopped", "err", err)

@@ -197,6 +197,12 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 			n.args = append(n.args, "--join", strings.Join(join, ","))
 		}
 		n.args = append(n.args, "--root-password", rootPassword)
+		if flags["insecure"] {
+			// The nodes listen on the test network in their namespaces,
+			// beyond loopback, without certificates: the run is about
+			// faults, not transport security.
+			n.args = append(n.args, "--insecure")
+		}
 		n.args = append(n.args, cfg.ExtraArgs...)
 	}
 	return c, nil
