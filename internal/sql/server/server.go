@@ -13,8 +13,8 @@ import (
 
 	"github.com/dolthub/vitess/go/mysql"
 
-	strsql "github.com/strata-db/strata/internal/sql"
 	"github.com/strata-db/strata/internal/audit"
+	strsql "github.com/strata-db/strata/internal/sql"
 	"github.com/strata-db/strata/internal/sql/privilege"
 	"github.com/strata-db/strata/internal/sql/types"
 )
