@@ -138,7 +138,11 @@ func cmdExec(x *call) error {
 		for _, q := range queued {
 			if user != nil {
 				if err := user.check(q.cmd, q.args); err != nil {
-					s.writeErr(w, err)
+					reason := "no permission to execute the command or subcommand"
+					if err == errNoPermKey {
+						reason = "no permission to touch the specified keys"
+					}
+					w.WriteError("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason)
 					continue
 				}
 			}
