@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-db/strata/internal/audit"
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
 	"github.com/strata-db/strata/internal/sql/infoschema"
@@ -48,6 +49,7 @@ type Engine struct {
 	privs   atomic.Pointer[privilege.Snapshot] // accounts (privileges.go)
 	ids     *idAllocator
 	cluster infoschema.ClusterSource
+	audit   *audit.Logger
 
 	// ddlMu orders schema installs against transaction starts.
 	ddlMu sync.RWMutex
@@ -120,6 +122,8 @@ type Options struct {
 	// Cluster reads the cluster's state for INFORMATION_SCHEMA.CLUSTER_NODES
 	// and REGIONS (nil: they are empty).
 	Cluster infoschema.ClusterSource
+	// Audit, when set, records every DDL and DCL statement (audit.go).
+	Audit *audit.Logger
 }
 
 // Close cancels the running statements (they fail with 1053) and refuses
@@ -140,7 +144,7 @@ func (e *Engine) Close() {
 func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, error) {
 	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1), cluster: opts.Cluster,
 		id: opts.ID, addr: opts.Addr, backfillBatch: opts.BackfillBatch, backfillWorkers: opts.BackfillWorkers,
-		manual: opts.Manual}
+		manual: opts.Manual, audit: opts.Audit}
 	e.gcCtx, e.gcStop = context.WithCancel(context.Background())
 	e.ids = &idAllocator{store: store, tables: map[int64]*idRange{}}
 	if e.id == "" {
