@@ -55,6 +55,8 @@ type committer struct {
 	keys        [][]byte
 	muts        []*kvpb.Mutation
 	pessimistic []bool // nil when no key is pessimistically locked
+	// lockTS: for each pessimistic key, the for-update ts of its lock.
+	lockTS []uint64
 
 	primary  []byte
 	lockTTL  uint64
@@ -96,8 +98,9 @@ func newCommitter(t *Txn) *committer {
 			sort.Slice(cm.muts, func(i, j int) bool { return bytes.Compare(cm.muts[i].Key, cm.muts[j].Key) < 0 })
 		}
 		cm.pessimistic = make([]bool, len(cm.muts))
+		cm.lockTS = make([]uint64, len(cm.muts))
 		for i, m := range cm.muts {
-			_, cm.pessimistic[i] = t.locked[string(m.Key)]
+			cm.lockTS[i], cm.pessimistic[i] = t.locked[string(m.Key)]
 		}
 	}
 	cm.keys = make([][]byte, len(cm.muts))
@@ -208,6 +211,7 @@ func (cm *committer) prewriteRequest(b regionBatch, onePC bool) *kvpb.PrewriteRe
 	}
 	if cm.pessimistic != nil {
 		req.IsPessimisticLock = cm.pessimistic[b.lo:b.hi]
+		req.LockForUpdateTs = cm.lockTS[b.lo:b.hi]
 		req.ForUpdateTs = cm.t.forUpdateTS
 	}
 	return req

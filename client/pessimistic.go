@@ -61,7 +61,7 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 		t.forUpdateTS = forUpdateTS
 	}
 	if t.locked == nil {
-		t.locked = make(map[string]struct{}, len(todo))
+		t.locked = make(map[string]uint64, len(todo))
 	}
 
 	wait := t.opts.LockWaitTimeout
@@ -86,7 +86,7 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 			// Locked with a conflict: the primary is held; the
 			// statement runs again.
 			t.heartbeat = t.c.startHeartbeat(primary, t.startTS, t.began)
-			return err
+			return t.refreshAfterConflict(ctx, err)
 		}
 		t.heartbeat = t.c.startHeartbeat(primary, t.startTS, t.began)
 		todo = todo[1:]
@@ -94,7 +94,7 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 			return nil
 		}
 	}
-	return pl.lock(&bo, todo)
+	return t.refreshAfterConflict(ctx, pl.lock(&bo, todo))
 }
 
 // pessimisticLocker runs one LockKeys call.
@@ -170,20 +170,25 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 			// Every key is locked; the conflicts say the statement read
 			// stale rows. Locks are at the conflicting commits' ts: the
 			// transaction's commit must land above them.
+			// Each key's lock checked newer commits up to the
+			// statement's for-update ts, or up to the commit it
+			// conflicted with.
 			pl.mu.Lock()
-			for _, k := range keys {
-				t.locked[string(k)] = struct{}{}
-			}
 			conflictTS := uint64(0)
+			for _, k := range keys {
+				t.locked[string(k)] = pl.forUpdateTS
+			}
 			for _, ke := range resp.Errors {
 				if ke != nil && ke.Conflict != nil {
+					if _, ok := t.locked[string(ke.Conflict.Key)]; ok {
+						t.locked[string(ke.Conflict.Key)] = max(pl.forUpdateTS, ke.Conflict.ConflictCommitTs)
+					}
 					conflictTS = max(conflictTS, ke.Conflict.ConflictCommitTs)
 				}
 			}
 			t.forUpdateTS = max(t.forUpdateTS, conflictTS)
 			pl.mu.Unlock()
-			return &kv.RetryableError{PessimisticConflict: true,
-				Reason: fmt.Sprintf("rows were committed after transaction %d read them (locked now)", t.startTS)}
+			return t.lockConflict(fmt.Sprintf("rows were committed after transaction %d read them (locked now)", t.startTS))
 		}
 		var locks []*kvpb.LockInfo
 		for _, ke := range resp.Errors {
@@ -197,8 +202,7 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 				return &kv.RetryableError{Deadlock: true,
 					Reason: fmt.Sprintf("deadlock: transaction %d waited for a lock of transaction %d, which waits for it", t.startTS, ke.Deadlock.LockTs)}
 			case ke.Conflict != nil && t.opts.Pessimistic:
-				return &kv.RetryableError{PessimisticConflict: true,
-					Reason: fmt.Sprintf("transaction %d committed a row after transaction %d read it", ke.Conflict.ConflictTs, t.startTS)}
+				return t.lockConflict(fmt.Sprintf("transaction %d committed a row after transaction %d read it", ke.Conflict.ConflictTs, t.startTS))
 			default:
 				return keyErrorAsError(ke)
 			}
@@ -206,7 +210,7 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 		if len(locks) == 0 {
 			pl.mu.Lock()
 			for _, k := range keys {
-				t.locked[string(k)] = struct{}{}
+				t.locked[string(k)] = pl.forUpdateTS
 			}
 			pl.mu.Unlock()
 			return nil

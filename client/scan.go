@@ -211,7 +211,7 @@ func newTxnIterator(ctx context.Context, t *Txn, start, end []byte, reverse bool
 		return &txnIterator{closed: true}, nil
 	}
 	it := &txnIterator{
-		snap:    newSnapshotScanner(t.c, t.view(), start, end, reverse, batchSize),
+		snap:    newSnapshotScanner(t.c, t.rangeView(), start, end, reverse, batchSize),
 		buf:     newBufferCursor(t.buf.snapshot(), start, end, reverse),
 		reverse: reverse,
 	}

@@ -21,7 +21,7 @@ func (t *Txn) ScanFunc(ctx context.Context, start, end []byte, reverse bool) (kv
 	if t.buf.hasIn(start, end) {
 		return nil, nil
 	}
-	cur := &funcCursor{c: t.c, view: t.view(), start: start, end: end, reverse: reverse, cursor: start}
+	cur := &funcCursor{c: t.c, view: t.rangeView(), start: start, end: end, reverse: reverse, cursor: start}
 	if reverse {
 		cur.cursor = end
 	}

@@ -25,15 +25,29 @@ type Txn struct {
 	c       *Client
 	opts    kv.TxnOptions
 	startTS uint64
-	// readTS is the snapshot reads use: startTS, or a later timestamp
-	// after RefreshSnapshot in read-committed transactions.
+	// readTS is the snapshot the current statement's reads use: snapTS,
+	// or a fresh timestamp in read-committed transactions and for a
+	// pessimistic statement that may move the snapshot (BeginStatement).
 	readTS uint64
-	began  time.Time
-	buf    memBuffer
+	// snapTS is the transaction's snapshot under snapshot isolation:
+	// startTS until a pessimistic transaction that has read nothing at it
+	// moves it forward. snapRead records that a statement that does not
+	// lock has read at it: from then on a row committed by another
+	// transaction after snapTS cannot be locked without breaking snapshot
+	// isolation (it would overwrite a write this transaction did not see),
+	// so such a conflict aborts the transaction (first committer wins)
+	// instead of running the statement again at a newer timestamp.
+	snapTS   uint64
+	snapRead bool
+	// reads are the snapshot reads a refresh checks (refresh.go).
+	reads readSet
+	began time.Time
+	buf   memBuffer
 
-	// Pessimistic locks taken by LockKeys: the key set, the primary (the
-	// first key ever locked) and the largest for_update_ts used.
-	locked      map[string]struct{}
+	// Pessimistic locks taken by LockKeys: each key with the for-update
+	// ts its lock checked newer commits up to, the primary (the first key
+	// ever locked) and the largest for_update_ts used.
+	locked      map[string]uint64
 	primary     []byte
 	forUpdateTS uint64
 	heartbeat   *heartbeat
@@ -49,7 +63,7 @@ type Txn struct {
 var _ kv.Txn = (*Txn)(nil)
 
 func newTxn(c *Client, ts uint64, opts kv.TxnOptions) *Txn {
-	return &Txn{c: c, opts: opts, startTS: ts, readTS: ts, began: time.Now()}
+	return &Txn{c: c, opts: opts, startTS: ts, readTS: ts, snapTS: ts, began: time.Now()}
 }
 
 // readView is the snapshot a read uses: the timestamp to read at and the
@@ -57,7 +71,12 @@ func newTxn(c *Client, ts uint64, opts kv.TxnOptions) *Txn {
 // waited for).
 type readView struct{ ts, startTS uint64 }
 
-func (t *Txn) view() readView { return readView{ts: t.readTS, startTS: t.startTS} }
+func (t *Txn) view() readView {
+	if t.stmtForUpdateTS == 0 {
+		t.snapRead = true
+	}
+	return readView{ts: t.readTS, startTS: t.startTS}
+}
 
 // StartTS is the transaction's start timestamp.
 func (t *Txn) StartTS() uint64 { return t.startTS }
@@ -85,17 +104,35 @@ func (t *Txn) RefreshSnapshot(ctx context.Context) error {
 
 // BeginStatement implements kv.StatementTxn: it sets the timestamp the next
 // statement reads at and, for a statement that reads for update, locks at.
+//
+// Under read committed every statement after the first reads (and locks)
+// at a fresh timestamp. Under snapshot isolation plain reads stay at the
+// transaction's snapshot; a statement that locks reads and locks at a
+// fresh timestamp only while the transaction has read nothing at its
+// snapshot (the snapshot then moves forward with it, as if the
+// transaction had begun now), and at the snapshot after that, where a
+// row committed since fails the transaction (see snapRead).
 func (t *Txn) BeginStatement(ctx context.Context, forUpdate, retry bool) error {
 	if t.finished {
 		return ErrTxnFinished
 	}
 	first := t.stmts == 0
 	t.stmts++
-	ts := t.startTS
-	if retry || (!first && (forUpdate || t.opts.ReadCommitted)) {
+	ts := t.snapTS
+	fresh := false
+	switch {
+	case t.opts.ReadCommitted:
+		fresh = retry || !first
+	case forUpdate:
+		fresh = (retry || !first) && !t.snapRead
+	}
+	if fresh {
 		var err error
 		if ts, err = t.c.getTS(ctx); err != nil {
 			return err
+		}
+		if !t.opts.ReadCommitted {
+			t.snapTS = ts
 		}
 	}
 	t.readTS = ts
@@ -104,6 +141,17 @@ func (t *Txn) BeginStatement(ctx context.Context, forUpdate, retry bool) error {
 		t.stmtForUpdateTS = ts
 	}
 	return nil
+}
+
+// lockConflict is the error of a pessimistic lock that found a row
+// committed after the statement's for-update timestamp: the statement may
+// run again at a newer one, unless the transaction has read at its
+// snapshot under snapshot isolation, which must then abort.
+func (t *Txn) lockConflict(reason string) error {
+	if t.snapRead && !t.opts.ReadCommitted {
+		return &kv.RetryableError{Aborted: true, Reason: reason}
+	}
+	return &kv.RetryableError{PessimisticConflict: true, Reason: reason}
 }
 
 // writable checks that a write of key may be buffered.
@@ -166,7 +214,14 @@ func (t *Txn) Get(ctx context.Context, key []byte) ([]byte, error) {
 		}
 		return e.value, nil
 	}
-	return t.c.snapshotGet(ctx, t.view(), key)
+	v, err := t.c.snapshotGet(ctx, t.view(), key)
+	switch {
+	case err == nil:
+		t.notePoint(key, v, true)
+	case errors.Is(err, kv.ErrNotFound):
+		t.notePoint(key, nil, false)
+	}
+	return v, err
 }
 
 // snapshotGet reads the committed value of key in view.
@@ -238,6 +293,12 @@ func (t *Txn) BatchGet(ctx context.Context, keys [][]byte) (map[string][]byte, e
 	})
 	if err != nil {
 		return nil, err
+	}
+	if t.recording() {
+		for _, k := range remote {
+			v, ok := out[string(k)]
+			t.notePoint(k, v, ok)
+		}
 	}
 	return out, nil
 }

@@ -181,6 +181,11 @@ type RetryableError struct {
 	// newer than the statement's for-update timestamp: the transaction is
 	// intact and the statement may run again (see StatementTxn).
 	PessimisticConflict bool
+	// Aborted is set when the transaction cannot go on: a row it locks
+	// was committed by another transaction after the snapshot it has read
+	// at (snapshot isolation: the first committer wins). The caller must
+	// roll it back (1213, as for a deadlock's victim).
+	Aborted bool
 }
 
 func (e *RetryableError) Error() string { return e.Reason }
@@ -196,15 +201,17 @@ func IsRetryable(err error) bool {
 // statement of a transaction.
 //
 // A statement that reads in order to write (DML, SELECT ... FOR UPDATE)
-// in a pessimistic transaction passes forUpdate: it reads the latest
-// committed data, at a for-update timestamp, and LockKeys locks at that
-// timestamp, failing with RetryableError.PessimisticConflict when a key
-// was committed after it (the statement read a stale row, and is run again
-// with retry set). The first statement of a transaction reads at the start
-// timestamp unless retry is set; later ones that read for update, and
-// retries, at a fresh timestamp. Other statements read the transaction's
-// snapshot: the start timestamp, or under ReadCommitted a fresh timestamp
-// per statement.
+// in a pessimistic transaction passes forUpdate: LockKeys locks at the
+// timestamp it reads at and fails when a key was committed after it. Under
+// ReadCommitted every statement after the first reads at a fresh
+// timestamp, and a lock conflict (RetryableError.PessimisticConflict) runs
+// the statement again with retry set. Under snapshot isolation, other
+// statements read at the transaction's snapshot; a locking statement reads
+// the latest data (and the snapshot moves forward with it) only while the
+// transaction has read nothing at its snapshot, where a conflict runs the
+// statement again; after such a read it reads and locks at the snapshot,
+// and a conflict fails the transaction (RetryableError.Aborted): taking
+// the lock would overwrite a write the transaction's reads did not see.
 type StatementTxn interface {
 	BeginStatement(ctx context.Context, forUpdate, retry bool) error
 }

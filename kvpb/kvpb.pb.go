@@ -1981,8 +1981,13 @@ type PrewriteRequest struct {
 	ForUpdateTs       uint64                 `protobuf:"varint,8,opt,name=for_update_ts,json=forUpdateTs,proto3" json:"for_update_ts,omitempty"`
 	TryOnePc          bool                   `protobuf:"varint,9,opt,name=try_one_pc,json=tryOnePc,proto3" json:"try_one_pc,omitempty"` // all of the transaction's keys are in this request: commit in one step
 	MinCommitTs       uint64                 `protobuf:"varint,10,opt,name=min_commit_ts,json=minCommitTs,proto3" json:"min_commit_ts,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Parallel to mutations, for pessimistic ones: the for-update ts the
+	// key's lock was taken at (it checked for newer commits up to there). A
+	// prewrite that finds the lock gone (it lived in a leader's memory)
+	// checks the key again from this ts; zero means for_update_ts.
+	LockForUpdateTs []uint64 `protobuf:"varint,11,rep,packed,name=lock_for_update_ts,json=lockForUpdateTs,proto3" json:"lock_for_update_ts,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PrewriteRequest) Reset() {
@@ -2083,6 +2088,13 @@ func (x *PrewriteRequest) GetMinCommitTs() uint64 {
 		return x.MinCommitTs
 	}
 	return 0
+}
+
+func (x *PrewriteRequest) GetLockForUpdateTs() []uint64 {
+	if x != nil {
+		return x.LockForUpdateTs
+	}
+	return nil
 }
 
 type PrewriteResponse struct {
@@ -5410,7 +5422,7 @@ const file_kvpb_proto_rawDesc = "" +
 	"\fScanResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12\"\n" +
 	"\x05pairs\x18\x02 \x03(\v2\f.kvpb.KvPairR\x05pairs\x12$\n" +
-	"\x05error\x18\x03 \x01(\v2\x0e.kvpb.KeyErrorR\x05error\"\xfc\x02\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.kvpb.KeyErrorR\x05error\"\xa9\x03\n" +
 	"\x0fPrewriteRequest\x12'\n" +
 	"\acontext\x18\x01 \x01(\v2\r.kvpb.ContextR\acontext\x12,\n" +
 	"\tmutations\x18\x02 \x03(\v2\x0e.kvpb.MutationR\tmutations\x12!\n" +
@@ -5423,7 +5435,8 @@ const file_kvpb_proto_rawDesc = "" +
 	"\n" +
 	"try_one_pc\x18\t \x01(\bR\btryOnePc\x12\"\n" +
 	"\rmin_commit_ts\x18\n" +
-	" \x01(\x04R\vminCommitTs\"\x99\x01\n" +
+	" \x01(\x04R\vminCommitTs\x12+\n" +
+	"\x12lock_for_update_ts\x18\v \x03(\x04R\x0flockForUpdateTs\"\x99\x01\n" +
 	"\x10PrewriteResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12&\n" +
 	"\x06errors\x18\x02 \x03(\v2\x0e.kvpb.KeyErrorR\x06errors\x12'\n" +

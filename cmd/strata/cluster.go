@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"github.com/strata-db/strata/internal/node"
 )
@@ -132,17 +130,10 @@ func status(args []string) error {
 	fs := flag.NewFlagSet("status", flag.ExitOnError)
 	host := fs.String("host", "127.0.0.1:8080", "HTTP address (--http-addr) of any node")
 	format := fs.String("format", "table", "table or json")
+	var hf httpFlags
+	hf.register(fs)
 	fs.Parse(args)
-	u := &url.URL{Scheme: "http", Host: *host, Path: "/status"}
-	if strings.Contains(*host, "://") {
-		parsed, err := url.Parse(*host)
-		if err != nil {
-			return err
-		}
-		u = parsed.JoinPath("status")
-	}
-	cl := &http.Client{Timeout: 10 * time.Second}
-	resp, err := cl.Get(u.String())
+	resp, err := hf.get(*host, "/status")
 	if err != nil {
 		return fmt.Errorf("cannot reach %s: %v", *host, err)
 	}

@@ -39,6 +39,8 @@ func main() {
 		err = demo(os.Args[2:])
 	case "status":
 		err = status(os.Args[2:])
+	case "cert":
+		err = certCommand(os.Args[2:])
 	case "workload":
 		err = workloadCommand(os.Args[2:])
 	case "version", "--version", "-v":
@@ -63,8 +65,10 @@ Usage:
   strata start [flags]      start a node: a single-node database with no flags,
                             a node of a cluster with --join
   strata demo [--nodes N]   run a local cluster of N nodes (default 3) in the foreground
-  strata status [--host H]  show a cluster's nodes and regions (H: any node's --http-addr)
+  strata status [--host H]  show a cluster's nodes and regions (H: any node's --http-addr;
+                            HTTPS beyond loopback: --certs-dir, --ca-cert or --insecure-skip-verify)
   strata workload ...       built-in load generator: YCSB and KV over Redis, MySQL or etcd
+  strata cert ...           make a cluster CA and node and client certificates (mutual TLS)
   strata version            print the version
   strata help               this text
 
@@ -99,7 +103,7 @@ func start(args []string) error {
 	sqlAddr := fs.String("sql-addr", "127.0.0.1:4000", "MySQL protocol listen address")
 	respAddr := fs.String("resp-addr", "127.0.0.1:6380", "Redis protocol (RESP2/RESP3) listen address; empty disables")
 	respPassword := fs.String("resp-password", os.Getenv("STRATA_RESP_PASSWORD"),
-		"password Redis clients must give with AUTH (default empty: no AUTH needed)")
+		"password of the Redis default user, given with AUTH (default empty: no AUTH needed); more users with ACL SETUSER")
 	maxValueSize := fs.Int("max-value-size", 64<<20, "largest value (bytes) a Redis command may write or send")
 	gcInterval := fs.Duration("gc-interval", time.Minute, "how often old MVCC versions are garbage-collected (negative disables, and keeps the data of dropped tables)")
 	gcLifeTime := fs.Duration("gc-life-time", 10*time.Minute, "how long old versions are kept: the longest a transaction may run")
@@ -113,6 +117,16 @@ func start(args []string) error {
 	replicas := fs.Int("replicas", 3, "replication factor of a new cluster (1..7); set on the node that bootstraps it")
 	rootPassword := fs.String("root-password", os.Getenv("STRATA_ROOT_PASSWORD"),
 		"password of the root user (default empty: root may log in without a password from loopback only)")
+	tlsCert := fs.String("tls-cert", "", "PEM certificate of the MySQL port (default: --certs-dir's node.crt, else a self-signed one generated into the data directory)")
+	tlsKey := fs.String("tls-key", "", "PEM private key of --tls-cert")
+	tlsCA := fs.String("tls-ca", "", "PEM CA certificate that signs client certificates (REQUIRE X509; default: --certs-dir's ca.crt)")
+	certsDir := fs.String("certs-dir", "", "directory of ca.crt, node.crt and node.key (strata cert): mutual TLS between nodes, and the client ports' certificate")
+	insecure := fs.Bool("insecure", false, "allow listening beyond loopback without certificates (unencrypted, unauthenticated node-to-node traffic)")
+	requireSecure := fs.Bool("require-secure-transport", false, "refuse MySQL logins and Redis connections over plaintext TCP")
+	auditLog := fs.String("audit-log", "", "append an audit log (JSON lines: logins and DDL/DCL statements) to this file; empty: none")
+	auditMaxSize := fs.Int("audit-log-max-size", 100, "megabytes at which the audit log is rotated")
+	auditMaxBackups := fs.Int("audit-log-max-backups", 10, "rotated audit logs kept")
+	loginDelay := fs.Duration("login-failure-delay", time.Second, "after 3 failed logins in a row of one user from one address, delay each further attempt of that pair by this much more per failure (at most 5 times it) before checking its password; 0 disables")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	gogc := fs.Int("gogc", defaultGOGC, "Go collector heap growth target in percent (the GOGC environment variable overrides it)")
 	memoryLimit := fs.Int64("memory-limit", 0,
@@ -145,23 +159,33 @@ func start(args []string) error {
 	defer cancel()
 	begin := time.Now()
 	n, err := node.Start(ctx, node.Config{
-		DataDir:          *dataDir,
-		SQLAddr:          *sqlAddr,
-		RESPAddr:         *respAddr,
-		RESPPassword:     *respPassword,
-		MaxValueSize:     *maxValueSize,
-		GCInterval:       *gcInterval,
-		GCLifeTime:       *gcLifeTime,
-		VersionCacheSize: versionCacheSize(*versionCache),
-		HTTPAddr:         *httpAddr,
-		GRPCAddr:         *grpcAddr,
-		AdvertiseAddr:    *advertiseAddr,
-		Join:             joinAddrs,
-		Replicas:         *replicas,
-		RootPassword:     *rootPassword,
-		Logger:           logger,
-		Version:          Version,
-		TestClockRate:    *testClockRate,
+		DataDir:                *dataDir,
+		SQLAddr:                *sqlAddr,
+		RESPAddr:               *respAddr,
+		RESPPassword:           *respPassword,
+		MaxValueSize:           *maxValueSize,
+		GCInterval:             *gcInterval,
+		GCLifeTime:             *gcLifeTime,
+		VersionCacheSize:       versionCacheSize(*versionCache),
+		HTTPAddr:               *httpAddr,
+		GRPCAddr:               *grpcAddr,
+		AdvertiseAddr:          *advertiseAddr,
+		Join:                   joinAddrs,
+		Replicas:               *replicas,
+		RootPassword:           *rootPassword,
+		TLSCert:                *tlsCert,
+		TLSKey:                 *tlsKey,
+		TLSCA:                  *tlsCA,
+		CertsDir:               *certsDir,
+		Insecure:               *insecure,
+		RequireSecureTransport: *requireSecure,
+		AuditLog:               *auditLog,
+		AuditLogMaxSizeMB:      *auditMaxSize,
+		AuditLogMaxBackups:     *auditMaxBackups,
+		LoginFailureDelay:      *loginDelay,
+		Logger:                 logger,
+		Version:                Version,
+		TestClockRate:          *testClockRate,
 	})
 	if err != nil {
 		return err

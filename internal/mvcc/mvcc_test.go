@@ -23,7 +23,7 @@ import (
 //
 // Commands (timestamps are integers, or "Nms" for N milliseconds physical):
 //
-//	prewrite primary=K start=TS [ttl=MS] [for_update=TS] [min_commit=TS] [pessimistic=(K,...)] [K=V ...]
+//	prewrite primary=K start=TS [ttl=MS] [for_update=TS] [min_commit=TS] [pessimistic=(K,...)] [lock_ts=(K:TS,...)] [K=V ...]
 //	  input lines: put K V | del K | lock K | insert K V | check_not_exists K
 //	one_pc  (as prewrite) commit=TS
 //	commit K... start=TS commit=TS
@@ -195,6 +195,7 @@ var reservedArgs = map[string]bool{
 	"pessimistic": true, "commit": true, "ts": true, "bypass": true, "end": true, "limit": true,
 	"reverse": true, "lock": true, "caller": true, "current": true, "rollback_if_not_exist": true,
 	"max_ts": true, "return_values": true, "safe_point": true, "mem": true, "lock_with_conflict": true,
+	"lock_ts": true,
 }
 
 func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.TestData) string {
@@ -239,8 +240,18 @@ func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.Te
 			}
 			req.Mutations = append(req.Mutations, m)
 		}
+		lockTS := map[string]uint64{}
+		for _, kt := range args.list("lock_ts") {
+			k, ts, ok := strings.Cut(kt, ":")
+			n, err := strconv.ParseUint(ts, 10, 64)
+			if !ok || err != nil {
+				t.Fatalf("lock_ts wants K:TS, got %q", kt)
+			}
+			lockTS[k] = n
+		}
 		for _, m := range req.Mutations {
 			req.IsPessimisticLock = append(req.IsPessimisticLock, pessimistic[string(m.Key)])
+			req.LockForUpdateTs = append(req.LockForUpdateTs, lockTS[string(m.Key)])
 		}
 		var errs []error
 		var err error

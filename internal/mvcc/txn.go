@@ -219,7 +219,7 @@ func checkNewerWrites(r pebble.Reader, key, primary []byte, startTS, snapshotTS 
 // fresh reports that the key certainly has no write record at or above the
 // start ts (see checkNewerWrites); held is this transaction's pessimistic
 // lock on the key, which the new lock replaces (nil if none).
-func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation, pessimistic, onePC bool) (newLock *lock, fresh bool, held *lock, err error) {
+func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation, pessimistic bool, lockTS uint64, onePC bool) (newLock *lock, fresh bool, held *lock, err error) {
 	key, startTS := m.Key, req.StartVersion
 	var typ kvpb.Op
 	switch m.Op {
@@ -251,10 +251,13 @@ func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation,
 		// leader that restarted or lost the region, or another
 		// transaction's lock resolution removed it (leaving a rollback
 		// record), or this is a duplicate of a prewrite that already
-		// committed. Check the key as the lock did, up to the for-update
-		// ts: if no other transaction committed it since, nothing the
-		// lock guarded against happened (see PessimisticLocks).
-		fresh, err = checkNewerWrites(r, key, req.PrimaryLock, startTS, req.ForUpdateTs)
+		// committed. Check the key as the lock did, from the for-update
+		// ts the lock was taken at (lockTS: the transaction's locks may
+		// have been taken at different ones, and a commit after this
+		// key's is one its statement did not read): if no other
+		// transaction committed it since, nothing the lock guarded
+		// against happened (see PessimisticLocks).
+		fresh, err = checkNewerWrites(r, key, req.PrimaryLock, startTS, lockTS)
 		var wc *WriteConflictError
 		switch {
 		case err == errAlreadyCommitted:
@@ -361,7 +364,11 @@ func prewrite(r pebble.Reader, b *pebble.Batch, req *kvpb.PrewriteRequest, onePC
 		}
 		seen[string(m.Key)] = struct{}{}
 		pessimistic := i < len(req.IsPessimisticLock) && req.IsPessimisticLock[i]
-		newLock, fresh, held, err := prewriteCheck(r, req, m, pessimistic, onePCCommitTS != 0)
+		lockTS := req.ForUpdateTs
+		if i < len(req.LockForUpdateTs) && req.LockForUpdateTs[i] != 0 {
+			lockTS = req.LockForUpdateTs[i]
+		}
+		newLock, fresh, held, err := prewriteCheck(r, req, m, pessimistic, lockTS, onePCCommitTS != 0)
 		if err != nil {
 			if !isKeyError(err) {
 				return nil, err

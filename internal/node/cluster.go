@@ -93,7 +93,7 @@ func (n *Node) writeIdent() error {
 func (n *Node) askJoin(ctx context.Context, req *kvpb.JoinRequest) (*kvpb.JoinResponse, string, error) {
 	var last error
 	for _, addr := range n.cfg.Join {
-		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, n.dialOpts...)...)
 		if err != nil {
 			last = err
 			continue

@@ -27,6 +27,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/strata-db/strata/client"
+	"github.com/strata-db/strata/internal/audit"
 	"github.com/strata-db/strata/internal/engine"
 	"github.com/strata-db/strata/internal/kvserver"
 	"github.com/strata-db/strata/internal/mvcc"
@@ -62,7 +64,8 @@ type Config struct {
 	SQLAddr string // MySQL protocol; empty disables
 	// RESPAddr is the Redis protocol listener; empty disables.
 	RESPAddr string
-	// RESPPassword, when set, must be given with AUTH by Redis clients.
+	// RESPPassword, when set, is the Redis default user's password (AUTH),
+	// unless ACL SETUSER default stored another.
 	RESPPassword string
 	// MaxValueSize bounds a Redis argument and a stored value (default 64 MiB).
 	MaxValueSize int
@@ -82,10 +85,35 @@ type Config struct {
 	// bootstraps (default 3; a cluster with fewer nodes runs with what it
 	// has). Ignored once the cluster exists.
 	Replicas int
-	// RootPassword, when set, is required for root. Empty allows root
-	// without a password from loopback only.
+	// RootPassword, when set, becomes root's password in the cluster's
+	// accounts. Without one root has none and logs in from loopback only.
 	RootPassword string
-	Logger       *slog.Logger
+	// TLSCert and TLSKey are the certificate of the MySQL port (and the
+	// HTTP port beyond loopback); empty: CertsDir's node certificate, or
+	// a self-signed one generated into DataDir/tls on first start. TLSCA
+	// verifies client certificates (REQUIRE X509; default CertsDir's
+	// ca.crt).
+	TLSCert, TLSKey, TLSCA string
+	// CertsDir holds the cluster CA's ca.crt and this node's node.crt and
+	// node.key (`strata cert`): gRPC between nodes is then mutual TLS.
+	CertsDir string
+	// RequireSecureTransport refuses MySQL logins and Redis connections
+	// over plaintext TCP.
+	RequireSecureTransport bool
+	// AuditLog, when set, is the file of the audit log (package audit):
+	// logins and DDL/DCL statements, rotated at AuditLogMaxSizeMB keeping
+	// AuditLogMaxBackups files.
+	AuditLog           string
+	AuditLogMaxSizeMB  int
+	AuditLogMaxBackups int
+	// LoginFailureDelay is the step of the delay of repeated failed logins
+	// of a user from one address on the MySQL and Redis ports (package
+	// loginguard); 0 disables it.
+	LoginFailureDelay time.Duration
+	// Insecure allows listening beyond loopback without certificates
+	// (security.go).
+	Insecure bool
+	Logger   *slog.Logger
 	// InMemory keeps all data in memory (tests only; nothing is durable).
 	InMemory bool
 	// GCInterval is how often old MVCC versions are garbage-collected
@@ -118,6 +146,7 @@ const DefaultVersionCacheSize = 256 << 20
 type Node struct {
 	cfg       Config
 	log       *slog.Logger
+	audit     *audit.Logger // nil without Config.AuditLog
 	eng       engine.Engines
 	clusterID uint64
 	storeID   uint64
@@ -149,7 +178,11 @@ type Node struct {
 	storeReady atomic.Pointer[raftstore.Store]
 	hbNow      chan struct{}
 	stop       chan struct{}
-	wg         sync.WaitGroup
+	// grpcServerOpts and dialOpts carry the cluster's mutual TLS
+	// (security.go).
+	grpcServerOpts []grpc.ServerOption
+	dialOpts       []grpc.DialOption
+	wg             sync.WaitGroup
 }
 
 // maxSQLCleanupInterval bounds how long the SQL engine waits between looks
@@ -175,6 +208,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	if n.cfg.AdvertiseAddr == "" {
 		n.cfg.AdvertiseAddr = n.cfg.GRPCAddr
+	}
+	if err := n.cfg.checkExposure(); err != nil {
+		return nil, err
+	}
+	var err error
+	if n.grpcServerOpts, n.dialOpts, err = n.grpcCredentials(); err != nil {
+		return nil, err
 	}
 	if err := n.open(ctx); err != nil {
 		n.Close()
@@ -245,7 +285,7 @@ func (n *Node) open(ctx context.Context) error {
 	registerRecentWritesMetrics(locks.RecentWrites())
 	registerVersionCacheMetrics(locks.VersionCache())
 	resolver := &storeResolver{}
-	n.transport = transport.New(n.clusterID, n.storeID, resolver, n.log)
+	n.transport = transport.New(n.clusterID, n.storeID, resolver, n.log, n.dialOpts...)
 	store, err := raftstore.Open(eng, raftstore.Config{StoreID: n.storeID, Logger: n.log,
 		Observer: storeObserver{locks}, Transport: n.transport, OnLeaderChange: n.onLeaderChange,
 		ClockRate: n.cfg.TestClockRate})
@@ -255,7 +295,7 @@ func (n *Node) open(ctx context.Context) error {
 	n.store = store
 	n.storeReady.Store(store)
 	n.transport.SetStore(store)
-	n.pd = pd.New(store, pd.Config{Join: n.cfg.Join, Logger: n.log})
+	n.pd = pd.New(store, pd.Config{Join: n.cfg.Join, Logger: n.log, DialOptions: n.dialOpts})
 	n.pdReady.Store(n.pd)
 	resolver.pd.Store(n.pd)
 	n.kv = kvserver.New(store, locks, n.pd.NextTimestampAnywhere)
@@ -263,7 +303,7 @@ func (n *Node) open(ctx context.Context) error {
 	// keeps (pd/deadlock.go).
 	n.kv.SetDeadlockDetector(n.pd)
 	if n.grpcLn != nil {
-		n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+		n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20)}, n.grpcServerOpts...)...)
 		kvpb.RegisterKvServer(n.grpc, n.kv)
 		kvpb.RegisterPDServer(n.grpc, n.pd)
 		kvpb.RegisterDeadlockDetectorServer(n.grpc, n.pd.DeadlockService())
@@ -274,7 +314,7 @@ func (n *Node) open(ctx context.Context) error {
 	go n.heartbeatLoop() // cluster.go
 
 	localPD := client.LocalPD(n.pd)
-	router := client.NewGRPCRouter(localPD)
+	router := client.NewGRPCRouter(localPD, n.dialOpts...)
 	router.SetLocal(n.storeID, client.LocalKv(n.kv))
 	n.router = router
 	n.client = client.New(localPD, router, client.Options{})
@@ -286,8 +326,11 @@ func (n *Node) open(ctx context.Context) error {
 	// least every few seconds. It is named after the store, so that a
 	// restart after a crash takes its old schema lease over instead of
 	// leaving DDL to wait for that lease to expire.
+	if n.cfg.AuditLog != "" && n.audit == nil {
+		n.audit = audit.Open(audit.Config{Path: n.cfg.AuditLog, MaxSizeMB: n.cfg.AuditLogMaxSizeMB, MaxBackups: n.cfg.AuditLogMaxBackups})
+	}
 	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}, Cluster: n.clusterInfo, ID: fmt.Sprintf("store-%d", n.storeID),
-		Addr: n.cfg.SQLAddr}
+		Addr: n.cfg.SQLAddr, Audit: n.audit}
 	if iv := n.cfg.GCInterval; iv > 0 {
 		sqlOpts.CleanupInterval = min(iv, maxSQLCleanupInterval)
 	}
@@ -341,58 +384,94 @@ func (r *storeResolver) StoreAddress(ctx context.Context, id uint64) (string, er
 }
 
 func (n *Node) listen() error {
+	// One TLS configuration for the client ports (security.go).
+	var tlsCfg *tls.Config
+	if n.cfg.SQLAddr != "" || n.cfg.RESPAddr != "" || n.httpTLS() {
+		var err error
+		if tlsCfg, err = n.clientTLS(); err != nil {
+			return err
+		}
+	}
 	if n.cfg.HTTPAddr != "" {
 		ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 		if err != nil {
 			return fmt.Errorf("node: http listen: %w", err)
+		}
+		if n.httpTLS() {
+			// Beyond loopback the port speaks only HTTPS, so basic-auth
+			// credentials never cross the network in the clear.
+			c := tlsCfg.Clone()
+			c.NextProtos = []string{"http/1.1"}
+			ln = tls.NewListener(ln, c)
 		}
 		n.lns = append(n.lns, ln)
 		mux := http.NewServeMux()
 		mux.HandleFunc("/healthz", n.handleHealth) // status.go
 		mux.HandleFunc("/status", n.handleStatus)
 		mux.Handle("/metrics", promhttp.Handler())
-		n.registerAdmin(mux) // admin.go: /admin/split, /admin/regions
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		admin := http.NewServeMux()
+		n.registerAdmin(admin) // admin.go: /admin/split, /admin/regions
+		admin.HandleFunc("/debug/pprof/", pprof.Index)
+		admin.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		admin.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		admin.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		admin.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		// The LSM shape of both engines (levels, files, compactions, write
 		// amplification): Pebble's own metrics report.
-		mux.HandleFunc("/debug/lsm", func(w http.ResponseWriter, r *http.Request) {
+		admin.HandleFunc("/debug/lsm", func(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "KV engine (%s/kv)\n%s\n", n.cfg.DataDir, n.eng.KV.Metrics())
 			fmt.Fprintf(w, "Raft engine (%s/raft)\n%s\n", n.cfg.DataDir, n.eng.Raft.Metrics())
 		})
+		guarded := n.requireAdmin(admin) // security.go
+		mux.Handle("/admin/", guarded)
+		mux.Handle("/debug/", guarded)
 		n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go n.http.Serve(ln)
 	}
 	if n.cfg.SQLAddr != "" {
+		if err := n.sql.SetRootPassword(context.Background(), n.cfg.RootPassword); err != nil {
+			return fmt.Errorf("node: set root's password: %w", err)
+		}
 		srv, err := server.New(server.Config{
 			Addr:                   n.cfg.SQLAddr,
-			RootPassword:           n.cfg.RootPassword,
-			AllowEmptyRootPassword: n.cfg.RootPassword == "",
+			AllowEmptyRootPassword: true, // from loopback only
+			TLS:                    tlsCfg,
+			RequireSecureTransport: n.cfg.RequireSecureTransport,
+			Audit:                  n.audit,
+			LoginFailureDelay:      n.cfg.LoginFailureDelay,
+			Logger:                 n.log,
 		}, n.sql)
 		if err != nil {
 			return fmt.Errorf("node: mysql listen: %w", err)
 		}
 		n.mysql = srv
+	}
+	// Both client ports are bound before either serves: a node that
+	// cannot bind one exits without having answered on the other.
+	if n.cfg.RESPAddr != "" {
+		srv, err := resp.New(resp.Config{
+			Addr:              n.cfg.RESPAddr,
+			Password:          n.cfg.RESPPassword,
+			TLS:               tlsCfg,
+			RequireTLS:        n.cfg.RequireSecureTransport,
+			Audit:             n.audit,
+			LoginFailureDelay: n.cfg.LoginFailureDelay,
+			MaxValueSize:      n.cfg.MaxValueSize,
+			Logger:            n.log,
+		}, n.client)
+		if err != nil {
+			return fmt.Errorf("node: redis listen: %w", err)
+		}
+		n.redis = srv
+	}
+	if srv := n.mysql; srv != nil {
 		go func() {
 			if err := srv.Serve(); err != nil {
 				n.log.Info("mysql server stopped", "err", err)
 			}
 		}()
 	}
-	if n.cfg.RESPAddr != "" {
-		srv, err := resp.New(resp.Config{
-			Addr:         n.cfg.RESPAddr,
-			Password:     n.cfg.RESPPassword,
-			MaxValueSize: n.cfg.MaxValueSize,
-			Logger:       n.log,
-		}, n.client)
-		if err != nil {
-			return fmt.Errorf("node: redis listen: %w", err)
-		}
-		n.redis = srv
+	if srv := n.redis; srv != nil {
 		go func() {
 			if err := srv.Serve(); err != nil {
 				n.log.Info("redis server stopped", "err", err)
@@ -470,6 +549,7 @@ func (n *Node) Close() error {
 	if n.locks != nil {
 		n.locks.VersionCache().Close()
 	}
+	n.audit.Close()
 	if n.eng.KV != nil {
 		// Entries applied without fsync are covered by the synced Raft log;
 		// flush so a clean restart replays nothing.

@@ -310,7 +310,7 @@ func (f *forwarder) clientConn(addr string) (*grpc.ClientConn, error) {
 	c, ok := f.conns[addr]
 	if !ok {
 		var err error
-		c, err = grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		c, err = grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, f.s.dial...)...)
 		if err != nil {
 			return nil, err
 		}

@@ -30,6 +30,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc"
 	"log/slog"
 	"sync"
 
@@ -71,6 +72,9 @@ type Config struct {
 	// not know PD's leader (it holds no replica of the system region).
 	Join   []string
 	Logger *slog.Logger
+	// DialOptions are added to every connection PD makes to another node
+	// (the cluster's mutual TLS credentials).
+	DialOptions []grpc.DialOption
 }
 
 // Server implements kvpb.PDServer on one node.
@@ -79,6 +83,7 @@ type Server struct {
 	store *raftstore.Store
 	log   *slog.Logger
 	join  []string
+	dial  []grpc.DialOption // Config.DialOptions
 
 	// lead is the state of this server while it is PD's leader; nil
 	// otherwise.
@@ -100,7 +105,7 @@ type Server struct {
 // replica of the system region leads (LeaderChanged); until then it
 // forwards.
 func New(store *raftstore.Store, cfg Config) *Server {
-	s := &Server{store: store, log: cfg.Logger, join: cfg.Join, stores: map[uint64]*kvpb.Store{}}
+	s := &Server{store: store, log: cfg.Logger, join: cfg.Join, dial: cfg.DialOptions, stores: map[uint64]*kvpb.Store{}}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

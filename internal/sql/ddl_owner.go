@@ -135,6 +135,9 @@ func (e *Engine) Tick(ctx context.Context) error {
 		return err
 	}
 	ver, err := catalog.Version(ctx, txn)
+	if err == nil {
+		err = e.refreshPrivileges(ctx, txn)
+	}
 	txn.Rollback(ctx)
 	if err != nil {
 		return err

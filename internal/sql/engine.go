@@ -30,9 +30,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-db/strata/internal/audit"
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
 	"github.com/strata-db/strata/internal/sql/infoschema"
+	"github.com/strata-db/strata/internal/sql/privilege"
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
@@ -44,8 +46,10 @@ const autoIDBatch = 1000
 type Engine struct {
 	store   kv.Storage
 	schema  atomic.Pointer[catalog.Schema]
+	privs   atomic.Pointer[privilege.Snapshot] // accounts (privileges.go)
 	ids     *idAllocator
 	cluster infoschema.ClusterSource
+	audit   *audit.Logger
 
 	// ddlMu orders schema installs against transaction starts.
 	ddlMu sync.RWMutex
@@ -118,6 +122,8 @@ type Options struct {
 	// Cluster reads the cluster's state for INFORMATION_SCHEMA.CLUSTER_NODES
 	// and REGIONS (nil: they are empty).
 	Cluster infoschema.ClusterSource
+	// Audit, when set, records every DDL and DCL statement (audit.go).
+	Audit *audit.Logger
 }
 
 // Close cancels the running statements (they fail with 1053) and refuses
@@ -138,7 +144,7 @@ func (e *Engine) Close() {
 func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, error) {
 	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1), cluster: opts.Cluster,
 		id: opts.ID, addr: opts.Addr, backfillBatch: opts.BackfillBatch, backfillWorkers: opts.BackfillWorkers,
-		manual: opts.Manual}
+		manual: opts.Manual, audit: opts.Audit}
 	e.gcCtx, e.gcStop = context.WithCancel(context.Background())
 	e.ids = &idAllocator{store: store, tables: map[int64]*idRange{}}
 	if e.id == "" {
@@ -164,6 +170,9 @@ func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, er
 	e.own.jobsDone = make(chan struct{})
 	if _, err := e.loadSchema(ctx); err != nil {
 		return nil, err
+	}
+	if err := e.loadPrivileges(ctx); err != nil {
+		return nil, fmt.Errorf("sql: load accounts: %w", err)
 	}
 	// Registered and (when nobody is) the DDL owner before the first
 	// statement, so that a single node runs its first DDL at once.

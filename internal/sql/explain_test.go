@@ -22,6 +22,9 @@ func TestExplain(t *testing.T) {
 		if strings.Contains(path, "/schema_change/") {
 			t.Skip("TestSchemaChange's scripts")
 		}
+		if strings.Contains(path, "/privileges/") {
+			t.Skip("TestPrivileges' scripts")
+		}
 		s := newTestSession(t)
 		ctx := context.Background()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 
+	"github.com/strata-db/strata/internal/sql/privilege"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
 )
@@ -222,7 +223,7 @@ func (s *Session) runKill(n *ast.KillStmt) (*Result, error) {
 	if target == nil || uint64(uint32(n.ConnectionID)) != n.ConnectionID {
 		return nil, sqlerr.New(1094, "HY000", "Unknown thread id: %d", n.ConnectionID)
 	}
-	if target.user != s.user && s.user != "root" {
+	if target.user != s.user && s.privs().Global&privilege.Super == 0 {
 		return nil, sqlerr.New(1095, "HY000", "You are not owner of thread %d", n.ConnectionID)
 	}
 	if n.Query {

@@ -18,6 +18,7 @@ import (
 	"github.com/strata-db/strata/internal/sql/exec"
 	"github.com/strata-db/strata/internal/sql/expr"
 	"github.com/strata-db/strata/internal/sql/plan"
+	"github.com/strata-db/strata/internal/sql/privilege"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
 )
@@ -66,6 +67,10 @@ type compiled struct {
 	tempVersion int64 // the session's temporary tables when planned
 	forUpdate   bool
 	columns     []*Column // result columns of query
+	// needs are the privileges the statement needs (privcheck.go);
+	// privOK is the privilege set they last passed for.
+	needs  []need
+	privOK *privilege.Set
 }
 
 // Session is one client connection's SQL state. It is used by one
@@ -114,6 +119,8 @@ type Session struct {
 	textPlans map[string]*prepared
 
 	x sessionExtra // stmts.go
+
+	auth sessionAuth // privcheck.go
 }
 
 // NewSession opens a session for a connected client.
@@ -124,6 +131,7 @@ func (e *Engine) NewSession(user, host string) *Session {
 		vars: map[string]types.Datum{}, userVars: map[string]types.Datum{},
 		prepared: map[uint32]*prepared{}, textPlans: map[string]*prepared{},
 	}
+	s.initAuth()
 	e.register(s)
 	return s
 }
@@ -141,6 +149,9 @@ func (s *Session) UseDB(name string) error {
 	if isInfoSchemaDB(name) {
 		s.db = "information_schema"
 		return nil
+	}
+	if err := s.checkUse(name); err != nil {
+		return err
 	}
 	d := schema.DB(name)
 	if d == nil {
@@ -374,7 +385,12 @@ func parseError(err error) error {
 }
 
 // run executes one statement with statement-level retry for autocommit.
-func (s *Session) run(ctx context.Context, st ast.StmtNode, params []types.Datum, p *prepared) (*Result, error) {
+func (s *Session) run(ctx context.Context, st ast.StmtNode, params []types.Datum, p *prepared) (_ *Result, err error) {
+	if s.e.audit != nil {
+		if class := auditClass(st); class != "" {
+			defer func() { s.auditStatement(st, class, err) }()
+		}
+	}
 	s.warnings = s.warnings[:0]
 	if _, ok := st.(*ast.ShowStmt); !ok {
 		defer func() { s.lastWarnings = append(s.lastWarnings[:0], s.warnings...) }()
@@ -400,8 +416,10 @@ func (s *Session) run(ctx context.Context, st ast.StmtNode, params []types.Datum
 			s.warnings = s.warnings[:0]
 			continue
 		}
-		if isDeadlock(err) && s.txn != nil {
-			// InnoDB rolls back the victim of a deadlock.
+		if (isDeadlock(err) || isAborted(err)) && s.txn != nil {
+			// InnoDB rolls back the victim of a deadlock; a transaction
+			// whose write conflicts with a row committed after its
+			// snapshot is rolled back the same way.
 			_ = s.finish(ctx, false)
 		}
 		if ctx.Err() != nil {
@@ -448,16 +466,31 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 	case *ast.UseStmt:
 		return &Result{}, s.UseDB(n.DBName)
 	case *ast.SetStmt:
+		if err := s.checkStmt(ctx, st); err != nil {
+			return nil, err
+		}
 		return s.runSet(ctx, n)
 	case *ast.ShowStmt:
 		return s.runShow(ctx, n)
 	case *ast.ExplainStmt:
 		return s.runExplain(ctx, n)
 	case *ast.AdminStmt:
+		if err := s.checkStmt(ctx, st); err != nil {
+			return nil, err
+		}
 		return s.runAdmin(ctx, n)
 	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt,
 		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt, *ast.CreateViewStmt, *ast.AlterTableStmt:
+		if err := s.checkStmt(ctx, st); err != nil {
+			return nil, err
+		}
 		return s.runDDL(ctx, st)
+	}
+	if err := s.checkStmt(ctx, st); err != nil {
+		return nil, err
+	}
+	if r, ok, err := s.runDCL(ctx, st); ok {
+		return r, err
 	}
 	if n, ok := st.(*ast.LoadDataStmt); ok {
 		return s.loadData(ctx, n)
@@ -485,7 +518,7 @@ func (s *Session) memQuota() int64 {
 func (s *Session) evalContext(params []types.Datum) *expr.EvalContext {
 	return &expr.EvalContext{
 		Params: params, Vars: s, Warnings: &s.warnings, Now: time.Now(), Database: s.db,
-		User: s.userHost, ConnectionID: uint64(s.connID), LastInsertID: s.lastInsertID,
+		User: s.userHost, CurrentUser: s.auth.account.User + "@" + s.auth.account.Host, ConnectionID: uint64(s.connID), LastInsertID: s.lastInsertID,
 		RowCount: s.x.rowCount, FoundRows: s.x.foundRows,
 	}
 }
@@ -496,7 +529,8 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 	b.ParseView = parseView
 	b.Cluster = s.e.cluster
 	b.OnlyFullGroupBy = s.sqlModeHas("ONLY_FULL_GROUP_BY")
-	b.Processes = s.e.processRows
+	b.Processes = func() [][]types.Datum { return processRows(s.visibleProcesses(), true) }
+	b.Privileges = s.privilegeRows
 	c := &compiled{version: s.schema.Version, tempVersion: s.x.tempVersion}
 	var err error
 	switch n := st.(type) {
@@ -518,6 +552,7 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 		return nil, err
 	}
 	c.subqueries = b.Subqueries
+	c.needs = s.dmlNeeds(st)
 	if c.query != nil {
 		c.columns = resultColumns(c.query.Columns())
 	}
@@ -556,6 +591,9 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 		if p != nil {
 			p.cached = c
 		}
+	}
+	if err := s.checkCompiled(c); err != nil {
+		return nil, err
 	}
 	// A statement that reads to write locks what it writes, in a
 	// pessimistic transaction, and runs again when its locks find rows

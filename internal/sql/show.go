@@ -109,7 +109,7 @@ func (s *Session) runShowAll(ctx context.Context, n *ast.ShowStmt) (*Result, err
 	case ast.ShowDatabases:
 		res.Columns = textColumns("Database")
 		for _, d := range append([]string{"information_schema"}, schema.DBNames()...) {
-			if keep(d) {
+			if keep(d) && s.canSeeDB(d) {
 				res.Rows = append(res.Rows, textRow(d))
 			}
 		}
@@ -126,7 +126,7 @@ func (s *Session) runShowAll(ctx context.Context, n *ast.ShowStmt) (*Result, err
 			res.Columns = textColumns("Tables_in_"+db, "Table_type")
 		}
 		for _, t := range schema.Tables(db) {
-			if !keep(t.Name) || t.Temporary {
+			if !keep(t.Name) || t.Temporary || !s.canSeeTable(db, t.Name) {
 				continue
 			}
 			if n.Full {
@@ -257,7 +257,8 @@ func (s *Session) runShowAll(ctx context.Context, n *ast.ShowStmt) (*Result, err
 		}
 	case ast.ShowStatus:
 		res.Columns = textColumns("Variable_name", "Value")
-		status := [][2]string{{"Threads_connected", "1"}, {"Uptime", "1"}}
+		status := [][2]string{{"Threads_connected", "1"}, {"Uptime", "1"},
+			{"Ssl_cipher", s.auth.tlsCipher}, {"Ssl_version", s.auth.tlsVersion}}
 		for _, kv := range status {
 			if keep(kv[0]) {
 				res.Rows = append(res.Rows, textRow(kv[0], kv[1]))
@@ -274,7 +275,7 @@ func (s *Session) runShowAll(ctx context.Context, n *ast.ShowStmt) (*Result, err
 		res.Rows = append(res.Rows, textRow("utf8mb4", "UTF-8 Unicode", "utf8mb4_bin", "4"))
 	case ast.ShowProcessList:
 		res.Columns = processColumns()
-		res.Rows = processRows(s.e.Processes(), n.Full)
+		res.Rows = processRows(s.visibleProcesses(), n.Full)
 	default:
 		return nil, notSupported(showName(n))
 	}

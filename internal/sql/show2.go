@@ -13,6 +13,7 @@ import (
 	"github.com/strata-db/strata/internal/sql/expr"
 	"github.com/strata-db/strata/internal/sql/infoschema"
 	"github.com/strata-db/strata/internal/sql/plan"
+	"github.com/strata-db/strata/internal/sql/privilege"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
 )
@@ -57,6 +58,12 @@ func (s *Session) runShowExtra(ctx context.Context, n *ast.ShowStmt, schema *cat
 		}
 		if t == nil {
 			return nil, true, noSuchTable(db, n.Table.Name.O)
+		}
+		if !s.canSeeTable(db, t.Name) {
+			return nil, true, s.commandDenied("SHOW", t.Name)
+		}
+		if n.Tp == ast.ShowCreateView && !isSuperuser(s.privs()) && s.privs().Table(db, t.Name)&privilege.ShowView == 0 {
+			return nil, true, s.commandDenied("SHOW VIEW", t.Name)
 		}
 		switch n.Tp {
 		case ast.ShowColumns:
@@ -133,13 +140,8 @@ func (s *Session) runShowExtra(ctx context.Context, n *ast.ShowStmt, schema *cat
 			res.Rows = append(res.Rows, row)
 		}
 	case ast.ShowGrants:
-		user := s.user
-		host := "%"
-		if n.User != nil && n.User.Username != "" {
-			user, host = n.User.Username, n.User.Hostname
-		}
-		res.Columns = textColumns(fmt.Sprintf("Grants for %s@%s", user, host))
-		res.Rows = append(res.Rows, textRow(fmt.Sprintf("GRANT ALL PRIVILEGES ON *.* TO `%s`@`%s` WITH GRANT OPTION", user, host)))
+		r, err := s.showGrants(n)
+		return r, true, err
 	case ast.ShowTriggers:
 		res.Columns = textColumns("Trigger", "Event", "Table", "Statement", "Timing", "Created", "sql_mode", "Definer", "character_set_client", "collation_connection", "Database Collation")
 	case ast.ShowProcedureStatus, ast.ShowFunctionStatus:

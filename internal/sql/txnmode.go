@@ -175,6 +175,13 @@ func isDeadlock(err error) bool {
 	return errors.As(err, &re) && re.Deadlock
 }
 
+// isAborted reports whether err ended this transaction under snapshot
+// isolation (a row it locks was committed after its snapshot).
+func isAborted(err error) bool {
+	var re *kv.RetryableError
+	return errors.As(err, &re) && re.Aborted
+}
+
 // retryableSQLError is the MySQL error of a transaction conflict. The texts
 // are MySQL's (InnoDB's), and name no keys.
 func retryableSQLError(re *kv.RetryableError) *sqlerr.Error {

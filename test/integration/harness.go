@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -111,6 +112,9 @@ type Node struct {
 	// User and Password are the credentials DSN uses (root, no password by
 	// default).
 	User, Password string
+	// TLS is the go-sql-driver tls parameter DSN uses ("": plaintext);
+	// a node started with --require-secure-transport gets skip-verify.
+	TLS string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -142,6 +146,11 @@ func StartNodeWith(t testing.TB, rootPassword string, extraArgs []string) *Node 
 		n.ExtraArgs = append(n.ExtraArgs, "--root-password", rootPassword)
 	}
 	n.ExtraArgs = append(n.ExtraArgs, extraArgs...)
+	for _, a := range extraArgs {
+		if a == "--require-secure-transport" {
+			n.TLS = "skip-verify"
+		}
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("last lines of the node log %s:\n%s", n.LogPath, tail(n.LogPath, 40))
@@ -269,8 +278,20 @@ func (n *Node) waitReady(timeout time.Duration) error {
 	return fmt.Errorf("not ready after %v: %v", timeout, last)
 }
 
+// HTTPURL is the URL of path on the node's HTTP port: HTTPS when the port
+// listens beyond loopback (then verify with DataDir/tls/server.crt).
+func (n *Node) HTTPURL(path string) string {
+	host, _, _ := net.SplitHostPort(n.HTTPAddr)
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return "http://" + n.HTTPAddr + path
+	}
+	return "https://" + n.HTTPAddr + path
+}
+
 func (n *Node) probe(client *http.Client) error {
-	resp, err := client.Get("http://" + n.HTTPAddr + "/healthz")
+	// Readiness only: the certificate is the tests' business.
+	client.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	resp, err := client.Get(n.HTTPURL("/healthz"))
 	if err != nil {
 		return err
 	}
@@ -344,6 +365,7 @@ func (n *Node) DSNAs(user, password, db string) string {
 	cfg.WriteTimeout = 60 * time.Second
 	cfg.InterpolateParams = false
 	cfg.ParseTime = true
+	cfg.TLSConfig = n.TLS
 	return cfg.FormatDSN()
 }
 

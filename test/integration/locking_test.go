@@ -275,3 +275,124 @@ func TestClusterDeadlockDetected(t *testing.T) {
 		t.Fatalf("v = %d, %d; want the survivor's 1, 1", v1, v2)
 	}
 }
+
+// REPEATABLE READ is snapshot isolation: a transaction that read a row at
+// its snapshot and then writes it after another transaction committed a
+// change to it is rolled back with 1213 rather than overwrite a value it
+// never saw (the lost update InnoDB allows). A transaction that has read
+// nothing at its snapshot waits for the row and writes the latest value, as
+// in MySQL; so does one that read the row with FOR UPDATE.
+func TestRepeatableReadRefusesLostUpdate(t *testing.T) {
+	n := StartNode(t)
+	mustExec(t, n.DB(t, ""), "CREATE DATABASE app")
+	db := n.DB(t, "app")
+	mustExec(t, db, "CREATE TABLE acct (id INT PRIMARY KEY, balance BIGINT NOT NULL)", "INSERT INTO acct VALUES (1, 100), (2, 100)")
+	ctx := context.Background()
+	balance := func(id int) int64 {
+		t.Helper()
+		var b int64
+		if err := db.QueryRow("SELECT balance FROM acct WHERE id = ?", id).Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+
+	// Read at the snapshot, another commit, then a write from the stale read.
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen int64
+	if err := tx.QueryRow("SELECT balance FROM acct WHERE id = 1").Scan(&seen); err != nil || seen != 100 {
+		t.Fatalf("read %d (%v), want 100", seen, err)
+	}
+	mustExec(t, db, "UPDATE acct SET balance = balance - 30 WHERE id = 1")
+	_, err = tx.Exec("UPDATE acct SET balance = ? WHERE id = 1", seen+10)
+	expectError(t, err, 1213, "40001")
+	_ = tx.Commit() // the transaction was rolled back: MySQL's COMMIT then commits nothing
+	if b := balance(1); b != 70 {
+		t.Fatalf("balance of 1 = %d, want 70 (the lost update of 110 must not land)", b)
+	}
+
+	// The same with a delta update: still refused, the read was stale.
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow("SELECT balance FROM acct WHERE id = 2").Scan(&seen); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, db, "UPDATE acct SET balance = balance + 5 WHERE id = 2")
+	_, err = tx.Exec("UPDATE acct SET balance = balance - 1 WHERE id = 2")
+	expectError(t, err, 1213, "40001")
+	_ = tx.Rollback()
+
+	// The rows read at the snapshot are unchanged, another one is written
+	// after a concurrent commit: the snapshot moves past that commit (the
+	// reads give the same answers there) and the write applies to the
+	// latest row. A range read makes the snapshot final: refused again.
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow("SELECT balance FROM acct WHERE id = 2").Scan(&seen); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, db, "UPDATE acct SET balance = balance + 1 WHERE id = 1")
+	mustExec(t, tx, "UPDATE acct SET balance = balance - 1 WHERE id = 1")
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b := balance(1); b != 70 {
+		t.Fatalf("balance of 1 = %d, want 70", b)
+	}
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	if err := tx.QueryRow("SELECT SUM(balance) FROM acct WHERE id BETWEEN 2 AND 9").Scan(&sum); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, db, "UPDATE acct SET balance = balance + 1 WHERE id = 1")
+	_, err = tx.Exec("UPDATE acct SET balance = balance - 1 WHERE id = 1")
+	expectError(t, err, 1213, "40001")
+	_ = tx.Rollback()
+	mustExec(t, db, "UPDATE acct SET balance = balance - 1 WHERE id = 1")
+
+	// Nothing read at the snapshot: the write waits for and applies to the
+	// latest row, and later plain reads see it.
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, tx, "UPDATE acct SET balance = balance + 0 WHERE id = 2")
+	mustExec(t, db, "UPDATE acct SET balance = balance + 1 WHERE id = 1")
+	mustExec(t, tx, "UPDATE acct SET balance = balance + 1 WHERE id = 1")
+	var got int64
+	if err := tx.QueryRow("SELECT balance FROM acct WHERE id = 1").Scan(&got); err != nil || got != 72 {
+		t.Fatalf("read %d (%v) after the locking update, want 72", got, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	// FOR UPDATE first: the read takes the lock and sees the latest row.
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, db, "UPDATE acct SET balance = balance + 1 WHERE id = 1")
+	if err := tx.QueryRow("SELECT balance FROM acct WHERE id = 1 FOR UPDATE").Scan(&seen); err != nil || seen != 73 {
+		t.Fatalf("FOR UPDATE read %d (%v), want 73", seen, err)
+	}
+	if _, err := tx.Exec("UPDATE acct SET balance = ? WHERE id = 1", seen-3); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b := balance(1); b != 70 {
+		t.Fatalf("balance of 1 = %d, want 70", b)
+	}
+}

@@ -220,18 +220,22 @@ func TestTransactions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Both read the row first, so both snapshots predate the other's write.
+		// tx1 reads the row first; tx2 reads another one, so both
+		// snapshots predate tx1's write. (Had tx2 read row 2 itself, its
+		// update would fail with 1213 under snapshot isolation:
+		// TestRepeatableReadRefusesLostUpdate.)
 		var b1, b2 int64
 		if err := tx1.QueryRow("SELECT balance FROM acct WHERE id = 2").Scan(&b1); err != nil {
 			t.Fatal(err)
 		}
-		if err := tx2.QueryRow("SELECT balance FROM acct WHERE id = 2").Scan(&b2); err != nil {
+		if err := tx2.QueryRow("SELECT balance FROM acct WHERE id = 1").Scan(&b2); err != nil {
 			t.Fatal(err)
 		}
 		mustExec(t, tx1, "UPDATE acct SET balance = balance + 1 WHERE id = 2")
 		done := make(chan error, 1)
 		go func() {
-			// Waits for tx1's row lock, then updates what tx1 committed.
+			// Waits for tx1's row lock, then updates what tx1 committed:
+			// row 1, which tx2 read, is unchanged, so its snapshot moves.
 			if _, err := tx2.Exec("UPDATE acct SET balance = balance + 1 WHERE id = 2"); err != nil {
 				tx2.Rollback()
 				done <- err

@@ -826,4 +826,3 @@ func runMultiUpdate(c *Context, p *plan.Update, rows [][]types.Datum) error {
 	}
 	return nil
 }
-

@@ -278,7 +278,7 @@ func init() {
 		"date_format":       {minArgs: 2, maxArgs: 2, nullIfNullArg: true, retType: retShortString, eval: evalDateFormat},
 		// Information functions.
 		"user":           {minArgs: 0, maxArgs: 0, volatile: true, retType: retShortString, eval: evalUser},
-		"current_user":   {minArgs: 0, maxArgs: 0, volatile: true, retType: retShortString, eval: evalUser},
+		"current_user":   {minArgs: 0, maxArgs: 0, volatile: true, retType: retShortString, eval: evalCurrentUser},
 		"session_user":   {minArgs: 0, maxArgs: 0, volatile: true, retType: retShortString, eval: evalUser},
 		"system_user":    {minArgs: 0, maxArgs: 0, volatile: true, retType: retShortString, eval: evalUser},
 		"connection_id":  {minArgs: 0, maxArgs: 0, volatile: true, retType: retUint, eval: evalConnectionID},

@@ -432,6 +432,15 @@ func evalUser(ctx *EvalContext, _ *Func, _ []types.Datum) (types.Datum, error) {
 	return types.NewString(ctx.User), nil
 }
 
+// evalCurrentUser is CURRENT_USER(): the account the login matched
+// (user@host pattern), USER() where it is not known.
+func evalCurrentUser(ctx *EvalContext, f *Func, args []types.Datum) (types.Datum, error) {
+	if ctx != nil && ctx.CurrentUser != "" {
+		return types.NewString(ctx.CurrentUser), nil
+	}
+	return evalUser(ctx, f, args)
+}
+
 func evalConnectionID(ctx *EvalContext, _ *Func, _ []types.Datum) (types.Datum, error) {
 	if ctx == nil {
 		return types.NewUint(0), nil

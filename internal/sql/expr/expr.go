@@ -71,7 +71,8 @@ type EvalContext struct {
 	// the session time zone (UNIX_TIMESTAMP, FROM_UNIXTIME).
 	Now          time.Time
 	Database     string // current database, for DATABASE()
-	User         string // 'user@host', for USER() and CURRENT_USER()
+	User         string // 'user@host', for USER()
+	CurrentUser  string // the account's 'user@host pattern', for CURRENT_USER()
 	ConnectionID uint64 // for CONNECTION_ID()
 	LastInsertID uint64 // for LAST_INSERT_ID()
 	// Ctx is the statement's context (SLEEP returns early when it ends);

@@ -148,6 +148,21 @@ var tableInfos = func() map[string]*catalog.TableInfo {
 	return out
 }()
 
+// IsPrivilegeTable reports whether name is one of the privilege tables
+// (USER_, SCHEMA_, TABLE_, COLUMN_PRIVILEGES), whose rows come from the
+// accounts, through a PrivilegeSource.
+func IsPrivilegeTable(name string) bool {
+	switch strings.ToUpper(name) {
+	case "USER_PRIVILEGES", "SCHEMA_PRIVILEGES", "TABLE_PRIVILEGES", "COLUMN_PRIVILEGES":
+		return true
+	}
+	return false
+}
+
+// PrivilegeSource returns the rows of a privilege table now, as the
+// session running the statement may see them.
+type PrivilegeSource func(table string) [][]types.Datum
+
 // Table returns the definition of an INFORMATION_SCHEMA table (any case),
 // or nil.
 func Table(name string) *catalog.TableInfo { return tableInfos[strings.ToUpper(name)] }
@@ -187,8 +202,6 @@ func Rows(schema *catalog.Schema, name string) [][]types.Datum {
 		for _, c := range Collations {
 			b.add(c.Name, c.Charset)
 		}
-	case "USER_PRIVILEGES":
-		b.add("'root'@'%'", "def", "ALL PRIVILEGES", "YES")
 	}
 	return b.rows
 }

@@ -36,6 +36,9 @@ type Builder struct {
 	// Processes lists the node's sessions for INFORMATION_SCHEMA.
 	// PROCESSLIST (nil: empty).
 	Processes infoschema.ProcessSource
+	// Privileges lists accounts' privileges for INFORMATION_SCHEMA's
+	// privilege tables (nil: empty).
+	Privileges infoschema.PrivilegeSource
 	// OnlyFullGroupBy enforces sql_mode's ONLY_FULL_GROUP_BY
 	// (fullgroupby.go).
 	OnlyFullGroupBy bool

@@ -39,6 +39,14 @@ func (b *Builder) buildInfoSchema(sc *scope, name, alias string) (*leaf, error) 
 			}
 			return src()
 		}
+	} else if infoschema.IsPrivilegeTable(t.Name) {
+		src, name := b.Privileges, t.Name
+		v.Fetch = func() [][]types.Datum {
+			if src == nil {
+				return nil
+			}
+			return src(name)
+		}
 	} else if infoschema.IsClusterTable(t.Name) {
 		src, name := b.Cluster, t.Name
 		v.Fetch = func() [][]types.Datum { return infoschema.ClusterRows(src, name) }

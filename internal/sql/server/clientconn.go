@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -31,11 +32,27 @@ import (
 // authentication, the socket carries a deadline; the OK clears it, and an
 // authenticated connection may then idle as long as it likes.
 //
+// TLS. clientConn terminates TLS itself, below the packet parsing above,
+// so that prepares can still be rewritten on an encrypted connection: the
+// protocol library is given no TLS configuration, clientConn sets the SSL
+// capability in the server's greeting, takes the client's SSLRequest out
+// of the stream, runs the TLS handshake on the socket and from then on
+// reads and writes through it. The library sees the client's full
+// handshake response (with CLIENT_SSL, so it treats the connection as
+// secure) as if it were the first.
+//
+// Sequence numbers. Packets of the handshake carry sequence numbers the
+// library checks and sets. Each packet clientConn consumes (the
+// SSLRequest) or injects (the caching_sha2_password exchange of auth.go,
+// writeAuthPacket) shifts the client's numbering against the library's
+// by one, so until authentication ends clientConn renumbers packets in
+// both directions by seqShift.
+//
 // The client-to-server stream is a sequence of packets (4-byte header:
 // 3-byte little-endian length, sequence number). A packet with sequence
 // number 0 starts a command; its first payload byte is the command code.
-// This holds for the whole connection because the server never enables TLS
-// or compression; enabling either requires revisiting this type.
+// The server never enables compression, which would require revisiting
+// this type.
 
 const (
 	comStmtPrepare   = 0x16
@@ -49,9 +66,26 @@ const (
 
 type clientConn struct {
 	net.Conn
-	in  *bufio.Reader // over the socket's pollReader (pollread.go)
-	buf []byte        // current packet as returned to the reader
-	out []byte        // unread rest of buf
+	sock net.Conn      // where packets are written: the socket, or its TLS layer
+	poll *pollReader   // the socket's reader (pollread.go)
+	in   *bufio.Reader // over poll, or over the TLS layer
+
+	// TLS (see above): tlsConfig nil offers none; tlsConn is set once
+	// the client started it.
+	tlsConfig *tls.Config
+	tlsConn   *tls.Conn
+
+	// Handshake renumbering: seqShift is added to the library's sequence
+	// numbers on the way out and taken from the client's on the way in;
+	// nextSeq is the client's numbering of the next packet; greeting
+	// tracks the first packet's body, whose capability flags get SSL.
+	seqShift byte
+	nextSeq  byte
+	greeting bool
+	wBodyPos int
+
+	buf []byte // current packet as returned to the reader
+	out []byte // unread rest of buf
 
 	// Server-to-client packet tracking, used only until authenticated is
 	// set; writes happen on the connection's goroutine.
@@ -84,31 +118,54 @@ func newClientConn(c net.Conn, handshakeTimeout time.Duration) *clientConn {
 	if handshakeTimeout > 0 {
 		_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
 	}
-	return &clientConn{Conn: c, in: bufio.NewReaderSize(newPollReader(c), 16<<10), pending: map[uint64]string{}}
+	poll := newPollReader(c)
+	return &clientConn{Conn: c, sock: c, poll: poll, in: bufio.NewReaderSize(poll, 16<<10), pending: map[uint64]string{}, greeting: true}
 }
 
-// Write passes b to the socket. Before authentication completes it also
-// follows the server's packets to notice the OK that ends the handshake.
+// Write passes b to the client. Before authentication completes it also
+// follows the server's packets to renumber them, to offer TLS in the
+// greeting and to notice the OK that ends the handshake.
 func (p *clientConn) Write(b []byte) (int, error) {
 	if !p.authenticated {
-		p.watchHandshake(b)
+		out := append([]byte(nil), b...)
+		p.watchHandshake(out)
+		if _, err := p.sock.Write(out); err != nil {
+			return 0, err
+		}
+		return len(b), nil
 	}
-	return p.Conn.Write(b)
+	return p.sock.Write(b)
 }
 
+// greetingCapOffset is the offset in the greeting's body of the second
+// byte of the capability flags, which holds CLIENT_SSL (0x0800): protocol
+// version, server version and its NUL, connection id, 8 bytes of auth
+// data and a filler byte come first.
+var greetingCapOffset = 1 + len(ServerVersion) + 1 + 4 + 8 + 1 + 1
+
+const clientSSLBit = 0x08 // CLIENT_SSL in the capability flags' second byte
+
 // watchHandshake parses the server's packets in b (the library writes a
-// header and a body as separate calls). During the handshake the server
-// sends the greeting (0x0a), maybe an auth-switch request (0xfe), and then
-// OK (0x00) or an error (0xff); no earlier packet starts with 0x00.
+// header and a body as separate calls), renumbering them and setting
+// CLIENT_SSL in the greeting when TLS is offered. During the handshake the
+// server sends the greeting (0x0a), maybe an auth-switch request (0xfe)
+// or more auth data (0x01), and then OK (0x00) or an error (0xff); no
+// earlier packet starts with 0x00.
 func (p *clientConn) watchHandshake(b []byte) {
 	for len(b) > 0 && !p.authenticated {
 		if p.wHeaderLen < 4 {
-			n := copy(p.wHeader[p.wHeaderLen:], b)
+			n := min(len(b), 4-p.wHeaderLen)
+			if j := 3 - p.wHeaderLen; j < n {
+				b[j] += p.seqShift
+				p.nextSeq = b[j] + 1
+			}
+			copy(p.wHeader[p.wHeaderLen:], b[:n])
 			p.wHeaderLen += n
 			b = b[n:]
 			if p.wHeaderLen == 4 {
 				p.wBodyLeft = int(p.wHeader[0]) | int(p.wHeader[1])<<8 | int(p.wHeader[2])<<16
 				p.wBodyStarted = false
+				p.wBodyPos = 0
 				if p.wBodyLeft == 0 {
 					p.wHeaderLen = 0
 				}
@@ -124,12 +181,63 @@ func (p *clientConn) watchHandshake(b []byte) {
 			}
 		}
 		n := min(len(b), p.wBodyLeft)
+		if p.greeting && p.tlsConfig != nil && p.wBodyPos <= greetingCapOffset && greetingCapOffset < p.wBodyPos+n {
+			b[greetingCapOffset-p.wBodyPos] |= clientSSLBit
+		}
+		p.wBodyPos += n
 		p.wBodyLeft -= n
 		b = b[n:]
 		if p.wBodyLeft == 0 {
 			p.wHeaderLen = 0
+			p.greeting = false
 		}
 	}
+}
+
+// writeAuthPacket sends a packet of the handshake that the protocol
+// library does not know about (auth.go's caching_sha2_password
+// exchange) and shifts the numbering accordingly. It is called on the
+// connection's goroutine, between the library's packets.
+func (p *clientConn) writeAuthPacket(payload []byte) error {
+	pkt := make([]byte, 4+len(payload))
+	pkt[0], pkt[1], pkt[2], pkt[3] = byte(len(payload)), byte(len(payload)>>8), byte(len(payload)>>16), p.nextSeq
+	copy(pkt[4:], payload)
+	p.nextSeq++
+	p.seqShift++
+	_, err := p.sock.Write(pkt)
+	return err
+}
+
+// startTLS runs the server side of a TLS handshake on the socket after
+// the client's SSLRequest; later packets go through it.
+func (p *clientConn) startTLS() error {
+	// The client may have sent its ClientHello right behind the
+	// SSLRequest: the TLS layer reads through p.in, which holds it.
+	c := tls.Server(bufferedConn{Conn: p.Conn, r: p.in}, p.tlsConfig)
+	if err := c.Handshake(); err != nil {
+		return err
+	}
+	p.tlsConn, p.sock = c, c
+	p.in = bufio.NewReaderSize(c, 16<<10)
+	return nil
+}
+
+// bufferedConn is a socket read through a reader that may already hold
+// some of its bytes.
+type bufferedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c bufferedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+// TLSState returns the connection's TLS state, nil for plaintext.
+func (p *clientConn) TLSState() *tls.ConnectionState {
+	if p.tlsConn == nil {
+		return nil
+	}
+	st := p.tlsConn.ConnectionState()
+	return &st
 }
 
 // Read returns the client's byte stream, one packet at a time, with
@@ -151,6 +259,27 @@ func (p *clientConn) readPacket() error {
 		return err
 	}
 	n := int(hdr[0]) | int(hdr[1])<<8 | int(hdr[2])<<16
+	if !p.authenticated {
+		p.nextSeq = hdr[3] + 1
+		if p.tlsConfig != nil && p.tlsConn == nil && hdr[3] == 1 && n == 32 {
+			// An SSLRequest (capability flags with CLIENT_SSL, max
+			// packet size, charset, 23 zero bytes) is the short form of
+			// the handshake response; the full one follows over TLS.
+			var req [32]byte
+			if _, err := io.ReadFull(p.in, req[:]); err != nil {
+				return err
+			}
+			if req[1]&clientSSLBit == 0 {
+				return errors.New("a handshake response too short to hold a user name")
+			}
+			if err := p.startTLS(); err != nil {
+				return err
+			}
+			p.seqShift++
+			return p.readPacket()
+		}
+		hdr[3] -= p.seqShift
+	}
 	if !p.cont {
 		p.cmdSize = 0
 	}

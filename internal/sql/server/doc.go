@@ -1,6 +1,8 @@
 // Package server is Strata's MySQL wire-protocol front end: it accepts client
-// connections, authenticates them (mysql_native_password) and translates every
-// protocol command into calls on one sql.Session per connection.
+// connections, offers them TLS, authenticates them against the cluster's
+// accounts (caching_sha2_password and mysql_native_password; auth.go) and
+// translates every protocol command into calls on one sql.Session per
+// connection.
 //
 // The protocol mechanics (handshake, packet framing, result-set and
 // prepared-statement packets) come from github.com/dolthub/vitess/go/mysql;

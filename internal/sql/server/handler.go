@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -152,6 +153,18 @@ func (h *handler) state(c *mysql.Conn) *connState {
 	}
 	if st.sess == nil {
 		st.sess = h.open(c.User, hostOf(c.RemoteAddr()))
+		if ci, ok := st.sess.(interface {
+			SetConnInfo(usedPassword bool, tlsVersion, tlsCipher string)
+		}); ok {
+			u, _ := c.UserData.(authenticatedUser)
+			var version, cipher string
+			if cc, ok := c.Conn.(*clientConn); ok {
+				if ts := cc.TLSState(); ts != nil {
+					version, cipher = tlsVersionName(ts.Version), tls.CipherSuiteName(ts.CipherSuite)
+				}
+			}
+			ci.SetConnInfo(u.usedPassword, version, cipher)
+		}
 		if cs, ok := st.sess.(connSession); ok {
 			cs.SetClientFoundRows(c.Capabilities&mysql.CapabilityClientFoundRows != 0)
 			cs.SetConnCloser(c.Close)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -17,6 +18,7 @@ type clientListener struct {
 	log              *slog.Logger
 	handshakeTimeout time.Duration
 	maxPacket        int
+	tls              *tls.Config // offered to clients; nil: none
 }
 
 const maxAcceptBackoff = time.Second
@@ -28,6 +30,7 @@ func (l clientListener) Accept() (net.Conn, error) {
 		if err == nil {
 			cc := newClientConn(c, l.handshakeTimeout)
 			cc.maxPacket = l.maxPacket
+			cc.tlsConfig = l.tls
 			return cc, nil
 		}
 		if errors.Is(err, net.ErrClosed) {

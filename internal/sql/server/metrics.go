@@ -17,6 +17,14 @@ var (
 		Namespace: "strata", Subsystem: "mysql", Name: "connections_aborted_total",
 		Help: "Connections dropped before the handshake completed (failed authentication, malformed handshake).",
 	})
+	metricLogins = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "mysql", Name: "logins_total",
+		Help: "Successful logins.",
+	})
+	metricLoginFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "mysql", Name: "login_failures_total",
+		Help: "Refused logins, by reason (wrong_password, unknown_user, account_locked, blocked_after_failures, ssl_required, x509_required, insecure_transport).",
+	}, []string{"reason"})
 	metricPanics = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: "strata", Subsystem: "mysql", Name: "panics_total",
 		Help: "Panics recovered while serving a command; each cost its connection.",
@@ -71,5 +79,5 @@ var (
 
 func init() {
 	prometheus.MustRegister(metricConnectionsOpen, metricConnectionsTotal, metricConnectionsAborted,
-		metricPanics, metricCommands, metricCommandErrors, metricPolls)
+		metricPanics, metricCommands, metricCommandErrors, metricPolls, metricLogins, metricLoginFailures)
 }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/rsa"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,7 +13,9 @@ import (
 
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/strata-db/strata/internal/audit"
 	strsql "github.com/strata-db/strata/internal/sql"
+	"github.com/strata-db/strata/internal/sql/privilege"
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
@@ -33,8 +37,25 @@ type Config struct {
 	// for the default single-node setup; without it and without a
 	// RootPassword nobody can log in.
 	AllowEmptyRootPassword bool
-	// RootPassword, when set, is required of root from any address.
+	// RootPassword is root's password for a server without an engine
+	// (tests); with an engine, accounts are the cluster's (the node sets
+	// root's password in them).
 	RootPassword string
+	// TLS, when set, is offered to clients (they opt in, as with MySQL's
+	// --ssl-mode=PREFERRED); with ClientCAs set, client certificates are
+	// verified for REQUIRE X509.
+	TLS *tls.Config
+	// RequireSecureTransport refuses logins over plaintext TCP
+	// (require_secure_transport).
+	RequireSecureTransport bool
+	// RSAKey is the key caching_sha2_password clients encrypt their
+	// password with over plaintext; nil generates one.
+	RSAKey *rsa.PrivateKey
+	// Audit, when set, records every login, successful or not.
+	Audit *audit.Logger
+	// LoginFailureDelay is the step of the delay of repeated failed logins
+	// (package loginguard); 0 disables it.
+	LoginFailureDelay time.Duration
 	// MaxConnections bounds concurrently served connections; further
 	// clients wait up to ConnWaitTimeout, then are refused. 0 is unlimited.
 	MaxConnections int
@@ -92,10 +113,10 @@ func New(cfg Config, engine *strsql.Engine) (*Server, error) {
 	}
 	return newServer(cfg, func(user, host string) session {
 		return engine.NewSession(user, host)
-	})
+	}, engine.Privileges)
 }
 
-func newServer(cfg Config, open sessionFactory) (*Server, error) {
+func newServer(cfg Config, open sessionFactory, snapshot func() *privilege.Snapshot) (*Server, error) {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -105,6 +126,14 @@ func newServer(cfg Config, open sessionFactory) (*Server, error) {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Addr, err)
+	}
+	if snapshot == nil {
+		snapshot = staticAccounts(cfg)
+	}
+	auth, err := newAccounts(cfg, snapshot, logger)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	h := newHandler(open, logger)
 	waitTimeout := cfg.ConnWaitTimeout
@@ -126,8 +155,8 @@ func newServer(cfg Config, open sessionFactory) (*Server, error) {
 		maxWait = uint32(cfg.MaxConnections)
 	}
 	l, err := mysql.NewListenerWithConfig(mysql.ListenerConfig{
-		Listener:            clientListener{Listener: ln, log: logger, handshakeTimeout: handshakeTimeout, maxPacket: maxPacket},
-		AuthServer:          newAccounts(cfg),
+		Listener:            clientListener{Listener: ln, log: logger, handshakeTimeout: handshakeTimeout, maxPacket: maxPacket, tls: cfg.TLS},
+		AuthServer:          auth,
 		Handler:             h,
 		ConnReadBufferSize:  mysql.DefaultConnBufferSize,
 		MaxConns:            maxConns,

@@ -33,7 +33,7 @@ func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
 	b := newScriptedBackend()
-	srv, err := newServer(cfg, b.open)
+	srv, err := newServer(cfg, b.open, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
