@@ -13,8 +13,8 @@
 #     flushes and compactions finish; that data directory is copied afresh for every run
 #     of either build. Both builds therefore start from the same LSM shape. A build that
 #     prepares its own tables gets a shape of its own, and that alone moved
-#     oltp_update_index by 10-15% between two builds with the same write path (session
-#     11, docs/benchmarks.md). NEW must read the data directory OLD writes.
+#     oltp_update_index by 10-15% between two builds with the same write path (measured
+#     2026-11-25). NEW must read the data directory OLD writes.
 #   - Each copy is followed by sync, so its writeback does not land in the timed run.
 #   - Within a pair the builds alternate (OLD then NEW); the summary is, per workload,
 #     the median over pairs of NEW's TPS / OLD's TPS, with every pair's ratio listed.

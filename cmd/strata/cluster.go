@@ -18,7 +18,6 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"github.com/strata-db/strata/internal/node"
 )
@@ -132,17 +131,10 @@ func status(args []string) error {
 	fs := flag.NewFlagSet("status", flag.ExitOnError)
 	host := fs.String("host", "127.0.0.1:8080", "HTTP address (--http-addr) of any node")
 	format := fs.String("format", "table", "table or json")
+	var hf httpFlags
+	hf.register(fs)
 	fs.Parse(args)
-	u := &url.URL{Scheme: "http", Host: *host, Path: "/status"}
-	if strings.Contains(*host, "://") {
-		parsed, err := url.Parse(*host)
-		if err != nil {
-			return err
-		}
-		u = parsed.JoinPath("status")
-	}
-	cl := &http.Client{Timeout: 10 * time.Second}
-	resp, err := cl.Get(u.String())
+	resp, err := hf.get(*host, "/status")
 	if err != nil {
 		return fmt.Errorf("cannot reach %s: %v", *host, err)
 	}
@@ -251,6 +243,8 @@ func nodeCommand(args []string) error {
 	host := fs.String("host", "127.0.0.1:8080", "HTTP address (--http-addr) of any node")
 	user := fs.String("user", "root", "SQL account with SUPER, for a node whose HTTP address is not loopback")
 	password := fs.String("password", os.Getenv("STRATA_PASSWORD"), "its password (default $STRATA_PASSWORD)")
+	var hf httpFlags
+	hf.register(fs)
 	var id string
 	rest := args[1:]
 	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
@@ -263,16 +257,27 @@ func nodeCommand(args []string) error {
 	if id == "" {
 		return fmt.Errorf("usage: strata node %s <node id> [--host H]", action)
 	}
-	u := &url.URL{Scheme: "http", Host: *host, Path: "/admin/nodes/" + url.PathEscape(id) + "/" + action}
-	cl := &http.Client{Timeout: 15 * time.Second}
-	req, err := http.NewRequest(http.MethodPost, u.String(), nil)
+	cl, err := hf.client()
 	if err != nil {
 		return err
 	}
-	if *password != "" {
-		req.SetBasicAuth(*user, *password)
+	path := "/admin/nodes/" + url.PathEscape(id) + "/" + action
+	post := func(scheme string) (*http.Response, error) {
+		req, err := http.NewRequest(http.MethodPost, (&url.URL{Scheme: scheme, Host: *host, Path: path}).String(), nil)
+		if err != nil {
+			return nil, err
+		}
+		if *password != "" {
+			req.SetBasicAuth(*user, *password)
+		}
+		return cl.Do(req)
 	}
-	resp, err := cl.Do(req)
+	// HTTPS first, plain HTTP to a node that answers in HTTP (one bound
+	// to loopback), as `strata status` does.
+	resp, err := hf.explain(post("https"))
+	if err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+		resp, err = post("http")
+	}
 	if err != nil {
 		return fmt.Errorf("cannot reach %s: %v", *host, err)
 	}

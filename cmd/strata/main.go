@@ -69,7 +69,8 @@ Usage:
   strata start [flags]      start a node: a single-node database with no flags,
                             a node of a cluster with --join
   strata demo [--nodes N]   run a local cluster of N nodes (default 3) in the foreground
-  strata status [--host H]  show a cluster's nodes and regions (H: any node's --http-addr)
+  strata status [--host H]  show a cluster's nodes and regions (H: any node's --http-addr;
+                            HTTPS beyond loopback: --certs-dir, --ca-cert or --insecure-skip-verify)
   strata node drain|decommission|resume N [--host H]
                             move every replica and leader off node N (decommission:
                             for good), or let it take them again
@@ -131,7 +132,7 @@ func start(args []string) error {
 	sqlAddr := fs.String("sql-addr", "127.0.0.1:4000", "MySQL protocol listen address")
 	respAddr := fs.String("resp-addr", "127.0.0.1:6380", "Redis protocol (RESP2/RESP3) listen address; empty disables")
 	respPassword := fs.String("resp-password", os.Getenv("STRATA_RESP_PASSWORD"),
-		"password Redis clients must give with AUTH (default empty: no AUTH needed)")
+		"password of the Redis default user, given with AUTH (default empty: no AUTH needed); more users with ACL SETUSER")
 	maxValueSize := fs.Int("max-value-size", 64<<20, "largest value (bytes) a Redis command may write or send")
 	gcInterval := fs.Duration("gc-interval", time.Minute, "how often old MVCC versions are garbage-collected (negative disables, and keeps the data of dropped tables)")
 	gcLifeTime := fs.Duration("gc-life-time", 10*time.Minute, "how long old versions are kept: the longest a transaction may run")
@@ -150,7 +151,11 @@ func start(args []string) error {
 	tlsCA := fs.String("tls-ca", "", "PEM CA certificate that signs client certificates (REQUIRE X509; default: --certs-dir's ca.crt)")
 	certsDir := fs.String("certs-dir", "", "directory of ca.crt, node.crt and node.key (strata cert): mutual TLS between nodes, and the client ports' certificate")
 	insecure := fs.Bool("insecure", false, "allow listening beyond loopback without certificates (unencrypted, unauthenticated node-to-node traffic)")
-	requireSecure := fs.Bool("require-secure-transport", false, "refuse MySQL logins over plaintext TCP")
+	requireSecure := fs.Bool("require-secure-transport", false, "refuse MySQL logins and Redis connections over plaintext TCP")
+	auditLog := fs.String("audit-log", "", "append an audit log (JSON lines: logins and DDL/DCL statements) to this file; empty: none")
+	auditMaxSize := fs.Int("audit-log-max-size", 100, "megabytes at which the audit log is rotated")
+	auditMaxBackups := fs.Int("audit-log-max-backups", 10, "rotated audit logs kept")
+	loginDelay := fs.Duration("login-failure-delay", time.Second, "after 3 failed logins in a row of one user from one address, delay each further attempt of that pair by this much more per failure (at most 5 times it) before checking its password; 0 disables")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	gogc := fs.Int("gogc", defaultGOGC, "Go collector heap growth target in percent (the GOGC environment variable overrides it)")
 	memoryLimit := fs.Int64("memory-limit", 0,
@@ -216,6 +221,10 @@ func start(args []string) error {
 		CertsDir:               *certsDir,
 		Insecure:               *insecure,
 		RequireSecureTransport: *requireSecure,
+		AuditLog:               *auditLog,
+		AuditLogMaxSizeMB:      *auditMaxSize,
+		AuditLogMaxBackups:     *auditMaxBackups,
+		LoginFailureDelay:      *loginDelay,
 		Logger:                 logger,
 		Version:                Version,
 		TestClockRate:          *testClockRate,

@@ -621,6 +621,14 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 	// ts derived from max_ts; it must land above for_update_ts.
 	s.cm.UpdateMaxTS(req.ForUpdateTs)
 	deadline := time.Now().Add(time.Duration(req.WaitTimeoutMs) * time.Millisecond)
+	// woken is the key this request was woken first for after a release;
+	// unless the request then locks it, the key's next waiter is woken.
+	var woken []byte
+	defer func() {
+		if woken != nil {
+			s.waiters.wake(woken)
+		}
+	}()
 	for {
 		resp := &kvpb.PessimisticLockResponse{}
 		p, r, rerr := s.route(req.Context, keys...)
@@ -646,8 +654,12 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 				guard.Release()
 				return resp, nil
 			}
-			w := s.waiters.add(l.Key) // under the latches: no release is missed
+			w := s.waiters.add(l.Key, req.StartVersion) // under the latches: no release is missed
 			guard.Release()
+			if woken != nil && !bytes.Equal(woken, l.Key) {
+				s.waiters.wake(woken) // woken for a key it no longer waits for
+			}
+			woken = nil
 			outcome, dl, err := s.waitForLock(ctx, req.StartVersion, l, w, min(wait, waitSlice))
 			switch {
 			case err != nil:
@@ -657,12 +669,17 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 				return resp, nil
 			case outcome == waitTimedOut:
 				return resp, nil
+			case outcome == waitWoken:
+				woken = l.Key
 			}
 			continue
 		}
 		rerr, err = s.propose(ctx, p, r, b)
 		b.Close()
 		guard.Release()
+		if rerr == nil && err == nil {
+			woken = nil // locked
+		}
 		resp.RegionError = rerr
 		if req.ReturnValues {
 			resp.Values = values

@@ -2,6 +2,7 @@ package kvserver
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,57 +20,88 @@ import (
 // well below deadlock.DefaultTTL.
 const waitSlice = time.Second
 
+// wakeUpDelay is how long the waiters on a key other than the one woken
+// first wait at most after a release before they try again themselves
+// (TiKV's wake-up-delay-duration). Only the oldest waiter is woken at once:
+// waking all of them would have all but one find the key locked again,
+// costing each a latch round, a deadlock-detector round and a wait while
+// the winner's statement waits for a processor behind them. The others
+// look again after this delay, which keeps their wait-for edges in the
+// deadlock detector current (the key may now be held by the waiter woken
+// first) and bounds the cost of a wake-up that was not passed on.
+const wakeUpDelay = 20 * time.Millisecond
+
 // lockWaiters parks pessimistic lock requests that met another
 // transaction's lock until a command that can release locks on the key
 // (commit, rollback, lock resolution, pessimistic rollback, a one-phase
-// commit, a status check that rolled its primary back) has finished. A
-// woken request simply tries again; wake-ups that release nothing cost one
+// commit, a status check that rolled its primary back) has finished.
+//
+// The waiters of a key queue oldest transaction first. A release wakes the
+// first of them, which tries again; the others are told to try again
+// within wakeUpDelay. A woken request that does not then take the key's
+// lock (it gave up, failed, or waits for another key now) passes the
+// wake-up on to the next waiter. Wake-ups that release nothing cost one
 // retry. A waiter registers while its request still holds the key's
 // latches, and every releasing command takes those latches before it
 // decides and wakes after it has applied, so no release is missed.
 type lockWaiters struct {
 	n  atomic.Int64 // registered waiters; zero makes wake free
 	mu sync.Mutex
-	m  map[string][]*waiter
+	m  map[string][]*waiter // per key, by txn, oldest first
 }
 
 type waiter struct {
-	key string
-	ch  chan struct{} // closed by wake
+	key  string
+	txn  uint64        // start ts of the waiting transaction
+	ch   chan struct{} // closed by wake: this waiter was woken first
+	soon chan struct{} // closed by wake: another was woken first; try again within wakeUpDelay
+
+	// Guarded by lockWaiters.mu.
+	chosen   bool // ch is closed
+	soonSent bool // soon is closed
 }
 
-func (lw *lockWaiters) add(key []byte) *waiter {
-	w := &waiter{key: string(key), ch: make(chan struct{})}
+func (lw *lockWaiters) add(key []byte, txn uint64) *waiter {
+	w := &waiter{key: string(key), txn: txn, ch: make(chan struct{}), soon: make(chan struct{})}
 	lw.mu.Lock()
 	if lw.m == nil {
 		lw.m = make(map[string][]*waiter)
 	}
-	lw.m[w.key] = append(lw.m[w.key], w)
+	ws := lw.m[w.key]
+	i := len(ws)
+	for i > 0 && ws[i-1].txn > txn {
+		i--
+	}
+	lw.m[w.key] = slices.Insert(ws, i, w)
 	lw.n.Add(1)
 	lw.mu.Unlock()
 	return w
 }
 
-// remove unregisters w if wake has not already.
-func (lw *lockWaiters) remove(w *waiter) {
+// remove unregisters w if wake has not already, and reports whether wake
+// chose w first (its caller then owes the key's next waiter a wake-up
+// unless it takes the lock).
+func (lw *lockWaiters) remove(w *waiter) (chosen bool) {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
+	if w.chosen {
+		return true
+	}
 	ws := lw.m[w.key]
-	for i, x := range ws {
-		if x == w {
-			ws = append(ws[:i], ws[i+1:]...)
-			lw.n.Add(-1)
-			break
-		}
+	if i := slices.Index(ws, w); i >= 0 {
+		ws = slices.Delete(ws, i, i+1)
+		lw.n.Add(-1)
 	}
 	if len(ws) == 0 {
 		delete(lw.m, w.key)
 	} else {
 		lw.m[w.key] = ws
 	}
+	return false
 }
 
-// wake wakes every waiter on the keys.
+// wake wakes the first waiter on each of the keys and tells the others to
+// try again within wakeUpDelay.
 func (lw *lockWaiters) wake(keys ...[]byte) {
 	if lw.n.Load() == 0 {
 		return
@@ -81,11 +113,22 @@ func (lw *lockWaiters) wake(keys ...[]byte) {
 		if !ok {
 			continue
 		}
+		first := ws[0]
+		first.chosen = true
+		close(first.ch)
+		lw.n.Add(-1)
+		ws = ws[1:]
 		for _, w := range ws {
-			close(w.ch)
+			if !w.soonSent {
+				w.soonSent = true
+				close(w.soon)
+			}
 		}
-		lw.n.Add(-int64(len(ws)))
-		delete(lw.m, string(k))
+		if len(ws) == 0 {
+			delete(lw.m, string(k))
+		} else {
+			lw.m[string(k)] = ws
+		}
 	}
 }
 
@@ -105,7 +148,8 @@ func (lw *lockWaiters) waitingKeys() map[string]int {
 type waitOutcome int
 
 const (
-	waitWoken    waitOutcome = iota // a command that may have released the lock finished: try again
+	waitWoken    waitOutcome = iota // woken first after a release: try again, and pass the wake-up on unless the lock is taken
+	waitRecheck                     // another waiter was woken first and wakeUpDelay passed: try again
 	waitTimedOut                    // the slice or the request's timeout passed
 	waitDeadlock                    // waiting would close a cycle: the request fails
 )
@@ -116,8 +160,15 @@ const (
 // the returned *kvpb.Deadlock says which. A detector that cannot be
 // reached does not stop the wait: a deadlock then ends in the lock wait
 // timeout, as it would in InnoDB with innodb_deadlock_detect off.
-func (s *Server) waitForLock(ctx context.Context, txn uint64, l *kvpb.LockInfo, w *waiter, d time.Duration) (waitOutcome, *kvpb.Deadlock, error) {
-	defer s.waiters.remove(w)
+func (s *Server) waitForLock(ctx context.Context, txn uint64, l *kvpb.LockInfo, w *waiter, d time.Duration) (outcome waitOutcome, _ *kvpb.Deadlock, _ error) {
+	defer func() {
+		// Woken first, but leaving for another reason (the wake-up
+		// raced the timer, or the wait ends in a deadlock): the next
+		// waiter gets the wake-up.
+		if s.waiters.remove(w) && outcome != waitWoken {
+			s.waiters.wake(l.Key)
+		}
+	}()
 	entry := &kvpb.WaitForEntry{Txn: txn, WaitForTxn: l.LockVersion, Key: l.Key, KeyHash: deadlock.KeyHash(l.Key)}
 	det := s.deadlockService()
 	resp, err := det.Detect(ctx, &kvpb.DeadlockRequest{Tp: kvpb.DeadlockRequestType_Detect, Entry: entry})
@@ -127,15 +178,28 @@ func (s *Server) waitForLock(ctx context.Context, txn uint64, l *kvpb.LockInfo, 
 	if err == nil && resp.Error == "" {
 		defer det.Detect(context.WithoutCancel(ctx), &kvpb.DeadlockRequest{Tp: kvpb.DeadlockRequestType_CleanUpWaitFor, Entry: entry})
 	}
+	deadline := time.Now().Add(d)
 	t := time.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-w.ch:
-		return waitWoken, nil, nil
-	case <-t.C:
-		return waitTimedOut, nil, nil
-	case <-ctx.Done():
-		return waitTimedOut, nil, ctx.Err()
+	soon, recheck := w.soon, false
+	for {
+		select {
+		case <-w.ch:
+			return waitWoken, nil, nil
+		case <-soon:
+			soon = nil
+			if time.Until(deadline) > wakeUpDelay {
+				t.Reset(wakeUpDelay)
+				recheck = true
+			}
+		case <-t.C:
+			if recheck {
+				return waitRecheck, nil, nil
+			}
+			return waitTimedOut, nil, nil
+		case <-ctx.Done():
+			return waitTimedOut, nil, ctx.Err()
+		}
 	}
 }
 

@@ -65,8 +65,14 @@ type Concurrency struct {
 	memLocks memLockTable
 }
 
-// latchSlots is the number of latch slots.
-const latchSlots = 4096
+// latchSlots is the number of latch slots. Keys share a slot by hash, and
+// a one-phase commit holds its keys' latches until its entry is durable and
+// applied (milliseconds), so a request whose key merely shares a slot with
+// one of them waits as long. With 4096 slots a TPC-C run at 10 terminals
+// met such false conflicts in about 2% of its latch requests (1788 waits,
+// 5.5 s in 30 s, as many as its true ones); 65536 slots (512 KiB) made them
+// rare (150 waits, 0.4 s).
+const latchSlots = 1 << 16
 
 // NewConcurrency returns an empty Concurrency with MaxTS zero.
 func NewConcurrency() *Concurrency {

@@ -84,7 +84,7 @@ func (r *iterCounter) NewIter(o *pebble.IterOptions) (*pebble.Iterator, error) {
 
 // openLockSetEngine opens an empty in-memory engine, closed with the test,
 // and its lock set.
-func openLockSetEngine(t *testing.T) (*pebble.DB, *LockSet) {
+func openLockSetEngine(t testing.TB) (*pebble.DB, *LockSet) {
 	t.Helper()
 	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}, Comparer: engine.Comparer})
 	if err != nil {

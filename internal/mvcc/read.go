@@ -455,9 +455,13 @@ func ScanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reve
 	if lr, ok := r.(lockSetReader); ok {
 		defer func() { lr.ls.scanned.Add(visited) }()
 	}
+	// Without a lock iterator the user key is decoded only for the keys
+	// whose version is returned: a scan over many deleted keys (a queue
+	// table's consumed head) skips them without it.
+	lazyKey := lIt == nil
 	for (limit <= 0 || found < limit) && (wValid || lValid) {
 		var wKey []byte
-		if wValid {
+		if wValid && !lazyKey {
 			if keyBuf, _, err = appendWriteKeyUserKey(keyBuf[:0], wIt.Key()); err != nil {
 				return err
 			}
@@ -468,7 +472,7 @@ func ScanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reve
 			lKey = lIt.Key()[2:]
 		}
 		cur := wKey
-		if !wValid || (lValid && before(lKey, wKey)) {
+		if !lazyKey && (!wValid || (lValid && before(lKey, wKey))) {
 			cur = slices.Clone(lKey)
 		}
 
@@ -486,7 +490,7 @@ func ScanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reve
 				lValid = lIt.Next()
 			}
 		}
-		if !wValid || !bytes.Equal(wKey, cur) {
+		if !lazyKey && (!wValid || !bytes.Equal(wKey, cur)) {
 			continue // a lock on a key without committed versions
 		}
 		visited++
@@ -522,6 +526,12 @@ func ScanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reve
 			}
 			if w.kind != writePut {
 				continue
+			}
+			if lazyKey {
+				if keyBuf, _, err = appendWriteKeyUserKey(keyBuf[:0], wIt.Key()); err != nil {
+					return err
+				}
+				cur = keyBuf
 			}
 			value := w.value
 			if !w.hasValue {

@@ -27,6 +27,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/strata-db/strata/client"
+	"github.com/strata-db/strata/internal/audit"
 	"github.com/strata-db/strata/internal/engine"
 	"github.com/strata-db/strata/internal/kvserver"
 	"github.com/strata-db/strata/internal/mvcc"
@@ -62,7 +64,8 @@ type Config struct {
 	SQLAddr string // MySQL protocol; empty disables
 	// RESPAddr is the Redis protocol listener; empty disables.
 	RESPAddr string
-	// RESPPassword, when set, must be given with AUTH by Redis clients.
+	// RESPPassword, when set, is the Redis default user's password (AUTH),
+	// unless ACL SETUSER default stored another.
 	RESPPassword string
 	// MaxValueSize bounds a Redis argument and a stored value (default 64 MiB).
 	MaxValueSize int
@@ -94,8 +97,19 @@ type Config struct {
 	// CertsDir holds the cluster CA's ca.crt and this node's node.crt and
 	// node.key (`strata cert`): gRPC between nodes is then mutual TLS.
 	CertsDir string
-	// RequireSecureTransport refuses MySQL logins over plaintext TCP.
+	// RequireSecureTransport refuses MySQL logins and Redis connections
+	// over plaintext TCP.
 	RequireSecureTransport bool
+	// AuditLog, when set, is the file of the audit log (package audit):
+	// logins and DDL/DCL statements, rotated at AuditLogMaxSizeMB keeping
+	// AuditLogMaxBackups files.
+	AuditLog           string
+	AuditLogMaxSizeMB  int
+	AuditLogMaxBackups int
+	// LoginFailureDelay is the step of the delay of repeated failed logins
+	// of a user from one address on the MySQL and Redis ports (package
+	// loginguard); 0 disables it.
+	LoginFailureDelay time.Duration
 	// Insecure allows listening beyond loopback without certificates
 	// (security.go).
 	Insecure bool
@@ -154,6 +168,7 @@ const DefaultVersionCacheSize = 256 << 20
 type Node struct {
 	cfg       Config
 	log       *slog.Logger
+	audit     *audit.Logger // nil without Config.AuditLog
 	eng       engine.Engines
 	clusterID uint64
 	storeID   uint64
@@ -335,8 +350,11 @@ func (n *Node) open(ctx context.Context) error {
 	// least every few seconds. It is named after the store, so that a
 	// restart after a crash takes its old schema lease over instead of
 	// leaving DDL to wait for that lease to expire.
+	if n.cfg.AuditLog != "" && n.audit == nil {
+		n.audit = audit.Open(audit.Config{Path: n.cfg.AuditLog, MaxSizeMB: n.cfg.AuditLogMaxSizeMB, MaxBackups: n.cfg.AuditLogMaxBackups})
+	}
 	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}, Cluster: n.clusterInfo, Regions: regionAdmin{n}, ID: fmt.Sprintf("store-%d", n.storeID),
-		Addr: n.cfg.SQLAddr}
+		Addr: n.cfg.SQLAddr, Audit: n.audit}
 	if iv := n.cfg.GCInterval; iv > 0 {
 		sqlOpts.CleanupInterval = min(iv, maxSQLCleanupInterval)
 	}
@@ -397,10 +415,25 @@ func (r *storeResolver) StoreAddress(ctx context.Context, id uint64) (string, er
 }
 
 func (n *Node) listen() error {
+	// One TLS configuration for the client ports (security.go).
+	var tlsCfg *tls.Config
+	if n.cfg.SQLAddr != "" || n.cfg.RESPAddr != "" || n.httpTLS() {
+		var err error
+		if tlsCfg, err = n.clientTLS(); err != nil {
+			return err
+		}
+	}
 	if n.cfg.HTTPAddr != "" {
 		ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 		if err != nil {
 			return fmt.Errorf("node: http listen: %w", err)
+		}
+		if n.httpTLS() {
+			// Beyond loopback the port speaks only HTTPS, so basic-auth
+			// credentials never cross the network in the clear.
+			c := tlsCfg.Clone()
+			c.NextProtos = []string{"http/1.1"}
+			ln = tls.NewListener(ln, c)
 		}
 		n.lns = append(n.lns, ln)
 		mux := http.NewServeMux()
@@ -430,15 +463,13 @@ func (n *Node) listen() error {
 		if err := n.sql.SetRootPassword(context.Background(), n.cfg.RootPassword); err != nil {
 			return fmt.Errorf("node: set root's password: %w", err)
 		}
-		tlsCfg, err := n.clientTLS() // security.go
-		if err != nil {
-			return err
-		}
 		srv, err := server.New(server.Config{
 			Addr:                   n.cfg.SQLAddr,
 			AllowEmptyRootPassword: true, // from loopback only
 			TLS:                    tlsCfg,
 			RequireSecureTransport: n.cfg.RequireSecureTransport,
+			Audit:                  n.audit,
+			LoginFailureDelay:      n.cfg.LoginFailureDelay,
 			Logger:                 n.log,
 		}, n.sql)
 		if err != nil {
@@ -450,10 +481,14 @@ func (n *Node) listen() error {
 	// cannot bind one exits without having answered on the other.
 	if n.cfg.RESPAddr != "" {
 		srv, err := resp.New(resp.Config{
-			Addr:         n.cfg.RESPAddr,
-			Password:     n.cfg.RESPPassword,
-			MaxValueSize: n.cfg.MaxValueSize,
-			Logger:       n.log,
+			Addr:              n.cfg.RESPAddr,
+			Password:          n.cfg.RESPPassword,
+			TLS:               tlsCfg,
+			RequireTLS:        n.cfg.RequireSecureTransport,
+			Audit:             n.audit,
+			LoginFailureDelay: n.cfg.LoginFailureDelay,
+			MaxValueSize:      n.cfg.MaxValueSize,
+			Logger:            n.log,
 		}, n.client)
 		if err != nil {
 			return fmt.Errorf("node: redis listen: %w", err)
@@ -545,6 +580,7 @@ func (n *Node) Close() error {
 	if n.locks != nil {
 		n.locks.VersionCache().Close()
 	}
+	n.audit.Close()
 	if n.eng.KV != nil {
 		// Entries applied without fsync are covered by the synced Raft log;
 		// flush so a clean restart replays nothing.

@@ -17,7 +17,7 @@ import (
 
 // A node's security settings (docs/security.md):
 //
-//   - The MySQL port offers TLS with Config.TLSCert/TLSKey, else with
+//   - The MySQL and Redis ports offer TLS with Config.TLSCert/TLSKey, else with
 //     CertsDir's node certificate, else with a self-signed certificate
 //     generated into DataDir/tls on first start.
 //   - With CertsDir, node-to-node gRPC (Raft, KV, PD, join) is mutual TLS:
@@ -26,9 +26,13 @@ import (
 //   - A listener beyond loopback needs certificates (CertsDir, or
 //     TLSCert/TLSKey for the client ports) or Insecure; root without a
 //     password is accepted only from loopback either way.
-//   - The HTTP port's /admin/ and /debug/ endpoints need HTTP basic
-//     authentication as a SQL account with SUPER unless the port is bound
-//     to loopback.
+//   - Unless bound to loopback, the HTTP port serves only HTTPS (with the
+//     client ports' certificate) and its /admin/ and /debug/ endpoints
+//     need HTTP basic authentication as a SQL account with SUPER.
+
+// httpTLS reports whether the HTTP port serves HTTPS: when it listens
+// beyond loopback.
+func (n *Node) httpTLS() bool { return n.cfg.HTTPAddr != "" && !isLoopbackAddr(n.cfg.HTTPAddr) }
 
 // isLoopbackAddr reports whether a listen address binds loopback only.
 func isLoopbackAddr(addr string) bool {
@@ -82,14 +86,14 @@ func (n *Node) clientTLS() (*tls.Config, error) {
 				return nil, err
 			}
 			defer os.RemoveAll(dir)
-			c, k, err := certs.SelfSigned(dir, []string{n.cfg.SQLAddr})
+			c, k, err := certs.SelfSigned(dir, []string{n.cfg.SQLAddr, n.cfg.RESPAddr, n.cfg.HTTPAddr})
 			if err != nil {
 				return nil, err
 			}
 			return certs.ServerTLS(c, k, ca)
 		}
 		var err error
-		if cert, key, err = certs.SelfSigned(filepath.Join(n.cfg.DataDir, "tls"), []string{n.cfg.SQLAddr, n.cfg.AdvertiseAddr}); err != nil {
+		if cert, key, err = certs.SelfSigned(filepath.Join(n.cfg.DataDir, "tls"), []string{n.cfg.SQLAddr, n.cfg.RESPAddr, n.cfg.HTTPAddr, n.cfg.AdvertiseAddr}); err != nil {
 			return nil, fmt.Errorf("node: make a self-signed certificate: %w", err)
 		}
 	}

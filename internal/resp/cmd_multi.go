@@ -92,7 +92,8 @@ func cmdUnwatch(x *call) error {
 // whole batch again on a new snapshot (unless a watched key changed: then
 // EXEC replies nil, as Redis does). A command failing at run time (say
 // WRONGTYPE) gets its error reply and the others still run, as in Redis;
-// the failing command itself changes nothing.
+// the failing command itself changes nothing. So does one the ACL rules
+// no longer allow.
 func cmdExec(x *call) error {
 	s := x.sess
 	if !s.inMulti {
@@ -102,6 +103,12 @@ func cmdExec(x *call) error {
 	s.endMulti()
 	if queueErr {
 		return replyError("EXECABORT Transaction discarded because of previous errors.")
+	}
+	// ACL rules are checked again, as they may have changed since the
+	// commands were queued; a refused one gets NOPERM as its reply.
+	user := s.user
+	if user != nil && user.allCommands && user.allKeys {
+		user = nil
 	}
 	var keys [][]byte
 	barrier := false
@@ -129,6 +136,16 @@ func cmdExec(x *call) error {
 		}
 		w.WriteArrayLen(len(queued))
 		for _, q := range queued {
+			if user != nil {
+				if err := user.check(q.cmd, q.args); err != nil {
+					reason := "no permission to execute the command or subcommand"
+					if err == errNoPermKey {
+						reason = "no permission to touch the specified keys"
+					}
+					w.WriteError("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason)
+					continue
+				}
+			}
 			cx := *q
 			cx.w = w
 			if cx.cmd.flags&flagData != 0 {

@@ -59,28 +59,6 @@ func cmdTime(x *call) error {
 	return nil
 }
 
-func (s *session) checkPassword(user, pass []byte) error {
-	want := s.srv.cfg.Password
-	if user != nil && string(user) != "default" {
-		return errWrongPass
-	}
-	if want == "" {
-		if user == nil {
-			return replyError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-		}
-		return nil // the default user has no password: any is accepted
-	}
-	if string(pass) != want {
-		return errWrongPass
-	}
-	return nil
-}
-
-func (s *session) setAuthed() {
-	s.authed = true
-	s.r.SetUnauthenticated(false)
-}
-
 func cmdAuth(x *call) error {
 	var user, pass []byte
 	switch len(x.args) {
@@ -91,10 +69,9 @@ func cmdAuth(x *call) error {
 	default:
 		return errSyntax
 	}
-	if err := x.sess.checkPassword(user, pass); err != nil {
+	if err := x.sess.authenticate(user, pass); err != nil {
 		return err
 	}
-	x.sess.setAuthed()
 	x.w.WriteSimple("OK")
 	return nil
 }
@@ -119,7 +96,7 @@ func cmdHello(x *call) error {
 	for len(args) > 0 {
 		switch {
 		case equalFold(args[0], "auth") && len(args) >= 3:
-			if err := s.checkPassword(args[1], args[2]); err != nil {
+			if err := s.authenticate(args[1], args[2]); err != nil {
 				return err
 			}
 			authed = true
@@ -136,9 +113,6 @@ func cmdHello(x *call) error {
 	}
 	if !s.authed && !authed {
 		return replyError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
-	}
-	if authed {
-		s.setAuthed()
 	}
 	if name != nil {
 		s.name = string(name)
@@ -186,10 +160,7 @@ func cmdReset(x *call) error {
 	s.endMulti()
 	s.name = ""
 	s.w.SetProto(2)
-	if s.srv.cfg.Password != "" {
-		s.authed = false
-		s.r.SetUnauthenticated(true)
-	}
+	s.initialUser()
 	s.w.WriteSimple("RESET")
 	return nil
 }
@@ -205,9 +176,9 @@ func validClientName(b []byte) error {
 
 func (s *session) info() string {
 	now := time.Now()
-	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=0 flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d\n",
-		s.id, s.conn.RemoteAddr(), s.conn.LocalAddr(), s.name, int(now.Sub(s.created).Seconds()),
-		map[bool]string{true: "x", false: "N"}[s.inMulti], multiLen(s), clientCmdName(s.lastCmd), s.w.Proto())
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=0 name=%s age=%d idle=0 flags=%s db=0 sub=0 psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=%s redir=-1 resp=%d\n",
+		s.id, s.raw.RemoteAddr(), s.raw.LocalAddr(), s.name, int(now.Sub(s.created).Seconds()),
+		map[bool]string{true: "x", false: "N"}[s.inMulti], multiLen(s), clientCmdName(s.lastCmd), s.userName(), s.w.Proto())
 }
 
 func multiLen(s *session) int {
@@ -251,7 +222,11 @@ func cmdClient(x *call) error {
 			if other == s {
 				b.WriteString(s.info())
 			} else {
-				fmt.Fprintf(&b, "id=%d addr=%s name=%s user=default\n", other.id, other.conn.RemoteAddr(), "")
+				user := "default"
+				if n := other.uname.Load(); n != nil {
+					user = *n
+				}
+				fmt.Fprintf(&b, "id=%d addr=%s name=%s user=%s\n", other.id, other.raw.RemoteAddr(), "", user)
 			}
 		}
 		s.srv.mu.Unlock()

@@ -35,7 +35,12 @@
 // HGETALL HKEYS HVALS HDEL HLEN HEXISTS HSTRLEN HINCRBY HINCRBYFLOAT HSCAN),
 // transactions (MULTI EXEC DISCARD WATCH UNWATCH) and the connection and
 // server commands clients send (PING ECHO HELLO AUTH SELECT QUIT RESET
-// CLIENT INFO COMMAND CONFIG TIME). There is one database (SELECT 0).
+// CLIENT INFO COMMAND CONFIG TIME ACL). There is one database (SELECT 0).
+//
+// Security: ACL users (acl.go, stored in the cluster by acl_store.go)
+// with passwords, key patterns and command rules, checked on every
+// command with Redis's NOPERM errors; TLS on the same port when
+// Config.TLS is set (a connection opening with a TLS handshake gets TLS).
 //
 // Differences from Redis: hash fields and SCAN/KEYS results come in byte
 // order; SCAN cursors are remembered by the node that issued them (the

@@ -26,8 +26,16 @@ var (
 		Namespace: "strata", Subsystem: "resp", Name: "txn_retries_total",
 		Help: "Transactions re-run after a write conflict.",
 	})
+	metricAuthFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "resp", Name: "auth_failures_total",
+		Help: "AUTH and HELLO AUTH refused (unknown or disabled user, wrong password).",
+	})
+	metricACLDenied = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "resp", Name: "acl_denied_total",
+		Help: "Commands refused by ACL rules (NOPERM).",
+	})
 )
 
 func init() {
-	prometheus.MustRegister(metricCommands, metricBatchSize, metricBatchSeconds, metricBatchWaitSeconds, metricRetries)
+	prometheus.MustRegister(metricCommands, metricBatchSize, metricBatchSeconds, metricBatchWaitSeconds, metricRetries, metricAuthFailures, metricACLDenied)
 }

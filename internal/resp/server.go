@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -14,16 +15,29 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-db/strata/internal/audit"
 	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/internal/loginguard"
 )
 
 // Config configures the Redis gateway.
 type Config struct {
 	// Addr is the listen address (host:port).
 	Addr string
-	// Password, when set, must be given with AUTH (or HELLO ... AUTH)
-	// before any other command.
+	// Password, when set, is the default user's password (unless ACL
+	// SETUSER default stored another): it must be given with AUTH (or
+	// HELLO ... AUTH) before any other command.
 	Password string
+	// TLS, when set, is offered on the same port: a connection whose first
+	// byte opens a TLS handshake is served over TLS, any other in
+	// plaintext unless RequireTLS.
+	TLS        *tls.Config
+	RequireTLS bool
+	// Audit, when set, records logins (AUTH, HELLO AUTH) and ACL changes.
+	Audit *audit.Logger
+	// LoginFailureDelay is the step of the delay of repeated failed AUTHs
+	// of a user from one address (package loginguard); 0 disables it.
+	LoginFailureDelay time.Duration
 	// MaxValueSize bounds a request argument and any value a command
 	// writes. Default 64 MiB.
 	MaxValueSize int
@@ -76,6 +90,11 @@ type Server struct {
 	closed       bool
 
 	cursors cursorTable
+	// acl is the users as last loaded (acl_store.go); auth caches the
+	// passwords that proved right.
+	acl   atomic.Pointer[aclSnapshot]
+	auth  *authCache
+	guard *loginguard.Guard
 	// latest is store when it can read a key's newest committed value
 	// outside a transaction; GET then needs no timestamp.
 	latest LatestGetter
@@ -104,10 +123,21 @@ func New(cfg Config, store kv.Storage) (*Server, error) {
 		sessions: map[*session]struct{}{}, stop: make(chan struct{})}
 	s.latest, _ = store.(LatestGetter)
 	s.cursors.init()
+	s.auth = newAuthCache()
+	s.guard = loginguard.New(cfg.LoginFailureDelay, "redis")
+	s.acl.Store(s.buildACLSnapshot(-1, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.CommandTimeout)
+	err = s.loadACL(ctx)
+	cancel()
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("resp: load ACL users: %w", err)
+	}
 	s.batch = batcher{srv: s, jobs: make(chan *job, maxBatch)}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.reapLoop()
 	go s.batch.loop()
+	go s.aclLoop()
 	return s, nil
 }
 
@@ -145,7 +175,9 @@ func (s *Server) Serve() error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			sess.serve()
+			if sess.start() {
+				sess.serve()
+			}
 			s.mu.Lock()
 			delete(s.sessions, sess)
 			s.mu.Unlock()
@@ -163,7 +195,7 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	for sess := range s.sessions {
-		sess.conn.Close()
+		sess.raw.Close()
 	}
 	s.mu.Unlock()
 	close(s.stop)
@@ -174,7 +206,10 @@ func (s *Server) Close() error {
 
 // session is one client connection and its state.
 type session struct {
-	srv     *Server
+	srv *Server
+	// raw is the accepted connection, conn the one commands are read from
+	// (raw, or TLS over it).
+	raw     net.Conn
 	conn    net.Conn
 	r       *Reader
 	w       *Writer
@@ -185,6 +220,12 @@ type session struct {
 	name    string
 	authed  bool
 	closing bool
+	// user is the ACL user the connection is authenticated as (nil before
+	// AUTH), compiled at ACL version aclVer; uname is its name for CLIENT
+	// LIST on other connections.
+	user   *aclCompiled
+	aclVer int64
+	uname  atomic.Pointer[string]
 
 	// MULTI: queued commands (copied out of the reader's buffer) and
 	// whether one of them was refused while queueing.
@@ -205,16 +246,64 @@ type session struct {
 func (s *Server) newSession(c net.Conn) *session {
 	sess := &session{
 		srv:     s,
+		raw:     c,
 		conn:    c,
-		r:       NewReader(c, s.cfg.MaxValueSize),
-		w:       NewWriter(c),
 		id:      s.nextClientID.Add(1),
 		created: time.Now(),
-		authed:  s.cfg.Password == "",
 	}
 	sess.attemptW = NewWriter(&sess.attempt)
-	sess.r.SetUnauthenticated(!sess.authed)
 	return sess
+}
+
+// start sets the connection up: TLS if the client opens with a TLS
+// handshake, then the default user if it needs no password. It reports
+// whether to serve the connection.
+func (sess *session) start() bool {
+	if tlsCfg := sess.srv.cfg.TLS; tlsCfg != nil {
+		var first [1]byte
+		if _, err := io.ReadFull(sess.raw, first[:]); err != nil {
+			sess.raw.Close()
+			return false
+		}
+		pc := &prefixConn{Conn: sess.raw, prefix: first[:]}
+		if first[0] == 0x16 { // a TLS handshake record
+			tc := tls.Server(pc, tlsCfg)
+			tc.SetDeadline(time.Now().Add(10 * time.Second))
+			if err := tc.Handshake(); err != nil {
+				sess.srv.cfg.Logger.Debug("resp: TLS handshake", "client", sess.raw.RemoteAddr().String(), "err", err)
+				sess.raw.Close()
+				return false
+			}
+			tc.SetDeadline(time.Time{})
+			sess.conn = tc
+		} else {
+			if sess.srv.cfg.RequireTLS {
+				io.WriteString(sess.raw, "-ERR connections without TLS are refused (--require-secure-transport)\r\n")
+				sess.raw.Close()
+				return false
+			}
+			sess.conn = pc
+		}
+	}
+	sess.r = NewReader(sess.conn, sess.srv.cfg.MaxValueSize)
+	sess.w = NewWriter(sess.conn)
+	sess.initialUser()
+	return true
+}
+
+// prefixConn is a connection whose first bytes were already read.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Read(b []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(b, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
 }
 
 func (sess *session) serve() {
@@ -284,6 +373,22 @@ func (sess *session) dispatch(args [][]byte) {
 		}
 		sess.w.WriteError(string(errNoAuth))
 		return
+	}
+	if cmd.flags&flagNoAuth == 0 {
+		if snap := sess.srv.acl.Load(); snap.version != sess.aclVer && !sess.refreshUser(snap) {
+			return // its user was deleted: the connection closes
+		}
+		if u := sess.user; u != nil && !(u.allCommands && u.allKeys) {
+			if err := u.check(cmd, args); err != nil {
+				sess.drain()
+				if sess.inMulti {
+					sess.queueErr = true
+				}
+				metricACLDenied.Inc()
+				writeError(sess.w, err)
+				return
+			}
+		}
 	}
 	if sess.inMulti && cmd.flags&flagNoQueue == 0 {
 		sess.queued = append(sess.queued, &call{sess: sess, cmd: cmd, args: copyArgs(args)})

@@ -3,6 +3,7 @@ package resp
 // summaries are the one-line descriptions COMMAND DOCS returns (redis-cli
 // shows them as hints).
 var summaries = map[string]string{
+	"acl": "Manages users: their passwords, and the commands and keys they may use.",
 	"get": "Returns the string value of a key.", "set": "Sets the string value of a key, ignoring its type; the key is created if it doesn't exist.",
 	"setnx": "Sets the string value of a key only when the key doesn't exist.", "setex": "Sets the string value and expiration time (seconds) of a key.",
 	"psetex": "Sets the string value and expiration time (milliseconds) of a key.", "getset": "Returns the previous string value of a key after setting it to a new value.",

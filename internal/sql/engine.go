@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-db/strata/internal/audit"
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
 	"github.com/strata-db/strata/internal/sql/infoschema"
@@ -49,6 +50,7 @@ type Engine struct {
 	ids     *idAllocator
 	cluster infoschema.ClusterSource
 	regions RegionAdmin
+	audit   *audit.Logger
 
 	// ddlMu orders schema installs against transaction starts.
 	ddlMu sync.RWMutex
@@ -124,6 +126,8 @@ type Options struct {
 	// Regions splits and lists regions for SPLIT TABLE and SHOW TABLE
 	// REGIONS (nil: they are refused).
 	Regions RegionAdmin
+	// Audit, when set, records every DDL and DCL statement (audit.go).
+	Audit *audit.Logger
 }
 
 // Close cancels the running statements (they fail with 1053) and refuses
@@ -144,7 +148,7 @@ func (e *Engine) Close() {
 func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, error) {
 	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1), cluster: opts.Cluster, regions: opts.Regions,
 		id: opts.ID, addr: opts.Addr, backfillBatch: opts.BackfillBatch, backfillWorkers: opts.BackfillWorkers,
-		manual: opts.Manual}
+		manual: opts.Manual, audit: opts.Audit}
 	e.gcCtx, e.gcStop = context.WithCancel(context.Background())
 	e.ids = &idAllocator{store: store, tables: map[int64]*idRange{}}
 	if e.id == "" {

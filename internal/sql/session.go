@@ -385,7 +385,12 @@ func parseError(err error) error {
 }
 
 // run executes one statement with statement-level retry for autocommit.
-func (s *Session) run(ctx context.Context, st ast.StmtNode, params []types.Datum, p *prepared) (*Result, error) {
+func (s *Session) run(ctx context.Context, st ast.StmtNode, params []types.Datum, p *prepared) (_ *Result, err error) {
+	if s.e.audit != nil {
+		if class := auditClass(st); class != "" {
+			defer func() { s.auditStatement(st, class, err) }()
+		}
+	}
 	s.warnings = s.warnings[:0]
 	if _, ok := st.(*ast.ShowStmt); !ok {
 		defer func() { s.lastWarnings = append(s.lastWarnings[:0], s.warnings...) }()

@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -277,8 +278,20 @@ func (n *Node) waitReady(timeout time.Duration) error {
 	return fmt.Errorf("not ready after %v: %v", timeout, last)
 }
 
+// HTTPURL is the URL of path on the node's HTTP port: HTTPS when the port
+// listens beyond loopback (then verify with DataDir/tls/server.crt).
+func (n *Node) HTTPURL(path string) string {
+	host, _, _ := net.SplitHostPort(n.HTTPAddr)
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return "http://" + n.HTTPAddr + path
+	}
+	return "https://" + n.HTTPAddr + path
+}
+
 func (n *Node) probe(client *http.Client) error {
-	resp, err := client.Get("http://" + n.HTTPAddr + "/healthz")
+	// Readiness only: the certificate is the tests' business.
+	client.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	resp, err := client.Get(n.HTTPURL("/healthz"))
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,15 @@
 package integration
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -204,12 +208,28 @@ func TestSecureDefaults(t *testing.T) {
 	mustExec(t, n.DB(t, ""), "CREATE USER ops IDENTIFIED BY 'ops-pw'")
 	mustExec(t, n.DB(t, ""), "GRANT SUPER ON *.* TO ops")
 	mustExec(t, n.DB(t, ""), "CREATE USER peon IDENTIFIED BY 'peon-pw'")
+	// Beyond loopback the HTTP port speaks only HTTPS, with the node's
+	// (here self-signed) certificate.
+	caFile := filepath.Join(n.DataDir, "tls", "server.crt")
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	if resp, err := http.Get("http://127.0.0.1:" + port + "/healthz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("plain HTTP beyond loopback answered %s", resp.Status)
+		}
+	}
 	get := func(path, user, pw string) int {
-		req, _ := http.NewRequest("GET", "http://127.0.0.1:"+port+path, nil)
+		req, _ := http.NewRequest("GET", "https://127.0.0.1:"+port+path, nil)
 		if user != "" {
 			req.SetBasicAuth(user, pw)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := cl.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,6 +251,26 @@ func TestSecureDefaults(t *testing.T) {
 		if got := get(c.path, c.user, c.pw); got != c.want {
 			t.Errorf("GET %s as %q: %d, want %d", c.path, c.user, got, c.want)
 		}
+	}
+
+	// strata status over HTTPS: verified with --ca-cert, or not with
+	// --insecure-skip-verify; refused without either.
+	status := func(args ...string) (string, error) {
+		out, err := exec.Command(Binary(t), append([]string{"status", "--host", "127.0.0.1:" + port}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	for _, args := range [][]string{{"--ca-cert", caFile}, {"--insecure-skip-verify"}} {
+		if out, err := status(args...); err != nil || !strings.Contains(out, "placement driver leader") {
+			t.Errorf("strata status %v: %v\n%s", args, err, out)
+		}
+	}
+	if out, err := status(); err == nil || !strings.Contains(out, "--insecure-skip-verify") {
+		t.Errorf("strata status without a CA: %v\n%s", err, out)
+	}
+	// A node on loopback still answers plain HTTP, and status finds it.
+	m := StartNode(t)
+	if out, err := exec.Command(Binary(t), "status", "--host", m.HTTPAddr).CombinedOutput(); err != nil {
+		t.Errorf("strata status on loopback: %v\n%s", err, out)
 	}
 }
 
@@ -288,5 +328,178 @@ func TestMutualTLSCluster(t *testing.T) {
 	}
 	if err := call(grpc.WithTransportCredentials(credentials.NewTLS(good))); err != nil {
 		t.Fatalf("a client with the cluster's certificate: %v", err)
+	}
+}
+
+// TestAuditLog: with --audit-log, logins (MySQL and Redis, refused and
+// accepted) and DDL/DCL statements (with their outcome and error code)
+// are JSON lines in the file, passwords never.
+func TestAuditLog(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "audit.log")
+	n := StartNodeWith(t, "", []string{"--audit-log", logPath})
+	db := n.DB(t, "")
+	mustExec(t, db, "CREATE USER auditee IDENTIFIED BY 'very-secret-pw'")
+	mustExec(t, db, "GRANT SELECT ON *.* TO auditee")
+	mustExec(t, db, "CREATE DATABASE adb")
+	mustExec(t, db, "CREATE TABLE adb.t (id INT PRIMARY KEY)")
+	if _, err := db.Exec("CREATE TABLE adb.t (id INT PRIMARY KEY)"); err == nil {
+		t.Fatal("second CREATE TABLE succeeded")
+	}
+	mustExec(t, db, "INSERT INTO adb.t VALUES (1)") // DML: not audited
+	if _, err := login(n.dsnTLS("auditee", "wrong", "")); err == nil {
+		t.Fatal("wrong password accepted")
+	}
+	if _, err := login(n.dsnTLS("auditee", "very-secret-pw", "")); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := net.Dial("tcp", n.RESPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	br := bufio.NewReader(rc)
+	for _, cmd := range []string{"ACL SETUSER rusr on >redis-secret-pw ~* +@all", "AUTH rusr nope", "AUTH rusr redis-secret-pw"} {
+		fmt.Fprintf(rc, "%s\r\n", cmd)
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type event struct {
+		Event, Protocol, User, Host, Class, Digest, Statement, Outcome, Reason string
+		ErrorCode                                                              int    `json:"error_code"`
+		ConnID                                                                 uint64 `json:"connection_id"`
+	}
+	var events []event
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		raw, err := os.ReadFile(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), "very-secret-pw") || strings.Contains(string(raw), "redis-secret-pw") {
+			t.Fatalf("a password reached the audit log:\n%s", raw)
+		}
+		events = events[:0]
+		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var e event
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatalf("not a JSON line: %q", line)
+			}
+			events = append(events, e)
+		}
+		if len(events) >= 11 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	has := func(what string, f func(e event) bool) {
+		t.Helper()
+		for _, e := range events {
+			if f(e) {
+				return
+			}
+		}
+		t.Errorf("no audit event for %s in %+v", what, events)
+	}
+	has("CREATE USER", func(e event) bool {
+		return e.Class == "dcl" && strings.HasPrefix(e.Statement, "create user") && e.Outcome == "success" && e.User == "root" && len(e.Digest) == 64
+	})
+	has("GRANT", func(e event) bool { return e.Class == "dcl" && strings.HasPrefix(e.Statement, "grant select") })
+	has("CREATE TABLE", func(e event) bool {
+		return e.Class == "ddl" && strings.Contains(e.Statement, "create table") && e.Outcome == "success"
+	})
+	has("failed CREATE TABLE", func(e event) bool { return e.Class == "ddl" && e.Outcome == "failure" && e.ErrorCode == 1050 })
+	has("refused login", func(e event) bool {
+		return e.Event == "login" && e.Protocol == "mysql" && e.User == "auditee" && e.Outcome == "failure" && e.ErrorCode == 1045 && e.Host == "127.0.0.1"
+	})
+	has("login", func(e event) bool {
+		return e.Event == "login" && e.Protocol == "mysql" && e.User == "auditee" && e.Outcome == "success" && e.ConnID > 0
+	})
+	has("ACL SETUSER", func(e event) bool {
+		return e.Protocol == "redis" && e.Class == "dcl" && e.Statement == "ACL SETUSER rusr on >? ~* +@all"
+	})
+	has("refused AUTH", func(e event) bool { return e.Protocol == "redis" && e.Event == "login" && e.Outcome == "failure" })
+	has("AUTH", func(e event) bool {
+		return e.Protocol == "redis" && e.Event == "login" && e.User == "rusr" && e.Outcome == "success"
+	})
+	for _, e := range events {
+		if strings.Contains(e.Statement, "insert") {
+			t.Errorf("DML audited: %+v", e)
+		}
+	}
+}
+
+// TestLoginFailureDelay: after 3 wrong passwords in a row, further
+// attempts of that user from that address wait (one step more per
+// failure) on the MySQL and Redis ports, other users do not, a right
+// password ends it, and failures are counted in the metrics.
+func TestLoginFailureDelay(t *testing.T) {
+	const step = 300 * time.Millisecond
+	n := StartNodeWith(t, "", []string{"--login-failure-delay", step.String()})
+	mustExec(t, n.DB(t, ""), "CREATE USER guessed IDENTIFIED BY 'right-pw'", "CREATE USER other IDENTIFIED BY 'other-pw'")
+	timed := func(user, pw string) (time.Duration, error) {
+		start := time.Now()
+		_, err := login(n.dsnTLS(user, pw, ""))
+		return time.Since(start), err
+	}
+	for i := 1; i <= 5; i++ {
+		d, err := timed("guessed", "wrong")
+		if err == nil {
+			t.Fatal("wrong password accepted")
+		}
+		if want := time.Duration(max(0, i-3)) * step; d < want || (want == 0 && d > step) {
+			t.Errorf("wrong login %d took %v, want about %v", i, d, want)
+		}
+	}
+	if d, err := timed("other", "other-pw"); err != nil || d > step {
+		t.Errorf("another user's login: %v after %v", err, d)
+	}
+	if d, err := timed("guessed", "right-pw"); err != nil || d < 3*step {
+		t.Errorf("right password after 5 failures: %v after %v (want it delayed, then accepted)", err, d)
+	}
+	if d, err := timed("guessed", "wrong"); err == nil || d > step {
+		t.Errorf("a wrong password after a success: %v after %v (want no delay)", err, d)
+	}
+
+	rc, err := net.Dial("tcp", n.RESPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	br := bufio.NewReader(rc)
+	send := func(cmd string) (string, time.Duration) {
+		start := time.Now()
+		fmt.Fprintf(rc, "%s\r\n", cmd)
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(line), time.Since(start)
+	}
+	send("ACL SETUSER ruser on >rpw ~* +@all")
+	var last time.Duration
+	for i := 1; i <= 4; i++ {
+		reply, d := send("AUTH ruser nope")
+		if !strings.HasPrefix(reply, "-WRONGPASS") {
+			t.Fatalf("AUTH with a wrong password: %q", reply)
+		}
+		last = d
+	}
+	if last < step {
+		t.Errorf("4th wrong AUTH took %v, want at least %v", last, step)
+	}
+
+	resp, err := http.Get("http://" + n.HTTPAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`strata_mysql_login_failures_total{reason="wrong_password"} 6`,
+		`strata_login_delays_total{protocol="mysql"} 3`, `strata_login_delays_total{protocol="redis"} 1`,
+		"strata_resp_auth_failures_total 4"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %q", want)
+		}
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/dolthub/vitess/go/mysql"
 	querypb "github.com/dolthub/vitess/go/vt/proto/query"
 
+	"github.com/strata-db/strata/internal/audit"
+	"github.com/strata-db/strata/internal/loginguard"
 	"github.com/strata-db/strata/internal/sql/privilege"
 )
 
@@ -46,7 +48,9 @@ const rootUser = "root"
 // Then the account's own rules apply: ACCOUNT LOCK, REQUIRE SSL / X509,
 // require_secure_transport, and FAILED_LOGIN_ATTEMPTS with
 // PASSWORD_LOCK_TIME, counted per account on this node. Every failure is
-// counted in strata_mysql_login_failures_total and logged.
+// counted in strata_mysql_login_failures_total and logged, and after
+// loginguard.Threshold consecutive failures of a user from one address
+// every further attempt of that pair is delayed (Config.LoginFailureDelay).
 type accounts struct {
 	snapshot       func() *privilege.Snapshot
 	allowEmptyRoot bool
@@ -54,6 +58,8 @@ type accounts struct {
 	key            *rsa.PrivateKey
 	pubPEM         []byte
 	log            *slog.Logger
+	audit          *audit.Logger
+	guard          *loginguard.Guard
 	now            func() time.Time
 
 	mu       sync.Mutex
@@ -80,7 +86,7 @@ type failState struct {
 
 func newAccounts(cfg Config, snapshot func() *privilege.Snapshot, log *slog.Logger) (*accounts, error) {
 	a := &accounts{snapshot: snapshot, allowEmptyRoot: cfg.AllowEmptyRootPassword, requireSecure: cfg.RequireSecureTransport,
-		log: log, now: time.Now, fast: map[privilege.Identity]fastEntry{}, failures: map[privilege.Identity]*failState{}}
+		log: log, audit: cfg.Audit, guard: loginguard.New(cfg.LoginFailureDelay, "mysql"), now: time.Now, fast: map[privilege.Identity]fastEntry{}, failures: map[privilege.Identity]*failState{}}
 	a.key = cfg.RSAKey
 	if a.key == nil {
 		rsaOnce.Do(func() { rsaKey, rsaErr = rsa.GenerateKey(rand.Reader, 2048) })
@@ -165,6 +171,15 @@ func (a *accounts) finish(c *mysql.Conn, acct *privilege.Account, user string, o
 	deny := func(reason string, err error) (mysql.Getter, error) {
 		metricLoginFailures.WithLabelValues(reason).Inc()
 		a.log.Warn("login failed", "user", user, "host", host, "reason", reason)
+		if reason == "wrong_password" || reason == "unknown_user" {
+			a.guard.Failed(user, host)
+		}
+		code := 0
+		if se, ok := err.(*mysql.SQLError); ok {
+			code = se.Num
+		}
+		a.audit.Log(audit.Event{Event: "login", Protocol: "mysql", User: user, Host: host, ConnID: uint64(c.ConnectionID),
+			Outcome: "failure", ErrorCode: code, Reason: reason})
 		return nil, err
 	}
 	accessDenied := func() error {
@@ -208,6 +223,8 @@ func (a *accounts) finish(c *mysql.Conn, acct *privilege.Account, user string, o
 	delete(a.failures, acct.Identity)
 	a.mu.Unlock()
 	metricLogins.Inc()
+	a.guard.Succeeded(user, host)
+	a.audit.Log(audit.Event{Event: "login", Protocol: "mysql", User: user, Host: host, ConnID: uint64(c.ConnectionID), Outcome: "success"})
 	return authenticatedUser{name: user, usedPassword: usedPassword}, nil
 }
 
@@ -284,6 +301,7 @@ func (m *nativeMethod) AuthPluginData() ([]byte, error) {
 
 func (m *nativeMethod) HandleAuthPluginData(c *mysql.Conn, user string, serverData, clientData []byte, addr net.Addr) (mysql.Getter, error) {
 	salt := serverData[:len(serverData)-1]
+	m.a.guard.Wait(user, hostOf(addr))
 	acct := m.a.account(user, addr)
 	used := !emptyAnswer(clientData)
 	ok := false
@@ -322,6 +340,9 @@ func (m *sha2Method) AuthPluginData() ([]byte, error) {
 func (m *sha2Method) HandleAuthPluginData(c *mysql.Conn, user string, serverData, clientData []byte, addr net.Addr) (mysql.Getter, error) {
 	salt := serverData[:len(serverData)-1]
 	a := m.a
+	// Before any costly work (RSA, PBKDF2): a client guessing passwords
+	// waits here instead of spending the server's CPU (loginguard).
+	a.guard.Wait(user, hostOf(addr))
 	acct := a.account(user, addr)
 	if emptyAnswer(clientData) {
 		return a.finish(c, acct, user, acct != nil && acct.Auth == "", false)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dolthub/vitess/go/mysql"
 
+	"github.com/strata-db/strata/internal/audit"
 	strsql "github.com/strata-db/strata/internal/sql"
 	"github.com/strata-db/strata/internal/sql/privilege"
 	"github.com/strata-db/strata/internal/sql/types"
@@ -50,6 +51,11 @@ type Config struct {
 	// RSAKey is the key caching_sha2_password clients encrypt their
 	// password with over plaintext; nil generates one.
 	RSAKey *rsa.PrivateKey
+	// Audit, when set, records every login, successful or not.
+	Audit *audit.Logger
+	// LoginFailureDelay is the step of the delay of repeated failed logins
+	// (package loginguard); 0 disables it.
+	LoginFailureDelay time.Duration
 	// MaxConnections bounds concurrently served connections; further
 	// clients wait up to ConnWaitTimeout, then are refused. 0 is unlimited.
 	MaxConnections int
