@@ -25,8 +25,10 @@ import (
 //     it measures the region (mvcc.SampleSizes, a scan of its records)
 //     and, above RegionMaxSize, splits it at the key where half of the
 //     bytes lie below; each half starts from half the measured size. A
-//     region well below the limit is never scanned, and one near it
-//     about once per RegionMaxSize written to it;
+//     region not measured on this node yet (it just took its leadership
+//     over, or started) is measured too, one per round. Otherwise a
+//     region well below the limit is never scanned, and one near it about
+//     once per RegionMaxSize written to it;
 //   - by load (TiKV's load-base split; in a cluster of more than one
 //     node): when its queries per second stayed above RegionSplitQPS for
 //     two checks in a row, it splits it at the
@@ -146,6 +148,11 @@ func (n *Node) splitCheckLoop(interval time.Duration) {
 // this store leads.
 func (n *Node) checkSplits(ctx context.Context) {
 	led := map[uint64]bool{}
+	// One region this node has not measured yet (it just took over its
+	// leadership, or just started) is measured per round: Pebble's
+	// estimate misses the memtable, and the bytes written before this
+	// node led it were counted by another.
+	unknown := 1
 	for _, p := range n.store.Peers() {
 		if ctx.Err() != nil {
 			return
@@ -155,7 +162,7 @@ func (n *Node) checkSplits(ctx context.Context) {
 			continue
 		}
 		led[r.Id] = true
-		if key, why, size := n.splitKey(p, r); key != nil {
+		if key, why, size := n.splitKey(p, r, &unknown); key != nil {
 			left, right, err := n.SplitRegion(ctx, key)
 			if err != nil {
 				n.log.Info("automatic split failed", "region", r.Id, "reason", why, "err", err)
@@ -186,7 +193,7 @@ func (n *Node) checkSplits(ctx context.Context) {
 
 // splitKey decides whether region r needs a split now, and where; size
 // is the region's measured size when it measured it.
-func (n *Node) splitKey(p *raftstore.Peer, r *kvpb.Region) (key []byte, why string, size uint64) {
+func (n *Node) splitKey(p *raftstore.Peer, r *kvpb.Region, unknown *int) (key []byte, why string, size uint64) {
 	maxSize := n.regionMaxSize()
 	est, _ := n.store.ApproximateSize(r)
 	n.split.mu.Lock()
@@ -198,6 +205,10 @@ func (n *Node) splitKey(p *raftstore.Peer, r *kvpb.Region) (key []byte, why stri
 	// Pebble's estimate misses the memtable; the bytes written since the
 	// last measure (or since the region was first seen here) cover it.
 	measure := max(st.size, est)+st.written > maxSize
+	if !measure && st.size == 0 && *unknown > 0 {
+		measure = true
+		*unknown--
+	}
 	queries, interval, samples := st.queries, st.interval, st.samples
 	st.queries, st.interval, st.samples = 0, 0, nil
 	n.split.mu.Unlock()
