@@ -252,12 +252,15 @@ start_etcd3() {
 # appending to dir/strata.log, and waits until its SQL port answers. The node that
 # bootstraps the cluster has no join; the others join the given gRPC address(es).
 # Called again with the same arguments after the node stopped, it restarts it with
-# the same command line, as a user does. Sets NODE_PID.
+# the same command line, as a user does. STRATA_NODE_ARGS adds flags. Sets NODE_PID.
 start_cluster_node() {
 	local bin=$1 dir=$2 sql=$3 resp=$4 http=$5 grpc=$6 join=${7:-}
 	local args=(start --data-dir "$dir/data" --sql-addr "127.0.0.1:$sql" --resp-addr "127.0.0.1:$resp"
 		--http-addr "127.0.0.1:$http" --grpc-addr "127.0.0.1:$grpc")
 	[[ -z $join ]] || args+=(--join "$join")
+	# STRATA_NODE_ARGS: more flags for every node (word-split).
+	# shellcheck disable=SC2206
+	[[ -z ${STRATA_NODE_ARGS:-} ]] || args+=($STRATA_NODE_ARGS)
 	require_free_ports "$sql" "$resp" "$http" "$grpc" || return 1
 	mkdir -p "$dir"
 	echo "=== $(date -u +%FT%T.%3NZ) $bin ${args[*]}" >>"$dir/strata.log"

@@ -297,6 +297,10 @@ func (l localPD) GCSafePoint(ctx context.Context, in *kvpb.GCSafePointRequest, _
 	return l.srv.GCSafePoint(ctx, in)
 }
 
+func (l localPD) SetStoreState(ctx context.Context, in *kvpb.SetStoreStateRequest, _ ...grpc.CallOption) (*kvpb.SetStoreStateResponse, error) {
+	return l.srv.SetStoreState(ctx, in)
+}
+
 func (l localKv) KvBatchCommands(ctx context.Context, _ ...grpc.CallOption) (kvpb.Kv_KvBatchCommandsClient, error) {
 	return nil, fmt.Errorf("client: batch streams are for remote stores")
 }

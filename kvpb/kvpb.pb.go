@@ -83,6 +83,59 @@ func (PeerRole) EnumDescriptor() ([]byte, []int) {
 	return file_kvpb_proto_rawDescGZIP(), []int{0}
 }
 
+// StoreState is what the placement driver does with a store's replicas.
+type StoreState int32
+
+const (
+	StoreState_Serving         StoreState = 0 // takes replicas and leaders
+	StoreState_Draining        StoreState = 1 // every replica and leader moves off; can be resumed
+	StoreState_Decommissioning StoreState = 2 // like Draining, and the store is retired once empty
+	StoreState_Decommissioned  StoreState = 3 // empty and retired: never takes a replica again
+)
+
+// Enum value maps for StoreState.
+var (
+	StoreState_name = map[int32]string{
+		0: "Serving",
+		1: "Draining",
+		2: "Decommissioning",
+		3: "Decommissioned",
+	}
+	StoreState_value = map[string]int32{
+		"Serving":         0,
+		"Draining":        1,
+		"Decommissioning": 2,
+		"Decommissioned":  3,
+	}
+)
+
+func (x StoreState) Enum() *StoreState {
+	p := new(StoreState)
+	*p = x
+	return p
+}
+
+func (x StoreState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (StoreState) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvpb_proto_enumTypes[1].Descriptor()
+}
+
+func (StoreState) Type() protoreflect.EnumType {
+	return &file_kvpb_proto_enumTypes[1]
+}
+
+func (x StoreState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use StoreState.Descriptor instead.
+func (StoreState) EnumDescriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{1}
+}
+
 type Op int32
 
 const (
@@ -128,11 +181,11 @@ func (x Op) String() string {
 }
 
 func (Op) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvpb_proto_enumTypes[1].Descriptor()
+	return file_kvpb_proto_enumTypes[2].Descriptor()
 }
 
 func (Op) Type() protoreflect.EnumType {
-	return &file_kvpb_proto_enumTypes[1]
+	return &file_kvpb_proto_enumTypes[2]
 }
 
 func (x Op) Number() protoreflect.EnumNumber {
@@ -141,7 +194,7 @@ func (x Op) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Op.Descriptor instead.
 func (Op) EnumDescriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{1}
+	return file_kvpb_proto_rawDescGZIP(), []int{2}
 }
 
 type Action int32
@@ -180,11 +233,11 @@ func (x Action) String() string {
 }
 
 func (Action) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvpb_proto_enumTypes[2].Descriptor()
+	return file_kvpb_proto_enumTypes[3].Descriptor()
 }
 
 func (Action) Type() protoreflect.EnumType {
-	return &file_kvpb_proto_enumTypes[2]
+	return &file_kvpb_proto_enumTypes[3]
 }
 
 func (x Action) Number() protoreflect.EnumNumber {
@@ -193,7 +246,7 @@ func (x Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Action.Descriptor instead.
 func (Action) EnumDescriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{2}
+	return file_kvpb_proto_rawDescGZIP(), []int{3}
 }
 
 type DeadlockRequestType int32
@@ -229,11 +282,11 @@ func (x DeadlockRequestType) String() string {
 }
 
 func (DeadlockRequestType) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvpb_proto_enumTypes[3].Descriptor()
+	return file_kvpb_proto_enumTypes[4].Descriptor()
 }
 
 func (DeadlockRequestType) Type() protoreflect.EnumType {
-	return &file_kvpb_proto_enumTypes[3]
+	return &file_kvpb_proto_enumTypes[4]
 }
 
 func (x DeadlockRequestType) Number() protoreflect.EnumNumber {
@@ -242,7 +295,7 @@ func (x DeadlockRequestType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use DeadlockRequestType.Descriptor instead.
 func (DeadlockRequestType) EnumDescriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{3}
+	return file_kvpb_proto_rawDescGZIP(), []int{4}
 }
 
 type OperatorKind int32
@@ -287,11 +340,11 @@ func (x OperatorKind) String() string {
 }
 
 func (OperatorKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_kvpb_proto_enumTypes[4].Descriptor()
+	return file_kvpb_proto_enumTypes[5].Descriptor()
 }
 
 func (OperatorKind) Type() protoreflect.EnumType {
-	return &file_kvpb_proto_enumTypes[4]
+	return &file_kvpb_proto_enumTypes[5]
 }
 
 func (x OperatorKind) Number() protoreflect.EnumNumber {
@@ -300,7 +353,7 @@ func (x OperatorKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use OperatorKind.Descriptor instead.
 func (OperatorKind) EnumDescriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{4}
+	return file_kvpb_proto_rawDescGZIP(), []int{5}
 }
 
 type RegionEpoch struct {
@@ -492,14 +545,17 @@ func (x *Region) GetPeers() []*Peer {
 }
 
 type Store struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"` // gRPC address other nodes dial (--advertise-addr)
-	SqlAddress    string                 `protobuf:"bytes,3,opt,name=sql_address,json=sqlAddress,proto3" json:"sql_address,omitempty"`
-	RespAddress   string                 `protobuf:"bytes,4,opt,name=resp_address,json=respAddress,proto3" json:"resp_address,omitempty"`
-	HttpAddress   string                 `protobuf:"bytes,5,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
-	Version       string                 `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
-	StartUnixMs   int64                  `protobuf:"varint,7,opt,name=start_unix_ms,json=startUnixMs,proto3" json:"start_unix_ms,omitempty"` // when the node last started
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Address     string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"` // gRPC address other nodes dial (--advertise-addr)
+	SqlAddress  string                 `protobuf:"bytes,3,opt,name=sql_address,json=sqlAddress,proto3" json:"sql_address,omitempty"`
+	RespAddress string                 `protobuf:"bytes,4,opt,name=resp_address,json=respAddress,proto3" json:"resp_address,omitempty"`
+	HttpAddress string                 `protobuf:"bytes,5,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
+	Version     string                 `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
+	StartUnixMs int64                  `protobuf:"varint,7,opt,name=start_unix_ms,json=startUnixMs,proto3" json:"start_unix_ms,omitempty"` // when the node last started
+	// state is PD's: a node reports Serving, and PD keeps what an operator
+	// set (strata node drain / decommission / resume).
+	State         StoreState `protobuf:"varint,8,opt,name=state,proto3,enum=kvpb.StoreState" json:"state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -581,6 +637,13 @@ func (x *Store) GetStartUnixMs() int64 {
 		return x.StartUnixMs
 	}
 	return 0
+}
+
+func (x *Store) GetState() StoreState {
+	if x != nil {
+		return x.State
+	}
+	return StoreState_Serving
 }
 
 // Context routes a request to one region replica and proves the client's
@@ -4592,9 +4655,17 @@ type RegionStat struct {
 	AppliedIndex    uint64                 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
 	Progress        []*PeerProgress        `protobuf:"bytes,6,rep,name=progress,proto3" json:"progress,omitempty"`
 	ApproximateKeys uint64                 `protobuf:"varint,7,opt,name=approximate_keys,json=approximateKeys,proto3" json:"approximate_keys,omitempty"`
-	ApproximateSize uint64                 `protobuf:"varint,8,opt,name=approximate_size,json=approximateSize,proto3" json:"approximate_size,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	ApproximateSize uint64                 `protobuf:"varint,8,opt,name=approximate_size,json=approximateSize,proto3" json:"approximate_size,omitempty"` // bytes on disk (Pebble's estimate)
+	// Traffic the leader served since its previous report, over interval_ms.
+	ReadBytes     uint64 `protobuf:"varint,9,opt,name=read_bytes,json=readBytes,proto3" json:"read_bytes,omitempty"`
+	WrittenBytes  uint64 `protobuf:"varint,10,opt,name=written_bytes,json=writtenBytes,proto3" json:"written_bytes,omitempty"`
+	ReadKeys      uint64 `protobuf:"varint,11,opt,name=read_keys,json=readKeys,proto3" json:"read_keys,omitempty"`
+	WrittenKeys   uint64 `protobuf:"varint,12,opt,name=written_keys,json=writtenKeys,proto3" json:"written_keys,omitempty"`
+	ReadQueries   uint64 `protobuf:"varint,13,opt,name=read_queries,json=readQueries,proto3" json:"read_queries,omitempty"`
+	WriteQueries  uint64 `protobuf:"varint,14,opt,name=write_queries,json=writeQueries,proto3" json:"write_queries,omitempty"`
+	IntervalMs    uint64 `protobuf:"varint,15,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegionStat) Reset() {
@@ -4679,6 +4750,55 @@ func (x *RegionStat) GetApproximateKeys() uint64 {
 func (x *RegionStat) GetApproximateSize() uint64 {
 	if x != nil {
 		return x.ApproximateSize
+	}
+	return 0
+}
+
+func (x *RegionStat) GetReadBytes() uint64 {
+	if x != nil {
+		return x.ReadBytes
+	}
+	return 0
+}
+
+func (x *RegionStat) GetWrittenBytes() uint64 {
+	if x != nil {
+		return x.WrittenBytes
+	}
+	return 0
+}
+
+func (x *RegionStat) GetReadKeys() uint64 {
+	if x != nil {
+		return x.ReadKeys
+	}
+	return 0
+}
+
+func (x *RegionStat) GetWrittenKeys() uint64 {
+	if x != nil {
+		return x.WrittenKeys
+	}
+	return 0
+}
+
+func (x *RegionStat) GetReadQueries() uint64 {
+	if x != nil {
+		return x.ReadQueries
+	}
+	return 0
+}
+
+func (x *RegionStat) GetWriteQueries() uint64 {
+	if x != nil {
+		return x.WriteQueries
+	}
+	return 0
+}
+
+func (x *RegionStat) GetIntervalMs() uint64 {
+	if x != nil {
+		return x.IntervalMs
 	}
 	return 0
 }
@@ -4946,6 +5066,12 @@ type StoreStatus struct {
 	StateSinceUnixMs    int64                  `protobuf:"varint,4,opt,name=state_since_unix_ms,json=stateSinceUnixMs,proto3" json:"state_since_unix_ms,omitempty"` // when it last went up or down
 	ReplicaCount        uint32                 `protobuf:"varint,5,opt,name=replica_count,json=replicaCount,proto3" json:"replica_count,omitempty"`
 	LeaderCount         uint32                 `protobuf:"varint,6,opt,name=leader_count,json=leaderCount,proto3" json:"leader_count,omitempty"`
+	RegionSize          uint64                 `protobuf:"varint,7,opt,name=region_size,json=regionSize,proto3" json:"region_size,omitempty"`                       // approximate bytes of the regions it holds
+	ReadBytesPerSec     uint64                 `protobuf:"varint,8,opt,name=read_bytes_per_sec,json=readBytesPerSec,proto3" json:"read_bytes_per_sec,omitempty"`    // of the regions it leads
+	WriteBytesPerSec    uint64                 `protobuf:"varint,9,opt,name=write_bytes_per_sec,json=writeBytesPerSec,proto3" json:"write_bytes_per_sec,omitempty"` // of the regions it holds
+	ReadQps             uint64                 `protobuf:"varint,10,opt,name=read_qps,json=readQps,proto3" json:"read_qps,omitempty"`
+	WriteQps            uint64                 `protobuf:"varint,11,opt,name=write_qps,json=writeQps,proto3" json:"write_qps,omitempty"`
+	Operators           uint32                 `protobuf:"varint,12,opt,name=operators,proto3" json:"operators,omitempty"` // operators in flight that involve it
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -5022,15 +5148,65 @@ func (x *StoreStatus) GetLeaderCount() uint32 {
 	return 0
 }
 
+func (x *StoreStatus) GetRegionSize() uint64 {
+	if x != nil {
+		return x.RegionSize
+	}
+	return 0
+}
+
+func (x *StoreStatus) GetReadBytesPerSec() uint64 {
+	if x != nil {
+		return x.ReadBytesPerSec
+	}
+	return 0
+}
+
+func (x *StoreStatus) GetWriteBytesPerSec() uint64 {
+	if x != nil {
+		return x.WriteBytesPerSec
+	}
+	return 0
+}
+
+func (x *StoreStatus) GetReadQps() uint64 {
+	if x != nil {
+		return x.ReadQps
+	}
+	return 0
+}
+
+func (x *StoreStatus) GetWriteQps() uint64 {
+	if x != nil {
+		return x.WriteQps
+	}
+	return 0
+}
+
+func (x *StoreStatus) GetOperators() uint32 {
+	if x != nil {
+		return x.Operators
+	}
+	return 0
+}
+
 type RegionStatus struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Region          *Region                `protobuf:"bytes,1,opt,name=region,proto3" json:"region,omitempty"`
-	Leader          *Peer                  `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`
-	Progress        []*PeerProgress        `protobuf:"bytes,3,rep,name=progress,proto3" json:"progress,omitempty"`
-	CommitIndex     uint64                 `protobuf:"varint,4,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
-	UnderReplicated bool                   `protobuf:"varint,5,opt,name=under_replicated,json=underReplicated,proto3" json:"under_replicated,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Region           *Region                `protobuf:"bytes,1,opt,name=region,proto3" json:"region,omitempty"`
+	Leader           *Peer                  `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`
+	Progress         []*PeerProgress        `protobuf:"bytes,3,rep,name=progress,proto3" json:"progress,omitempty"`
+	CommitIndex      uint64                 `protobuf:"varint,4,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	UnderReplicated  bool                   `protobuf:"varint,5,opt,name=under_replicated,json=underReplicated,proto3" json:"under_replicated,omitempty"`
+	ApproximateSize  uint64                 `protobuf:"varint,6,opt,name=approximate_size,json=approximateSize,proto3" json:"approximate_size,omitempty"`
+	ApproximateKeys  uint64                 `protobuf:"varint,7,opt,name=approximate_keys,json=approximateKeys,proto3" json:"approximate_keys,omitempty"`
+	ReadBytesPerSec  uint64                 `protobuf:"varint,8,opt,name=read_bytes_per_sec,json=readBytesPerSec,proto3" json:"read_bytes_per_sec,omitempty"`
+	WriteBytesPerSec uint64                 `protobuf:"varint,9,opt,name=write_bytes_per_sec,json=writeBytesPerSec,proto3" json:"write_bytes_per_sec,omitempty"`
+	ReadQps          uint64                 `protobuf:"varint,10,opt,name=read_qps,json=readQps,proto3" json:"read_qps,omitempty"`
+	WriteQps         uint64                 `protobuf:"varint,11,opt,name=write_qps,json=writeQps,proto3" json:"write_qps,omitempty"`
+	WrittenBytes     uint64                 `protobuf:"varint,12,opt,name=written_bytes,json=writtenBytes,proto3" json:"written_bytes,omitempty"` // since the leader's previous report
+	ReadBytes        uint64                 `protobuf:"varint,13,opt,name=read_bytes,json=readBytes,proto3" json:"read_bytes,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *RegionStatus) Reset() {
@@ -5098,6 +5274,62 @@ func (x *RegionStatus) GetUnderReplicated() bool {
 	return false
 }
 
+func (x *RegionStatus) GetApproximateSize() uint64 {
+	if x != nil {
+		return x.ApproximateSize
+	}
+	return 0
+}
+
+func (x *RegionStatus) GetApproximateKeys() uint64 {
+	if x != nil {
+		return x.ApproximateKeys
+	}
+	return 0
+}
+
+func (x *RegionStatus) GetReadBytesPerSec() uint64 {
+	if x != nil {
+		return x.ReadBytesPerSec
+	}
+	return 0
+}
+
+func (x *RegionStatus) GetWriteBytesPerSec() uint64 {
+	if x != nil {
+		return x.WriteBytesPerSec
+	}
+	return 0
+}
+
+func (x *RegionStatus) GetReadQps() uint64 {
+	if x != nil {
+		return x.ReadQps
+	}
+	return 0
+}
+
+func (x *RegionStatus) GetWriteQps() uint64 {
+	if x != nil {
+		return x.WriteQps
+	}
+	return 0
+}
+
+func (x *RegionStatus) GetWrittenBytes() uint64 {
+	if x != nil {
+		return x.WrittenBytes
+	}
+	return 0
+}
+
+func (x *RegionStatus) GetReadBytes() uint64 {
+	if x != nil {
+		return x.ReadBytes
+	}
+	return 0
+}
+
 type ClusterStatusResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Error         *PDError               `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
@@ -5107,6 +5339,7 @@ type ClusterStatusResponse struct {
 	Stores        []*StoreStatus         `protobuf:"bytes,5,rep,name=stores,proto3" json:"stores,omitempty"`
 	Regions       []*RegionStatus        `protobuf:"bytes,6,rep,name=regions,proto3" json:"regions,omitempty"`
 	GcSafePoint   uint64                 `protobuf:"varint,7,opt,name=gc_safe_point,json=gcSafePoint,proto3" json:"gc_safe_point,omitempty"`
+	Operators     []*OperatorRecord      `protobuf:"bytes,8,rep,name=operators,proto3" json:"operators,omitempty"` // the most recent, newest last
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5190,6 +5423,179 @@ func (x *ClusterStatusResponse) GetGcSafePoint() uint64 {
 	return 0
 }
 
+func (x *ClusterStatusResponse) GetOperators() []*OperatorRecord {
+	if x != nil {
+		return x.Operators
+	}
+	return nil
+}
+
+// OperatorRecord is an operator PD handed out, for the operator log.
+type OperatorRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Operator      *Operator              `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	UnixMs        int64                  `protobuf:"varint,2,opt,name=unix_ms,json=unixMs,proto3" json:"unix_ms,omitempty"`
+	StoreId       uint64                 `protobuf:"varint,3,opt,name=store_id,json=storeId,proto3" json:"store_id,omitempty"` // the store of the region's leader it went to
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OperatorRecord) Reset() {
+	*x = OperatorRecord{}
+	mi := &file_kvpb_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OperatorRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OperatorRecord) ProtoMessage() {}
+
+func (x *OperatorRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OperatorRecord.ProtoReflect.Descriptor instead.
+func (*OperatorRecord) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *OperatorRecord) GetOperator() *Operator {
+	if x != nil {
+		return x.Operator
+	}
+	return nil
+}
+
+func (x *OperatorRecord) GetUnixMs() int64 {
+	if x != nil {
+		return x.UnixMs
+	}
+	return 0
+}
+
+func (x *OperatorRecord) GetStoreId() uint64 {
+	if x != nil {
+		return x.StoreId
+	}
+	return 0
+}
+
+// SetStoreStateRequest drains, decommissions or resumes a store.
+type SetStoreStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StoreId       uint64                 `protobuf:"varint,1,opt,name=store_id,json=storeId,proto3" json:"store_id,omitempty"`
+	State         StoreState             `protobuf:"varint,2,opt,name=state,proto3,enum=kvpb.StoreState" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetStoreStateRequest) Reset() {
+	*x = SetStoreStateRequest{}
+	mi := &file_kvpb_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetStoreStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetStoreStateRequest) ProtoMessage() {}
+
+func (x *SetStoreStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetStoreStateRequest.ProtoReflect.Descriptor instead.
+func (*SetStoreStateRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *SetStoreStateRequest) GetStoreId() uint64 {
+	if x != nil {
+		return x.StoreId
+	}
+	return 0
+}
+
+func (x *SetStoreStateRequest) GetState() StoreState {
+	if x != nil {
+		return x.State
+	}
+	return StoreState_Serving
+}
+
+type SetStoreStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *PDError               `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Store         *Store                 `protobuf:"bytes,2,opt,name=store,proto3" json:"store,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetStoreStateResponse) Reset() {
+	*x = SetStoreStateResponse{}
+	mi := &file_kvpb_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetStoreStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetStoreStateResponse) ProtoMessage() {}
+
+func (x *SetStoreStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetStoreStateResponse.ProtoReflect.Descriptor instead.
+func (*SetStoreStateResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *SetStoreStateResponse) GetError() *PDError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *SetStoreStateResponse) GetStore() *Store {
+	if x != nil {
+		return x.Store
+	}
+	return nil
+}
+
 type GCSafePointRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SafePoint     uint64                 `protobuf:"varint,1,opt,name=safe_point,json=safePoint,proto3" json:"safe_point,omitempty"`
@@ -5199,7 +5605,7 @@ type GCSafePointRequest struct {
 
 func (x *GCSafePointRequest) Reset() {
 	*x = GCSafePointRequest{}
-	mi := &file_kvpb_proto_msgTypes[75]
+	mi := &file_kvpb_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5211,7 +5617,7 @@ func (x *GCSafePointRequest) String() string {
 func (*GCSafePointRequest) ProtoMessage() {}
 
 func (x *GCSafePointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[75]
+	mi := &file_kvpb_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5224,7 +5630,7 @@ func (x *GCSafePointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCSafePointRequest.ProtoReflect.Descriptor instead.
 func (*GCSafePointRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{75}
+	return file_kvpb_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *GCSafePointRequest) GetSafePoint() uint64 {
@@ -5244,7 +5650,7 @@ type GCSafePointResponse struct {
 
 func (x *GCSafePointResponse) Reset() {
 	*x = GCSafePointResponse{}
-	mi := &file_kvpb_proto_msgTypes[76]
+	mi := &file_kvpb_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5256,7 +5662,7 @@ func (x *GCSafePointResponse) String() string {
 func (*GCSafePointResponse) ProtoMessage() {}
 
 func (x *GCSafePointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[76]
+	mi := &file_kvpb_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5269,7 +5675,7 @@ func (x *GCSafePointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCSafePointResponse.ProtoReflect.Descriptor instead.
 func (*GCSafePointResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{76}
+	return file_kvpb_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *GCSafePointResponse) GetError() *PDError {
@@ -5305,7 +5711,7 @@ const file_kvpb_proto_rawDesc = "" +
 	"\aend_key\x18\x03 \x01(\fR\x06endKey\x12'\n" +
 	"\x05epoch\x18\x04 \x01(\v2\x11.kvpb.RegionEpochR\x05epoch\x12 \n" +
 	"\x05peers\x18\x05 \x03(\v2\n" +
-	".kvpb.PeerR\x05peers\"\xd6\x01\n" +
+	".kvpb.PeerR\x05peers\"\xfe\x01\n" +
 	"\x05Store\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1f\n" +
@@ -5314,7 +5720,8 @@ const file_kvpb_proto_rawDesc = "" +
 	"\fresp_address\x18\x04 \x01(\tR\vrespAddress\x12!\n" +
 	"\fhttp_address\x18\x05 \x01(\tR\vhttpAddress\x12\x18\n" +
 	"\aversion\x18\x06 \x01(\tR\aversion\x12\"\n" +
-	"\rstart_unix_ms\x18\a \x01(\x03R\vstartUnixMs\"|\n" +
+	"\rstart_unix_ms\x18\a \x01(\x03R\vstartUnixMs\x12&\n" +
+	"\x05state\x18\b \x01(\x0e2\x10.kvpb.StoreStateR\x05state\"|\n" +
 	"\aContext\x12\x1b\n" +
 	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x124\n" +
 	"\fregion_epoch\x18\x02 \x01(\v2\x11.kvpb.RegionEpochR\vregionEpoch\x12\x1e\n" +
@@ -5609,7 +6016,7 @@ const file_kvpb_proto_rawDesc = "" +
 	"\fPeerProgress\x12\x17\n" +
 	"\apeer_id\x18\x01 \x01(\x04R\x06peerId\x12\x14\n" +
 	"\x05match\x18\x02 \x01(\x04R\x05match\x12\x16\n" +
-	"\x06active\x18\x03 \x01(\bR\x06active\"\xb8\x02\n" +
+	"\x06active\x18\x03 \x01(\bR\x06active\"\xa5\x04\n" +
 	"\n" +
 	"RegionStat\x12$\n" +
 	"\x06region\x18\x01 \x01(\v2\f.kvpb.RegionR\x06region\x12\"\n" +
@@ -5620,7 +6027,17 @@ const file_kvpb_proto_rawDesc = "" +
 	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\x12.\n" +
 	"\bprogress\x18\x06 \x03(\v2\x12.kvpb.PeerProgressR\bprogress\x12)\n" +
 	"\x10approximate_keys\x18\a \x01(\x04R\x0fapproximateKeys\x12)\n" +
-	"\x10approximate_size\x18\b \x01(\x04R\x0fapproximateSize\"\xb0\x01\n" +
+	"\x10approximate_size\x18\b \x01(\x04R\x0fapproximateSize\x12\x1d\n" +
+	"\n" +
+	"read_bytes\x18\t \x01(\x04R\treadBytes\x12#\n" +
+	"\rwritten_bytes\x18\n" +
+	" \x01(\x04R\fwrittenBytes\x12\x1b\n" +
+	"\tread_keys\x18\v \x01(\x04R\breadKeys\x12!\n" +
+	"\fwritten_keys\x18\f \x01(\x04R\vwrittenKeys\x12!\n" +
+	"\fread_queries\x18\r \x01(\x04R\vreadQueries\x12#\n" +
+	"\rwrite_queries\x18\x0e \x01(\x04R\fwriteQueries\x12\x1f\n" +
+	"\vinterval_ms\x18\x0f \x01(\x04R\n" +
+	"intervalMs\"\xb0\x01\n" +
 	"\bOperator\x12\x1b\n" +
 	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x12'\n" +
 	"\x05epoch\x18\x02 \x01(\v2\x11.kvpb.RegionEpochR\x05epoch\x12&\n" +
@@ -5639,21 +6056,39 @@ const file_kvpb_proto_rawDesc = "" +
 	"\toperators\x18\x02 \x03(\v2\x0e.kvpb.OperatorR\toperators\x12#\n" +
 	"\x06stores\x18\x03 \x03(\v2\v.kvpb.StoreR\x06stores\x12&\n" +
 	"\x0fpd_leader_store\x18\x04 \x01(\x04R\rpdLeaderStore\"\x16\n" +
-	"\x14ClusterStatusRequest\"\xec\x01\n" +
+	"\x14ClusterStatusRequest\"\xbf\x03\n" +
 	"\vStoreStatus\x12!\n" +
 	"\x05store\x18\x01 \x01(\v2\v.kvpb.StoreR\x05store\x12\x0e\n" +
 	"\x02up\x18\x02 \x01(\bR\x02up\x123\n" +
 	"\x16last_heartbeat_unix_ms\x18\x03 \x01(\x03R\x13lastHeartbeatUnixMs\x12-\n" +
 	"\x13state_since_unix_ms\x18\x04 \x01(\x03R\x10stateSinceUnixMs\x12#\n" +
 	"\rreplica_count\x18\x05 \x01(\rR\freplicaCount\x12!\n" +
-	"\fleader_count\x18\x06 \x01(\rR\vleaderCount\"\xd6\x01\n" +
+	"\fleader_count\x18\x06 \x01(\rR\vleaderCount\x12\x1f\n" +
+	"\vregion_size\x18\a \x01(\x04R\n" +
+	"regionSize\x12+\n" +
+	"\x12read_bytes_per_sec\x18\b \x01(\x04R\x0freadBytesPerSec\x12-\n" +
+	"\x13write_bytes_per_sec\x18\t \x01(\x04R\x10writeBytesPerSec\x12\x19\n" +
+	"\bread_qps\x18\n" +
+	" \x01(\x04R\areadQps\x12\x1b\n" +
+	"\twrite_qps\x18\v \x01(\x04R\bwriteQps\x12\x1c\n" +
+	"\toperators\x18\f \x01(\rR\toperators\"\x84\x04\n" +
 	"\fRegionStatus\x12$\n" +
 	"\x06region\x18\x01 \x01(\v2\f.kvpb.RegionR\x06region\x12\"\n" +
 	"\x06leader\x18\x02 \x01(\v2\n" +
 	".kvpb.PeerR\x06leader\x12.\n" +
 	"\bprogress\x18\x03 \x03(\v2\x12.kvpb.PeerProgressR\bprogress\x12!\n" +
 	"\fcommit_index\x18\x04 \x01(\x04R\vcommitIndex\x12)\n" +
-	"\x10under_replicated\x18\x05 \x01(\bR\x0funderReplicated\"\x9c\x02\n" +
+	"\x10under_replicated\x18\x05 \x01(\bR\x0funderReplicated\x12)\n" +
+	"\x10approximate_size\x18\x06 \x01(\x04R\x0fapproximateSize\x12)\n" +
+	"\x10approximate_keys\x18\a \x01(\x04R\x0fapproximateKeys\x12+\n" +
+	"\x12read_bytes_per_sec\x18\b \x01(\x04R\x0freadBytesPerSec\x12-\n" +
+	"\x13write_bytes_per_sec\x18\t \x01(\x04R\x10writeBytesPerSec\x12\x19\n" +
+	"\bread_qps\x18\n" +
+	" \x01(\x04R\areadQps\x12\x1b\n" +
+	"\twrite_qps\x18\v \x01(\x04R\bwriteQps\x12#\n" +
+	"\rwritten_bytes\x18\f \x01(\x04R\fwrittenBytes\x12\x1d\n" +
+	"\n" +
+	"read_bytes\x18\r \x01(\x04R\treadBytes\"\xd0\x02\n" +
 	"\x15ClusterStatusResponse\x12#\n" +
 	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12\x1d\n" +
 	"\n" +
@@ -5662,7 +6097,18 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x0fpd_leader_store\x18\x04 \x01(\x04R\rpdLeaderStore\x12)\n" +
 	"\x06stores\x18\x05 \x03(\v2\x11.kvpb.StoreStatusR\x06stores\x12,\n" +
 	"\aregions\x18\x06 \x03(\v2\x12.kvpb.RegionStatusR\aregions\x12\"\n" +
-	"\rgc_safe_point\x18\a \x01(\x04R\vgcSafePoint\"3\n" +
+	"\rgc_safe_point\x18\a \x01(\x04R\vgcSafePoint\x122\n" +
+	"\toperators\x18\b \x03(\v2\x14.kvpb.OperatorRecordR\toperators\"p\n" +
+	"\x0eOperatorRecord\x12*\n" +
+	"\boperator\x18\x01 \x01(\v2\x0e.kvpb.OperatorR\boperator\x12\x17\n" +
+	"\aunix_ms\x18\x02 \x01(\x03R\x06unixMs\x12\x19\n" +
+	"\bstore_id\x18\x03 \x01(\x04R\astoreId\"Y\n" +
+	"\x14SetStoreStateRequest\x12\x19\n" +
+	"\bstore_id\x18\x01 \x01(\x04R\astoreId\x12&\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x10.kvpb.StoreStateR\x05state\"_\n" +
+	"\x15SetStoreStateResponse\x12#\n" +
+	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12!\n" +
+	"\x05store\x18\x02 \x01(\v2\v.kvpb.StoreR\x05store\"3\n" +
 	"\x12GCSafePointRequest\x12\x1d\n" +
 	"\n" +
 	"safe_point\x18\x01 \x01(\x04R\tsafePoint\"Y\n" +
@@ -5674,7 +6120,13 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x05Voter\x10\x00\x12\v\n" +
 	"\aLearner\x10\x01\x12\x11\n" +
 	"\rIncomingVoter\x10\x02\x12\x11\n" +
-	"\rDemotingVoter\x10\x03*c\n" +
+	"\rDemotingVoter\x10\x03*P\n" +
+	"\n" +
+	"StoreState\x12\v\n" +
+	"\aServing\x10\x00\x12\f\n" +
+	"\bDraining\x10\x01\x12\x13\n" +
+	"\x0fDecommissioning\x10\x02\x12\x12\n" +
+	"\x0eDecommissioned\x10\x03*c\n" +
 	"\x02Op\x12\a\n" +
 	"\x03Put\x10\x00\x12\a\n" +
 	"\x03Del\x10\x01\x12\b\n" +
@@ -5723,7 +6175,7 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x0eKvTxnHeartBeat\x12\x19.kvpb.TxnHeartBeatRequest\x1a\x1a.kvpb.TxnHeartBeatResponse\x12G\n" +
 	"\x0eKvDestroyRange\x12\x19.kvpb.DestroyRangeRequest\x1a\x1a.kvpb.DestroyRangeResponse2K\n" +
 	"\x10DeadlockDetector\x127\n" +
-	"\x06Detect\x12\x15.kvpb.DeadlockRequest\x1a\x16.kvpb.DeadlockResponse2\xf5\x04\n" +
+	"\x06Detect\x12\x15.kvpb.DeadlockRequest\x1a\x16.kvpb.DeadlockResponse2\xbf\x05\n" +
 	"\x02PD\x12-\n" +
 	"\x04Join\x12\x11.kvpb.JoinRequest\x1a\x12.kvpb.JoinResponse\x12K\n" +
 	"\x0eStoreHeartbeat\x12\x1b.kvpb.StoreHeartbeatRequest\x1a\x1c.kvpb.StoreHeartbeatResponse\x12H\n" +
@@ -5734,7 +6186,8 @@ const file_kvpb_proto_rawDesc = "" +
 	"\rGetRegionByID\x12\x1a.kvpb.GetRegionByIDRequest\x1a\x17.kvpb.GetRegionResponse\x12B\n" +
 	"\vScanRegions\x12\x18.kvpb.ScanRegionsRequest\x1a\x19.kvpb.ScanRegionsResponse\x129\n" +
 	"\bGetStore\x12\x15.kvpb.GetStoreRequest\x1a\x16.kvpb.GetStoreResponse\x126\n" +
-	"\aAllocID\x12\x14.kvpb.AllocIDRequest\x1a\x15.kvpb.AllocIDResponseB\"Z github.com/strata-db/strata/kvpbb\x06proto3"
+	"\aAllocID\x12\x14.kvpb.AllocIDRequest\x1a\x15.kvpb.AllocIDResponse\x12H\n" +
+	"\rSetStoreState\x12\x1a.kvpb.SetStoreStateRequest\x1a\x1b.kvpb.SetStoreStateResponseB\"Z github.com/strata-db/strata/kvpbb\x06proto3"
 
 var (
 	file_kvpb_proto_rawDescOnce sync.Once
@@ -5748,250 +6201,262 @@ func file_kvpb_proto_rawDescGZIP() []byte {
 	return file_kvpb_proto_rawDescData
 }
 
-var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 77)
+var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
 var file_kvpb_proto_goTypes = []any{
 	(PeerRole)(0),                       // 0: kvpb.PeerRole
-	(Op)(0),                             // 1: kvpb.Op
-	(Action)(0),                         // 2: kvpb.Action
-	(DeadlockRequestType)(0),            // 3: kvpb.DeadlockRequestType
-	(OperatorKind)(0),                   // 4: kvpb.OperatorKind
-	(*RegionEpoch)(nil),                 // 5: kvpb.RegionEpoch
-	(*Peer)(nil),                        // 6: kvpb.Peer
-	(*Region)(nil),                      // 7: kvpb.Region
-	(*Store)(nil),                       // 8: kvpb.Store
-	(*Context)(nil),                     // 9: kvpb.Context
-	(*RegionError)(nil),                 // 10: kvpb.RegionError
-	(*NotLeader)(nil),                   // 11: kvpb.NotLeader
-	(*EpochNotMatch)(nil),               // 12: kvpb.EpochNotMatch
-	(*KeyNotInRegion)(nil),              // 13: kvpb.KeyNotInRegion
-	(*ServerBusy)(nil),                  // 14: kvpb.ServerBusy
-	(*RegionNotFound)(nil),              // 15: kvpb.RegionNotFound
-	(*Mutation)(nil),                    // 16: kvpb.Mutation
-	(*LockInfo)(nil),                    // 17: kvpb.LockInfo
-	(*WriteConflict)(nil),               // 18: kvpb.WriteConflict
-	(*AlreadyExist)(nil),                // 19: kvpb.AlreadyExist
-	(*TxnNotFound)(nil),                 // 20: kvpb.TxnNotFound
-	(*Deadlock)(nil),                    // 21: kvpb.Deadlock
-	(*KeyError)(nil),                    // 22: kvpb.KeyError
-	(*KvPair)(nil),                      // 23: kvpb.KvPair
-	(*GetRequest)(nil),                  // 24: kvpb.GetRequest
-	(*GetResponse)(nil),                 // 25: kvpb.GetResponse
-	(*BatchGetRequest)(nil),             // 26: kvpb.BatchGetRequest
-	(*BatchGetResponse)(nil),            // 27: kvpb.BatchGetResponse
-	(*ScanRequest)(nil),                 // 28: kvpb.ScanRequest
-	(*ScanResponse)(nil),                // 29: kvpb.ScanResponse
-	(*PrewriteRequest)(nil),             // 30: kvpb.PrewriteRequest
-	(*PrewriteResponse)(nil),            // 31: kvpb.PrewriteResponse
-	(*CommitRequest)(nil),               // 32: kvpb.CommitRequest
-	(*CommitResponse)(nil),              // 33: kvpb.CommitResponse
-	(*BatchRollbackRequest)(nil),        // 34: kvpb.BatchRollbackRequest
-	(*BatchRollbackResponse)(nil),       // 35: kvpb.BatchRollbackResponse
-	(*CheckTxnStatusRequest)(nil),       // 36: kvpb.CheckTxnStatusRequest
-	(*CheckTxnStatusResponse)(nil),      // 37: kvpb.CheckTxnStatusResponse
-	(*ResolveLockRequest)(nil),          // 38: kvpb.ResolveLockRequest
-	(*ResolveLockResponse)(nil),         // 39: kvpb.ResolveLockResponse
-	(*PessimisticLockRequest)(nil),      // 40: kvpb.PessimisticLockRequest
-	(*PessimisticLockResponse)(nil),     // 41: kvpb.PessimisticLockResponse
-	(*PessimisticRollbackRequest)(nil),  // 42: kvpb.PessimisticRollbackRequest
-	(*PessimisticRollbackResponse)(nil), // 43: kvpb.PessimisticRollbackResponse
-	(*TxnHeartBeatRequest)(nil),         // 44: kvpb.TxnHeartBeatRequest
-	(*TxnHeartBeatResponse)(nil),        // 45: kvpb.TxnHeartBeatResponse
-	(*DestroyRangeRequest)(nil),         // 46: kvpb.DestroyRangeRequest
-	(*DestroyRangeResponse)(nil),        // 47: kvpb.DestroyRangeResponse
-	(*ScanLockRequest)(nil),             // 48: kvpb.ScanLockRequest
-	(*ScanLockResponse)(nil),            // 49: kvpb.ScanLockResponse
-	(*BatchRequest)(nil),                // 50: kvpb.BatchRequest
-	(*BatchRequestEntry)(nil),           // 51: kvpb.BatchRequestEntry
-	(*BatchResponse)(nil),               // 52: kvpb.BatchResponse
-	(*BatchResponseEntry)(nil),          // 53: kvpb.BatchResponseEntry
-	(*WaitForEntry)(nil),                // 54: kvpb.WaitForEntry
-	(*DeadlockRequest)(nil),             // 55: kvpb.DeadlockRequest
-	(*DeadlockResponse)(nil),            // 56: kvpb.DeadlockResponse
-	(*PDError)(nil),                     // 57: kvpb.PDError
-	(*TsoRequest)(nil),                  // 58: kvpb.TsoRequest
-	(*TsoResponse)(nil),                 // 59: kvpb.TsoResponse
-	(*GetRegionRequest)(nil),            // 60: kvpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),        // 61: kvpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),           // 62: kvpb.GetRegionResponse
-	(*ScanRegionsRequest)(nil),          // 63: kvpb.ScanRegionsRequest
-	(*ScanRegionsResponse)(nil),         // 64: kvpb.ScanRegionsResponse
-	(*GetStoreRequest)(nil),             // 65: kvpb.GetStoreRequest
-	(*GetStoreResponse)(nil),            // 66: kvpb.GetStoreResponse
-	(*AllocIDRequest)(nil),              // 67: kvpb.AllocIDRequest
-	(*AllocIDResponse)(nil),             // 68: kvpb.AllocIDResponse
-	(*JoinRequest)(nil),                 // 69: kvpb.JoinRequest
-	(*JoinResponse)(nil),                // 70: kvpb.JoinResponse
-	(*PeerProgress)(nil),                // 71: kvpb.PeerProgress
-	(*RegionStat)(nil),                  // 72: kvpb.RegionStat
-	(*Operator)(nil),                    // 73: kvpb.Operator
-	(*StoreHeartbeatRequest)(nil),       // 74: kvpb.StoreHeartbeatRequest
-	(*StoreHeartbeatResponse)(nil),      // 75: kvpb.StoreHeartbeatResponse
-	(*ClusterStatusRequest)(nil),        // 76: kvpb.ClusterStatusRequest
-	(*StoreStatus)(nil),                 // 77: kvpb.StoreStatus
-	(*RegionStatus)(nil),                // 78: kvpb.RegionStatus
-	(*ClusterStatusResponse)(nil),       // 79: kvpb.ClusterStatusResponse
-	(*GCSafePointRequest)(nil),          // 80: kvpb.GCSafePointRequest
-	(*GCSafePointResponse)(nil),         // 81: kvpb.GCSafePointResponse
+	(StoreState)(0),                     // 1: kvpb.StoreState
+	(Op)(0),                             // 2: kvpb.Op
+	(Action)(0),                         // 3: kvpb.Action
+	(DeadlockRequestType)(0),            // 4: kvpb.DeadlockRequestType
+	(OperatorKind)(0),                   // 5: kvpb.OperatorKind
+	(*RegionEpoch)(nil),                 // 6: kvpb.RegionEpoch
+	(*Peer)(nil),                        // 7: kvpb.Peer
+	(*Region)(nil),                      // 8: kvpb.Region
+	(*Store)(nil),                       // 9: kvpb.Store
+	(*Context)(nil),                     // 10: kvpb.Context
+	(*RegionError)(nil),                 // 11: kvpb.RegionError
+	(*NotLeader)(nil),                   // 12: kvpb.NotLeader
+	(*EpochNotMatch)(nil),               // 13: kvpb.EpochNotMatch
+	(*KeyNotInRegion)(nil),              // 14: kvpb.KeyNotInRegion
+	(*ServerBusy)(nil),                  // 15: kvpb.ServerBusy
+	(*RegionNotFound)(nil),              // 16: kvpb.RegionNotFound
+	(*Mutation)(nil),                    // 17: kvpb.Mutation
+	(*LockInfo)(nil),                    // 18: kvpb.LockInfo
+	(*WriteConflict)(nil),               // 19: kvpb.WriteConflict
+	(*AlreadyExist)(nil),                // 20: kvpb.AlreadyExist
+	(*TxnNotFound)(nil),                 // 21: kvpb.TxnNotFound
+	(*Deadlock)(nil),                    // 22: kvpb.Deadlock
+	(*KeyError)(nil),                    // 23: kvpb.KeyError
+	(*KvPair)(nil),                      // 24: kvpb.KvPair
+	(*GetRequest)(nil),                  // 25: kvpb.GetRequest
+	(*GetResponse)(nil),                 // 26: kvpb.GetResponse
+	(*BatchGetRequest)(nil),             // 27: kvpb.BatchGetRequest
+	(*BatchGetResponse)(nil),            // 28: kvpb.BatchGetResponse
+	(*ScanRequest)(nil),                 // 29: kvpb.ScanRequest
+	(*ScanResponse)(nil),                // 30: kvpb.ScanResponse
+	(*PrewriteRequest)(nil),             // 31: kvpb.PrewriteRequest
+	(*PrewriteResponse)(nil),            // 32: kvpb.PrewriteResponse
+	(*CommitRequest)(nil),               // 33: kvpb.CommitRequest
+	(*CommitResponse)(nil),              // 34: kvpb.CommitResponse
+	(*BatchRollbackRequest)(nil),        // 35: kvpb.BatchRollbackRequest
+	(*BatchRollbackResponse)(nil),       // 36: kvpb.BatchRollbackResponse
+	(*CheckTxnStatusRequest)(nil),       // 37: kvpb.CheckTxnStatusRequest
+	(*CheckTxnStatusResponse)(nil),      // 38: kvpb.CheckTxnStatusResponse
+	(*ResolveLockRequest)(nil),          // 39: kvpb.ResolveLockRequest
+	(*ResolveLockResponse)(nil),         // 40: kvpb.ResolveLockResponse
+	(*PessimisticLockRequest)(nil),      // 41: kvpb.PessimisticLockRequest
+	(*PessimisticLockResponse)(nil),     // 42: kvpb.PessimisticLockResponse
+	(*PessimisticRollbackRequest)(nil),  // 43: kvpb.PessimisticRollbackRequest
+	(*PessimisticRollbackResponse)(nil), // 44: kvpb.PessimisticRollbackResponse
+	(*TxnHeartBeatRequest)(nil),         // 45: kvpb.TxnHeartBeatRequest
+	(*TxnHeartBeatResponse)(nil),        // 46: kvpb.TxnHeartBeatResponse
+	(*DestroyRangeRequest)(nil),         // 47: kvpb.DestroyRangeRequest
+	(*DestroyRangeResponse)(nil),        // 48: kvpb.DestroyRangeResponse
+	(*ScanLockRequest)(nil),             // 49: kvpb.ScanLockRequest
+	(*ScanLockResponse)(nil),            // 50: kvpb.ScanLockResponse
+	(*BatchRequest)(nil),                // 51: kvpb.BatchRequest
+	(*BatchRequestEntry)(nil),           // 52: kvpb.BatchRequestEntry
+	(*BatchResponse)(nil),               // 53: kvpb.BatchResponse
+	(*BatchResponseEntry)(nil),          // 54: kvpb.BatchResponseEntry
+	(*WaitForEntry)(nil),                // 55: kvpb.WaitForEntry
+	(*DeadlockRequest)(nil),             // 56: kvpb.DeadlockRequest
+	(*DeadlockResponse)(nil),            // 57: kvpb.DeadlockResponse
+	(*PDError)(nil),                     // 58: kvpb.PDError
+	(*TsoRequest)(nil),                  // 59: kvpb.TsoRequest
+	(*TsoResponse)(nil),                 // 60: kvpb.TsoResponse
+	(*GetRegionRequest)(nil),            // 61: kvpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),        // 62: kvpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),           // 63: kvpb.GetRegionResponse
+	(*ScanRegionsRequest)(nil),          // 64: kvpb.ScanRegionsRequest
+	(*ScanRegionsResponse)(nil),         // 65: kvpb.ScanRegionsResponse
+	(*GetStoreRequest)(nil),             // 66: kvpb.GetStoreRequest
+	(*GetStoreResponse)(nil),            // 67: kvpb.GetStoreResponse
+	(*AllocIDRequest)(nil),              // 68: kvpb.AllocIDRequest
+	(*AllocIDResponse)(nil),             // 69: kvpb.AllocIDResponse
+	(*JoinRequest)(nil),                 // 70: kvpb.JoinRequest
+	(*JoinResponse)(nil),                // 71: kvpb.JoinResponse
+	(*PeerProgress)(nil),                // 72: kvpb.PeerProgress
+	(*RegionStat)(nil),                  // 73: kvpb.RegionStat
+	(*Operator)(nil),                    // 74: kvpb.Operator
+	(*StoreHeartbeatRequest)(nil),       // 75: kvpb.StoreHeartbeatRequest
+	(*StoreHeartbeatResponse)(nil),      // 76: kvpb.StoreHeartbeatResponse
+	(*ClusterStatusRequest)(nil),        // 77: kvpb.ClusterStatusRequest
+	(*StoreStatus)(nil),                 // 78: kvpb.StoreStatus
+	(*RegionStatus)(nil),                // 79: kvpb.RegionStatus
+	(*ClusterStatusResponse)(nil),       // 80: kvpb.ClusterStatusResponse
+	(*OperatorRecord)(nil),              // 81: kvpb.OperatorRecord
+	(*SetStoreStateRequest)(nil),        // 82: kvpb.SetStoreStateRequest
+	(*SetStoreStateResponse)(nil),       // 83: kvpb.SetStoreStateResponse
+	(*GCSafePointRequest)(nil),          // 84: kvpb.GCSafePointRequest
+	(*GCSafePointResponse)(nil),         // 85: kvpb.GCSafePointResponse
 }
 var file_kvpb_proto_depIdxs = []int32{
 	0,   // 0: kvpb.Peer.role:type_name -> kvpb.PeerRole
-	5,   // 1: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
-	6,   // 2: kvpb.Region.peers:type_name -> kvpb.Peer
-	5,   // 3: kvpb.Context.region_epoch:type_name -> kvpb.RegionEpoch
-	6,   // 4: kvpb.Context.peer:type_name -> kvpb.Peer
-	11,  // 5: kvpb.RegionError.not_leader:type_name -> kvpb.NotLeader
-	12,  // 6: kvpb.RegionError.epoch_not_match:type_name -> kvpb.EpochNotMatch
-	13,  // 7: kvpb.RegionError.key_not_in_region:type_name -> kvpb.KeyNotInRegion
-	14,  // 8: kvpb.RegionError.server_busy:type_name -> kvpb.ServerBusy
-	15,  // 9: kvpb.RegionError.region_not_found:type_name -> kvpb.RegionNotFound
-	6,   // 10: kvpb.NotLeader.leader:type_name -> kvpb.Peer
-	7,   // 11: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
-	1,   // 12: kvpb.Mutation.op:type_name -> kvpb.Op
-	1,   // 13: kvpb.LockInfo.lock_type:type_name -> kvpb.Op
-	54,  // 14: kvpb.Deadlock.wait_chain:type_name -> kvpb.WaitForEntry
-	17,  // 15: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
-	18,  // 16: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
-	19,  // 17: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
-	20,  // 18: kvpb.KeyError.txn_not_found:type_name -> kvpb.TxnNotFound
-	21,  // 19: kvpb.KeyError.deadlock:type_name -> kvpb.Deadlock
-	22,  // 20: kvpb.KvPair.error:type_name -> kvpb.KeyError
-	9,   // 21: kvpb.GetRequest.context:type_name -> kvpb.Context
-	10,  // 22: kvpb.GetResponse.region_error:type_name -> kvpb.RegionError
-	22,  // 23: kvpb.GetResponse.error:type_name -> kvpb.KeyError
-	9,   // 24: kvpb.BatchGetRequest.context:type_name -> kvpb.Context
-	10,  // 25: kvpb.BatchGetResponse.region_error:type_name -> kvpb.RegionError
-	23,  // 26: kvpb.BatchGetResponse.pairs:type_name -> kvpb.KvPair
-	22,  // 27: kvpb.BatchGetResponse.error:type_name -> kvpb.KeyError
-	9,   // 28: kvpb.ScanRequest.context:type_name -> kvpb.Context
-	10,  // 29: kvpb.ScanResponse.region_error:type_name -> kvpb.RegionError
-	23,  // 30: kvpb.ScanResponse.pairs:type_name -> kvpb.KvPair
-	22,  // 31: kvpb.ScanResponse.error:type_name -> kvpb.KeyError
-	9,   // 32: kvpb.PrewriteRequest.context:type_name -> kvpb.Context
-	16,  // 33: kvpb.PrewriteRequest.mutations:type_name -> kvpb.Mutation
-	10,  // 34: kvpb.PrewriteResponse.region_error:type_name -> kvpb.RegionError
-	22,  // 35: kvpb.PrewriteResponse.errors:type_name -> kvpb.KeyError
-	9,   // 36: kvpb.CommitRequest.context:type_name -> kvpb.Context
-	10,  // 37: kvpb.CommitResponse.region_error:type_name -> kvpb.RegionError
-	22,  // 38: kvpb.CommitResponse.error:type_name -> kvpb.KeyError
-	9,   // 39: kvpb.BatchRollbackRequest.context:type_name -> kvpb.Context
-	10,  // 40: kvpb.BatchRollbackResponse.region_error:type_name -> kvpb.RegionError
-	22,  // 41: kvpb.BatchRollbackResponse.error:type_name -> kvpb.KeyError
-	9,   // 42: kvpb.CheckTxnStatusRequest.context:type_name -> kvpb.Context
-	10,  // 43: kvpb.CheckTxnStatusResponse.region_error:type_name -> kvpb.RegionError
-	22,  // 44: kvpb.CheckTxnStatusResponse.error:type_name -> kvpb.KeyError
-	2,   // 45: kvpb.CheckTxnStatusResponse.action:type_name -> kvpb.Action
-	17,  // 46: kvpb.CheckTxnStatusResponse.lock_info:type_name -> kvpb.LockInfo
-	9,   // 47: kvpb.ResolveLockRequest.context:type_name -> kvpb.Context
-	10,  // 48: kvpb.ResolveLockResponse.region_error:type_name -> kvpb.RegionError
-	22,  // 49: kvpb.ResolveLockResponse.error:type_name -> kvpb.KeyError
-	9,   // 50: kvpb.PessimisticLockRequest.context:type_name -> kvpb.Context
-	16,  // 51: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
-	10,  // 52: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
-	22,  // 53: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
-	9,   // 54: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
-	10,  // 55: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
-	22,  // 56: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
-	9,   // 57: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
-	10,  // 58: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
-	22,  // 59: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
-	9,   // 60: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
-	10,  // 61: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
-	9,   // 62: kvpb.ScanLockRequest.context:type_name -> kvpb.Context
-	10,  // 63: kvpb.ScanLockResponse.region_error:type_name -> kvpb.RegionError
-	17,  // 64: kvpb.ScanLockResponse.locks:type_name -> kvpb.LockInfo
-	51,  // 65: kvpb.BatchRequest.entries:type_name -> kvpb.BatchRequestEntry
-	53,  // 66: kvpb.BatchResponse.entries:type_name -> kvpb.BatchResponseEntry
-	3,   // 67: kvpb.DeadlockRequest.tp:type_name -> kvpb.DeadlockRequestType
-	54,  // 68: kvpb.DeadlockRequest.entry:type_name -> kvpb.WaitForEntry
-	54,  // 69: kvpb.DeadlockResponse.entry:type_name -> kvpb.WaitForEntry
-	54,  // 70: kvpb.DeadlockResponse.wait_chain:type_name -> kvpb.WaitForEntry
-	57,  // 71: kvpb.TsoResponse.error:type_name -> kvpb.PDError
-	57,  // 72: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
-	7,   // 73: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
-	6,   // 74: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
-	57,  // 75: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
-	7,   // 76: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
-	6,   // 77: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
-	57,  // 78: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
-	8,   // 79: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
-	57,  // 80: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
-	8,   // 81: kvpb.JoinRequest.store:type_name -> kvpb.Store
-	57,  // 82: kvpb.JoinResponse.error:type_name -> kvpb.PDError
-	7,   // 83: kvpb.RegionStat.region:type_name -> kvpb.Region
-	6,   // 84: kvpb.RegionStat.leader:type_name -> kvpb.Peer
-	71,  // 85: kvpb.RegionStat.progress:type_name -> kvpb.PeerProgress
-	5,   // 86: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
-	4,   // 87: kvpb.Operator.kind:type_name -> kvpb.OperatorKind
-	6,   // 88: kvpb.Operator.peer:type_name -> kvpb.Peer
-	8,   // 89: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
-	72,  // 90: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
-	57,  // 91: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
-	73,  // 92: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
-	8,   // 93: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
-	8,   // 94: kvpb.StoreStatus.store:type_name -> kvpb.Store
-	7,   // 95: kvpb.RegionStatus.region:type_name -> kvpb.Region
-	6,   // 96: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
-	71,  // 97: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
-	57,  // 98: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
-	77,  // 99: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
-	78,  // 100: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
-	57,  // 101: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
-	50,  // 102: kvpb.Kv.KvBatchCommands:input_type -> kvpb.BatchRequest
-	48,  // 103: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
-	24,  // 104: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
-	26,  // 105: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
-	28,  // 106: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
-	30,  // 107: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
-	32,  // 108: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
-	34,  // 109: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
-	36,  // 110: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
-	38,  // 111: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
-	40,  // 112: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
-	42,  // 113: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
-	44,  // 114: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
-	46,  // 115: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
-	55,  // 116: kvpb.DeadlockDetector.Detect:input_type -> kvpb.DeadlockRequest
-	69,  // 117: kvpb.PD.Join:input_type -> kvpb.JoinRequest
-	74,  // 118: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
-	76,  // 119: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
-	80,  // 120: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
-	58,  // 121: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
-	60,  // 122: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
-	61,  // 123: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
-	63,  // 124: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
-	65,  // 125: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
-	67,  // 126: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
-	52,  // 127: kvpb.Kv.KvBatchCommands:output_type -> kvpb.BatchResponse
-	49,  // 128: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
-	25,  // 129: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
-	27,  // 130: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
-	29,  // 131: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
-	31,  // 132: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
-	33,  // 133: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
-	35,  // 134: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
-	37,  // 135: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
-	39,  // 136: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
-	41,  // 137: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
-	43,  // 138: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
-	45,  // 139: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
-	47,  // 140: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
-	56,  // 141: kvpb.DeadlockDetector.Detect:output_type -> kvpb.DeadlockResponse
-	70,  // 142: kvpb.PD.Join:output_type -> kvpb.JoinResponse
-	75,  // 143: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
-	79,  // 144: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
-	81,  // 145: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
-	59,  // 146: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
-	62,  // 147: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
-	62,  // 148: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
-	64,  // 149: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
-	66,  // 150: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
-	68,  // 151: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
-	127, // [127:152] is the sub-list for method output_type
-	102, // [102:127] is the sub-list for method input_type
-	102, // [102:102] is the sub-list for extension type_name
-	102, // [102:102] is the sub-list for extension extendee
-	0,   // [0:102] is the sub-list for field type_name
+	6,   // 1: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
+	7,   // 2: kvpb.Region.peers:type_name -> kvpb.Peer
+	1,   // 3: kvpb.Store.state:type_name -> kvpb.StoreState
+	6,   // 4: kvpb.Context.region_epoch:type_name -> kvpb.RegionEpoch
+	7,   // 5: kvpb.Context.peer:type_name -> kvpb.Peer
+	12,  // 6: kvpb.RegionError.not_leader:type_name -> kvpb.NotLeader
+	13,  // 7: kvpb.RegionError.epoch_not_match:type_name -> kvpb.EpochNotMatch
+	14,  // 8: kvpb.RegionError.key_not_in_region:type_name -> kvpb.KeyNotInRegion
+	15,  // 9: kvpb.RegionError.server_busy:type_name -> kvpb.ServerBusy
+	16,  // 10: kvpb.RegionError.region_not_found:type_name -> kvpb.RegionNotFound
+	7,   // 11: kvpb.NotLeader.leader:type_name -> kvpb.Peer
+	8,   // 12: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
+	2,   // 13: kvpb.Mutation.op:type_name -> kvpb.Op
+	2,   // 14: kvpb.LockInfo.lock_type:type_name -> kvpb.Op
+	55,  // 15: kvpb.Deadlock.wait_chain:type_name -> kvpb.WaitForEntry
+	18,  // 16: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
+	19,  // 17: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
+	20,  // 18: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
+	21,  // 19: kvpb.KeyError.txn_not_found:type_name -> kvpb.TxnNotFound
+	22,  // 20: kvpb.KeyError.deadlock:type_name -> kvpb.Deadlock
+	23,  // 21: kvpb.KvPair.error:type_name -> kvpb.KeyError
+	10,  // 22: kvpb.GetRequest.context:type_name -> kvpb.Context
+	11,  // 23: kvpb.GetResponse.region_error:type_name -> kvpb.RegionError
+	23,  // 24: kvpb.GetResponse.error:type_name -> kvpb.KeyError
+	10,  // 25: kvpb.BatchGetRequest.context:type_name -> kvpb.Context
+	11,  // 26: kvpb.BatchGetResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 27: kvpb.BatchGetResponse.pairs:type_name -> kvpb.KvPair
+	23,  // 28: kvpb.BatchGetResponse.error:type_name -> kvpb.KeyError
+	10,  // 29: kvpb.ScanRequest.context:type_name -> kvpb.Context
+	11,  // 30: kvpb.ScanResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 31: kvpb.ScanResponse.pairs:type_name -> kvpb.KvPair
+	23,  // 32: kvpb.ScanResponse.error:type_name -> kvpb.KeyError
+	10,  // 33: kvpb.PrewriteRequest.context:type_name -> kvpb.Context
+	17,  // 34: kvpb.PrewriteRequest.mutations:type_name -> kvpb.Mutation
+	11,  // 35: kvpb.PrewriteResponse.region_error:type_name -> kvpb.RegionError
+	23,  // 36: kvpb.PrewriteResponse.errors:type_name -> kvpb.KeyError
+	10,  // 37: kvpb.CommitRequest.context:type_name -> kvpb.Context
+	11,  // 38: kvpb.CommitResponse.region_error:type_name -> kvpb.RegionError
+	23,  // 39: kvpb.CommitResponse.error:type_name -> kvpb.KeyError
+	10,  // 40: kvpb.BatchRollbackRequest.context:type_name -> kvpb.Context
+	11,  // 41: kvpb.BatchRollbackResponse.region_error:type_name -> kvpb.RegionError
+	23,  // 42: kvpb.BatchRollbackResponse.error:type_name -> kvpb.KeyError
+	10,  // 43: kvpb.CheckTxnStatusRequest.context:type_name -> kvpb.Context
+	11,  // 44: kvpb.CheckTxnStatusResponse.region_error:type_name -> kvpb.RegionError
+	23,  // 45: kvpb.CheckTxnStatusResponse.error:type_name -> kvpb.KeyError
+	3,   // 46: kvpb.CheckTxnStatusResponse.action:type_name -> kvpb.Action
+	18,  // 47: kvpb.CheckTxnStatusResponse.lock_info:type_name -> kvpb.LockInfo
+	10,  // 48: kvpb.ResolveLockRequest.context:type_name -> kvpb.Context
+	11,  // 49: kvpb.ResolveLockResponse.region_error:type_name -> kvpb.RegionError
+	23,  // 50: kvpb.ResolveLockResponse.error:type_name -> kvpb.KeyError
+	10,  // 51: kvpb.PessimisticLockRequest.context:type_name -> kvpb.Context
+	17,  // 52: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
+	11,  // 53: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
+	23,  // 54: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
+	10,  // 55: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
+	11,  // 56: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
+	23,  // 57: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
+	10,  // 58: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
+	11,  // 59: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
+	23,  // 60: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
+	10,  // 61: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
+	11,  // 62: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
+	10,  // 63: kvpb.ScanLockRequest.context:type_name -> kvpb.Context
+	11,  // 64: kvpb.ScanLockResponse.region_error:type_name -> kvpb.RegionError
+	18,  // 65: kvpb.ScanLockResponse.locks:type_name -> kvpb.LockInfo
+	52,  // 66: kvpb.BatchRequest.entries:type_name -> kvpb.BatchRequestEntry
+	54,  // 67: kvpb.BatchResponse.entries:type_name -> kvpb.BatchResponseEntry
+	4,   // 68: kvpb.DeadlockRequest.tp:type_name -> kvpb.DeadlockRequestType
+	55,  // 69: kvpb.DeadlockRequest.entry:type_name -> kvpb.WaitForEntry
+	55,  // 70: kvpb.DeadlockResponse.entry:type_name -> kvpb.WaitForEntry
+	55,  // 71: kvpb.DeadlockResponse.wait_chain:type_name -> kvpb.WaitForEntry
+	58,  // 72: kvpb.TsoResponse.error:type_name -> kvpb.PDError
+	58,  // 73: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
+	8,   // 74: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
+	7,   // 75: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
+	58,  // 76: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
+	8,   // 77: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
+	7,   // 78: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
+	58,  // 79: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
+	9,   // 80: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
+	58,  // 81: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
+	9,   // 82: kvpb.JoinRequest.store:type_name -> kvpb.Store
+	58,  // 83: kvpb.JoinResponse.error:type_name -> kvpb.PDError
+	8,   // 84: kvpb.RegionStat.region:type_name -> kvpb.Region
+	7,   // 85: kvpb.RegionStat.leader:type_name -> kvpb.Peer
+	72,  // 86: kvpb.RegionStat.progress:type_name -> kvpb.PeerProgress
+	6,   // 87: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
+	5,   // 88: kvpb.Operator.kind:type_name -> kvpb.OperatorKind
+	7,   // 89: kvpb.Operator.peer:type_name -> kvpb.Peer
+	9,   // 90: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
+	73,  // 91: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
+	58,  // 92: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
+	74,  // 93: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
+	9,   // 94: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
+	9,   // 95: kvpb.StoreStatus.store:type_name -> kvpb.Store
+	8,   // 96: kvpb.RegionStatus.region:type_name -> kvpb.Region
+	7,   // 97: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
+	72,  // 98: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
+	58,  // 99: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
+	78,  // 100: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
+	79,  // 101: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
+	81,  // 102: kvpb.ClusterStatusResponse.operators:type_name -> kvpb.OperatorRecord
+	74,  // 103: kvpb.OperatorRecord.operator:type_name -> kvpb.Operator
+	1,   // 104: kvpb.SetStoreStateRequest.state:type_name -> kvpb.StoreState
+	58,  // 105: kvpb.SetStoreStateResponse.error:type_name -> kvpb.PDError
+	9,   // 106: kvpb.SetStoreStateResponse.store:type_name -> kvpb.Store
+	58,  // 107: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
+	51,  // 108: kvpb.Kv.KvBatchCommands:input_type -> kvpb.BatchRequest
+	49,  // 109: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
+	25,  // 110: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
+	27,  // 111: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
+	29,  // 112: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
+	31,  // 113: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
+	33,  // 114: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
+	35,  // 115: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
+	37,  // 116: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
+	39,  // 117: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
+	41,  // 118: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
+	43,  // 119: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
+	45,  // 120: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
+	47,  // 121: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
+	56,  // 122: kvpb.DeadlockDetector.Detect:input_type -> kvpb.DeadlockRequest
+	70,  // 123: kvpb.PD.Join:input_type -> kvpb.JoinRequest
+	75,  // 124: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
+	77,  // 125: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
+	84,  // 126: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
+	59,  // 127: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
+	61,  // 128: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
+	62,  // 129: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
+	64,  // 130: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
+	66,  // 131: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
+	68,  // 132: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
+	82,  // 133: kvpb.PD.SetStoreState:input_type -> kvpb.SetStoreStateRequest
+	53,  // 134: kvpb.Kv.KvBatchCommands:output_type -> kvpb.BatchResponse
+	50,  // 135: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
+	26,  // 136: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
+	28,  // 137: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
+	30,  // 138: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
+	32,  // 139: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
+	34,  // 140: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
+	36,  // 141: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
+	38,  // 142: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
+	40,  // 143: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
+	42,  // 144: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
+	44,  // 145: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
+	46,  // 146: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
+	48,  // 147: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
+	57,  // 148: kvpb.DeadlockDetector.Detect:output_type -> kvpb.DeadlockResponse
+	71,  // 149: kvpb.PD.Join:output_type -> kvpb.JoinResponse
+	76,  // 150: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
+	80,  // 151: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
+	85,  // 152: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
+	60,  // 153: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
+	63,  // 154: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
+	63,  // 155: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
+	65,  // 156: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
+	67,  // 157: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
+	69,  // 158: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
+	83,  // 159: kvpb.PD.SetStoreState:output_type -> kvpb.SetStoreStateResponse
+	134, // [134:160] is the sub-list for method output_type
+	108, // [108:134] is the sub-list for method input_type
+	108, // [108:108] is the sub-list for extension type_name
+	108, // [108:108] is the sub-list for extension extendee
+	0,   // [0:108] is the sub-list for field type_name
 }
 
 func init() { file_kvpb_proto_init() }
@@ -6004,8 +6469,8 @@ func file_kvpb_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvpb_proto_rawDesc), len(file_kvpb_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   77,
+			NumEnums:      6,
+			NumMessages:   80,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

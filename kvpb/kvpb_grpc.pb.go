@@ -735,6 +735,7 @@ const (
 	PD_ScanRegions_FullMethodName    = "/kvpb.PD/ScanRegions"
 	PD_GetStore_FullMethodName       = "/kvpb.PD/GetStore"
 	PD_AllocID_FullMethodName        = "/kvpb.PD/AllocID"
+	PD_SetStoreState_FullMethodName  = "/kvpb.PD/SetStoreState"
 )
 
 // PDClient is the client API for PD service.
@@ -751,6 +752,7 @@ type PDClient interface {
 	ScanRegions(ctx context.Context, in *ScanRegionsRequest, opts ...grpc.CallOption) (*ScanRegionsResponse, error)
 	GetStore(ctx context.Context, in *GetStoreRequest, opts ...grpc.CallOption) (*GetStoreResponse, error)
 	AllocID(ctx context.Context, in *AllocIDRequest, opts ...grpc.CallOption) (*AllocIDResponse, error)
+	SetStoreState(ctx context.Context, in *SetStoreStateRequest, opts ...grpc.CallOption) (*SetStoreStateResponse, error)
 }
 
 type pDClient struct {
@@ -861,6 +863,16 @@ func (c *pDClient) AllocID(ctx context.Context, in *AllocIDRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *pDClient) SetStoreState(ctx context.Context, in *SetStoreStateRequest, opts ...grpc.CallOption) (*SetStoreStateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetStoreStateResponse)
+	err := c.cc.Invoke(ctx, PD_SetStoreState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PDServer is the server API for PD service.
 // All implementations must embed UnimplementedPDServer
 // for forward compatibility.
@@ -875,6 +887,7 @@ type PDServer interface {
 	ScanRegions(context.Context, *ScanRegionsRequest) (*ScanRegionsResponse, error)
 	GetStore(context.Context, *GetStoreRequest) (*GetStoreResponse, error)
 	AllocID(context.Context, *AllocIDRequest) (*AllocIDResponse, error)
+	SetStoreState(context.Context, *SetStoreStateRequest) (*SetStoreStateResponse, error)
 	mustEmbedUnimplementedPDServer()
 }
 
@@ -914,6 +927,9 @@ func (UnimplementedPDServer) GetStore(context.Context, *GetStoreRequest) (*GetSt
 }
 func (UnimplementedPDServer) AllocID(context.Context, *AllocIDRequest) (*AllocIDResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method AllocID not implemented")
+}
+func (UnimplementedPDServer) SetStoreState(context.Context, *SetStoreStateRequest) (*SetStoreStateResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetStoreState not implemented")
 }
 func (UnimplementedPDServer) mustEmbedUnimplementedPDServer() {}
 func (UnimplementedPDServer) testEmbeddedByValue()            {}
@@ -1116,6 +1132,24 @@ func _PD_AllocID_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	return interceptor(ctx, in, info, handler)
 }
 
+func _PD_SetStoreState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetStoreStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PDServer).SetStoreState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PD_SetStoreState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PDServer).SetStoreState(ctx, req.(*SetStoreStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // PD_ServiceDesc is the grpc.ServiceDesc for PD service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1162,6 +1196,10 @@ var PD_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AllocID",
 			Handler:    _PD_AllocID_Handler,
+		},
+		{
+			MethodName: "SetStoreState",
+			Handler:    _PD_SetStoreState_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

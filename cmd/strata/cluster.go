@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -164,14 +165,18 @@ func status(args []string) error {
 func printStatus(out io.Writer, st *node.StatusJSON) {
 	fmt.Fprintf(out, "cluster %s, replication factor %d, placement driver leader: node %d\n\n", st.ClusterID, st.Replicas, st.PDLeaderStore)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "node\taddress\tsql\tredis\thttp\tstate\tsince\treplicas\tleaders")
+	fmt.Fprintln(w, "node\taddress\tsql\tredis\thttp\tstate\tsince\treplicas\tleaders\tsize\tread/s\twrite/s\tqps")
 	for _, n := range st.Nodes {
 		state := "up"
 		if !n.Up {
 			state = "DOWN"
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", n.ID, n.Address, n.SQLAddress, n.RESPAddress, n.HTTPAddress,
-			state, n.Since, n.Replicas, n.Leaders)
+		if n.State != "" && n.State != "serving" {
+			state += " " + n.State
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%d\n", n.ID, n.Address, n.SQLAddress, n.RESPAddress, n.HTTPAddress,
+			state, n.Since, n.Replicas, n.Leaders, humanBytes(n.RegionSize), humanBytes(n.ReadBytesPerSec),
+			humanBytes(n.WriteBytesPerSec), n.ReadQPS+n.WriteQPS)
 	}
 	w.Flush()
 	under := 0
@@ -183,7 +188,7 @@ func printStatus(out io.Writer, st *node.StatusJSON) {
 	fmt.Fprintf(out, "\n%d regions, %d under-replicated\n\n", len(st.Regions), under)
 	sort.Slice(st.Regions, func(i, j int) bool { return st.Regions[i].ID < st.Regions[j].ID })
 	w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "region\tstart\tend\tleader\treplicas (node:role:lag)")
+	fmt.Fprintln(w, "region\tstart\tend\tleader\tsize\tqps\treplicas (node:role:lag)")
 	for _, r := range st.Regions {
 		var peers []string
 		for _, p := range r.Peers {
@@ -196,7 +201,103 @@ func printStatus(out io.Writer, st *node.StatusJSON) {
 		if r.UnderReplicated {
 			name += " (under-replicated)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", name, r.StartKey, r.EndKey, r.LeaderStore, strings.Join(peers, " "))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%d\t%s\n", name, r.StartKey, r.EndKey, r.LeaderStore,
+			humanBytes(r.ApproximateSize), r.ReadQPS+r.WriteQPS, strings.Join(peers, " "))
 	}
 	w.Flush()
+	if len(st.Operators) > 0 {
+		fmt.Fprintf(out, "\nrecent operators:\n")
+		w = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		for _, o := range st.Operators[max(0, len(st.Operators)-10):] {
+			fmt.Fprintf(w, "%s\tregion %d\t%s\tnode %d\t%s\n", o.Time, o.Region, o.Kind, o.Store, o.Reason)
+		}
+		w.Flush()
+	}
+}
+
+func humanBytes(b uint64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1fG", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1fM", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1fK", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%dB", b)
+}
+
+// nodeCommand is `strata node drain|decommission|resume N`: it asks any
+// node (--host, its HTTP address) to change node N's state in PD.
+func nodeCommand(args []string) error {
+	if len(args) < 1 {
+		return errors.New("usage: strata node drain|decommission|resume <node id> [--host H]")
+	}
+	action := args[0]
+	switch action {
+	case "drain", "decommission", "resume":
+	default:
+		return fmt.Errorf("unknown node command %q: drain, decommission or resume", action)
+	}
+	fs := flag.NewFlagSet("node "+action, flag.ExitOnError)
+	host := fs.String("host", "127.0.0.1:8080", "HTTP address (--http-addr) of any node")
+	user := fs.String("user", "root", "SQL account with SUPER, for a node whose HTTP address is not loopback")
+	password := fs.String("password", os.Getenv("STRATA_PASSWORD"), "its password (default $STRATA_PASSWORD)")
+	var hf httpFlags
+	hf.register(fs)
+	var id string
+	rest := args[1:]
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		id, rest = rest[0], rest[1:]
+	}
+	fs.Parse(rest)
+	if id == "" && fs.NArg() > 0 {
+		id = fs.Arg(0)
+	}
+	if id == "" {
+		return fmt.Errorf("usage: strata node %s <node id> [--host H]", action)
+	}
+	cl, err := hf.client()
+	if err != nil {
+		return err
+	}
+	path := "/admin/nodes/" + url.PathEscape(id) + "/" + action
+	post := func(scheme string) (*http.Response, error) {
+		req, err := http.NewRequest(http.MethodPost, (&url.URL{Scheme: scheme, Host: *host, Path: path}).String(), nil)
+		if err != nil {
+			return nil, err
+		}
+		if *password != "" {
+			req.SetBasicAuth(*user, *password)
+		}
+		return cl.Do(req)
+	}
+	// HTTPS first, plain HTTP to a node that answers in HTTP (one bound
+	// to loopback), as `strata status` does.
+	resp, err := hf.explain(post("https"))
+	if err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+		resp, err = post("http")
+	}
+	if err != nil {
+		return fmt.Errorf("cannot reach %s: %v", *host, err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		if resp.StatusCode == http.StatusUnauthorized {
+			return fmt.Errorf("%s: give --user and --password of an account with SUPER", *host)
+		}
+		return fmt.Errorf("%s: %s", *host, resp.Status)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%v", body["error"])
+	}
+	fmt.Printf("node %s: %v\n", id, body["state"])
+	switch action {
+	case "drain":
+		fmt.Println("its replicas and leaders move to other nodes; `strata status` shows when it holds none")
+	case "decommission":
+		fmt.Println("its replicas move to other nodes; once it holds none it is decommissioned and can be stopped")
+	}
+	return nil
 }

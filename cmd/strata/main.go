@@ -16,6 +16,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -43,6 +45,8 @@ func main() {
 		err = certCommand(os.Args[2:])
 	case "workload":
 		err = workloadCommand(os.Args[2:])
+	case "node":
+		err = nodeCommand(os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println(versionString())
 	case "help", "-h", "--help":
@@ -67,6 +71,9 @@ Usage:
   strata demo [--nodes N]   run a local cluster of N nodes (default 3) in the foreground
   strata status [--host H]  show a cluster's nodes and regions (H: any node's --http-addr;
                             HTTPS beyond loopback: --certs-dir, --ca-cert or --insecure-skip-verify)
+  strata node drain|decommission|resume N [--host H]
+                            move every replica and leader off node N (decommission:
+                            for good), or let it take them again
   strata workload ...       built-in load generator: YCSB and KV over Redis, MySQL or etcd
   strata cert ...           make a cluster CA and node and client certificates (mutual TLS)
   strata version            print the version
@@ -86,6 +93,28 @@ func versionString() string {
 		}
 	}
 	return fmt.Sprintf("strata %s (commit %s, MySQL protocol 8.0.11-strata)", Version, commit)
+}
+
+// parseSize reads a byte size: a number with an optional KiB, MiB or GiB
+// (or KB, MB, GB, K, M, G: all powers of 1024) suffix.
+func parseSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"GB", 1 << 30}, {"MB", 1 << 20}, {"KB", 1 << 10},
+		{"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.m
+			break
+		}
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return v * mult, nil
 }
 
 // versionCacheSize maps the flag (0 disables) to node.Config (0 is the
@@ -133,9 +162,22 @@ func start(args []string) error {
 		"soft limit in bytes on the Go heap, past which the collector works harder (0: a quarter of RAM, at most 1 GiB; negative: none; GOMEMLIMIT overrides it)")
 	walProc := fs.Bool("wal-proc", true,
 		"run one more Go processor than cores while durable Raft log writes keep a thread blocked (GOMAXPROCS in the environment overrides it)")
+	regionMaxSize := fs.String("region-max-size", "96MiB", "a region larger than this is split in two (bytes, or with KiB, MiB, GiB)")
+	regionSplitQPS := fs.Int("region-split-qps", node.DefaultRegionSplitQPS, "a region serving more queries per second than this is split by load (negative disables)")
+	splitCheckInterval := fs.Duration("split-check-interval", 10*time.Second, "how often regions are checked for a split (negative disables automatic splits)")
+	splitTable := fs.Bool("split-table", false, "give every table regions of its own (split at each table's first key)")
+	downAfter := fs.Duration("down-after", 5*time.Minute, "a node without a heartbeat for this long has its replicas replaced on other nodes")
+	scheduleLimit := fs.Int("schedule-limit", 4, "balancing operators (replica moves) in flight per node")
 	fs.Parse(args)
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	maxSize, err := parseSize(*regionMaxSize)
+	if err != nil || maxSize < 1024 {
+		return fmt.Errorf("--region-max-size: want a size of at least 1KiB such as 96MiB, not %q", *regionMaxSize)
+	}
+	if *downAfter < time.Second {
+		return fmt.Errorf("--down-after must be at least 1s, not %v", *downAfter)
 	}
 	if *replicas < 1 || *replicas > 7 {
 		return fmt.Errorf("--replicas must be between 1 and 7, not %d", *replicas)
@@ -186,6 +228,13 @@ func start(args []string) error {
 		Logger:                 logger,
 		Version:                Version,
 		TestClockRate:          *testClockRate,
+
+		RegionMaxSize:      maxSize,
+		RegionSplitQPS:     *regionSplitQPS,
+		SplitCheckInterval: *splitCheckInterval,
+		SplitTable:         *splitTable,
+		DownAfter:          *downAfter,
+		ScheduleLimit:      *scheduleLimit,
 	})
 	if err != nil {
 		return err

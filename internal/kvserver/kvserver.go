@@ -70,6 +70,9 @@ type Server struct {
 	waiters     lockWaiters
 	detector    *deadlock.Detector
 	detectorSvc atomic.Pointer[deadlock.Service]
+
+	// flows counts each region's traffic (flow.go): region id -> *regionFlow.
+	flows sync.Map
 }
 
 // New returns the KV service of store. locks must be the LockSet that
@@ -189,6 +192,9 @@ func (s *Server) write(ctx context.Context, rctx *kvpb.Context, keys [][]byte, f
 		ke, err := keyError(err)
 		return nil, ke, err
 	}
+	if len(keys) > 0 && !b.Empty() {
+		s.noteWrite(r.Id, keys[0], int(b.Count()), b.Len())
+	}
 	rerr, err := s.propose(ctx, p, r, b)
 	return rerr, nil, err
 }
@@ -196,14 +202,14 @@ func (s *Server) write(ctx context.Context, rctx *kvpb.Context, keys [][]byte, f
 // KvGet implements kvpb.KvServer.
 func (s *Server) KvGet(ctx context.Context, req *kvpb.GetRequest) (*kvpb.GetResponse, error) {
 	resp := &kvpb.GetResponse{}
-	if _, _, rerr, err := s.routeRead(ctx, req.Context, req.Key); rerr != nil || err != nil {
+	_, region, rerr, err := s.routeRead(ctx, req.Context, req.Key)
+	if rerr != nil || err != nil {
 		resp.RegionError = rerr
 		return resp, err
 	}
 	var (
 		val   []byte
 		found bool
-		err   error
 	)
 	if req.Latest {
 		// The newest committed value. A one-phase commit is acknowledged
@@ -240,13 +246,15 @@ func (s *Server) KvGet(ctx context.Context, req *kvpb.GetRequest) (*kvpb.GetResp
 		}
 	}
 	resp.Value, resp.NotFound = val, !found
+	s.noteRead(region.Id, req.Key, 1, len(req.Key)+len(val))
 	return resp, nil
 }
 
 // KvBatchGet implements kvpb.KvServer.
 func (s *Server) KvBatchGet(ctx context.Context, req *kvpb.BatchGetRequest) (*kvpb.BatchGetResponse, error) {
 	resp := &kvpb.BatchGetResponse{}
-	if _, _, rerr, err := s.routeRead(ctx, req.Context, req.Keys...); rerr != nil || err != nil {
+	_, region, rerr, err := s.routeRead(ctx, req.Context, req.Keys...)
+	if rerr != nil || err != nil {
 		resp.RegionError = rerr
 		return resp, err
 	}
@@ -273,15 +281,25 @@ func (s *Server) KvBatchGet(ctx context.Context, req *kvpb.BatchGetRequest) (*kv
 	if resp.Error = s.checkReadTS(req.Version); resp.Error != nil {
 		resp.Pairs = nil
 	}
+	n := 0
+	for _, kv := range resp.Pairs {
+		n += len(kv.Key) + len(kv.Value)
+	}
+	if len(req.Keys) > 0 {
+		s.noteRead(region.Id, req.Keys[0], len(resp.Pairs), n)
+	}
 	return resp, nil
 }
 
 // KvScan implements kvpb.KvServer.
 func (s *Server) KvScan(ctx context.Context, req *kvpb.ScanRequest) (*kvpb.ScanResponse, error) {
 	var pairs []*kvpb.KvPair
-	resp, err := s.scan(ctx, req, func(r pebble.Reader, start, end []byte) (err error) {
+	resp, err := s.scan(ctx, req, func(r pebble.Reader, start, end []byte) (keys, bytes int, err error) {
 		pairs, err = mvcc.Scan(r, start, end, int(req.Limit), req.Version, req.Reverse)
-		return err
+		for _, kv := range pairs {
+			bytes += len(kv.Key) + len(kv.Value)
+		}
+		return len(pairs), bytes, err
 	})
 	if err != nil || resp.RegionError != nil || resp.Error != nil {
 		return resp, err
@@ -304,19 +322,22 @@ func (s *Server) KvScan(ctx context.Context, req *kvpb.ScanRequest) (*kvpb.ScanR
 // final check that the read timestamp is still above the GC safe point
 // failed).
 func (s *Server) KvScanFunc(ctx context.Context, req *kvpb.ScanRequest, fn func(key, value []byte) error) (*kvpb.ScanResponse, error) {
-	return s.scan(ctx, req, func(r pebble.Reader, start, end []byte) error {
-		if req.KeyOnly {
-			return mvcc.ScanFunc(r, start, end, int(req.Limit), req.Version, req.Reverse, func(key, _ []byte) error {
+	return s.scan(ctx, req, func(r pebble.Reader, start, end []byte) (keys, bytes int, err error) {
+		err = mvcc.ScanFunc(r, start, end, int(req.Limit), req.Version, req.Reverse, func(key, value []byte) error {
+			keys++
+			bytes += len(key) + len(value)
+			if req.KeyOnly {
 				return fn(key, nil)
-			})
-		}
-		return mvcc.ScanFunc(r, start, end, int(req.Limit), req.Version, req.Reverse, fn)
+			}
+			return fn(key, value)
+		})
+		return keys, bytes, err
 	})
 }
 
 // scan runs a scan request's checks around read, which scans [start, end)
 // (the request's range clipped to the region) of the engine.
-func (s *Server) scan(ctx context.Context, req *kvpb.ScanRequest, read func(r pebble.Reader, start, end []byte) error) (*kvpb.ScanResponse, error) {
+func (s *Server) scan(ctx context.Context, req *kvpb.ScanRequest, read func(r pebble.Reader, start, end []byte) (keys, bytes int, err error)) (*kvpb.ScanResponse, error) {
 	resp := &kvpb.ScanResponse{}
 	_, r, rerr, err := s.routeRead(ctx, req.Context)
 	if rerr != nil || err != nil {
@@ -333,7 +354,9 @@ func (s *Server) scan(ctx context.Context, req *kvpb.ScanRequest, read func(r pe
 	if err := s.cm.CheckReadRange(ctx, start, end, req.Version); err != nil {
 		return nil, err
 	}
-	if err := read(s.db, start, end); err != nil {
+	keys, bytes, err := read(s.db, start, end)
+	s.noteRead(r.Id, start, keys, bytes)
+	if err != nil {
 		if ke := mvcc.KeyErrorOf(err); ke != nil {
 			resp.Error = ke
 			return resp, nil
@@ -452,6 +475,9 @@ func (s *Server) onePC(ctx context.Context, req *kvpb.PrewriteRequest, keys [][]
 			resp.OnePcCommitTs = commitTS
 		}
 		return resp, nil
+	}
+	if len(keys) > 0 {
+		s.noteWrite(r.Id, keys[0], int(b.Count()), b.Len())
 	}
 	err = s.store.ProposeCommitted(ctx, p, r.Epoch, b, release)
 	var re *raftstore.RegionErr

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strata-db/strata/internal/pd"
@@ -145,9 +147,56 @@ func (n *Node) regionJSON(r *kvpb.Region) regionJSON {
 //	                                               200 {"left": region, "right": region},
 //	                                               400 for a missing key or one that is already a boundary
 //	GET  /admin/regions                            every local region, in key order
+//	POST /admin/nodes/{id}/{drain|decommission|resume}
+//	                                               set a node's state in PD; 200 {"id":, "state":},
+//	                                               400 for an unknown node or a refused change
 func (n *Node) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST /admin/split", n.handleSplit)
 	mux.HandleFunc("GET /admin/regions", n.handleRegions)
+	mux.HandleFunc("POST /admin/nodes/{id}/{action}", n.handleNodeState)
+}
+
+// SetNodeState drains, decommissions or resumes a node (store) of the
+// cluster through PD.
+func (n *Node) SetNodeState(ctx context.Context, id uint64, state kvpb.StoreState) (*kvpb.Store, error) {
+	resp, err := n.pd.SetStoreState(ctx, &kvpb.SetStoreStateRequest{StoreId: id, State: state})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Error != nil {
+		return nil, fmt.Errorf("%w: %s", ErrBadRequest, resp.Error.Message)
+	}
+	return resp.Store, nil
+}
+
+// ErrBadRequest marks errors of a request that cannot be carried out as
+// asked.
+var ErrBadRequest = errors.New("refused")
+
+func (n *Node) handleNodeState(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
+	if err != nil || id == 0 {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("%q is not a node id", r.PathValue("id"))})
+		return
+	}
+	states := map[string]kvpb.StoreState{"drain": kvpb.StoreState_Draining, "decommission": kvpb.StoreState_Decommissioning,
+		"resume": kvpb.StoreState_Serving}
+	state, ok := states[r.PathValue("action")]
+	if !ok {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the action is drain, decommission or resume"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	st, err := n.SetNodeState(ctx, id, state)
+	switch {
+	case errors.Is(err, ErrBadRequest):
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": strings.TrimPrefix(err.Error(), ErrBadRequest.Error()+": ")})
+	case err != nil:
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"id": st.Id, "state": StoreStateName(st.State)})
+	}
 }
 
 func (n *Node) handleSplit(w http.ResponseWriter, r *http.Request) {

@@ -265,7 +265,7 @@ func (n *Node) heartbeat(ctx context.Context) {
 		}
 		req.ReplicaCount++
 		if p.IsLeaderReady() {
-			req.Regions = append(req.Regions, regionStat(p))
+			req.Regions = append(req.Regions, n.regionStat(p))
 		}
 	}
 	resp, err := n.pd.StoreHeartbeat(ctx, req)
@@ -282,11 +282,20 @@ func (n *Node) heartbeat(ctx context.Context) {
 	}
 }
 
-// regionStat is what a leader reports of its region.
-func regionStat(p *raftstore.Peer) *kvpb.RegionStat {
+// regionStat is what a leader reports of its region: its Raft state, its
+// size and its traffic since the previous report (which also feeds the
+// load-based split checker).
+func (n *Node) regionStat(p *raftstore.Peer) *kvpb.RegionStat {
 	r := p.Region()
 	st := p.Status()
 	out := &kvpb.RegionStat{Region: r, Term: st.Term, CommitIndex: st.Commit, AppliedIndex: st.Applied}
+	if r.Id != pd.SystemRegionID {
+		f := n.kv.TakeFlow(r.Id)
+		n.split.observeFlow(r.Id, f)
+		out.ReadBytes, out.WrittenBytes, out.ReadKeys, out.WrittenKeys = f.ReadBytes, f.WriteBytes, f.ReadKeys, f.WriteKeys
+		out.ReadQueries, out.WriteQueries, out.IntervalMs = f.ReadQueries, f.WriteQueries, uint64(f.Interval.Milliseconds())
+		out.ApproximateSize, out.ApproximateKeys = n.split.sizeOf(r.Id)
+	}
 	for _, rp := range r.Peers {
 		if rp.Id == p.ID() {
 			out.Leader = rp

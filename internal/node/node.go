@@ -135,6 +135,28 @@ type Config struct {
 	// TestClockRate makes the node's lease clock run at this rate of real
 	// time (fault tests only; 0 or 1: real time).
 	TestClockRate float64
+
+	// RegionMaxSize: a region larger than this (bytes) is split in two
+	// (default DefaultRegionMaxSize). splitcheck.go.
+	RegionMaxSize int64
+	// RegionSplitQPS: a region serving more queries per second than this
+	// for two split checks in a row is split by load (default
+	// DefaultRegionSplitQPS; negative disables).
+	RegionSplitQPS int
+	// SplitCheckInterval is how often the split checker looks at the
+	// regions this node leads (default 10s; negative disables automatic
+	// splits).
+	SplitCheckInterval time.Duration
+	// SplitTable gives every table regions of its own (a split at each
+	// table's first key).
+	SplitTable bool
+	// DownAfter: the replicas of a node without a heartbeat for this long
+	// are replaced on other nodes (default 5 minutes; PD's leader's
+	// setting is the one in force).
+	DownAfter time.Duration
+	// ScheduleLimit bounds the balancing operators in flight per node
+	// (replica moves and their snapshots; default 4).
+	ScheduleLimit int
 }
 
 // DefaultVersionCacheSize is the version cache's default memory: enough
@@ -170,7 +192,8 @@ type Node struct {
 
 	started   time.Time
 	storeInfo *kvpb.Store
-	ops       operators // cluster.go
+	ops       operators    // cluster.go
+	split     splitChecker // splitcheck.go
 	// pdReady is pd once it exists, for callbacks of the store that may
 	// run before (onLeaderChange).
 	pdReady atomic.Pointer[pd.Server]
@@ -295,7 +318,8 @@ func (n *Node) open(ctx context.Context) error {
 	n.store = store
 	n.storeReady.Store(store)
 	n.transport.SetStore(store)
-	n.pd = pd.New(store, pd.Config{Join: n.cfg.Join, Logger: n.log, DialOptions: n.dialOpts})
+	n.pd = pd.New(store, pd.Config{Join: n.cfg.Join, Logger: n.log, DialOptions: n.dialOpts,
+		Schedule: pd.ScheduleConfig{DownAfter: n.cfg.DownAfter, StoreLimit: n.cfg.ScheduleLimit}})
 	n.pdReady.Store(n.pd)
 	resolver.pd.Store(n.pd)
 	n.kv = kvserver.New(store, locks, n.pd.NextTimestampAnywhere)
@@ -329,7 +353,7 @@ func (n *Node) open(ctx context.Context) error {
 	if n.cfg.AuditLog != "" && n.audit == nil {
 		n.audit = audit.Open(audit.Config{Path: n.cfg.AuditLog, MaxSizeMB: n.cfg.AuditLogMaxSizeMB, MaxBackups: n.cfg.AuditLogMaxBackups})
 	}
-	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}, Cluster: n.clusterInfo, ID: fmt.Sprintf("store-%d", n.storeID),
+	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}, Cluster: n.clusterInfo, Regions: regionAdmin{n}, ID: fmt.Sprintf("store-%d", n.storeID),
 		Addr: n.cfg.SQLAddr, Audit: n.audit}
 	if iv := n.cfg.GCInterval; iv > 0 {
 		sqlOpts.CleanupInterval = min(iv, maxSQLCleanupInterval)
@@ -360,6 +384,13 @@ func (n *Node) open(ctx context.Context) error {
 		}
 		n.wg.Add(1)
 		go n.gcLoop(interval) // gc.go
+	}
+	if interval := n.cfg.SplitCheckInterval; interval >= 0 {
+		if interval == 0 {
+			interval = defaultSplitCheckInterval
+		}
+		n.wg.Add(1)
+		go n.splitCheckLoop(interval) // splitcheck.go
 	}
 	return nil
 }

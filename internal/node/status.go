@@ -43,6 +43,17 @@ type StatusJSON struct {
 	GCSafePoint   uint64       `json:"gc_safe_point"`
 	Nodes         []NodeJSON   `json:"nodes"`
 	Regions       []RegionJSON `json:"regions"`
+	// Operators are PD's most recent operators, newest last.
+	Operators []OperatorJSON `json:"operators,omitempty"`
+}
+
+// OperatorJSON is one entry of PD's operator log.
+type OperatorJSON struct {
+	Time   string `json:"time"`
+	Region uint64 `json:"region"`
+	Kind   string `json:"kind"`
+	Store  uint64 `json:"store,omitempty"` // the store of the peer it adds, promotes, removes or leads
+	Reason string `json:"reason"`
 }
 
 // NodeJSON is one node (store) in StatusJSON.
@@ -58,6 +69,14 @@ type NodeJSON struct {
 	LastHeartbeat string `json:"last_heartbeat"`
 	Replicas      uint32 `json:"replicas"`
 	Leaders       uint32 `json:"leaders"`
+	// State: serving, draining, decommissioning or decommissioned.
+	State            string `json:"state"`
+	RegionSize       uint64 `json:"region_size"` // approximate bytes of its replicas
+	ReadBytesPerSec  uint64 `json:"read_bytes_per_sec"`
+	WriteBytesPerSec uint64 `json:"write_bytes_per_sec"`
+	ReadQPS          uint64 `json:"read_qps"`
+	WriteQPS         uint64 `json:"write_qps"`
+	Operators        uint32 `json:"operators"` // in flight
 }
 
 // RegionJSON is one region in StatusJSON. Keys are URL query-escaped.
@@ -71,6 +90,12 @@ type RegionJSON struct {
 	System          bool           `json:"system,omitempty"`
 	UnderReplicated bool           `json:"under_replicated"`
 	Peers           []RegionPeerJS `json:"peers"`
+	ApproximateSize uint64         `json:"approximate_size"`
+	ApproximateKeys uint64         `json:"approximate_keys"`
+	ReadBytes       uint64         `json:"read_bytes_per_sec"`
+	WriteBytes      uint64         `json:"write_bytes_per_sec"`
+	ReadQPS         uint64         `json:"read_qps"`
+	WriteQPS        uint64         `json:"write_qps"`
 }
 
 // RegionPeerJS is one replica in RegionJSON: its role and how many log
@@ -99,13 +124,22 @@ func (n *Node) Status(ctx context.Context) (*StatusJSON, error) {
 			RESPAddress: s.Store.RespAddress, HTTPAddress: s.Store.HttpAddress, Version: s.Store.Version, Up: s.Up,
 			Since:         time.UnixMilli(s.StateSinceUnixMs).UTC().Format(time.RFC3339),
 			LastHeartbeat: time.UnixMilli(s.LastHeartbeatUnixMs).UTC().Format(time.RFC3339),
-			Replicas:      s.ReplicaCount, Leaders: s.LeaderCount})
+			Replicas:      s.ReplicaCount, Leaders: s.LeaderCount,
+			State: StoreStateName(s.Store.State), RegionSize: s.RegionSize,
+			ReadBytesPerSec: s.ReadBytesPerSec, WriteBytesPerSec: s.WriteBytesPerSec, ReadQPS: s.ReadQps, WriteQPS: s.WriteQps,
+			Operators: s.Operators})
+	}
+	for _, o := range resp.Operators {
+		out.Operators = append(out.Operators, OperatorJSON{Time: time.UnixMilli(o.UnixMs).UTC().Format(time.RFC3339),
+			Region: o.Operator.RegionId, Kind: o.Operator.Kind.String(), Store: o.Operator.Peer.GetStoreId(), Reason: o.Operator.Reason})
 	}
 	for _, r := range resp.Regions {
 		rj := RegionJSON{ID: r.Region.Id, StartKey: url.QueryEscape(string(r.Region.StartKey)),
 			EndKey: url.QueryEscape(string(r.Region.EndKey)), Version: r.Region.Epoch.GetVersion(),
 			ConfVersion: r.Region.Epoch.GetConfVer(), LeaderStore: r.Leader.GetStoreId(),
-			System: r.Region.Id == 1, UnderReplicated: r.UnderReplicated}
+			System: r.Region.Id == 1, UnderReplicated: r.UnderReplicated,
+			ApproximateSize: r.ApproximateSize, ApproximateKeys: r.ApproximateKeys, ReadBytes: r.ReadBytesPerSec,
+			WriteBytes: r.WriteBytesPerSec, ReadQPS: r.ReadQps, WriteQPS: r.WriteQps}
 		match := map[uint64]uint64{}
 		for _, pr := range r.Progress {
 			match[pr.PeerId] = pr.Match
@@ -120,6 +154,11 @@ func (n *Node) Status(ctx context.Context) (*StatusJSON, error) {
 		out.Regions = append(out.Regions, rj)
 	}
 	return out, nil
+}
+
+// StoreStateName is a store state as /status and the CLI spell it.
+func StoreStateName(s kvpb.StoreState) string {
+	return strings.ToLower(s.String())
 }
 
 func roleName(r kvpb.PeerRole) string {
@@ -162,11 +201,15 @@ func (n *Node) clusterInfo() (*infoschema.ClusterInfo, error) {
 		}
 		out.Nodes = append(out.Nodes, infoschema.ClusterNode{ID: nd.ID, Address: nd.Address, SQLAddress: nd.SQLAddress,
 			RedisAddress: nd.RESPAddress, HTTPAddress: nd.HTTPAddress, Version: nd.Version, State: state, Since: nd.Since,
-			Replicas: uint64(nd.Replicas), Leaders: uint64(nd.Leaders), PDLeader: nd.ID == st.PDLeaderStore})
+			Replicas: uint64(nd.Replicas), Leaders: uint64(nd.Leaders), PDLeader: nd.ID == st.PDLeaderStore,
+			Placement: nd.State, RegionSize: nd.RegionSize, ReadBytesPerSec: nd.ReadBytesPerSec,
+			WriteBytesPerSec: nd.WriteBytesPerSec, QPS: nd.ReadQPS + nd.WriteQPS})
 	}
 	for _, r := range st.Regions {
 		cr := infoschema.ClusterRegion{ID: r.ID, StartKey: r.StartKey, EndKey: r.EndKey, LeaderNode: r.LeaderStore,
-			Version: r.Version, ConfVersion: r.ConfVersion, UnderReplicated: r.UnderReplicated, System: r.System}
+			Version: r.Version, ConfVersion: r.ConfVersion, UnderReplicated: r.UnderReplicated, System: r.System,
+			ApproximateSize: r.ApproximateSize, ApproximateKeys: r.ApproximateKeys, ReadBytesPerSec: r.ReadBytes,
+			WriteBytesPerSec: r.WriteBytes, QPS: r.ReadQPS + r.WriteQPS}
 		var peers []string
 		for _, p := range r.Peers {
 			peers = append(peers, fmt.Sprintf("%d:%s", p.Store, p.Role))

@@ -46,6 +46,10 @@ type leaderState struct {
 	stores   map[uint64]*storeState
 	// ops are the operators handed out and not yet seen done, by region.
 	ops map[uint64]*inflightOp
+	// moves are the replica moves in progress, by region.
+	moves map[uint64]moveState
+	// opLog is the most recent operators handed out, oldest first.
+	opLog []*kvpb.OperatorRecord
 
 	// detector is the cluster's deadlock detector (deadlock.go), empty
 	// at every new term.
@@ -126,7 +130,7 @@ func (s *Server) LeaderChanged(leader bool) {
 // leader of term).
 func (s *Server) load(term uint64) (*leaderState, error) {
 	db := s.store.Engine()
-	st := &leaderState{term: term, since: time.Now(), stores: map[uint64]*storeState{}, ops: map[uint64]*inflightOp{},
+	st := &leaderState{term: term, since: time.Now(), stores: map[uint64]*storeState{}, ops: map[uint64]*inflightOp{}, moves: map[uint64]moveState{},
 		detector: deadlock.New(0)}
 	limit, err := readUint(db, tsoLimitKey)
 	if err != nil {

@@ -75,6 +75,9 @@ type Config struct {
 	// DialOptions are added to every connection PD makes to another node
 	// (the cluster's mutual TLS credentials).
 	DialOptions []grpc.DialOption
+	// Schedule configures the schedulers (zero: DefaultScheduleConfig;
+	// a zero field takes its default).
+	Schedule ScheduleConfig
 }
 
 // Server implements kvpb.PDServer on one node.
@@ -84,6 +87,7 @@ type Server struct {
 	log   *slog.Logger
 	join  []string
 	dial  []grpc.DialOption // Config.DialOptions
+	sched ScheduleConfig
 
 	// lead is the state of this server while it is PD's leader; nil
 	// otherwise.
@@ -105,7 +109,8 @@ type Server struct {
 // replica of the system region leads (LeaderChanged); until then it
 // forwards.
 func New(store *raftstore.Store, cfg Config) *Server {
-	s := &Server{store: store, log: cfg.Logger, join: cfg.Join, dial: cfg.DialOptions, stores: map[uint64]*kvpb.Store{}}
+	s := &Server{store: store, log: cfg.Logger, join: cfg.Join, dial: cfg.DialOptions, stores: map[uint64]*kvpb.Store{},
+		sched: withDefaults(cfg.Schedule)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -115,6 +120,29 @@ func New(store *raftstore.Store, cfg Config) *Server {
 	s.stopped = make(chan struct{})
 	go s.watch()
 	return s
+}
+
+func withDefaults(c ScheduleConfig) ScheduleConfig {
+	d := DefaultScheduleConfig()
+	if c.DownAfter > 0 {
+		d.DownAfter = c.DownAfter
+	}
+	if c.StoreLimit > 0 {
+		d.StoreLimit = c.StoreLimit
+	}
+	if c.RepairLimit > 0 {
+		d.RepairLimit = c.RepairLimit
+	}
+	if c.LeaderLimit > 0 {
+		d.LeaderLimit = c.LeaderLimit
+	}
+	if c.Tolerance > 0 {
+		d.Tolerance = c.Tolerance
+	}
+	if c.HotMinBytes > 0 {
+		d.HotMinBytes = c.HotMinBytes
+	}
+	return d
 }
 
 // Close stops the server and releases the connections used to forward

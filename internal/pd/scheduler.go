@@ -2,141 +2,119 @@ package pd
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"time"
 
 	"github.com/strata-db/strata/kvpb"
 )
 
-// Scheduling. scheduleRegion is a pure function from what PD knows of the
-// cluster (the stores, their liveness and replica counts, the replication
-// factor) and what a region's leader reported (its peers and their
-// progress) to the one change that region needs next, in TiKV's order:
+// Scheduling on the server. Every store heartbeat builds a Cluster from
+// PD's state (the stores with their liveness and states, the region
+// directory with the traffic each leader reported, the operators in
+// flight) and runs the schedulers (schedule.go) over the regions the
+// store leads: only their leader can carry an operator out, and it gets
+// them in the heartbeat's response. Every region's leader reports once a
+// second, so every region is considered once a second.
 //
-//  1. a region left in a joint configuration leaves it;
-//  2. a learner that has caught up with its leader's log (a snapshot and
-//     the entries after it) is promoted, through joint consensus, while
-//     the region has fewer voters than the replication factor, and is
-//     removed otherwise;
-//  3. a region with fewer replicas than the replication factor gets a
-//     learner on the up store that holds no replica of it and the fewest
-//     replicas overall.
-//
-// One change at a time per region: an operator handed out is remembered
-// until the region's reported conf version moves past it, or until
-// operatorTimeout (a leader that lost the operator, or a leader change).
-// Balancing, repair of down stores and decommissioning come later
-// (they add rules here, not mechanisms).
-
-// caughtUpLag is how far behind its leader's commit index a learner may
-// be and still count as caught up.
-const caughtUpLag = 64
+// One operator at a time per region: one handed out is remembered until
+// it is seen done (the region's conf version moved past it, or its
+// leader is the transfer's target), the region split, or operatorTimeout
+// passed (a leader that lost the operator, or a leader change). A replica
+// move spans several operators; its source store is remembered until the
+// region has no replica there any more (or moveTimeout).
 
 // operatorTimeout: an operator not seen done by then may be handed out
 // again.
 var operatorTimeout = 10 * time.Second
+
+// moveTimeout: a replica move not finished by then is forgotten.
+var moveTimeout = 10 * time.Minute
+
+// opLogSize is how many operators the operator log keeps.
+const opLogSize = 200
 
 type inflightOp struct {
 	op *kvpb.Operator
 	at time.Time
 }
 
-// storeView is what the scheduler knows of one store.
-type storeView struct {
-	up       bool
-	replicas int
+type moveState struct {
+	from uint64
+	at   time.Time
 }
 
-// clusterView is what the scheduler knows of the cluster.
-type clusterView struct {
-	replicas int
-	stores   map[uint64]storeView
+// done reports whether the region's current state shows op carried out
+// or moot.
+func (o *inflightOp) done(r *kvpb.RegionStat, now time.Time) bool {
+	if r == nil || now.Sub(o.at) > operatorTimeout {
+		return true
+	}
+	e := r.Region.Epoch
+	if e.GetVersion() != o.op.Epoch.GetVersion() || e.GetConfVer() > o.op.Epoch.GetConfVer() {
+		return true
+	}
+	if o.op.Kind == kvpb.OperatorKind_TransferLeader {
+		return r.Leader.GetStoreId() == o.op.Peer.GetStoreId()
+	}
+	return false
 }
 
-// scheduleRegion returns the next change region r needs, or nil. An
-// AddLearner operator's peer has no id yet (the caller allocates one).
-func scheduleRegion(v clusterView, r *kvpb.RegionStat) *kvpb.Operator {
-	region := r.Region
-	op := func(kind kvpb.OperatorKind, peer *kvpb.Peer, reason string) *kvpb.Operator {
-		return &kvpb.Operator{RegionId: region.Id, Epoch: region.Epoch, Kind: kind, Peer: peer, Reason: reason}
-	}
-	voters, learners := 0, 0
-	for _, p := range region.Peers {
-		switch p.Role {
-		case kvpb.PeerRole_IncomingVoter, kvpb.PeerRole_DemotingVoter:
-			return op(kvpb.OperatorKind_LeaveJoint, nil, "the membership is in a joint configuration")
-		case kvpb.PeerRole_Voter:
-			voters++
-		case kvpb.PeerRole_Learner:
-			learners++
+// cluster builds the schedulers' view (storesMu held).
+func (s *Server) clusterLocked(st *leaderState, now time.Time) *Cluster {
+	cfg := s.sched
+	cfg.Replicas = int(st.replicas)
+	c := &Cluster{ScheduleConfig: cfg, Stores: map[uint64]*StoreInfo{}, Regions: st.dir.all(),
+		Busy: map[uint64]bool{}, Moves: map[uint64]uint64{}}
+	for id, ss := range st.stores {
+		si := &StoreInfo{ID: id, Up: ss.up, State: ss.info.State}
+		if !ss.up {
+			si.DownFor = now.Sub(ss.lastHeartbeat)
 		}
+		c.Stores[id] = si
 	}
-	match := map[uint64]uint64{}
-	for _, pr := range r.Progress {
-		match[pr.PeerId] = pr.Match
+	byID := make(map[uint64]*kvpb.RegionStat, len(c.Regions))
+	for _, r := range c.Regions {
+		byID[r.Region.Id] = r
 	}
-	for _, p := range region.Peers {
-		if p.Role != kvpb.PeerRole_Learner {
+	ops := map[uint64]*kvpb.Operator{}
+	for id, o := range st.ops {
+		if o.done(byID[id], now) {
+			delete(st.ops, id)
 			continue
 		}
-		m := match[p.Id]
-		if m == 0 || m+caughtUpLag < r.CommitIndex || !v.stores[p.StoreId].up {
+		ops[id] = o.op
+	}
+	for id, m := range st.moves {
+		r := byID[id]
+		if r == nil || now.Sub(m.at) > moveTimeout || !onStore(r.Region, m.from) {
+			delete(st.moves, id)
 			continue
 		}
-		if voters < v.replicas {
-			return op(kvpb.OperatorKind_PromoteLearner, p, fmt.Sprintf("%d of %d voters and the learner caught up", voters, v.replicas))
-		}
-		return op(kvpb.OperatorKind_RemovePeer, p, fmt.Sprintf("already %d voters", voters))
+		c.Moves[id] = m.from
 	}
-	if voters+learners >= v.replicas {
-		return nil
-	}
-	holds := map[uint64]bool{}
-	for _, p := range region.Peers {
-		holds[p.StoreId] = true
-	}
-	var best uint64
-	for id, sv := range v.stores {
-		if !sv.up || holds[id] {
-			continue
-		}
-		if best == 0 || sv.replicas < v.stores[best].replicas || (sv.replicas == v.stores[best].replicas && id < best) {
-			best = id
+	c.Prepare(ops)
+	return c
+}
+
+func onStore(r *kvpb.Region, store uint64) bool {
+	for _, p := range r.Peers {
+		if p.StoreId == store {
+			return true
 		}
 	}
-	if best == 0 {
-		return nil
-	}
-	return op(kvpb.OperatorKind_AddLearner, &kvpb.Peer{StoreId: best, Role: kvpb.PeerRole_Learner},
-		fmt.Sprintf("%d of %d replicas", voters+learners, v.replicas))
+	return false
 }
 
 // schedule decides the operators for the regions one store reported.
 func (s *Server) schedule(ctx context.Context, st *leaderState, regions []*kvpb.RegionStat, now time.Time) []*kvpb.Operator {
+	sort.Slice(regions, func(i, j int) bool { return regions[i].Region.Id < regions[j].Region.Id })
 	st.storesMu.Lock()
-	v := clusterView{replicas: int(st.replicas), stores: map[uint64]storeView{}}
-	for id, ss := range st.stores {
-		v.stores[id] = storeView{up: ss.up, replicas: int(ss.replicaCount)}
-	}
+	c := s.clusterLocked(st, now)
+	decisions := c.Schedule(regions)
 	st.storesMu.Unlock()
 	var out []*kvpb.Operator
-	sort.Slice(regions, func(i, j int) bool { return regions[i].Region.Id < regions[j].Region.Id })
-	for _, r := range regions {
-		st.storesMu.Lock()
-		inf, busy := st.ops[r.Region.Id]
-		if busy && (r.Region.Epoch.GetConfVer() > inf.op.Epoch.GetConfVer() || now.Sub(inf.at) > operatorTimeout) {
-			delete(st.ops, r.Region.Id)
-			busy = false
-		}
-		st.storesMu.Unlock()
-		if busy {
-			continue
-		}
-		op := scheduleRegion(v, r)
-		if op == nil {
-			continue
-		}
+	for _, d := range decisions {
+		op := d.Op
 		if op.Kind == kvpb.OperatorKind_AddLearner {
 			id, err := st.allocIDs(ctx, s, 1)
 			if err != nil {
@@ -144,16 +122,29 @@ func (s *Server) schedule(ctx context.Context, st *leaderState, regions []*kvpb.
 				continue
 			}
 			op.Peer.Id = id
-			sv := v.stores[op.Peer.StoreId]
-			sv.replicas++
-			v.stores[op.Peer.StoreId] = sv
 		}
 		st.storesMu.Lock()
-		st.ops[r.Region.Id] = &inflightOp{op: op, at: now}
+		st.ops[op.RegionId] = &inflightOp{op: op, at: now}
+		if d.MoveFrom != 0 {
+			st.moves[op.RegionId] = moveState{from: d.MoveFrom, at: now}
+		}
+		st.opLog = append(st.opLog, &kvpb.OperatorRecord{Operator: op, UnixMs: now.UnixMilli(), StoreId: s.leaderStoreOf(regions, op.RegionId)})
+		if len(st.opLog) > opLogSize {
+			st.opLog = append(st.opLog[:0:0], st.opLog[len(st.opLog)-opLogSize:]...)
+		}
 		st.storesMu.Unlock()
 		s.log.Info("pd: operator", "region", op.RegionId, "kind", op.Kind.String(), "peer", op.Peer.GetId(),
 			"store", op.Peer.GetStoreId(), "reason", op.Reason)
 		out = append(out, op)
 	}
 	return out
+}
+
+func (s *Server) leaderStoreOf(regions []*kvpb.RegionStat, id uint64) uint64 {
+	for _, r := range regions {
+		if r.Region.Id == id {
+			return r.Leader.GetStoreId()
+		}
+	}
+	return 0
 }

@@ -190,6 +190,9 @@ func (s *Server) putStore(ctx context.Context, st *leaderState, info *kvpb.Store
 	st.storesMu.Lock()
 	ss, ok := st.stores[info.Id]
 	same := ok && sameAddresses(ss.info, info)
+	if ok {
+		info.State = ss.info.State // PD's, not the node's
+	}
 	st.storesMu.Unlock()
 	if !same {
 		data, err := marshalStore(info)
@@ -203,8 +206,9 @@ func (s *Server) putStore(ctx context.Context, st *leaderState, info *kvpb.Store
 	now := time.Now()
 	st.storesMu.Lock()
 	if ss, ok := st.stores[info.Id]; ok {
-		ss.info = info
+		info.State = ss.info.State
 		ss.lastHeartbeat = now
+		ss.info = info
 		if !ss.up {
 			ss.up, ss.since = true, now
 		}
@@ -221,10 +225,14 @@ func sameAddresses(a, b *kvpb.Store) bool {
 		a.HttpAddress == b.HttpAddress && a.Version == b.Version && a.StartUnixMs == b.StartUnixMs
 }
 
+// liveness is how long a store may miss heartbeats and count as up: the
+// shorter of downAfter and the schedulers' DownAfter.
+func (s *Server) liveness() time.Duration { return min(downAfter, s.sched.DownAfter) }
+
 // refreshLiveness marks stores down that missed heartbeats. storesMu held.
-func (st *leaderState) refreshLivenessLocked(now time.Time) {
+func (st *leaderState) refreshLivenessLocked(now time.Time, liveness time.Duration) {
 	for _, ss := range st.stores {
-		up := now.Sub(ss.lastHeartbeat) < downAfter
+		up := now.Sub(ss.lastHeartbeat) < liveness
 		if up != ss.up {
 			ss.up, ss.since = up, now
 		}
@@ -259,18 +267,20 @@ func (s *Server) StoreHeartbeat(ctx context.Context, req *kvpb.StoreHeartbeatReq
 	ss := st.stores[req.Store.Id]
 	ss.replicaCount = req.ReplicaCount
 	ss.leaderCount = uint32(len(req.Regions))
-	st.refreshLivenessLocked(now)
+	st.refreshLivenessLocked(now, s.liveness())
 	st.storesMu.Unlock()
 	for _, r := range req.Regions {
 		st.dir.update(r)
 	}
+	s.retireEmpty(ctx, st)
 	resp := &kvpb.StoreHeartbeatResponse{PdLeaderStore: s.store.StoreID(), Stores: s.Stores()}
 	resp.Operators = s.schedule(ctx, st, req.Regions, now)
 	return resp, nil
 }
 
-// ClusterStatus implements kvpb.PDServer: every store with its liveness
-// and counts, every region with its leader and its replicas' progress.
+// ClusterStatus implements kvpb.PDServer: every store with its liveness,
+// state, counts and traffic, every region with its leader, its replicas'
+// progress and its traffic, and the operator log.
 func (s *Server) ClusterStatus(ctx context.Context, req *kvpb.ClusterStatusRequest) (*kvpb.ClusterStatusResponse, error) {
 	st, err := s.leading(ctx)
 	if err != nil {
@@ -287,18 +297,29 @@ func (s *Server) ClusterStatus(ctx context.Context, req *kvpb.ClusterStatusReque
 	st.gcMu.Unlock()
 	now := time.Now()
 	st.storesMu.Lock()
-	st.refreshLivenessLocked(now)
-	for _, ss := range st.stores {
-		resp.Stores = append(resp.Stores, &kvpb.StoreStatus{Store: ss.info, Up: ss.up,
-			LastHeartbeatUnixMs: ss.lastHeartbeat.UnixMilli(), StateSinceUnixMs: ss.since.UnixMilli(),
-			ReplicaCount: ss.replicaCount, LeaderCount: ss.leaderCount})
+	st.refreshLivenessLocked(now, s.liveness())
+	c := s.clusterLocked(st, now)
+	for id, ss := range st.stores {
+		resp.Stores = append(resp.Stores, storeStatus(ss, c.Stores[id]))
 	}
+	resp.Operators = append(resp.Operators, st.opLog...)
 	st.storesMu.Unlock()
 	sort.Slice(resp.Stores, func(i, j int) bool { return resp.Stores[i].Store.Id < resp.Stores[j].Store.Id })
-	for _, e := range st.dir.all() {
-		rs := &kvpb.RegionStatus{Region: e.Region, Leader: e.Leader, Progress: e.Progress, CommitIndex: e.CommitIndex}
+	for _, e := range c.Regions {
+		rs := &kvpb.RegionStatus{Region: e.Region, Leader: e.Leader, Progress: e.Progress, CommitIndex: e.CommitIndex,
+			ApproximateSize: e.ApproximateSize, ApproximateKeys: e.ApproximateKeys, ReadBytes: e.ReadBytes, WrittenBytes: e.WrittenBytes}
+		rd, wr := RegionRate(e)
+		rs.ReadBytesPerSec, rs.WriteBytesPerSec = uint64(rd), uint64(wr)
+		rq, wq := regionQPS(e)
+		rs.ReadQps, rs.WriteQps = uint64(rq), uint64(wq)
 		rs.UnderReplicated = voters(e.Region) < int(st.replicas) && voters(e.Region) < len(resp.Stores)
 		resp.Regions = append(resp.Regions, rs)
+		for _, ss := range resp.Stores {
+			if ss.Store.Id == e.Leader.GetStoreId() {
+				ss.ReadQps += rs.ReadQps
+				ss.WriteQps += rs.WriteQps
+			}
+		}
 	}
 	return resp, nil
 }

@@ -36,6 +36,17 @@ func (s *Session) tableOf(schema *catalog.Schema, tn *ast.TableName) (*catalog.T
 	return t, nil
 }
 
+// AUTO_RANDOM's shard bits: TiDB's default and maximum.
+const (
+	defaultAutoRandomBits = 5
+	maxAutoRandomBits     = 15
+)
+
+// invalidAutoRandom is TiDB's 8216.
+func invalidAutoRandom(why string) error {
+	return sqlerr.New(8216, "HY000", "Invalid auto random: %s", why)
+}
+
 func noSuchTable(db, table string) error {
 	return sqlerr.New(sqlerr.ErNoSuchTable, "42S02", "Table '%s.%s' doesn't exist", db, table)
 }
@@ -623,6 +634,15 @@ func (s *Session) buildTable(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 				indexes = append(indexes, pending{name: col.Name, parts: part, unique: true})
 			case ast.ColumnOptionAutoIncrement:
 				col.AutoIncrement = true
+			case ast.ColumnOptionAutoRandom:
+				bits := opt.AutoRandOpt.ShardBits
+				if bits == ptypes.UnspecifiedLength || bits == 0 {
+					bits = defaultAutoRandomBits
+				}
+				if bits < 1 || bits > maxAutoRandomBits {
+					return nil, invalidAutoRandom(fmt.Sprintf("the shard bits must be between 1 and %d", maxAutoRandomBits))
+				}
+				col.AutoIncrement, col.AutoRandomBits = true, bits
 			case ast.ColumnOptionDefaultValue:
 				if err := s.setDefault(col, opt.Expr); err != nil {
 					return nil, err
@@ -688,6 +708,14 @@ func (s *Session) buildTable(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 		if _, err := addIndex(t, ix.name, ix.parts, ix.unique, false); err != nil {
 			return nil, err
 		}
+	}
+	for _, c := range t.Columns {
+		if c.AutoRandomBits > 0 && (!t.PKIsHandle || t.HandleOffset != c.Offset || c.Type.GetType() != mysql.TypeLonglong) {
+			return nil, invalidAutoRandom(fmt.Sprintf("column %s is not the table's BIGINT primary key", c.Name))
+		}
+	}
+	if t.PKIsHandle {
+		t.ShardRowIDBits = 0 // rows are keyed by the primary key (TiDB ignores the option too)
 	}
 	nAuto := 0
 	for _, c := range t.Columns {

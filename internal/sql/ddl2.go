@@ -47,6 +47,11 @@ func tableOptions(t *catalog.TableInfo, d *catalog.DBInfo, opts []*ast.TableOpti
 				return sqlerr.New(1273, "HY000", "Unknown collation: '%s'", o.StrValue)
 			}
 			t.Collate = c.Name
+		case ast.TableOptionShardRowID:
+			if o.UintValue > maxAutoRandomBits {
+				return sqlerr.New(sqlerr.ErWrongArguments, "HY000", "SHARD_ROW_ID_BITS must be at most %d", maxAutoRandomBits)
+			}
+			t.ShardRowIDBits = int(o.UintValue)
 		}
 	}
 	if t.Collate == "" && d != nil && d.Collate != "" {

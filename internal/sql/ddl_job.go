@@ -59,6 +59,9 @@ func (s *Session) runDDL(ctx context.Context, st ast.StmtNode) (*Result, error) 
 	if s.db != "" && s.e.schema.Load().DB(s.db) == nil {
 		s.db = "" // the current database was dropped
 	}
+	if ct, ok := st.(*ast.CreateTableStmt); ok {
+		s.preSplit(ctx, ct)
+	}
 	return &Result{}, nil
 }
 

@@ -49,6 +49,7 @@ type Engine struct {
 	privs   atomic.Pointer[privilege.Snapshot] // accounts (privileges.go)
 	ids     *idAllocator
 	cluster infoschema.ClusterSource
+	regions RegionAdmin
 	audit   *audit.Logger
 
 	// ddlMu orders schema installs against transaction starts.
@@ -122,6 +123,9 @@ type Options struct {
 	// Cluster reads the cluster's state for INFORMATION_SCHEMA.CLUSTER_NODES
 	// and REGIONS (nil: they are empty).
 	Cluster infoschema.ClusterSource
+	// Regions splits and lists regions for SPLIT TABLE and SHOW TABLE
+	// REGIONS (nil: they are refused).
+	Regions RegionAdmin
 	// Audit, when set, records every DDL and DCL statement (audit.go).
 	Audit *audit.Logger
 }
@@ -142,7 +146,7 @@ func (e *Engine) Close() {
 
 // NewEngine opens the SQL layer over store and loads the catalog.
 func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, error) {
-	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1), cluster: opts.Cluster,
+	e := &Engine{store: store, globalVars: map[string]types.Datum{}, kick: make(chan struct{}, 1), cluster: opts.Cluster, regions: opts.Regions,
 		id: opts.ID, addr: opts.Addr, backfillBatch: opts.BackfillBatch, backfillWorkers: opts.BackfillWorkers,
 		manual: opts.Manual, audit: opts.Audit}
 	e.gcCtx, e.gcStop = context.WithCancel(context.Background())

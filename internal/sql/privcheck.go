@@ -473,7 +473,7 @@ func (s *Session) checkStmt(ctx context.Context, st ast.StmtNode) error {
 				return s.requireGlobal(privilege.Super, "SUPER or SYSTEM_VARIABLES_ADMIN")
 			}
 		}
-	case *ast.AdminStmt:
+	case *ast.AdminStmt, *ast.SplitRegionStmt:
 		return s.requireGlobal(privilege.Super, "SUPER")
 	case *ast.FlushStmt:
 		return s.requireGlobal(privilege.Reload, "RELOAD")

@@ -479,6 +479,8 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 			return nil, err
 		}
 		return s.runAdmin(ctx, n)
+	case *ast.SplitRegionStmt:
+		return s.runSplit(ctx, n)
 	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt,
 		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt, *ast.CreateViewStmt, *ast.AlterTableStmt:
 		if err := s.checkStmt(ctx, st); err != nil {

@@ -95,6 +95,9 @@ func (s *Session) runShow(ctx context.Context, n *ast.ShowStmt) (*Result, error)
 }
 
 func (s *Session) runShowAll(ctx context.Context, n *ast.ShowStmt) (*Result, error) {
+	if n.Tp == ast.ShowRegions {
+		return s.showRegions(ctx, n)
+	}
 	schema, err := s.currentSchema(ctx)
 	if err != nil {
 		return nil, err
@@ -334,6 +337,9 @@ func ShowCreateTable(t *catalog.TableInfo) string {
 	sb.WriteString(strings.Join(lines, ",\n"))
 	coll := infoschema.TableCollation(t)
 	fmt.Fprintf(&sb, "\n) ENGINE=InnoDB DEFAULT CHARSET=%s COLLATE=%s", infoschema.CharsetOfCollation(coll), coll)
+	if t.ShardRowIDBits > 0 {
+		fmt.Fprintf(&sb, " /*T! SHARD_ROW_ID_BITS=%d */", t.ShardRowIDBits)
+	}
 	if t.Comment != "" {
 		sb.WriteString(" COMMENT=" + sqlString(t.Comment))
 	}

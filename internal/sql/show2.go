@@ -351,7 +351,9 @@ func columnDefinition(t *catalog.TableInfo, c *catalog.ColumnInfo) string {
 				line += fmt.Sprintf("(%d)", c.Type.GetDecimal())
 			}
 		}
-		if c.AutoIncrement {
+		if c.AutoRandomBits > 0 {
+			line += fmt.Sprintf(" /*T![auto_rand] AUTO_RANDOM(%d) */", c.AutoRandomBits)
+		} else if c.AutoIncrement {
 			line += " AUTO_INCREMENT"
 		}
 	}

@@ -66,6 +66,11 @@ type ColumnInfo struct {
 	Type          *ptypes.FieldType `json:"type"`
 	NotNull       bool              `json:"not_null"`
 	AutoIncrement bool              `json:"auto_increment,omitempty"`
+	// AutoRandomBits > 0 makes an AUTO_INCREMENT column TiDB's
+	// AUTO_RANDOM(n): generated values carry n shard bits below the sign
+	// bit, so consecutive inserts spread over the key space instead of
+	// all landing in the last region.
+	AutoRandomBits int `json:"auto_random_bits,omitempty"`
 	// HasDefault is set when the column has an explicit DEFAULT clause.
 	// DefaultNull means DEFAULT NULL; otherwise Default holds the literal
 	// text, or DefaultNow marks DEFAULT CURRENT_TIMESTAMP.
@@ -143,6 +148,10 @@ type TableInfo struct {
 	// value is the row handle (clustered). Otherwise rows get a hidden
 	// handle from the table's id allocator.
 	PKIsHandle bool `json:"pk_is_handle"`
+	// ShardRowIDBits (SHARD_ROW_ID_BITS, for a table without an integer
+	// primary key) puts that many shard bits above its hidden row
+	// handles, as AUTO_RANDOM does for a key.
+	ShardRowIDBits int `json:"shard_row_id_bits,omitempty"`
 	// HandleOffset is the offset of the handle column when PKIsHandle.
 	HandleOffset int    `json:"handle_offset"`
 	NextColumnID int64  `json:"next_column_id"`

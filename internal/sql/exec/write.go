@@ -368,6 +368,17 @@ func DefaultValue(c *Context, col *catalog.ColumnInfo) (types.Datum, bool, error
 	return types.Null, false, nil
 }
 
+// autoRandom puts shard bits above an allocated id, below the sign bit:
+// TiDB's AUTO_RANDOM. The shard comes from the transaction's start
+// timestamp, so one transaction's rows share a shard (and usually a
+// region, keeping one-phase commits) while consecutive transactions
+// scatter over 2^bits ranges of the key space.
+func autoRandom(id int64, bits int, startTS uint64) int64 {
+	x := startTS * 0x9E3779B97F4A7C15 // Fibonacci hashing
+	shard := int64(x >> (64 - bits))
+	return shard<<(63-bits) | id&(1<<(63-bits)-1)
+}
+
 // completeRow converts a candidate row to the column types, fills AUTO_INCREMENT
 // and checks NOT NULL. rowNum is 1-based for error messages.
 func (w *writer) completeRow(row []types.Datum, rowNum int) error {
@@ -386,6 +397,9 @@ func (w *writer) completeRow(row []types.Datum, rowNum int) error {
 				if err != nil {
 					return err
 				}
+				if col.AutoRandomBits > 0 {
+					id = autoRandom(id, col.AutoRandomBits, w.c.Txn.StartTS())
+				}
 				if mysql.HasUnsignedFlag(col.Type.GetFlag()) {
 					row[i] = types.NewUint(uint64(id))
 				} else {
@@ -397,6 +411,9 @@ func (w *writer) completeRow(row []types.Datum, rowNum int) error {
 			} else {
 				n, err := v.ToInt64()
 				if err == nil {
+					if col.AutoRandomBits > 0 {
+						n &= 1<<(63-col.AutoRandomBits) - 1 // the allocator counts below the shard bits
+					}
 					if err := w.c.IDs.Rebase(w.c.Ctx, w.t, n); err != nil {
 						return err
 					}
@@ -570,6 +587,9 @@ func (w *writer) insertOne(p *plan.Insert, row []types.Datum) error {
 		var err error
 		if handle, err = w.c.IDs.Alloc(w.c.Ctx, w.t); err != nil {
 			return err
+		}
+		if w.t.ShardRowIDBits > 0 {
+			handle = autoRandom(handle, w.t.ShardRowIDBits, w.c.Txn.StartTS())
 		}
 	}
 	for {

@@ -1,0 +1,131 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+
+	"github.com/strata-db/strata/internal/pd"
+	"github.com/strata-db/strata/internal/sql"
+	"github.com/strata-db/strata/kvpb"
+)
+
+// regionAdmin is the node's sql.RegionAdmin: SPLIT TABLE and SHOW TABLE
+// REGIONS. A split is carried out by the region's leader: this node when
+// it leads the region, otherwise the leader's node through its
+// /admin/split endpoint.
+type regionAdmin struct{ n *Node }
+
+var _ sql.RegionAdmin = regionAdmin{}
+
+func (a regionAdmin) SplitAt(ctx context.Context, keys [][]byte) (int, error) {
+	sorted := append([][]byte(nil), keys...)
+	sort.Slice(sorted, func(i, j int) bool { return bytes.Compare(sorted[i], sorted[j]) < 0 })
+	done := 0
+	for i, k := range sorted {
+		if len(k) == 0 || (i > 0 && bytes.Equal(k, sorted[i-1])) {
+			continue
+		}
+		ok, err := a.splitOne(ctx, k)
+		if err != nil {
+			return done, err
+		}
+		if ok {
+			done++
+		}
+	}
+	return done, nil
+}
+
+// splitOne splits the region holding key at key; false when key starts
+// a region already.
+func (a regionAdmin) splitOne(ctx context.Context, key []byte) (bool, error) {
+	n := a.n
+	for attempt := 0; attempt < 3; attempt++ {
+		resp, err := n.pd.GetRegion(ctx, &kvpb.GetRegionRequest{Key: key})
+		if err != nil {
+			return false, err
+		}
+		if resp.Error != nil {
+			return false, fmt.Errorf("%s", resp.Error.Message)
+		}
+		if bytes.Equal(resp.Region.StartKey, key) {
+			return false, nil
+		}
+		leader := resp.Leader.GetStoreId()
+		if leader == n.storeID || leader == 0 {
+			_, _, err := n.SplitRegion(ctx, key)
+			if err == nil {
+				return true, nil
+			}
+			if attempt == 2 {
+				return false, err
+			}
+			continue // the leader moved: ask PD again
+		}
+		var addr string
+		for _, st := range n.pd.Stores() {
+			if st.Id == leader {
+				addr = st.HttpAddress
+			}
+		}
+		if addr == "" {
+			return false, fmt.Errorf("the leader of region %d (node %d) has no HTTP address", resp.Region.Id, leader)
+		}
+		u := &url.URL{Scheme: "http", Host: addr, Path: "/admin/split", RawQuery: "key=" + url.QueryEscape(string(key))}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+		hr, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, err
+		}
+		var body map[string]any
+		_ = json.NewDecoder(hr.Body).Decode(&body)
+		hr.Body.Close()
+		switch hr.StatusCode {
+		case http.StatusOK:
+			return true, nil
+		case http.StatusBadRequest:
+			return false, nil // a boundary already
+		}
+		if attempt == 2 {
+			return false, fmt.Errorf("node %d: %v", leader, body["error"])
+		}
+	}
+	return false, nil
+}
+
+func (a regionAdmin) Regions(ctx context.Context, start, end []byte) ([]sql.RegionRow, error) {
+	resp, err := a.n.pd.ClusterStatus(ctx, &kvpb.ClusterStatusRequest{})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Error != nil {
+		return nil, fmt.Errorf("%s", resp.Error.Message)
+	}
+	var out []sql.RegionRow
+	for _, r := range resp.Regions {
+		reg := r.Region
+		if reg.Id == pd.SystemRegionID {
+			continue
+		}
+		if (len(reg.EndKey) > 0 && bytes.Compare(reg.EndKey, start) <= 0) || (len(end) > 0 && bytes.Compare(reg.StartKey, end) >= 0) {
+			continue
+		}
+		row := sql.RegionRow{ID: reg.Id, StartKey: reg.StartKey, EndKey: reg.EndKey, LeaderID: r.Leader.GetId(),
+			LeaderStore: r.Leader.GetStoreId(), WrittenBytes: r.WrittenBytes, ReadBytes: r.ReadBytes,
+			ApproximateSize: r.ApproximateSize, ApproximateKeys: r.ApproximateKeys}
+		for _, p := range reg.Peers {
+			row.Peers = append(row.Peers, p.Id)
+		}
+		if r.UnderReplicated {
+			row.SchedulingState = "under-replicated"
+		}
+		out = append(out, row)
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].StartKey, out[j].StartKey) < 0 })
+	return out, nil
+}
