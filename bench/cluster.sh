@@ -78,45 +78,10 @@ REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$REPO_ROOT/bench/lib.sh"
 
-usage() {
-	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
-	exit "${1:-0}"
-}
+usage() { bench_usage "${BASH_SOURCE[0]}" "${1:-0}"; }
 
 # Flags mirror the environment variables: --table-size=5 sets TABLE_SIZE=5.
-while (($#)); do
-	case $1 in
-	-h | --help) usage 0 ;;
-	--*=*)
-		name=${1%%=*}
-		value=${1#*=}
-		;;
-	--*)
-		(($# >= 2)) || usage 2
-		name=$1
-		value=$2
-		shift
-		;;
-	*) usage 2 ;;
-	esac
-	shift
-	name=${name#--}
-	name=${name^^}
-	name=${name//-/_}
-	case $name in
-	TABLES | TABLE_SIZE | TIME | REPEATS | THREADS | WORKLOADS | TARGETS | SQL_NODE | YCSB_WORKLOADS | \
-		YCSB_TARGETS | YCSB_TIME | YCSB_THREADS | YCSB_RECORDS | FAILOVERS | FAILOVER_WORKLOAD | \
-		FAILOVER_THREADS | FAILOVER_PRE | FAILOVER_POST | PHASES | STRATA_PORT | STRATA_RESP_PORT | \
-		STRATA_HTTP_PORT | STRATA_GRPC_PORT | MARIADB_PORT | MARIADB_BUFFER_POOL | ETCD3_PORT | WORK_DIR | \
-		KEEP_WORK | RESULTS_DIR | STRATA_BIN | SKIP_BUILD | NOTE)
-		printf -v "$name" '%s' "$value"
-		;;
-	*)
-		echo "unknown flag --${name,,}" >&2
-		usage 2
-		;;
-	esac
-done
+parse_flags "TABLES TABLE_SIZE TIME REPEATS THREADS WORKLOADS TARGETS SQL_NODE YCSB_WORKLOADS YCSB_TARGETS YCSB_TIME YCSB_THREADS YCSB_RECORDS FAILOVERS FAILOVER_WORKLOAD FAILOVER_THREADS FAILOVER_PRE FAILOVER_POST PHASES STRATA_PORT STRATA_RESP_PORT STRATA_HTTP_PORT STRATA_GRPC_PORT MARIADB_PORT MARIADB_BUFFER_POOL ETCD3_PORT WORK_DIR KEEP_WORK RESULTS_DIR STRATA_BIN SKIP_BUILD NOTE" "$@"
 
 TABLES=${TABLES:-4}
 TABLE_SIZE=${TABLE_SIZE:-100000}

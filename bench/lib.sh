@@ -22,6 +22,46 @@ log() {
 # ensure_debian_packages installs the given Debian packages when any of the
 # commands named before "--" is missing. Usage:
 #   ensure_debian_packages sysbench mariadbd -- sysbench mariadb-server
+# bench_usage <script> <status>: prints the script's header comment (its lines up to
+# `set -euo`) as its help, and exits with status.
+bench_usage() {
+	sed -n '2,/^set -euo/p' "$1" | sed -e '$d' -e 's/^# \{0,1\}//'
+	exit "${2:-0}"
+}
+
+# parse_flags "<NAME ...>" <args...>: flags mirror the settings' environment
+# variables: --table-size=5 or --table-size 5 sets TABLE_SIZE=5, for the names
+# listed; -h/--help and anything else call the script's usage function.
+parse_flags() {
+	local allowed=" $1 " name value
+	shift
+	while (($#)); do
+		case $1 in
+		-h | --help) usage 0 ;;
+		--*=*)
+			name=${1%%=*}
+			value=${1#*=}
+			;;
+		--*)
+			(($# >= 2)) || usage 2
+			name=$1
+			value=$2
+			shift
+			;;
+		*) usage 2 ;;
+		esac
+		shift
+		name=${name#--}
+		name=${name^^}
+		name=${name//-/_}
+		if [[ $allowed != *" $name "* ]]; then
+			echo "unknown flag --${name,,}" >&2
+			usage 2
+		fi
+		printf -v "$name" '%s' "$value"
+	done
+}
+
 ensure_debian_packages() {
 	local cmds=() pkgs=() missing=0 seen_sep=0 arg
 	for arg in "$@"; do

@@ -34,41 +34,9 @@ REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$REPO_ROOT/bench/lib.sh"
 
-usage() {
-	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
-	exit "${1:-0}"
-}
+usage() { bench_usage "${BASH_SOURCE[0]}" "${1:-0}"; }
 
-while (($#)); do
-	case $1 in
-	-h | --help) usage 0 ;;
-	--*=*)
-		name=${1%%=*}
-		value=${1#*=}
-		;;
-	--*)
-		(($# >= 2)) || usage 2
-		name=$1
-		value=$2
-		shift
-		;;
-	*) usage 2 ;;
-	esac
-	shift
-	name=${name#--}
-	name=${name//-/_}
-	name=${name^^}
-	case $name in
-	WAREHOUSES | THREADS | TIME | REPEATS | WAIT | MARIADB_PORT | STRATA_PORT | STRATA_HTTP_PORT | STRATA_GRPC_PORT | \
-		MARIADB_BUFFER_POOL | WORK_DIR | KEEP_WORK | RESULTS_DIR | STRATA_BIN | SKIP_BUILD | NOTE)
-		printf -v "$name" '%s' "$value"
-		;;
-	*)
-		echo "unknown setting --${name,,}" >&2
-		usage 2
-		;;
-	esac
-done
+parse_flags "WAREHOUSES THREADS TIME REPEATS WAIT MARIADB_PORT STRATA_PORT STRATA_HTTP_PORT STRATA_GRPC_PORT MARIADB_BUFFER_POOL WORK_DIR KEEP_WORK RESULTS_DIR STRATA_BIN SKIP_BUILD NOTE" "$@"
 
 WAREHOUSES=${WAREHOUSES:-1}
 THREADS=${THREADS:-10}
