@@ -160,6 +160,26 @@ func (c *Cluster) NodeOfStore(st *Status, store uint64) *Node {
 	return nil
 }
 
+// PDLeader waits until /status names PD's leader and that node is running,
+// and returns it. Right after a failover or a restart /status can report
+// no leader for a moment; callers that kill PD's leader need a real one.
+func (c *Cluster) PDLeader(timeout time.Duration) *Node {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := c.Status()
+		if err == nil {
+			if n := c.NodeOfStore(st, st.PDLeaderStore); n != nil && n.PID() != 0 {
+				return n
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("PD has no running leader after %s (status error: %v)", timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // Pause stops the node's process with SIGSTOP; Resume continues it.
 func (n *Node) Pause()  { n.signal(syscall.SIGSTOP) }
 func (n *Node) Resume() { n.signal(syscall.SIGCONT) }

@@ -249,11 +249,7 @@ func TestClusterSurvivesKillingEachNode(t *testing.T) {
 	c.WaitReplicated(30 * time.Second)
 	load := startBankLoad(t, c, 3)
 	load.progress(t, "before any fault", 20*time.Second)
-	st, err := c.Status()
-	if err != nil {
-		t.Fatal(err)
-	}
-	order := []*Node{c.NodeOfStore(st, st.PDLeaderStore)}
+	order := []*Node{c.PDLeader(20 * time.Second)}
 	for _, n := range c.Nodes {
 		if n != order[0] {
 			order = append(order, n)

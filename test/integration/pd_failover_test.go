@@ -69,11 +69,7 @@ func TestPDFailoverKeepsTimestampsAndIDsIncreasing(t *testing.T) {
 	for round := 0; round < 2; round++ {
 		before := got.Load()
 		time.Sleep(500 * time.Millisecond)
-		st, err := c.Status()
-		if err != nil {
-			t.Fatal(err)
-		}
-		leader := c.NodeOfStore(st, st.PDLeaderStore)
+		leader := c.PDLeader(20 * time.Second)
 		leader.Kill()
 		deadline := time.Now().Add(20 * time.Second)
 		for got.Load() < before+50 {
