@@ -11,7 +11,7 @@ import (
 // common conjunct, now at the top, can become a join or index condition:
 // TPC-H's Q19 repeats its join condition p_partkey = l_partkey in each of
 // three branches, and without this is a cross join. Conjuncts are matched
-// by their text; ones holding a subquery are left alone. A branch left
+// by their text (a = b matching b = a); ones holding a subquery are left alone. A branch left
 // with nothing makes the OR true, and it is dropped.
 func factorOr(conds []ast.ExprNode) []ast.ExprNode {
 	var out []ast.ExprNode
@@ -107,6 +107,17 @@ func factorKey(e ast.ExprNode) string {
 	e.Accept(v)
 	if !v.ok {
 		return ""
+	}
+	// a = b and b = a are the same conjunct.
+	if be, ok := unparen(e).(*ast.BinaryOperationExpr); ok && be.Op == opcode.EQ {
+		l, r := restore(be.L), restore(be.R)
+		if l == "?" || r == "?" {
+			return ""
+		}
+		if r < l {
+			l, r = r, l
+		}
+		return l + " = " + r
 	}
 	if k := restore(e); k != "?" {
 		return k

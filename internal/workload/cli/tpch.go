@@ -52,7 +52,7 @@ func tpchMain(ctx context.Context, command string, args []string, stdout, stderr
 	fs.IntVar(&cfg.Threads, "threads", 4, "init: concurrent loaders")
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Second, "timeout of connecting")
 	fs.DurationVar(&cfg.QueryTimeout, "query-timeout", 0, "bound on each query (0: none)")
-	fs.StringVar(&queries, "queries", "", "run/check: the queries to run, e.g. 1,3,5-7 (default all 22)")
+	fs.StringVar(&queries, "queries", "", "run, check --against: the queries to run, e.g. 1,3,5-7 (default all 22)")
 	fs.IntVar(&repeats, "repeats", 1, "run: executions of each query")
 	fs.BoolVar(&initFirst, "init", false, "run: load first")
 	fs.BoolVar(&drop, "drop", false, "with init: drop the database first")
@@ -109,7 +109,7 @@ func tpchMain(ctx context.Context, command string, args []string, stdout, stderr
 			}
 			other = &o
 		}
-		return tpch.Check(ctx, cfg, other, stdout)
+		return tpch.Check(ctx, cfg, other, qs, stdout)
 	}
 	_, err = tpch.Run(ctx, cfg, qs, repeats, stdout)
 	return err
