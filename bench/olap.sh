@@ -17,7 +17,7 @@
 #
 # Settings (environment variable, or the same name as a flag: --scale=0.1):
 #   ROWS="1000000 10000000" (sbtest1 sizes; "" skips part 1)  SCALE=1 (0 skips part 2)
-#   REPEATS=3  QUERY_TIMEOUT=1800s (per TPC-H query; a query past it counts as failed)
+#   REPEATS=3  WARMUP=1 (0: no unmeasured first run)  QUERY_TIMEOUT=1800s (per TPC-H query; a query past it counts as failed)
 #   QUERIES=1-22 (TPC-H queries, e.g. 1,3,5-7)  LOAD_THREADS=4
 #   MARIADB_PORT=3307  STRATA_PORT=4000  STRATA_HTTP_PORT=8080  STRATA_GRPC_PORT=20160
 #   MARIADB_BUFFER_POOL=4G  WORK_DIR=<mktemp -d>  KEEP_WORK=0  RESULTS_DIR=bench/results
@@ -41,11 +41,12 @@ source "$REPO_ROOT/bench/lib.sh"
 
 usage() { bench_usage "${BASH_SOURCE[0]}" "${1:-0}"; }
 
-parse_flags "ROWS SCALE REPEATS QUERY_TIMEOUT QUERIES LOAD_THREADS MARIADB_PORT STRATA_PORT STRATA_HTTP_PORT STRATA_GRPC_PORT MARIADB_BUFFER_POOL WORK_DIR KEEP_WORK RESULTS_DIR STRATA_BIN SKIP_BUILD NOTE" "$@"
+parse_flags "ROWS SCALE REPEATS WARMUP QUERY_TIMEOUT QUERIES LOAD_THREADS MARIADB_PORT STRATA_PORT STRATA_HTTP_PORT STRATA_GRPC_PORT MARIADB_BUFFER_POOL WORK_DIR KEEP_WORK RESULTS_DIR STRATA_BIN SKIP_BUILD NOTE" "$@"
 
 ROWS=${ROWS-1000000 10000000}
 SCALE=${SCALE:-1}
 REPEATS=${REPEATS:-3}
+WARMUP=${WARMUP:-1}
 QUERY_TIMEOUT=${QUERY_TIMEOUT:-1800s}
 QUERIES=${QUERIES:-1-22}
 LOAD_THREADS=${LOAD_THREADS:-4}
@@ -209,7 +210,9 @@ if [[ $SCALE != 0 ]]; then
 		log "TPC-H Q$2 on $1 (repeat $3): ${secs:-error}"
 	}
 	for q in "${QLIST[@]}"; do
-		for server in $TARGETS; do tpch_run "$server" "$q" 0; done # warm-up
+		if ((WARMUP)); then
+			for server in $TARGETS; do tpch_run "$server" "$q" 0; done
+		fi
 		for ((r = 1; r <= REPEATS; r++)); do
 			for server in $(order "$r"); do tpch_run "$server" "$q" "$r"; done
 		done
@@ -231,7 +234,7 @@ if [[ $SCALE != 0 ]]; then
 	generator_failed=$(grep -v ' = answer of ' <<<"$check_out" | grep -c 'FAILED' || true)
 
 	tpch_table() {
-		echo "TPC-H scale factor $SCALE, $REPEATS runs each after one warm-up, seconds (median, every run);" \
+		echo "TPC-H scale factor $SCALE, $REPEATS runs each (warm-up run first: $WARMUP), seconds (median, every run);" \
 			"load: MariaDB $(awk -F'\t' '$1 == "load" && $4 == "mariadb" {print $6}' "$RAW") s, Strata $(awk -F'\t' '$1 == "load" && $4 == "strata" {print $6}' "$RAW") s;" \
 			"checks against the generator on Strata: $generator_checks ok, $generator_failed failed"
 		echo
