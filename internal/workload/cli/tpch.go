@@ -73,8 +73,9 @@ func tpchMain(ctx context.Context, command string, args []string, stdout, stderr
 		fmt.Fprintf(stderr, "strata workload %s tpch: unexpected argument %q\n", command, fs.Arg(0))
 		return ErrUsage
 	}
-	if cfg.ScaleFactor <= 0 || cfg.ScaleFactor > 1000 {
-		return fmt.Errorf("--scale-factor must be above 0 and at most 1000")
+	if cfg.ScaleFactor < 0.01 || cfg.ScaleFactor > 1000 {
+		// Below 0.01 PARTSUPP's supplier formula repeats suppliers of a part.
+		return fmt.Errorf("--scale-factor must be from 0.01 to 1000")
 	}
 	if cfg.Threads < 1 {
 		return fmt.Errorf("--threads must be at least 1")

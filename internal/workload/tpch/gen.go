@@ -14,7 +14,9 @@ type Sizes struct {
 	Parts, Suppliers, Customers, Orders int
 }
 
-// SizesFor returns the table sizes of scale factor sf.
+// SizesFor returns the table sizes of scale factor sf. Below 0.01 (the
+// reference generator's least) PS_SUPPKEY's formula gives some parts the
+// same supplier twice.
 func SizesFor(sf float64) Sizes {
 	n := func(base float64) int { return max(1, int(base*sf+0.5)) }
 	// PS_SUPPKEY's formula needs at least 4 suppliers to give a part 4
