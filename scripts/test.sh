@@ -102,7 +102,7 @@ skip_step() {
 
 install_packages() {
 	local want=(ca-certificates curl unzip git gcc libc6-dev sysbench mariadb-client redis-tools redis-server etcd-server
-		mariadb-server iptables iproute2)
+		mariadb-server iptables iproute2 chromium)
 	local missing=() p
 	for p in "${want[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -147,12 +147,15 @@ func (n *Node) regionJSON(r *kvpb.Region) regionJSON {
 //	                                               200 {"left": region, "right": region},
 //	                                               400 for a missing key or one that is already a boundary
 //	GET  /admin/regions                            every local region, in key order
+//	GET  /admin/tables                             table ids -> database, table and index names
+//	                                               (the console names key ranges with it)
 //	POST /admin/nodes/{id}/{drain|decommission|resume}
 //	                                               set a node's state in PD; 200 {"id":, "state":},
 //	                                               400 for an unknown node or a refused change
 func (n *Node) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST /admin/split", n.handleSplit)
 	mux.HandleFunc("GET /admin/regions", n.handleRegions)
+	mux.HandleFunc("GET /admin/tables", n.handleTables) // console.go
 	mux.HandleFunc("POST /admin/nodes/{id}/{action}", n.handleNodeState)
 }
 
