@@ -4,7 +4,8 @@
 # It starts both servers itself (each a child process with its own data directory under
 # WORK_DIR; MariaDB from Debian's mariadb-server, as bench/sysbench.sh does), then
 #   1. for each table size in ROWS, loads sysbench's sbtest1 into both (sysbench
-#      oltp_common prepare, as bench/sysbench.sh does) and times three queries:
+#      oltp_common prepare, as bench/sysbench.sh does, one thread and --rand-seed=1 so
+#      that both get the same rows) and times three queries, comparing their answers:
 #        SELECT COUNT(*) FROM sbtest1
 #        SELECT k % 100 g, COUNT(*), SUM(LENGTH(c)) FROM sbtest1 GROUP BY g ORDER BY g
 #        SELECT SUBSTRING(pad,1,2) p, COUNT(*), AVG(k) FROM sbtest1 GROUP BY p ORDER BY 2 DESC LIMIT 5
@@ -136,7 +137,7 @@ for rows in $ROWS; do
 		started=$SECONDS
 		if ! bg sysbench oltp_common --db-driver=mysql --mysql-host=127.0.0.1 --mysql-port="${PORT_OF[$server]}" \
 			--mysql-user=root --mysql-password= --mysql-db=sbtest --tables=1 --table-size="$rows" \
-			--threads=1 prepare >"$WORK_DIR/prepare-$server-$rows.log" 2>&1; then
+			--threads=1 --rand-seed=1 prepare >"$WORK_DIR/prepare-$server-$rows.log" 2>&1; then
 			tail -n 20 "$WORK_DIR/prepare-$server-$rows.log" >&2
 			log "$server: prepare failed"
 			exit 1
@@ -146,8 +147,9 @@ for rows in $ROWS; do
 	declare -A SB_ANSWER=()
 	for ((i = 0; i < ${#SB_QUERIES[@]}; i++)); do
 		q=${SB_QUERIES[$i]}
-		for server in $TARGETS; do # warm-up, and the answers to compare
-			SB_ANSWER[$server]=$(sql "$server" sbtest "$q" | md5sum)
+		for server in $TARGETS; do # warm-up, and the answers to compare (numbers to hundredths)
+			SB_ANSWER[$server]=$(sql "$server" sbtest "$q" |
+				awk -F'\t' -v OFS='\t' '{for (i = 1; i <= NF; i++) if ($i ~ /^-?[0-9]+(\.[0-9]+)?$/) $i = sprintf("%.2f", $i); print}' | md5sum)
 		done
 		same="same"
 		[[ ${SB_ANSWER[mariadb]} == "${SB_ANSWER[strata]}" ]] || same="DIFFERENT"
