@@ -498,6 +498,51 @@ func (s *Session) canSeeTable(db, table string) bool {
 	return isSuperuser(set) || infoschema.IsName(db) || set.AnyOnTable(db, table)
 }
 
+// infoVisibility is what the session sees of the schema in
+// INFORMATION_SCHEMA (infoschema.Visibility), read from its privileges
+// each time a plan runs.
+type infoVisibility struct{ s *Session }
+
+func (v infoVisibility) DB(db string) bool           { return v.s.canSeeDB(db) }
+func (v infoVisibility) Table(db, table string) bool { return v.s.canSeeTable(db, table) }
+
+func (v infoVisibility) Column(db, table, col string) string {
+	set := v.s.privs()
+	p := privilege.ColumnLevel
+	if !isSuperuser(set) {
+		p &= set.Column(db, table, col)
+	}
+	return columnPrivNames(p)
+}
+
+func (v infoVisibility) ViewDefinition(db, view string) bool {
+	set := v.s.privs()
+	return isSuperuser(set) || set.Table(db, view)&privilege.ShowView != 0
+}
+
+// columnPrivNames lists column privileges as COLUMNS.PRIVILEGES and SHOW
+// FULL COLUMNS do: "select,insert,update,references" or part of it.
+func columnPrivNames(p privilege.Priv) string {
+	var b []byte
+	for _, x := range []struct {
+		p    privilege.Priv
+		name string
+	}{{privilege.Select, "select"}, {privilege.Insert, "insert"}, {privilege.Update, "update"}, {privilege.References, "references"}} {
+		if p&x.p != 0 {
+			if len(b) > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, x.name...)
+		}
+	}
+	return string(b)
+}
+
+// checkShowDB checks SHOW TABLES, SHOW TABLE STATUS and SHOW CREATE
+// DATABASE: as in MySQL, a database the session holds no privilege in
+// answers 1044 whether it exists or not.
+func (s *Session) checkShowDB(db string) error { return s.checkUse(db) }
+
 // checkUse checks USE db / COM_INIT_DB: some privilege on the database.
 func (s *Session) checkUse(db string) error {
 	set := s.privs()

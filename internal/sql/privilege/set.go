@@ -35,7 +35,7 @@ func (s *Set) AnyColumn(db, table string) Priv { return s.colTables[TableKey(db,
 // AnyInDB reports whether s holds any privilege on db or on something in
 // it (what USE and SHOW DATABASES ask).
 func (s *Set) AnyInDB(db string) bool {
-	if s.Global&All != 0 || s.DBs[strings.ToLower(db)] != 0 {
+	if s.Global&(DBLevel|GrantOpt) != 0 || s.DBs[strings.ToLower(db)] != 0 {
 		return true
 	}
 	prefix := strings.ToLower(db) + "\x00"
@@ -55,5 +55,5 @@ func (s *Set) AnyInDB(db string) bool {
 // AnyOnTable reports whether s holds any privilege on a table or one of
 // its columns (what SHOW TABLES and SHOW CREATE TABLE ask).
 func (s *Set) AnyOnTable(db, table string) bool {
-	return s.Table(db, table)&All != 0 || s.AnyColumn(db, table) != 0
+	return s.Table(db, table)&(TableLevel|GrantOpt) != 0 || s.AnyColumn(db, table) != 0
 }
