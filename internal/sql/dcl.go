@@ -445,7 +445,7 @@ func (s *Session) mayGrant(t grantTarget, p privilege.Priv, cols map[string]priv
 			return s.globalDenied()
 		}
 	case t.table == "":
-		if set.DB(t.db)&p != p {
+		if set.DBGrant(t.db)&p != p {
 			return s.dbDenied(t.db)
 		}
 	default:
