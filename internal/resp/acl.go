@@ -28,7 +28,8 @@ import (
 // further set of command and key rules; a command runs when the user's
 // root rules or any one selector allows both it and all its keys. The
 // refusal then reported (NOPERM, ACL LOG) is a key's if some selector
-// allowed the command, else the command's. Refusals of commands, keys and
+// allowed the command (the latest in the arguments of those refused),
+// else the command's. Refusals of commands, keys and
 // AUTHs are kept in this node's ACL LOG (acl_log.go).
 //
 // Differences from Redis: passwords are stored as salted PBKDF2-SHA256
@@ -579,6 +580,7 @@ const errNoPermKey replyError = "NOPERM this user has no permissions to access o
 type aclDenial struct {
 	key    bool
 	object string
+	arg    int // the key's position in the arguments
 }
 
 // err is the NOPERM error of d.
@@ -601,7 +603,9 @@ func (c *aclCompiled) check(cmd *command, args [][]byte) *aclDenial {
 		if sd == nil {
 			return nil
 		}
-		if sd.key && !d.key {
+		// As Redis: a key refused after the command was allowed says
+		// more than a refused command, a later key more than an earlier.
+		if sd.key && (!d.key || sd.arg > d.arg) {
 			d = sd
 		}
 	}
@@ -617,9 +621,9 @@ func (c *aclCompiled) checkRules(cmd *command, args [][]byte) *aclDenial {
 		return nil
 	}
 	write := cmd.flags&flagWrite != 0
-	for _, k := range cmd.keys(args) {
+	for i, k := range cmd.keys(args) {
 		if !c.canAccess(k, write) {
-			return &aclDenial{key: true, object: string(k)}
+			return &aclDenial{key: true, object: string(k), arg: i}
 		}
 	}
 	return nil

@@ -110,10 +110,8 @@ func cmdACL(x *call) error {
 			if !ok {
 				return errNotInteger
 			}
-			if n < 0 {
-				return replyError("ERR value is out of range, must be positive")
-			}
-			count = n
+			count = max(n, 0) // Redis answers an empty log for a negative count
+
 		}
 		writeACLLog(x.w, x.sess.srv.aclLog.recent(int(min(count, aclLogMaxLen))), x.sess.srv.cfg.Now())
 	case "dryrun":
@@ -136,9 +134,9 @@ func cmdACL(x *call) error {
 		case d == nil:
 			x.w.WriteSimple("OK")
 		case d.key:
-			x.w.WriteBulkString(fmt.Sprintf("User %s has no permissions to access the '%s' key", u.Name, d.object))
+			x.w.WriteBulkString(fmt.Sprintf("This user has no permissions to access the '%s' key", d.object))
 		default:
-			x.w.WriteBulkString(fmt.Sprintf("User %s has no permissions to run the '%s' command", u.Name, d.object))
+			x.w.WriteBulkString(fmt.Sprintf("This user has no permissions to run the '%s' command", d.object))
 		}
 	case "genpass":
 		bits := int64(256)
