@@ -118,6 +118,9 @@ type need struct {
 	db, table string
 	priv      privilege.Priv
 	cols      []string
+	// global: priv is needed globally (INFORMATION_SCHEMA's cluster
+	// tables need PROCESS, as in TiDB: region bounds are row keys).
+	global bool
 }
 
 // checkNeeds checks needs against the session's privileges.
@@ -127,6 +130,12 @@ func (s *Session) checkNeeds(needs []need) error {
 		return nil
 	}
 	for _, n := range needs {
+		if n.global {
+			if set.Global&n.priv == 0 {
+				return needPrivilege(n.priv.Name())
+			}
+			continue
+		}
 		if n.table == "" {
 			if set.DB(n.db)&n.priv != n.priv {
 				return s.dbDenied(n.db)
@@ -264,6 +273,9 @@ func (r *refs) colsOf(tn *ast.TableName) []string {
 // reads adds a Select need for every real table of r not in skip.
 func (r *refs) reads(needs []need, skip map[*ast.TableName]bool) []need {
 	for _, tn := range r.tables {
+		if !skip[tn] && infoschema.IsName(r.dbOf(tn)) && infoschema.IsClusterTable(tn.Name.O) && !(tn.Schema.O == "" && r.ctes[tn.Name.L]) {
+			needs = append(needs, need{priv: privilege.Process, global: true})
+		}
 		if skip[tn] || !r.real(tn) {
 			continue
 		}

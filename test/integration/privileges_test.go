@@ -95,6 +95,15 @@ func TestRestrictedUserSchema(t *testing.T) {
 	expectError(t, err, 1044, "42000")
 	_, err = db.Exec("SET GLOBAL max_connections = 10")
 	expectError(t, err, 1227, "42000")
+	// Region bounds are row keys: REGIONS needs PROCESS, SHOW TABLE ...
+	// REGIONS SELECT on the table.
+	_, err = db.Exec("SELECT * FROM information_schema.REGIONS")
+	expectError(t, err, 1227, "42000")
+	_, err = db.Exec("SHOW TABLE secret.keys REGIONS")
+	expectError(t, err, 1142, "42000")
+	if _, err := db.Exec("SHOW TABLE shop.orders REGIONS"); err != nil {
+		t.Fatalf("SHOW TABLE shop.orders REGIONS: %v", err)
+	}
 
 	// A grant shows on the clerk's open connection at once.
 	mustExec(t, root, "GRANT SELECT ON secret.keys TO clerk")
