@@ -32,13 +32,12 @@ import (
 // else the command's. Refusals of commands, keys and
 // AUTHs are kept in this node's ACL LOG (acl_log.go).
 //
+// Key access (%R~, %W~, ~) follows Redis 7's key flags (keyAccess).
+//
 // Differences from Redis: passwords are stored as salted PBKDF2-SHA256
 // hashes of the password's SHA-256 (so `#<sha256 hex>` still adds a
-// password), and ACL LIST/GETUSER show those hashes; a write command
-// needs write access (~ or %W~) to its keys and any other command read
-// access (~ or %R~), where Redis looks at each key's own access flags;
-// there are no channels, so channel rules are kept and printed but check
-// nothing.
+// password), and ACL LIST/GETUSER show those hashes; there are no
+// channels, so channel rules are kept and printed but check nothing.
 
 // aclUser is a user as stored: its rules, normalised.
 type aclUser struct {
@@ -543,14 +542,15 @@ func (c *aclCompiled) canRun(cmd *command, args [][]byte) bool {
 	return c.cmds[cmd.name]
 }
 
-// canAccess reports whether the user may access key for reading, or for
-// writing when write is set.
-func (c *aclCompiled) canAccess(key []byte, write bool) bool {
+// canAccess reports whether the user may access key with the given
+// needs: a pattern that matches the key and grants them (any pattern that
+// matches when neither is needed).
+func (c *aclCompiled) canAccess(key []byte, read, write bool) bool {
 	if c.allKeys {
 		return true
 	}
 	for _, k := range c.keys {
-		if (write && !k.write) || (!write && !k.read) {
+		if (write && !k.write) || (read && !k.read) {
 			continue
 		}
 		if globMatch(k.pat, key) {
@@ -558,6 +558,56 @@ func (c *aclCompiled) canAccess(key []byte, write bool) bool {
 		}
 	}
 	return false
+}
+
+// Key access, as Redis 7 derives it from each key's flags: read access
+// for a key whose data the command returns, write access for a key it
+// changes, both for a key it does both to (INCR returns the new value,
+// GETDEL the old one), and only a matching pattern for a key it merely
+// looks at (EXISTS, TYPE, STRLEN, HLEN).
+const (
+	keyNeedsNothing = iota + 1
+	keyNeedsRead
+	keyNeedsWrite
+	keyNeedsBoth
+)
+
+// keyNeeds are the commands whose keys need other than the default:
+// write access for a write command, read access for any other.
+var keyNeeds = map[string]int{
+	"exists": keyNeedsNothing, "type": keyNeedsNothing, "strlen": keyNeedsNothing,
+	"hlen": keyNeedsNothing, "hexists": keyNeedsNothing, "hstrlen": keyNeedsNothing,
+	"getset": keyNeedsBoth, "getdel": keyNeedsBoth, "getex": keyNeedsBoth,
+	"incr": keyNeedsBoth, "decr": keyNeedsBoth, "incrby": keyNeedsBoth, "decrby": keyNeedsBoth,
+	"incrbyfloat": keyNeedsBoth, "hincrby": keyNeedsBoth, "hincrbyfloat": keyNeedsBoth,
+}
+
+// keyAccess returns what cmd needs of its i-th key.
+func keyAccess(cmd *command, args [][]byte, i int) (read, write bool) {
+	need := keyNeeds[cmd.name]
+	switch cmd.name {
+	case "set":
+		// SET ... GET returns the old value.
+		for _, a := range args[3:] {
+			if strings.EqualFold(string(a), "get") {
+				need = keyNeedsBoth
+			}
+		}
+	case "rename", "renamenx":
+		if i == 0 {
+			need = keyNeedsBoth // the source is read and deleted
+		}
+	}
+	switch need {
+	case keyNeedsNothing:
+		return false, false
+	case keyNeedsBoth:
+		return true, true
+	}
+	if cmd.flags&flagWrite != 0 {
+		return false, true
+	}
+	return true, false
 }
 
 // deniedName is the command name NOPERM quotes: "acl|setuser" for a
@@ -620,9 +670,8 @@ func (c *aclCompiled) checkRules(cmd *command, args [][]byte) *aclDenial {
 	if c.allKeys || cmd.firstKey == 0 {
 		return nil
 	}
-	write := cmd.flags&flagWrite != 0
 	for i, k := range cmd.keys(args) {
-		if !c.canAccess(k, write) {
+		if read, write := keyAccess(cmd, args, i); !c.canAccess(k, read, write) {
 			return &aclDenial{key: true, object: string(k), arg: i}
 		}
 	}
