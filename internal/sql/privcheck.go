@@ -402,6 +402,23 @@ func firstTable(refs *ast.TableRefsClause) *ast.TableName {
 	return nil
 }
 
+// deniedFirst is the error of a DML statement that failed to plan with
+// err: the privilege error if the session may not run it anyway, as MySQL
+// checks privileges before it looks for tables and columns, so that a
+// user cannot probe which tables exist where it holds nothing.
+func (s *Session) deniedFirst(st ast.StmtNode, err error) error {
+	needs := s.dmlNeeds(st)
+	for _, n := range needs {
+		if n.db == "" && n.table != "" {
+			return err // no database selected
+		}
+	}
+	if perr := s.checkNeeds(needs); perr != nil {
+		return perr
+	}
+	return err
+}
+
 // tableNeed is the need of p on a named table.
 func (s *Session) tableNeed(tn *ast.TableName, p privilege.Priv) need {
 	db := tn.Schema.O

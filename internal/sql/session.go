@@ -552,7 +552,7 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 		err = notSupported(stmtName(st))
 	}
 	if err != nil {
-		return nil, err
+		return nil, s.deniedFirst(st, err)
 	}
 	c.subqueries = b.Subqueries
 	c.needs = s.dmlNeeds(st)

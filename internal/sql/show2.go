@@ -56,11 +56,12 @@ func (s *Session) runShowExtra(ctx context.Context, n *ast.ShowStmt, schema *cat
 		if isInfoSchemaDB(db) {
 			t = infoschema.Table(n.Table.Name.O)
 		}
+		// Refused before "doesn't exist", as in MySQL: no probing.
+		if !s.canSeeTable(db, n.Table.Name.O) {
+			return nil, true, s.commandDenied("SHOW", n.Table.Name.O)
+		}
 		if t == nil {
 			return nil, true, noSuchTable(db, n.Table.Name.O)
-		}
-		if !s.canSeeTable(db, t.Name) {
-			return nil, true, s.commandDenied("SHOW", t.Name)
 		}
 		if n.Tp == ast.ShowCreateView && !isSuperuser(s.privs()) && s.privs().Table(db, t.Name)&privilege.ShowView == 0 {
 			return nil, true, s.commandDenied("SHOW VIEW", t.Name)
