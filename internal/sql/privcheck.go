@@ -6,6 +6,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
+	"github.com/strata-db/strata/internal/sql/catalog"
 	"github.com/strata-db/strata/internal/sql/infoschema"
 	"github.com/strata-db/strata/internal/sql/privilege"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
@@ -542,6 +543,16 @@ func (v infoVisibility) Column(db, table, col string) string {
 		p &= set.Column(db, table, col)
 	}
 	return columnPrivNames(p)
+}
+
+// ViewColumns describes a view's columns for COLUMNS (none if its query
+// no longer plans, say after a table it reads was dropped).
+func (v infoVisibility) ViewColumns(schema *catalog.Schema, view *catalog.TableInfo) []*catalog.ColumnInfo {
+	cols, err := v.s.viewColumns(schema, view)
+	if err != nil {
+		return nil
+	}
+	return cols
 }
 
 func (v infoVisibility) ViewDefinition(db, view string) bool {

@@ -192,6 +192,12 @@ type Visibility interface {
 	ViewDefinition(db, view string) bool
 }
 
+// ViewColumner is a Visibility that can describe a view's columns (by
+// planning its query); COLUMNS then lists them for views too.
+type ViewColumner interface {
+	ViewColumns(schema *catalog.Schema, view *catalog.TableInfo) []*catalog.ColumnInfo
+}
+
 // Rows returns the rows of an INFORMATION_SCHEMA table as seen in schema
 // by a session that sees vis (nil: everything); the values have the kinds
 // of Table(name)'s column types.
@@ -341,8 +347,15 @@ func (b *builder) tables() {
 func (b *builder) columns() {
 	for _, db := range b.dbs() {
 		for _, t := range b.tablesOf(db) {
-			for _, c := range t.Columns {
+			cols := t.Columns
+			if vc, ok := b.vis.(ViewColumner); ok && t.IsView() {
+				cols = vc.ViewColumns(b.schema, t)
+			}
+			for _, c := range cols {
 				row := ColumnRow(db, t, c)
+				if t.IsView() {
+					row[16] = "" // COLUMN_KEY
+				}
 				if b.vis != nil {
 					privs := b.vis.Column(db, t.Name, c.Name)
 					if privs == "" {
