@@ -313,20 +313,23 @@ func Build(p plan.Plan) (Executor, error) {
 		if err != nil {
 			return nil, err
 		}
+		var colls []*collate.Collation
+		for i := range n.LeftKeys {
+			if c := expr.PairCollation(n.LeftKeys[i], n.RightKey[i]); c != nil {
+				if colls == nil {
+					colls = make([]*collate.Collation, len(n.LeftKeys))
+				}
+				colls[i] = c
+			}
+		}
+		if n.LookupIndex != nil {
+			return newIndexJoinExec(l, n, colls), nil
+		}
 		r, err := Build(n.Right)
 		if err != nil {
 			return nil, err
 		}
-		j := &joinExec{left: l, right: r, p: n, rightWidth: len(n.Right.Columns())}
-		for i := range n.LeftKeys {
-			if c := expr.PairCollation(n.LeftKeys[i], n.RightKey[i]); c != nil {
-				if j.colls == nil {
-					j.colls = make([]*collate.Collation, len(n.LeftKeys))
-				}
-				j.colls[i] = c
-			}
-		}
-		return j, nil
+		return &joinExec{left: l, right: r, p: n, rightWidth: len(n.Right.Columns()), colls: colls}, nil
 	case *plan.SetOp:
 		l, err := Build(n.Left)
 		if err != nil {

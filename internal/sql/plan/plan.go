@@ -319,10 +319,17 @@ type Join struct {
 	LeftKeys, RightKey []expr.Expr
 	Cond               expr.Expr
 	// Lookup >= 0 makes an index join: Right is a full scan (under
-	// filters) of a table whose clustered key is RightKey[Lookup]; instead
-	// of reading the whole table, each batch of left rows fetches the
-	// matching rows by handle.
+	// filters) of a table that, instead of being read whole, is read for
+	// each batch of left rows, only the rows matching their keys. With
+	// LookupIndex nil the table's clustered key is RightKey[Lookup] and
+	// the rows are fetched by handle.
 	Lookup int
+	// LookupIndex, when set, is the index of the right table the rows are
+	// read through: its first len(LookupKeys) columns equal LeftKeys[
+	// LookupKeys[0]], LeftKeys[LookupKeys[1]], ... (an index range per
+	// distinct key in the batch; Lookup is LookupKeys[0]). Inner joins only.
+	LookupIndex *catalog.IndexInfo
+	LookupKeys  []int
 }
 
 func (j *Join) Children() []Plan { return []Plan{j.Left, j.Right} }
@@ -340,6 +347,9 @@ func (j *Join) Explain() string {
 	}
 	if len(j.LeftKeys) > 0 {
 		kind += fmt.Sprintf(" keys=[%s]=[%s]", exprList(j.LeftKeys), exprList(j.RightKey))
+	}
+	if j.LookupIndex != nil {
+		kind += " index=" + j.LookupIndex.Name
 	}
 	if j.Cond != nil {
 		kind += " cond=" + j.Cond.String()
