@@ -235,6 +235,12 @@ func indexLookup(jn *Join, scan *Scan) {
 	}
 	keyOf := map[int]int{} // right column offset -> key position
 	for k, rk := range jn.RightKey {
+		lt, rt := jn.LeftKeys[k].Type(), rk.Type()
+		if kindClass(rt) == 2 && lt.GetCollate() != rt.GetCollate() {
+			// The index finds the values equal in the column's
+			// collation; the join may compare in the other one.
+			continue
+		}
 		if idx, ok := expr.ColumnIndex(rk); ok {
 			if _, dup := keyOf[idx]; !dup {
 				keyOf[idx] = k
