@@ -747,7 +747,7 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			pending = append(pending, newJoinCond(c.node, c.used, scopes))
 		}
 	}
-	order := joinOrder(leaves, filtered, pending, straight)
+	order, driven := joinOrder(leaves, filtered, pending, straight)
 	joined := make([]bool, len(leaves))
 	first := order[0]
 	p := leaves[first].plan
@@ -780,7 +780,7 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		}
 		joinedScopes = append(joinedScopes, scopes[i])
 		jn.Lookup = lookupKey(jn, l.scan)
-		indexLookup(jn, l.scan)
+		indexLookup(jn, l.scan, driven)
 		jn.cols = scopeColumns(sc)
 		p = jn
 		for _, f := range filters {

@@ -21,6 +21,11 @@ import (
 //     only the matching rows), then by any equality (a hash join), then by
 //     another condition, and last a table joined by nothing (a cross join).
 //
+// An index join through a prefix of an index may read many rows per key,
+// one index range each: it is used only when the first table has
+// conditions of its own (the join is "driven" by them). Without any, every
+// table is read whole anyway, and hash joins read each one in a single scan.
+//
 // Ties keep the FROM order. The rows keep the FROM order of the columns
 // (buildFrom projects them back).
 
@@ -66,7 +71,7 @@ const (
 )
 
 // reachRank ranks how leaf i is reached from the joined leaves.
-func reachRank(i int, leaves []*leaf, joined []bool, conds []joinCond) int {
+func reachRank(i int, leaves []*leaf, joined []bool, conds []joinCond, driven bool) int {
 	with := append([]bool(nil), joined...)
 	with[i] = true
 	rank := reachNone
@@ -98,9 +103,11 @@ func reachRank(i int, leaves []*leaf, joined []bool, conds []joinCond) int {
 		if ix.IsPrefix() || !bound[ix.Columns[0]] {
 			continue
 		}
-		rank = max(rank, reachIndex)
 		if ix.Unique && allBound(ix, bound) {
 			return reachUnique
+		}
+		if driven {
+			rank = max(rank, reachIndex)
 		}
 	}
 	return rank
@@ -191,14 +198,15 @@ type eqSide struct {
 	other     []bool
 }
 
-// joinOrder returns the order in which buildFrom joins the leaves.
-func joinOrder(leaves []*leaf, filtered []bool, conds []joinCond, straight bool) []int {
-	order := make([]int, 0, len(leaves))
+// joinOrder returns the order in which buildFrom joins the leaves, and
+// whether the first table has conditions of its own.
+func joinOrder(leaves []*leaf, filtered []bool, conds []joinCond, straight bool) (order []int, driven bool) {
+	order = make([]int, 0, len(leaves))
 	if straight {
 		for i := range leaves {
 			order = append(order, i)
 		}
-		return order
+		return order, startRank(leaves[0], filtered[0]) >= 2
 	}
 	first, best := 0, -1
 	for i, l := range leaves {
@@ -206,6 +214,7 @@ func joinOrder(leaves []*leaf, filtered []bool, conds []joinCond, straight bool)
 			first, best = i, r
 		}
 	}
+	driven = best >= 2
 	joined := make([]bool, len(leaves))
 	joined[first] = true
 	order = append(order, first)
@@ -215,21 +224,22 @@ func joinOrder(leaves []*leaf, filtered []bool, conds []joinCond, straight bool)
 			if joined[i] {
 				continue
 			}
-			if r := reachRank(i, leaves, joined, conds); r > best {
+			if r := reachRank(i, leaves, joined, conds, driven); r > best {
 				next, best = i, r
 			}
 		}
 		joined[next] = true
 		order = append(order, next)
 	}
-	return order
+	return order, driven
 }
 
 // indexLookup makes jn an index join through a secondary index (or a
 // composite primary key) of the right table when the table would otherwise
 // be read in full and some of the join keys are bare columns that make a
-// prefix of the index: a whole unique index first, else the longest prefix.
-func indexLookup(jn *Join, scan *Scan) {
+// prefix of the index: a whole unique index first, else (when prefix) the
+// longest prefix.
+func indexLookup(jn *Join, scan *Scan, prefix bool) {
 	if scan == nil || scan.Access != TableFullScan || scan.WithHandle || jn.Type != InnerJoin || jn.Lookup >= 0 {
 		return
 	}
@@ -270,7 +280,7 @@ func indexLookup(jn *Join, scan *Scan) {
 			best, bestKeys, bestUnique = ix, keys, unique
 		}
 	}
-	if best != nil {
+	if best != nil && (bestUnique || prefix) {
 		jn.LookupIndex, jn.LookupKeys, jn.Lookup = best, bestKeys, bestKeys[0]
 	}
 }
