@@ -6,8 +6,11 @@
 // access path for every table: PointGet / BatchPointGet on the integer
 // primary key, TableRangeScan on primary-key ranges, IndexLookup (an index
 // range, then rows by handle) on secondary indexes, or TableFullScan. It
-// also orders joins along their conditions and turns equalities between
-// tables into hash-join keys.
+// orders inner joins greedily (joinorder.go: the table its own conditions
+// select best first, then the tables reached through an index on a join
+// equality), turns equalities between tables into join keys, and makes a
+// join an index join (Join.Lookup) when the joined table would otherwise
+// be read whole and a key reaches it through its primary key or an index.
 //
 // Contract with package exec: a plan is immutable after Build except for the
 // per-execution state of its Subquery expressions, which exec installs
