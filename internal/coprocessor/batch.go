@@ -1,8 +1,8 @@
 package coprocessor
 
 import (
-	"math"
 	"fmt"
+	"math"
 
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 

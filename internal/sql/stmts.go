@@ -35,6 +35,8 @@ type sessionExtra struct {
 	rowCount        int64
 	foundRows       uint64
 	fkOff           bool // foreign_key_checks = 0
+	// copConc caches copConcurrency (0: not read yet, -1: off).
+	copConc int
 	nonStrict       bool // sql_mode has neither STRICT_TRANS_TABLES nor STRICT_ALL_TABLES
 	clientFoundRows bool // the client connected with CLIENT_FOUND_ROWS
 	noBackslash     bool // sql_mode has NO_BACKSLASH_ESCAPES
