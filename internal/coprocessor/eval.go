@@ -104,6 +104,9 @@ func Compile(dag *kvpb.CopDAG) (*Fragment, error) {
 		}
 		f.origin = append(f.origin, d)
 	}
+	if f.handle >= 0 && !s.Columns[f.handle].Needed {
+		f.handle = -1 // the key is not decoded
+	}
 	f.decodeValue = len(f.offsets) > 0 && !s.KeysOnly
 	var err error
 	if dag.Filter != nil {

@@ -3,6 +3,7 @@ package sql_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -131,5 +132,53 @@ func TestCoprocessorPushdown(t *testing.T) {
 	outside := fmt.Sprint(exec(s, "SELECT COUNT(*), MAX(id) FROM sbtest1"))
 	if inTxn == outside || !strings.Contains(inTxn, "100000") {
 		t.Errorf("own write not seen: in the transaction %s, outside %s", inTxn, outside)
+	}
+}
+
+// BenchmarkCopQueries runs the three analytic queries of issue 22 over a
+// sysbench-like table of STRATA_COP_BENCH_ROWS rows (default 100,000) on
+// an in-process node, with the coprocessor on and off:
+//
+//	go test ./internal/sql -run '^$' -bench CopQueries -cpuprofile /tmp/cop.prof
+func BenchmarkCopQueries(b *testing.B) {
+	ctx := context.Background()
+	n, err := node.Start(ctx, node.Config{DataDir: b.TempDir(), InMemory: true, GCInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { n.Close() })
+	s := n.SQL().NewSession("root", "localhost")
+	exec := func(q string) {
+		if _, err := s.Execute(ctx, q); err != nil {
+			b.Fatalf("%s: %v", q, err)
+		}
+	}
+	rows := 100000
+	if v := os.Getenv("STRATA_COP_BENCH_ROWS"); v != "" {
+		fmt.Sscan(v, &rows)
+	}
+	exec("CREATE DATABASE d; USE d")
+	exec("CREATE TABLE sbtest1 (id INT PRIMARY KEY, k INT NOT NULL DEFAULT 0, c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1 (k))")
+	for i := 1; i <= rows; i += 1000 {
+		var vals []string
+		for j := i; j < i+1000 && j <= rows; j++ {
+			vals = append(vals, fmt.Sprintf("(%d, %d, '%011d-%011d-%011d-%011d-%011d-%011d-%011d-%011d-%011d-%011d', '%011d-%011d-%011d-%011d-%011d')",
+				j, (j*7919)%rows, j, j*3, j*5, j*7, j*11, j*13, j*17, j*19, j*23, j*29, j*31, j*37, j*41, j*43, j*47))
+		}
+		exec("INSERT INTO sbtest1 VALUES " + strings.Join(vals, ","))
+	}
+	for _, q := range []string{
+		"SELECT COUNT(*) FROM sbtest1",
+		"SELECT k % 100 g, COUNT(*), SUM(LENGTH(c)) FROM sbtest1 GROUP BY g ORDER BY g",
+		"SELECT SUBSTRING(pad,1,2) p, COUNT(*), AVG(k) FROM sbtest1 GROUP BY p ORDER BY 2 DESC LIMIT 5",
+	} {
+		for _, on := range []string{"ON", "OFF"} {
+			b.Run(fmt.Sprintf("%s/cop=%s", strings.Fields(q)[1], on), func(b *testing.B) {
+				exec("SET strata_enable_coprocessor = " + on)
+				for i := 0; i < b.N; i++ {
+					exec(q)
+				}
+			})
+		}
 	}
 }
