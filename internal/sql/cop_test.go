@@ -108,6 +108,14 @@ func TestCoprocessorPushdown(t *testing.T) {
 			}
 		}
 	}
+	// Split again under the client's cached regions: requests to the old
+	// regions come back with region errors and are sent again.
+	exec(s, "SPLIT TABLE sbtest1 BY (250), (2000), (2900)")
+	for i, got := range run(s) {
+		if got != want[i] {
+			t.Errorf("after a split: %s\npushed:     %s\nnot pushed: %s", queries[i], got, want[i])
+		}
+	}
 	plan := fmt.Sprint(exec(s, "EXPLAIN "+queries[1]))
 	if !strings.Contains(plan, "cop[strata]") {
 		t.Errorf("the group-by is not pushed:\n%s", plan)
