@@ -103,12 +103,7 @@ func pushCoprocessor(p Plan) Plan {
 		}
 		limit := count + offset
 		if ok && ok2 && limit > 0 && limit < 1<<20 {
-			if s, isSort := n.Child.(*Sort); isSort {
-				if c := copRows(s.Child, s.Keys, limit); c != nil {
-					s.Child = c
-					return n
-				}
-			} else if c := copRows(n.Child, nil, limit); c != nil {
+			if c := copLimit(n.Child, limit); c != nil {
 				n.Child = c
 				return n
 			}
@@ -138,6 +133,54 @@ func pushCoprocessor(p Plan) Plan {
 		n.Right = pushCoprocessor(n.Right)
 	}
 	return p
+}
+
+// copLimit pushes the limit of a Limit whose child is p: a top-N when p
+// sorts, else the first rows, through a projection (which keeps rows as
+// they are). Without a sort, only a filtered scan is pushed: a bare scan
+// under a LIMIT reads its few rows through the cursor already. It returns
+// what replaces p, or nil.
+func copLimit(p Plan, limit uint64) Plan {
+	top := p
+	var keys []SortKey
+	s, sorted := p.(*Sort)
+	if sorted {
+		keys, p = s.Keys, s.Child
+	}
+	under := p
+	proj, projected := p.(*Projection)
+	if projected {
+		under = proj.Child
+		if sorted {
+			// The keys read the projection's output: read what it computes.
+			mapped := make([]SortKey, len(keys))
+			for i, k := range keys {
+				idx, ok := expr.ColumnIndex(k.Expr)
+				if !ok || idx >= len(proj.Exprs) {
+					return nil
+				}
+				mapped[i] = SortKey{Expr: proj.Exprs[idx], Desc: k.Desc}
+			}
+			keys = mapped
+		}
+	}
+	if !sorted {
+		if _, filtered := under.(*Filter); !filtered {
+			return nil
+		}
+	}
+	c := copRows(under, keys, limit)
+	switch {
+	case c == nil:
+		return nil
+	case projected:
+		proj.Child = c
+	case sorted:
+		s.Child = c
+	default:
+		return c
+	}
+	return top
 }
 
 func constUint(e expr.Expr) (uint64, bool) {
@@ -222,9 +265,9 @@ func copScan(s *Scan) (*kvpb.CopScan, bool) {
 // limit, each region's top-N; with a limit only, the first rows.
 func copRows(p Plan, keys []SortKey, limit uint64) *CopRead {
 	scan, cond, pcond, ok := pushableScan(p)
-	if !ok || (cond == nil && limit == 0) {
-		// A bare full scan gains nothing from the coprocessor's filter;
-		// it stays the plain cursor scan.
+	if !ok || (cond == nil && len(keys) == 0) {
+		// A bare full scan, or one under a LIMIT, reads through the
+		// cursor as well.
 		return nil
 	}
 	cs, ok := copScan(scan)
@@ -274,6 +317,13 @@ func copAggregate(a *Aggregate) *CopRead {
 			return nil
 		}
 		pf := &kvpb.CopAggFunc{Name: f.Name}
+		if f.Name == "count" && len(f.Args) == 1 {
+			if k, ok := f.Args[0].(*expr.Constant); ok && !k.Value.IsNull() {
+				// COUNT(*), which arrives as COUNT(1): count the keys.
+				pa.Funcs = append(pa.Funcs, pf)
+				continue
+			}
+		}
 		if !(f.Name == "count" && len(f.Args) == 0) {
 			if len(f.Args) != 1 {
 				return nil
