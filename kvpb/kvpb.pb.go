@@ -5827,8 +5827,9 @@ type CopRequest struct {
 	Ranges  []*KeyRange `protobuf:"bytes,2,rep,name=ranges,proto3" json:"ranges,omitempty"`
 	Version uint64      `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
 	Dag     *CopDAG     `protobuf:"bytes,4,opt,name=dag,proto3" json:"dag,omitempty"`
-	// paging_rows, when > 0, stops a fragment without aggregation after it
-	// has produced that many rows; the response then names where to go on.
+	// paging_rows, when > 0, stops a fragment after it has produced that
+	// many rows (an aggregation: groups; not a top-N); the response then
+	// names where to go on.
 	PagingRows    uint32 `protobuf:"varint,5,opt,name=paging_rows,json=pagingRows,proto3" json:"paging_rows,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"slices"
 
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 
@@ -199,6 +200,8 @@ type Runner struct {
 	scanned uint64
 
 	top *topHeap
+	// pageFull: an aggregation has paging groups.
+	pageFull bool
 }
 
 type group struct {
@@ -209,8 +212,8 @@ type group struct {
 	first    []types.Datum
 }
 
-// NewRunner starts a run; pagingRows > 0 stops a fragment without
-// aggregation or top-N after that many output rows.
+// NewRunner starts a run; pagingRows > 0 stops a fragment after that many
+// output rows (an aggregation: groups), except a top-N.
 func (f *Fragment) NewRunner(pagingRows int) *Runner {
 	r := &Runner{f: f, row: make([]types.Datum, f.width), vals: make([]types.Datum, len(f.offsets)), paging: pagingRows}
 	r.ctx = &expr.EvalContext{Warnings: &r.warnings}
@@ -280,7 +283,10 @@ func (r *Runner) Add(key, value []byte) error {
 	}
 	switch {
 	case f.agg:
-		return r.aggregate(row)
+		if err := r.aggregate(row); err != nil || !r.pageFull {
+			return err
+		}
+		return ErrStop
 	case r.top != nil:
 		return r.topAdd(row)
 	}
@@ -347,6 +353,12 @@ func (r *Runner) aggregate(row []types.Datum) error {
 		}
 		r.groups[string(r.keyBuf)] = g
 		r.order = append(r.order, g)
+		if r.paging > 0 && len(r.order) >= r.paging {
+			// A page holds this many groups: the rest of the range goes
+			// to the next page, whose partial states the final phase
+			// merges with these.
+			defer func() { r.pageFull = true }()
+		}
 	}
 	for i, a := range f.funcs {
 		if a.arg == nil {
@@ -418,7 +430,7 @@ func (r *Runner) Finish() *kvpb.CopBatch {
 		return b.Build()
 	case r.top != nil:
 		b := NewBatchBuilder(len(f.output))
-		rows := r.top.sorted()
+		rows := r.top.inScanOrder()
 		out := make([]types.Datum, len(f.output))
 		for _, tr := range rows {
 			for i, off := range f.output {
@@ -436,11 +448,13 @@ func (r *Runner) Finish() *kvpb.CopBatch {
 type topRow struct {
 	keys []types.Datum
 	row  []types.Datum
+	seq  int // scan order
 }
 
 type topHeap struct {
 	keys []sortKey
 	rows []*topRow
+	seq  int
 	err  error
 }
 
@@ -462,7 +476,12 @@ func (h *topHeap) cmp(a, b []types.Datum) int {
 }
 
 func (h *topHeap) Len() int           { return len(h.rows) }
-func (h *topHeap) Less(i, j int) bool { return h.cmp(h.rows[i].keys, h.rows[j].keys) > 0 }
+func (h *topHeap) Less(i, j int) bool {
+	// The worst on top: the last in sort order, of equal rows the last
+	// read (a stable sort keeps the first).
+	c := h.cmp(h.rows[i].keys, h.rows[j].keys)
+	return c > 0 || (c == 0 && h.rows[i].seq > h.rows[j].seq)
+}
 func (h *topHeap) Swap(i, j int)      { h.rows[i], h.rows[j] = h.rows[j], h.rows[i] }
 func (h *topHeap) Push(x any)         { h.rows = append(h.rows, x.(*topRow)) }
 func (h *topHeap) Pop() any {
@@ -471,11 +490,12 @@ func (h *topHeap) Pop() any {
 	return x
 }
 
-func (h *topHeap) sorted() []*topRow {
-	out := make([]*topRow, len(h.rows))
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(h).(*topRow)
-	}
+// inScanOrder returns the rows kept in the order they were read: the
+// SQL layer's sort above is stable, and sorts them with the other
+// regions' rows as it would have sorted the whole table.
+func (h *topHeap) inScanOrder() []*topRow {
+	out := slices.Clone(h.rows)
+	slices.SortFunc(out, func(a, b *topRow) int { return a.seq - b.seq })
 	return out
 }
 
@@ -496,7 +516,8 @@ func (r *Runner) topAdd(row []types.Datum) error {
 		}
 		heap.Pop(h)
 	}
-	tr := &topRow{keys: make([]types.Datum, len(keys)), row: make([]types.Datum, len(row))}
+	h.seq++
+	tr := &topRow{keys: make([]types.Datum, len(keys)), row: make([]types.Datum, len(row)), seq: h.seq}
 	for i, d := range keys {
 		tr.keys[i] = owned(d)
 	}

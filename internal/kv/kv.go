@@ -44,8 +44,8 @@ type CopRequest struct {
 	// KeepOrder returns the responses in the scan's key order (descending
 	// when DAG.Reverse); otherwise in the order they complete.
 	KeepOrder bool
-	// PagingRows, when > 0, bounds the rows of a response of a fragment
-	// without aggregation.
+	// PagingRows, when > 0, bounds the rows of a response (the groups of
+	// an aggregation's; not a top-N's).
 	PagingRows int
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-db/strata/internal/node"
 	"github.com/strata-db/strata/internal/sql"
+	exec_ "github.com/strata-db/strata/internal/sql/exec"
 )
 
 // TestCoprocessorPushdown runs analytic queries over a table split into
@@ -88,6 +89,8 @@ func TestCoprocessorPushdown(t *testing.T) {
 		"SELECT id, k, c FROM sbtest1 ORDER BY k DESC, id LIMIT 6",
 		"SELECT id, k FROM sbtest1 WHERE LENGTH(c) > 20 ORDER BY k, id LIMIT 5 OFFSET 3",
 		"SELECT id, -k, UPPER(pad) FROM sbtest1 WHERE id % 250 = 1",
+		"SELECT id % 1000 g, COUNT(*), SUM(k), MIN(pad) FROM sbtest1 GROUP BY g ORDER BY g",
+		"SELECT COUNT(*), SUM(id) FROM sbtest1 WHERE id <> 77",
 	}
 	run := func(s *sql.Session) []string {
 		var out []string
@@ -99,15 +102,21 @@ func TestCoprocessorPushdown(t *testing.T) {
 	exec(s, "SET strata_enable_coprocessor = OFF")
 	want := run(s)
 	exec(s, "SET strata_enable_coprocessor = ON")
+	pages := exec_.CopPagingRows
+	defer func() { exec_.CopPagingRows = pages }()
 	for _, conc := range []int{1, 3, 8} {
-		exec(s, fmt.Sprintf("SET tidb_distsql_scan_concurrency = %d", conc))
-		got := run(s)
-		for i := range queries {
-			if got[i] != want[i] {
-				t.Errorf("concurrency %d: %s\npushed:     %s\nnot pushed: %s", conc, queries[i], got[i], want[i])
+		for _, paging := range []int{pages, 7} {
+			exec_.CopPagingRows = paging
+			exec(s, fmt.Sprintf("SET tidb_distsql_scan_concurrency = %d", conc))
+			got := run(s)
+			for i := range queries {
+				if got[i] != want[i] {
+					t.Errorf("concurrency %d, pages of %d: %s\npushed:     %s\nnot pushed: %s", conc, paging, queries[i], got[i], want[i])
+				}
 			}
 		}
 	}
+	exec_.CopPagingRows = pages
 	// Split again under the client's cached regions: requests to the old
 	// regions come back with region errors and are sent again.
 	exec(s, "SPLIT TABLE sbtest1 BY (250), (2000), (2900)")

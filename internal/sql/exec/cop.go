@@ -9,9 +9,9 @@ import (
 	"github.com/strata-db/strata/kvpb"
 )
 
-// copPagingRows bounds the rows of one coprocessor response of a fragment
-// that returns rows (not an aggregation).
-const copPagingRows = 4 * BatchSize
+// CopPagingRows bounds the rows (an aggregation's: groups) of one
+// coprocessor response; tests lower it to make every region page.
+var CopPagingRows = 4 * BatchSize
 
 // copExec runs a plan.CopRead: it sends the fragment to every region of
 // the table (kv.Coprocessor) and turns the column batches that come back
@@ -75,8 +75,11 @@ func (e *copExec) start(c *Context) error {
 			DAG:         e.p.DAG,
 			Ranges:      []kv.KeyRange{{Start: prefix, End: tablecodec.PrefixEnd(prefix)}},
 			Concurrency: c.CopConcurrency,
-			KeepOrder:   e.p.Agg == nil && len(e.p.TopN) == 0,
-			PagingRows:  copPagingRows,
+			// In key order, so that rows and groups come out in the
+			// order the plan without the coprocessor gives them (a
+			// stable sort's ties, GROUP BY without ORDER BY).
+			KeepOrder:  true,
+			PagingRows: CopPagingRows,
 		}
 		it, err := cp.Coprocess(c.Ctx, req)
 		if err != nil {
