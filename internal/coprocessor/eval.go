@@ -135,7 +135,9 @@ func Compile(dag *kvpb.CopDAG) (*Fragment, error) {
 				}
 				spec.coll = expr.CollationOf(spec.arg)
 				if fn.Name == "sum" || fn.Name == "avg" {
-					if spec.sum, err = expr.NewAggFunc("sum", false, []expr.Expr{spec.arg}); err != nil {
+					// Over the argument's value, evaluated once per row
+					// (accumulate); its type makes the sum's.
+					if spec.sum, err = expr.NewAggFunc("sum", false, []expr.Expr{expr.NewColumn(0, spec.arg.Type(), "arg")}); err != nil {
 						return nil, err
 					}
 				}
@@ -202,6 +204,7 @@ type Runner struct {
 	top *topHeap
 	// pageFull: an aggregation has paging groups.
 	pageFull bool
+	argRow   [1]types.Datum // an aggregate's argument, for its accumulator
 }
 
 type group struct {
@@ -322,6 +325,9 @@ func owned(d types.Datum) types.Datum {
 
 func (r *Runner) aggregate(row []types.Datum) error {
 	f := r.f
+	if len(f.groupBy) == 0 && len(r.order) == 1 {
+		return r.accumulate(r.order[0], row) // the one group: no hashing
+	}
 	r.keyBuf = r.keyBuf[:0]
 	var keys [4]types.Datum
 	gk := keys[:0]
@@ -360,17 +366,14 @@ func (r *Runner) aggregate(row []types.Datum) error {
 			defer func() { r.pageFull = true }()
 		}
 	}
-	for i, a := range f.funcs {
+	return r.accumulate(g, row)
+}
+
+// accumulate adds a row to its group's partial states.
+func (r *Runner) accumulate(g *group, row []types.Datum) error {
+	for i, a := range r.f.funcs {
 		if a.arg == nil {
 			g.count[i]++
-			continue
-		}
-		if a.sum != nil {
-			if err := g.sums[i].Add(r.ctx, row); err != nil {
-				return err
-			}
-		}
-		if a.name == "sum" {
 			continue
 		}
 		d, err := a.arg.Eval(r.ctx, row)
@@ -381,7 +384,13 @@ func (r *Runner) aggregate(row []types.Datum) error {
 			continue
 		}
 		g.count[i]++
-		if a.name == "min" || a.name == "max" {
+		switch a.name {
+		case "sum", "avg":
+			r.argRow[0] = d
+			if err := g.sums[i].Add(r.ctx, r.argRow[:]); err != nil {
+				return err
+			}
+		case "min", "max":
 			if g.extremes[i].IsNull() {
 				g.extremes[i] = owned(d)
 				continue
