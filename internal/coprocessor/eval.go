@@ -484,15 +484,15 @@ func (h *topHeap) cmp(a, b []types.Datum) int {
 	return 0
 }
 
-func (h *topHeap) Len() int           { return len(h.rows) }
+func (h *topHeap) Len() int { return len(h.rows) }
 func (h *topHeap) Less(i, j int) bool {
 	// The worst on top: the last in sort order, of equal rows the last
 	// read (a stable sort keeps the first).
 	c := h.cmp(h.rows[i].keys, h.rows[j].keys)
 	return c > 0 || (c == 0 && h.rows[i].seq > h.rows[j].seq)
 }
-func (h *topHeap) Swap(i, j int)      { h.rows[i], h.rows[j] = h.rows[j], h.rows[i] }
-func (h *topHeap) Push(x any)         { h.rows = append(h.rows, x.(*topRow)) }
+func (h *topHeap) Swap(i, j int) { h.rows[i], h.rows[j] = h.rows[j], h.rows[i] }
+func (h *topHeap) Push(x any)    { h.rows = append(h.rows, x.(*topRow)) }
 func (h *topHeap) Pop() any {
 	x := h.rows[len(h.rows)-1]
 	h.rows = h.rows[:len(h.rows)-1]
