@@ -14,9 +14,9 @@ import (
 // Coprocessor requests (TiDB's distsql / TiKV client-go's copIterator).
 //
 // A request's ranges are cut into tasks: each range, and, when there are
-// fewer tasks than the request's concurrency, each task cut again into
-// sub-ranges of about equal key space between its first and last key, so
-// that every worker has one even when the range is one region. Up to
+// fewer tasks than twice the request's concurrency, each task cut again
+// into sub-ranges of about equal key space between its first and last
+// key, so that every worker has work even when the range is one region. Up to
 // Concurrency tasks run at once, each in its own goroutine, walking its
 // range region by region (sendOnce: a region error corrects the cache and
 // the region is sent again; a lock is resolved and the region sent again;
@@ -46,7 +46,7 @@ func (t *Txn) Coprocess(ctx context.Context, req *ikv.CopRequest) (ikv.CopIterat
 		}
 		it.tasks = append(it.tasks, &copTask{start: r.Start, end: r.End})
 	}
-	if len(it.tasks) > 0 && len(it.tasks) < conc {
+	if len(it.tasks) > 0 && len(it.tasks) < 2*conc {
 		it.tasks = it.splitTasks(ctx, it.tasks)
 	}
 	if req.DAG.Reverse {
@@ -81,10 +81,11 @@ type copIterator struct {
 	closed  bool
 }
 
-// splitTasks cuts each task into about conc/len(tasks) sub-ranges between
-// its first and last key.
+// splitTasks cuts each task into about 2*conc/len(tasks) sub-ranges
+// between its first and last key: twice as many tasks as workers, so that
+// uneven ones (three regions on two workers) still end about together.
 func (it *copIterator) splitTasks(ctx context.Context, tasks []*copTask) []*copTask {
-	per := (it.conc + len(tasks) - 1) / len(tasks)
+	per := (2*it.conc + len(tasks) - 1) / len(tasks)
 	var out []*copTask
 	for _, t := range tasks {
 		first, ok1 := it.c.probeKey(ctx, it.view, t.start, t.end, false)
