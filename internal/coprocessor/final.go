@@ -61,15 +61,16 @@ func isReal(f *expr.AggFunc) bool {
 	return t == mysql.TypeDouble || t == mysql.TypeFloat
 }
 
-// Add merges partial rows.
-func (m *FinalAgg) Add(rows [][]types.Datum) error {
+// Add merges partial rows; fresh is how many of them started a group (the
+// rows the merge holds on to).
+func (m *FinalAgg) Add(rows [][]types.Datum) (fresh []int, err error) {
 	want := m.groupN + len(m.firstRow)
 	for _, f := range m.funcs {
 		want += PartialWidth(f.Name)
 	}
-	for _, row := range rows {
+	for ri, row := range rows {
 		if len(row) < want {
-			return fmt.Errorf("coprocessor: partial aggregate row of %d values, want %d", len(row), want)
+			return nil, fmt.Errorf("coprocessor: partial aggregate row of %d values, want %d", len(row), want)
 		}
 		m.keyBuf = m.keyBuf[:0]
 		for i := 0; i < m.groupN; i++ {
@@ -83,6 +84,7 @@ func (m *FinalAgg) Add(rows [][]types.Datum) error {
 			g.first = append(g.first, row[want-len(m.firstRow):want]...)
 			m.groups[string(m.keyBuf)] = g
 			m.order = append(m.order, g)
+			fresh = append(fresh, ri)
 		}
 		p := m.groupN
 		for i, f := range m.funcs {
@@ -93,7 +95,7 @@ func (m *FinalAgg) Add(rows [][]types.Datum) error {
 			case "sum", "avg":
 				if !d.IsNull() {
 					if err := g.addSum(i, isReal(f), d); err != nil {
-						return err
+						return nil, err
 					}
 				}
 				if f.Name == "avg" {
@@ -109,7 +111,7 @@ func (m *FinalAgg) Add(rows [][]types.Datum) error {
 				}
 				c, err := types.CompareCollated(d, g.vals[i], m.colls[i])
 				if err != nil {
-					return err
+					return nil, err
 				}
 				if (f.Name == "min" && c < 0) || (f.Name == "max" && c > 0) {
 					g.vals[i] = d
@@ -118,7 +120,7 @@ func (m *FinalAgg) Add(rows [][]types.Datum) error {
 			p += PartialWidth(f.Name)
 		}
 	}
-	return nil
+	return fresh, nil
 }
 
 func (g *finalGroup) addSum(i int, real bool, d types.Datum) error {

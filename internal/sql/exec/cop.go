@@ -147,13 +147,16 @@ func (e *copExec) nextAgg(c *Context) ([][]types.Datum, error) {
 			if err != nil {
 				return nil, err
 			}
-			for _, r := range rows {
-				if err := c.Mem.Consume(RowSize(r)); err != nil {
+			fresh, err := final.Add(rows)
+			if err != nil {
+				return nil, err
+			}
+			// The merge holds a row per group (the partial rows of a
+			// group seen before are folded in and let go).
+			for _, i := range fresh {
+				if err := c.Mem.Consume(RowSize(rows[i])); err != nil {
 					return nil, err
 				}
-			}
-			if err := final.Add(rows); err != nil {
-				return nil, err
 			}
 		}
 		e.out = final.Rows()
