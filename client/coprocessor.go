@@ -88,9 +88,15 @@ func (it *copIterator) splitTasks(ctx context.Context, tasks []*copTask) []*copT
 	per := (2*it.conc + len(tasks) - 1) / len(tasks)
 	var out []*copTask
 	for _, t := range tasks {
-		first, ok1 := it.c.probeKey(ctx, it.view, t.start, t.end, false)
-		last, ok2 := it.c.probeKey(ctx, it.view, t.start, t.end, true)
-		if !ok1 || !ok2 || bytes.Compare(first, last) >= 0 {
+		first, ok := it.c.probeKey(ctx, it.view, t.start, t.end, false, minSplitKeys)
+		if !ok {
+			// Fewer keys than are worth a split (a small table), or
+			// locks in the way: one task.
+			out = append(out, t)
+			continue
+		}
+		last, ok := it.c.probeKey(ctx, it.view, t.start, t.end, true, 1)
+		if !ok || bytes.Compare(first, last) >= 0 {
 			out = append(out, t)
 			continue
 		}
@@ -144,17 +150,22 @@ func splitKeys(first, last []byte, n int) [][]byte {
 	return out
 }
 
+// minSplitKeys is how many keys a task must hold at least to be cut.
+const minSplitKeys = 256
+
 // probeKey returns the first (or, reverse, the last) key with a visible
-// value in [start, end), without waiting for locks: ok is false when it
-// cannot tell cheaply.
-func (c *Client) probeKey(ctx context.Context, view readView, start, end []byte, reverse bool) ([]byte, bool) {
+// value in [start, end), reading up to want keys of the region it is in:
+// ok is false when that region has fewer than want keys in the range and
+// the range ends with it (a small range), or when it cannot tell cheaply
+// (locks, errors). It does not wait for locks.
+func (c *Client) probeKey(ctx context.Context, view readView, start, end []byte, reverse bool, want int) ([]byte, bool) {
 	bo := newBackoffer(ctx, c.opts.BackoffBudget)
 	cursor := start
 	if reverse {
 		cursor = end
 	}
 	for range 4 {
-		e, req, err := c.regionScanRequest(ctx, start, end, cursor, reverse, 1, view.ts)
+		e, req, err := c.regionScanRequest(ctx, start, end, cursor, reverse, want, view.ts)
 		if err != nil {
 			return nil, false
 		}
@@ -165,16 +176,22 @@ func (c *Client) probeKey(ctx context.Context, view readView, start, end []byte,
 		if err != nil || resp == nil || outcome != sent || resp.Error != nil {
 			return nil, false
 		}
-		if len(resp.Pairs) == 1 && resp.Pairs[0].Error == nil {
-			return bytes.Clone(resp.Pairs[0].Key), true
+		if _, ke := pairLocks(resp.Pairs); ke != nil {
+			return nil, false
+		}
+		for _, p := range resp.Pairs {
+			if p.Error != nil {
+				return nil, false
+			}
+		}
+		next, done := nextRegionCursor(req, start, end)
+		if len(resp.Pairs) < want && done {
+			return nil, false
 		}
 		if len(resp.Pairs) > 0 {
-			return nil, false
+			return bytes.Clone(resp.Pairs[0].Key), true
 		}
-		var done bool
-		if cursor, done = nextRegionCursor(req, start, end); done {
-			return nil, false
-		}
+		cursor = next
 	}
 	return nil, false
 }
