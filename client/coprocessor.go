@@ -22,9 +22,10 @@ import (
 // the region is sent again; a lock is resolved and the region sent again;
 // a page that stopped early goes on from its resume key). Its responses
 // are queued on the task; the consumer takes them in task order
-// (KeepOrder) or as they come. With KeepOrder a task starts only within
-// Concurrency tasks of the one the consumer reads, so a consumer that stops
-// reading (a LIMIT) leaves at most that many tasks to finish.
+// (KeepOrder) or as they come. With KeepOrder, a fragment that returns
+// rows starts a task only within Concurrency tasks of the one the consumer
+// reads, so a consumer that stops reading (a LIMIT) leaves at most that
+// many tasks to finish and what waits in memory stays bounded.
 
 // Coprocess implements kv.Coprocessor.
 func (t *Txn) Coprocess(ctx context.Context, req *ikv.CopRequest) (ikv.CopIterator, error) {
@@ -199,7 +200,7 @@ func (c *Client) probeKey(ctx context.Context, view readView, start, end []byte,
 // launch starts the tasks that may run now. it.mu is held.
 func (it *copIterator) launch() {
 	for i := it.head; i < len(it.tasks) && it.running < it.conc; i++ {
-		if it.req.KeepOrder && i >= it.head+it.conc {
+		if it.req.KeepOrder && i >= it.head+it.conc && it.rowsOut() {
 			break
 		}
 		t := it.tasks[i]
@@ -210,6 +211,14 @@ func (it *copIterator) launch() {
 		it.running++
 		go it.run(t)
 	}
+}
+
+// rowsOut reports whether the fragment returns rows, as many as it reads
+// at worst: in key order, a task then starts only within Concurrency of
+// the one the consumer reads, which bounds what waits in memory. An
+// aggregation's or top-N's answer is small: any task may start.
+func (it *copIterator) rowsOut() bool {
+	return it.req.DAG.Agg == nil && len(it.req.DAG.TopN) == 0
 }
 
 func (it *copIterator) signal() {
