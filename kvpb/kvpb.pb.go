@@ -6162,7 +6162,13 @@ type CopScan struct {
 	HandleOffset   int32                  `protobuf:"varint,3,opt,name=handle_offset,json=handleOffset,proto3" json:"handle_offset,omitempty"` // the column the integer handle fills; -1: none
 	HandleUnsigned bool                   `protobuf:"varint,4,opt,name=handle_unsigned,json=handleUnsigned,proto3" json:"handle_unsigned,omitempty"`
 	// keys_only: no column is needed (COUNT(*)): values are not decoded.
-	KeysOnly      bool `protobuf:"varint,5,opt,name=keys_only,json=keysOnly,proto3" json:"keys_only,omitempty"`
+	KeysOnly bool `protobuf:"varint,5,opt,name=keys_only,json=keysOnly,proto3" json:"keys_only,omitempty"`
+	// index_id, when set, reads the entries of that index instead (a
+	// covering index scan): index_columns are the offsets of its columns in
+	// key order, whose values are decoded from the keys (integers only);
+	// the handle comes from the entry.
+	IndexId       int64   `protobuf:"varint,6,opt,name=index_id,json=indexId,proto3" json:"index_id,omitempty"`
+	IndexColumns  []int32 `protobuf:"varint,7,rep,packed,name=index_columns,json=indexColumns,proto3" json:"index_columns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6230,6 +6236,20 @@ func (x *CopScan) GetKeysOnly() bool {
 		return x.KeysOnly
 	}
 	return false
+}
+
+func (x *CopScan) GetIndexId() int64 {
+	if x != nil {
+		return x.IndexId
+	}
+	return 0
+}
+
+func (x *CopScan) GetIndexColumns() []int32 {
+	if x != nil {
+		return x.IndexColumns
+	}
+	return nil
 }
 
 type CopColumnInfo struct {
@@ -7252,13 +7272,15 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x05top_n\x18\x04 \x03(\v2\x10.kvpb.CopSortKeyR\x04topN\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\x04R\x05limit\x12\x18\n" +
 	"\areverse\x18\x06 \x01(\bR\areverse\x12%\n" +
-	"\x0ewarnings_limit\x18\a \x01(\rR\rwarningsLimit\"\xbe\x01\n" +
+	"\x0ewarnings_limit\x18\a \x01(\rR\rwarningsLimit\"\xfe\x01\n" +
 	"\aCopScan\x12\x19\n" +
 	"\btable_id\x18\x01 \x01(\x03R\atableId\x12-\n" +
 	"\acolumns\x18\x02 \x03(\v2\x13.kvpb.CopColumnInfoR\acolumns\x12#\n" +
 	"\rhandle_offset\x18\x03 \x01(\x05R\fhandleOffset\x12'\n" +
 	"\x0fhandle_unsigned\x18\x04 \x01(\bR\x0ehandleUnsigned\x12\x1b\n" +
-	"\tkeys_only\x18\x05 \x01(\bR\bkeysOnly\"\x96\x01\n" +
+	"\tkeys_only\x18\x05 \x01(\bR\bkeysOnly\x12\x19\n" +
+	"\bindex_id\x18\x06 \x01(\x03R\aindexId\x12#\n" +
+	"\rindex_columns\x18\a \x03(\x05R\findexColumns\"\x96\x01\n" +
 	"\rCopColumnInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12&\n" +
 	"\x04type\x18\x02 \x01(\v2\x12.kvpb.CopFieldTypeR\x04type\x12\x16\n" +

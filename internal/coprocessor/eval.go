@@ -35,6 +35,11 @@ type Fragment struct {
 	handle      int
 	unsigned    bool
 	decodeValue bool
+	// An index scan: the length of the index's key prefix and the offsets
+	// of its columns in key order (the values decoded from each key).
+	index       bool
+	indexPrefix int
+	indexCols   []int
 	// output lists the offsets of the needed columns: a fragment without
 	// aggregation returns these.
 	output []int
@@ -109,6 +114,26 @@ func Compile(dag *kvpb.CopDAG) (*Fragment, error) {
 		f.handle = -1 // the key is not decoded
 	}
 	f.decodeValue = len(f.offsets) > 0 && !s.KeysOnly
+	if s.IndexId != 0 {
+		f.index, f.decodeValue = true, false
+		f.indexPrefix = len(tablecodec.IndexPrefix(s.TableId, s.IndexId))
+		covered := map[int]bool{f.handle: true}
+		for _, off := range s.IndexColumns {
+			if off < 0 || int(off) >= f.width {
+				return nil, fmt.Errorf("coprocessor: index column %d out of range", off)
+			}
+			f.indexCols = append(f.indexCols, int(off))
+			covered[int(off)] = true
+		}
+		for _, off := range f.output {
+			if !covered[off] {
+				return nil, fmt.Errorf("coprocessor: column %d is not in the index", off)
+			}
+		}
+		if len(f.offsets) == 0 {
+			f.indexCols = nil // no value wanted: the keys are not decoded
+		}
+	}
 	var err error
 	if dag.Filter != nil {
 		if f.filter, err = ExprFromPB(dag.Filter); err != nil {
@@ -251,7 +276,31 @@ func (r *Runner) Add(key, value []byte) error {
 	f := r.f
 	r.scanned++
 	row := r.row
-	if f.handle >= 0 {
+	if f.index {
+		if len(f.indexCols) > 0 {
+			if len(key) < f.indexPrefix {
+				return tablecodec.ErrInvalidKey
+			}
+			vals, _, err := codec.DecodeKey(key[f.indexPrefix:], len(f.indexCols))
+			if err != nil {
+				return err
+			}
+			for i, off := range f.indexCols {
+				row[off] = vals[i]
+			}
+		}
+		if f.handle >= 0 {
+			h, err := tablecodec.IndexEntryHandle(key, value)
+			if err != nil {
+				return err
+			}
+			if f.unsigned {
+				row[f.handle] = types.NewUint(uint64(h))
+			} else {
+				row[f.handle] = types.NewInt(h)
+			}
+		}
+	} else if f.handle >= 0 {
 		_, h, err := tablecodec.DecodeRecordKey(key)
 		if err != nil {
 			return err

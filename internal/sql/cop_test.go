@@ -49,7 +49,7 @@ func TestCoprocessorPushdown(t *testing.T) {
 	}
 	s := e.NewSession("root", "localhost")
 	exec(s, "CREATE DATABASE d; USE d")
-	exec(s, "CREATE TABLE sbtest1 (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL, f DOUBLE, m DECIMAL(10,2))")
+	exec(s, "CREATE TABLE sbtest1 (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL, f DOUBLE, m DECIMAL(10,2), KEY k_1 (k))")
 	const rows = 3000
 	for i := 1; i <= rows; i += 500 {
 		var vals []string
@@ -91,6 +91,12 @@ func TestCoprocessorPushdown(t *testing.T) {
 		"SELECT id, -k, UPPER(pad) FROM sbtest1 WHERE id % 250 = 1",
 		"SELECT id % 1000 g, COUNT(*), SUM(k), MIN(pad) FROM sbtest1 GROUP BY g ORDER BY g",
 		"SELECT COUNT(*), SUM(id) FROM sbtest1 WHERE id <> 77",
+		// Covering index scans of k_1 under an aggregation.
+		"SELECT COUNT(*) FROM sbtest1 WHERE k BETWEEN 100 AND 300",
+		"SELECT COUNT(*), SUM(k), MIN(id), MAX(id), AVG(id) FROM sbtest1 WHERE k > 990",
+		"SELECT k, COUNT(*), SUM(id) FROM sbtest1 WHERE k IN (5, 77, 900, 1001) GROUP BY k ORDER BY k",
+		"SELECT k % 7, COUNT(*) FROM sbtest1 WHERE k < 200 AND id % 3 = 0 GROUP BY k % 7 ORDER BY 1",
+		"SELECT COUNT(*) FROM sbtest1 WHERE k > 5000",
 	}
 	run := func(s *sql.Session) []string {
 		var out []string
@@ -128,6 +134,14 @@ func TestCoprocessorPushdown(t *testing.T) {
 	plan := fmt.Sprint(exec(s, "EXPLAIN "+queries[1]))
 	if !strings.Contains(plan, "cop[strata]") {
 		t.Errorf("the group-by is not pushed:\n%s", plan)
+	}
+	plan = fmt.Sprint(exec(s, "EXPLAIN SELECT COUNT(*) FROM sbtest1 WHERE k BETWEEN 100 AND 300"))
+	if !strings.Contains(plan, "cop[strata]") || !strings.Contains(plan, "index=k_1") {
+		t.Errorf("the count over an index range is not pushed as an index scan:\n%s", plan)
+	}
+	plan = fmt.Sprint(exec(s, "EXPLAIN SELECT COUNT(*) FROM sbtest1 WHERE id BETWEEN 100 AND 300"))
+	if strings.Contains(plan, "cop[strata]") {
+		t.Errorf("a primary-key range is pushed:\n%s", plan)
 	}
 
 	// A snapshot older than a later write reads the old versions.

@@ -71,9 +71,21 @@ func (e *copExec) start(c *Context) error {
 	cp, ok := c.Txn.(kv.Coprocessor)
 	if ok && c.CopConcurrency > 0 {
 		prefix := tablecodec.RecordPrefix(e.p.Scan.Table.ID)
+		ranges := []kv.KeyRange{{Start: prefix, End: tablecodec.PrefixEnd(prefix)}}
+		if e.p.Scan.Access == plan.IndexLookup {
+			// The index ranges, as the scan would read them.
+			s := newScanExec(e.p.Scan)
+			if err := s.computeRanges(c); err != nil {
+				return err
+			}
+			ranges = ranges[:0]
+			for _, r := range s.ranges {
+				ranges = append(ranges, kv.KeyRange{Start: r[0], End: r[1]})
+			}
+		}
 		req := &kv.CopRequest{
 			DAG:         e.p.DAG,
-			Ranges:      []kv.KeyRange{{Start: prefix, End: tablecodec.PrefixEnd(prefix)}},
+			Ranges:      ranges,
 			Concurrency: c.CopConcurrency,
 			// In key order, so that rows and groups come out in the
 			// order the plan without the coprocessor gives them (a

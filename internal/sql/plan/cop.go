@@ -12,8 +12,9 @@ import (
 	"github.com/strata-db/strata/kvpb"
 )
 
-// CopRead is a full table scan whose filter and aggregation, top-N or
-// limit run in the coprocessor, next to the data, on every region of the
+// CopRead is a full table scan (or, under an aggregation, a covering
+// index scan) whose filter and aggregation, top-N or limit run in the
+// coprocessor, next to the data, on every region of the
 // table at once (package coprocessor; docs/architecture.md). Its output is
 // that of the subtree it replaces, Fallback, which exec runs instead when
 // the transaction cannot push the fragment (it has buffered writes in the
@@ -43,6 +44,13 @@ func (*CopRead) Children() []Plan { return nil }
 func (c *CopRead) Explain() string {
 	var sb strings.Builder
 	sb.WriteString("CopRead task=cop[strata] table=" + c.Scan.Table.Name)
+	if c.Scan.Access == IndexLookup {
+		parts := make([]string, len(c.Scan.Ranges))
+		for i, r := range c.Scan.Ranges {
+			parts[i] = r.String()
+		}
+		sb.WriteString(" index=" + c.Scan.Index.Name + " range=" + strings.Join(parts, ","))
+	}
 	if c.Scan.Desc {
 		sb.WriteString(" desc")
 	}
@@ -204,6 +212,50 @@ func constUint(e expr.Expr) (uint64, bool) {
 // the filters' conjunction, serialized; ok is false when the chain is not
 // that or a filter cannot be pushed.
 func pushableScan(p Plan) (scan *Scan, cond expr.Expr, pcond *kvpb.CopExpr, ok bool) {
+	return pushableScanOf(p, false)
+}
+
+// coveringIndex reports whether an index lookup can be a coprocessor
+// index scan: its ranges are constants (not ? parameters), it is not a
+// lookup of unique points, and every column the plan reads is the handle
+// or an integer column of the index, decoded from the entry's key.
+func coveringIndex(s *Scan) bool {
+	if s.Access != IndexLookup || s.Points || s.Index == nil || s.Needed == nil {
+		return false
+	}
+	for _, r := range s.Ranges {
+		for _, e := range r.Eq {
+			if !expr.IsConstant(e) {
+				return false
+			}
+		}
+		for _, b := range []Bound{r.Low, r.High} {
+			if b.Value != nil && !expr.IsConstant(b.Value) {
+				return false
+			}
+		}
+	}
+	inIndex := map[int]bool{}
+	for i, off := range s.Index.Columns {
+		if i < len(s.Index.Lengths) && s.Index.Lengths[i] > 0 {
+			return false
+		}
+		switch types.KindForFieldType(s.Table.Columns[off].Type) {
+		case types.KindInt64, types.KindUint64:
+			inIndex[off] = true
+		}
+	}
+	for off, need := range s.Needed {
+		if need && !inIndex[off] && !(s.Table.PKIsHandle && off == s.Table.HandleOffset) {
+			return false
+		}
+	}
+	return true
+}
+
+// pushableScanOf is pushableScan; withIndex also takes a covering index
+// scan (coveringIndex).
+func pushableScanOf(p Plan, withIndex bool) (scan *Scan, cond expr.Expr, pcond *kvpb.CopExpr, ok bool) {
 	var conds []expr.Expr
 	for {
 		switch n := p.(type) {
@@ -216,7 +268,8 @@ func pushableScan(p Plan) (scan *Scan, cond expr.Expr, pcond *kvpb.CopExpr, ok b
 		}
 		break
 	}
-	if scan == nil || scan.Access != TableFullScan || scan.Lock || scan.WithHandle || scan.Table.Temporary || scan.Table.ViewSQL != "" {
+	if scan == nil || scan.Lock || scan.WithHandle || scan.Table.Temporary || scan.Table.ViewSQL != "" ||
+		(scan.Access != TableFullScan && !(withIndex && coveringIndex(scan))) {
 		return nil, nil, nil, false
 	}
 	for i := len(conds) - 1; i >= 0; i-- {
@@ -241,6 +294,12 @@ func copScan(s *Scan) (*kvpb.CopScan, bool) {
 	if t.PKIsHandle {
 		cs.HandleOffset = int32(t.HandleOffset)
 		cs.HandleUnsigned = mysql.HasUnsignedFlag(t.Columns[t.HandleOffset].Type.GetFlag())
+	}
+	if s.Access == IndexLookup {
+		cs.IndexId = s.Index.ID
+		for _, off := range s.Index.Columns {
+			cs.IndexColumns = append(cs.IndexColumns, int32(off))
+		}
 	}
 	for i, c := range t.Columns {
 		info := &kvpb.CopColumnInfo{Id: c.ID, Type: coprocessor.FieldTypeToPB(c.Type), Needed: s.Needed == nil || s.Needed[i]}
@@ -291,7 +350,9 @@ func copRows(p Plan, keys []SortKey, limit uint64) *CopRead {
 // SUM, AVG, MIN and MAX, without DISTINCT, over pushable arguments,
 // grouped by pushable expressions.
 func copAggregate(a *Aggregate) *CopRead {
-	scan, cond, pcond, ok := pushableScan(a.Child)
+	// An aggregation may also read a covering index (COUNT(*) WHERE k
+	// BETWEEN ...): its entries, not its rows.
+	scan, cond, pcond, ok := pushableScanOf(a.Child, true)
 	if !ok {
 		return nil
 	}
