@@ -68,10 +68,12 @@ func (b copBinder) Bind(n ast.ExprNode) (expr.Expr, error) {
 //	write start=S commit=C      rows "id k c m f" (NULL for NULL) or "delete id";
 //	                            commit=0 leaves the prewrite locks
 //	commit start=S commit=C     commit the listed ids' locks
+//	index start=S commit=C      entries of index 1 on (k): "k id" or "delete k id"
 //	scan ts=T                   the rows a plain KvScan sees (not pushed)
 //	cop ts=T [reverse] [limit=N] [paging=N]
 //	                            a fragment, one clause per line:
 //	                              columns: id k ...  (the needed columns; default all)
+//	                              index:             (scan index 1 on (k), not the rows)
 //	                              filter: <expr>
 //	                              group: <expr>, ...
 //	                              agg: count(*) | sum(<expr>) | avg | min | max, ...
@@ -121,6 +123,42 @@ func TestCoprocessor(t *testing.T) {
 				}
 			}
 			switch d.Cmd {
+			case "index":
+				// Entries of index 1 on (k): "k id", or "delete k id".
+				var muts []*kvpb.Mutation
+				for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+					f := strings.Fields(line)
+					op := kvpb.Op_Put
+					if f[0] == "delete" {
+						op, f = kvpb.Op_Del, f[1:]
+					}
+					k, _ := strconv.ParseInt(f[0], 10, 64)
+					id, _ := strconv.ParseInt(f[1], 10, 64)
+					key, val, err := tablecodec.IndexEntry(copTableID, 1, false, []types.Datum{types.NewInt(k)}, id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if op == kvpb.Op_Del {
+						val = nil
+					}
+					muts = append(muts, &kvpb.Mutation{Op: op, Key: key, Value: val})
+				}
+				pw, err := s.KvPrewrite(ctx, &kvpb.PrewriteRequest{Context: rctx(), StartVersion: start, PrimaryLock: muts[0].Key, LockTtl: 60000, Mutations: muts})
+				if err != nil || pw.RegionError != nil || len(pw.Errors) > 0 {
+					return fmt.Sprintf("prewrite: %v %v %v\n", err, pw.GetRegionError(), pw.GetErrors())
+				}
+				if commitTS == 0 {
+					return "ok\n"
+				}
+				keys := make([][]byte, len(muts))
+				for i, m := range muts {
+					keys[i] = m.Key
+				}
+				c, err := s.KvCommit(ctx, &kvpb.CommitRequest{Context: rctx(), StartVersion: start, CommitVersion: commitTS, Keys: keys})
+				if err != nil || c.Error != nil || c.RegionError != nil {
+					return fmt.Sprintf("commit: %v %+v\n", err, c)
+				}
+				return "ok\n"
 			case "write", "commit":
 				var muts []*kvpb.Mutation
 				var keys [][]byte
@@ -242,6 +280,9 @@ func TestCoprocessor(t *testing.T) {
 							}
 							dag.Agg.Funcs = append(dag.Agg.Funcs, f)
 						}
+					case "index":
+						// A covering scan of index 1 on (k).
+						scan.IndexId, scan.IndexColumns = 1, []int32{1}
 					case "topn":
 						for _, k := range splitTop(text) {
 							desc := strings.HasSuffix(k, " desc")
@@ -257,6 +298,9 @@ func TestCoprocessor(t *testing.T) {
 					scan.Columns = append(scan.Columns, info)
 				}
 				prefix := tablecodec.RecordPrefix(copTableID)
+				if scan.IndexId != 0 {
+					prefix = tablecodec.IndexPrefix(copTableID, scan.IndexId)
+				}
 				resp, err := s.KvCoprocessor(ctx, &kvpb.CopRequest{Context: rctx(), Version: ts, Dag: dag, PagingRows: paging,
 					Ranges: []*kvpb.KeyRange{{Start: prefix, End: tablecodec.PrefixEnd(prefix)}}})
 				if err != nil {
@@ -331,8 +375,11 @@ func rowText(r []types.Datum) string {
 
 func lockText(ke *kvpb.KeyError) string {
 	if ke.Locked != nil {
-		_, h, _ := tablecodec.DecodeRecordKey(ke.Locked.Key)
-		return fmt.Sprintf("locked: id %d by txn %d\n", h, ke.Locked.LockVersion)
+		if _, h, err := tablecodec.DecodeRecordKey(ke.Locked.Key); err == nil {
+			return fmt.Sprintf("locked: id %d by txn %d\n", h, ke.Locked.LockVersion)
+		}
+		h, _ := tablecodec.IndexEntryHandle(ke.Locked.Key, nil)
+		return fmt.Sprintf("locked: the index entry of id %d by txn %d\n", h, ke.Locked.LockVersion)
 	}
 	return fmt.Sprintf("key error: %v\n", ke)
 }
