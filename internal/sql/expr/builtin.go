@@ -121,6 +121,8 @@ func (c *compiler) funcCall(n *ast.FuncCallExpr) (Expr, error) {
 		return c.timestampCall(name, nodes)
 	case "extract":
 		return c.extractCall(nodes)
+	case ast.DateLiteral, ast.TimeLiteral, ast.TimestampLiteral:
+		return c.temporalLiteral(name, nodes)
 	}
 	args, err := c.compileAll(nodes)
 	if err != nil {
@@ -180,6 +182,47 @@ func (c *compiler) funcCall(n *ast.FuncCallExpr) (Expr, error) {
 		return newFunc(name+"_chars", append(args, NewConstant(types.NewString(" "), nil)))
 	}
 	return newFunc(name, args)
+}
+
+// temporalLiteral compiles the standard SQL literals DATE 'yyyy-mm-dd',
+// TIME 'hh:mm:ss[.f]' and TIMESTAMP 'yyyy-mm-dd hh:mm:ss[.f]' into a
+// constant of their type. Unlike CAST, a string that is not such a value
+// is an error (ER_WRONG_VALUE, 1525), as in MySQL.
+func (c *compiler) temporalLiteral(name string, nodes []ast.ExprNode) (Expr, error) {
+	kind, tp := "DATE", mysql.TypeDate
+	switch name {
+	case ast.TimeLiteral:
+		kind, tp = "TIME", mysql.TypeDuration
+	case ast.TimestampLiteral:
+		kind, tp = "DATETIME", mysql.TypeDatetime
+	}
+	if len(nodes) != 1 {
+		return nil, errArgCount(kind)
+	}
+	arg, err := c.compile(nodes[0])
+	if err != nil {
+		return nil, err
+	}
+	k, ok := arg.(*Constant)
+	if !ok || !k.Value.IsStringLike() {
+		return nil, sqlerr.New(sqlerr.ErParse, "42000", "You have an error in your SQL syntax; a %s literal takes a quoted string", kind)
+	}
+	s := string(k.Value.Bytes())
+	fsp := 0
+	if i := strings.LastIndexByte(s, '.'); i >= 0 && tp != mysql.TypeDate {
+		fsp = min(len(strings.TrimSpace(s[i+1:])), 6)
+	}
+	var ft *ptypes.FieldType
+	if tp == mysql.TypeDuration {
+		ft = durationFT(fsp)
+	} else {
+		ft = timeType(tp, fsp)
+	}
+	v, err := types.Convert(k.Value, ft)
+	if err != nil || v.IsNull() {
+		return nil, sqlerr.New(1525, "HY000", "Incorrect %s value: '%s'", kind, s)
+	}
+	return NewConstant(v, ft), nil
 }
 
 // NewFunc builds a call of the scalar builtin name (lower case) over args.

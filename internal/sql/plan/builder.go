@@ -158,7 +158,7 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 	sc := newScope(b)
 	sc.parent, sc.sub = parent, sub
 	var p Plan
-	conds := propagateEqualities(splitAnd(sel.Where, nil))
+	conds := propagateEqualities(factorOr(splitAnd(sel.Where, nil)))
 	lock := sel.LockInfo != nil && sel.LockInfo.LockType != ast.SelectLockNone
 	if sel.From == nil {
 		p = &Dual{}
