@@ -583,9 +583,39 @@ func chars(d types.Datum) (b []byte, offsets []int) {
 }
 
 func evalSubstring(ctx *EvalContext, f *Func, args []types.Datum) (types.Datum, error) {
+	pos := intArg(ctx, args[1])
+	if pos > 0 {
+		// From the start: walk to the characters wanted, not over the
+		// whole string (GROUP BY SUBSTRING(pad, 1, 2) over every row).
+		length := int64(-1)
+		if len(args) == 3 {
+			if length = intArg(ctx, args[2]); length <= 0 {
+				return stringResult(f, []byte{}), nil
+			}
+		}
+		b := textOf(args[0])
+		if args[0].Kind() == types.KindBytes {
+			start := min(pos-1, int64(len(b)))
+			end := int64(len(b))
+			if length >= 0 && length < end-start {
+				end = start + length
+			}
+			return stringResult(f, b[start:end]), nil
+		}
+		i := 0
+		for k := int64(1); k < pos && i < len(b); k++ {
+			_, n := utf8.DecodeRune(b[i:])
+			i += n
+		}
+		j := i
+		for k := int64(0); (length < 0 || k < length) && j < len(b); k++ {
+			_, n := utf8.DecodeRune(b[j:])
+			j += n
+		}
+		return stringResult(f, b[i:j]), nil
+	}
 	b, offs := chars(args[0])
 	n := int64(len(offs) - 1)
-	pos := intArg(ctx, args[1])
 	length := n
 	if len(args) == 3 {
 		length = intArg(ctx, args[2])

@@ -48,6 +48,9 @@ type Builder struct {
 	// OnlyFullGroupBy enforces sql_mode's ONLY_FULL_GROUP_BY
 	// (fullgroupby.go).
 	OnlyFullGroupBy bool
+	// NoCoprocessor keeps every scan in SQL (strata_enable_coprocessor
+	// = OFF): no CopRead is planned.
+	NoCoprocessor bool
 }
 
 func (b *Builder) clauseName() string {
@@ -67,6 +70,9 @@ func (b *Builder) BuildQuery(node ast.ResultSetNode) (Plan, error) {
 	p, err := b.buildResultSet(node, nil, nil)
 	if err == nil {
 		pruneColumns(p)
+		if Coprocessor && !b.NoCoprocessor {
+			p = pushCoprocessor(p)
+		}
 	}
 	return p, err
 }
