@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
@@ -51,6 +52,17 @@ type Context struct {
 	Eval   *expr.EvalContext
 	IDs    IDAllocator
 	Mem    *MemTracker
+
+	// TmpDir is where operators past the memory quota spill rows (empty:
+	// os.TempDir); NoSpill makes them fail with 8175 instead
+	// (tidb_enable_tmp_storage_on_oom = OFF). See spill.go.
+	TmpDir  string
+	NoSpill bool
+	// Concurrency is how many goroutines a hash aggregation or hash join
+	// over a large input may use (tidb_executor_concurrency; <= 1:
+	// serial). See parallel.go.
+	Concurrency int
+	tmp         tmpFiles
 
 	// DeferDupCheck lets a single-row INSERT leave the primary key's
 	// uniqueness check to the commit (kv.Inserter) instead of reading the
@@ -109,10 +121,11 @@ type Executor interface {
 	Next(c *Context) ([][]types.Datum, error)
 }
 
-// MemTracker accounts the memory a statement holds in rows.
+// MemTracker accounts the memory a statement holds in rows. It is safe
+// for concurrent use (parallel operators charge it from their workers).
 type MemTracker struct {
 	Limit int64
-	Used  int64
+	used  atomic.Int64
 }
 
 // NewMemTracker returns a tracker with the given quota (<= 0: default).
@@ -128,31 +141,46 @@ func (m *MemTracker) Consume(n int64) error {
 	if m == nil {
 		return nil
 	}
-	m.Used += n
-	if m.Used > m.Limit {
-		return sqlerr.New(sqlerr.ErMemoryExceeded, "HY000", "Out Of Memory Quota! quota %d bytes exceeded by the statement", m.Limit)
+	if !m.charge(n) {
+		return m.overErr()
 	}
 	return nil
 }
 
-func (m *MemTracker) usedNow() int64 {
+// charge adds n bytes and reports whether the statement is still within
+// its quota.
+func (m *MemTracker) charge(n int64) bool {
+	if m == nil {
+		return true
+	}
+	return m.used.Add(n) <= m.Limit
+}
+
+func (m *MemTracker) overErr() error {
+	return sqlerr.New(sqlerr.ErMemoryExceeded, "HY000", "Out Of Memory Quota! quota %d bytes exceeded by the statement", m.Limit)
+}
+
+// Used is the number of bytes charged now.
+func (m *MemTracker) Used() int64 {
 	if m == nil {
 		return 0
 	}
-	return m.Used
+	return m.used.Load()
 }
+
+func (m *MemTracker) usedNow() int64 { return m.Used() }
 
 // restore gives back everything charged since Used was used.
 func (m *MemTracker) restore(used int64) {
-	if m != nil && m.Used > used {
-		m.Used = used
+	if m != nil && m.used.Load() > used {
+		m.used.Store(used)
 	}
 }
 
 // Release returns n bytes to the quota.
 func (m *MemTracker) Release(n int64) {
 	if m != nil {
-		m.Used -= n
+		m.used.Add(-n)
 	}
 }
 
