@@ -360,6 +360,11 @@ func parseSQL(p *parser.Parser, query string) (stmts []ast.StmtNode, err error) 
 	}()
 	stmts, _, err = p.ParseSQL(query)
 	if err != nil {
+		if q, ok := quoteTreeFormat(query); ok {
+			if st, _, err2 := p.ParseSQL(q); err2 == nil {
+				return st, nil
+			}
+		}
 		if name, ok := unsupportedStatement(query); ok {
 			return nil, notSupported(name)
 		}

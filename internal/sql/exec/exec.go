@@ -258,7 +258,20 @@ func Query(c *Context, p plan.Plan) ([][]types.Datum, error) {
 }
 
 // Build turns a plan tree into executors.
-func Build(p plan.Plan) (Executor, error) {
+func Build(p plan.Plan) (Executor, error) { return build(p, nil) }
+
+// build builds p's executors, each measured when an is not nil.
+func build(p plan.Plan, an *Analysis) (Executor, error) {
+	e, err := buildNode(p, an)
+	if err != nil || an == nil {
+		return e, err
+	}
+	a := &analyzeExec{inner: e}
+	an.ops[p] = a
+	return a, nil
+}
+
+func buildNode(p plan.Plan, an *Analysis) (Executor, error) {
 	switch n := p.(type) {
 	case *plan.Scan:
 		return newScanExec(n), nil
@@ -274,31 +287,31 @@ func Build(p plan.Plan) (Executor, error) {
 	case *plan.RecursiveCTE:
 		return &recursiveCTEExec{p: n}, nil
 	case *plan.Filter:
-		child, err := Build(n.Child)
+		child, err := build(n.Child, an)
 		if err != nil {
 			return nil, err
 		}
 		f := &filterExec{child: child, cond: n.Cond}
 		if n.ByRange {
-			if s := scanUnder(child); s != nil && s.p.Access == plan.TableRangeScan {
+			if s := scanUnder(unwrap(child)); s != nil && s.p.Access == plan.TableRangeScan {
 				f.byRange = s
 			}
 		}
 		return f, nil
 	case *plan.Projection:
-		child, err := Build(n.Child)
+		child, err := build(n.Child, an)
 		if err != nil {
 			return nil, err
 		}
 		return &projectionExec{child: child, exprs: n.Exprs}, nil
 	case *plan.Aggregate:
-		child, err := Build(n.Child)
+		child, err := build(n.Child, an)
 		if err != nil {
 			return nil, err
 		}
 		return &aggExec{child: child, p: n}, nil
 	case *plan.Window:
-		child, err := Build(n.Child)
+		child, err := build(n.Child, an)
 		if err != nil {
 			return nil, err
 		}
@@ -307,7 +320,7 @@ func Build(p plan.Plan) (Executor, error) {
 		if d, ok := n.Child.(*plan.Distinct); ok && keysAmong(n.Keys, d.N) {
 			// DISTINCT then ORDER BY some of the distinct columns: one
 			// sort that drops duplicates (sortExec.dedupe), no hash set.
-			child, err := Build(d.Child)
+			child, err := build(d.Child, an)
 			if err != nil {
 				return nil, err
 			}
@@ -316,32 +329,32 @@ func Build(p plan.Plan) (Executor, error) {
 			s.dcolls = columnCollations(d.Columns()[:d.N])
 			return s, nil
 		}
-		child, err := Build(n.Child)
+		child, err := build(n.Child, an)
 		if err != nil {
 			return nil, err
 		}
 		return newSortExec(child, n.Keys), nil
 	case *plan.Limit:
-		child, err := Build(n.Child)
+		child, err := build(n.Child, an)
 		if err != nil {
 			return nil, err
 		}
-		if s, ok := child.(*sortExec); ok {
+		if s, ok := unwrap(child).(*sortExec); ok {
 			s.limit = n // top-N: keep only offset+count rows while sorting
 		}
 		return &limitExec{child: child, p: n}, nil
 	case *plan.Distinct:
-		child, err := Build(n.Child)
+		child, err := build(n.Child, an)
 		if err != nil {
 			return nil, err
 		}
 		return &distinctExec{child: child, n: n.N, colls: columnCollations(n.Columns()[:n.N])}, nil
 	case *plan.Join:
-		l, err := Build(n.Left)
+		l, err := build(n.Left, an)
 		if err != nil {
 			return nil, err
 		}
-		r, err := Build(n.Right)
+		r, err := build(n.Right, an)
 		if err != nil {
 			return nil, err
 		}
@@ -356,11 +369,11 @@ func Build(p plan.Plan) (Executor, error) {
 		}
 		return j, nil
 	case *plan.SetOp:
-		l, err := Build(n.Left)
+		l, err := build(n.Left, an)
 		if err != nil {
 			return nil, err
 		}
-		r, err := Build(n.Right)
+		r, err := build(n.Right, an)
 		if err != nil {
 			return nil, err
 		}

@@ -28,6 +28,8 @@ func scanUnder(e Executor) *scanExec {
 		switch x := e.(type) {
 		case *filterExec:
 			e = x.child
+		case *analyzeExec:
+			e = x.inner
 		case *scanExec:
 			return x
 		default:
