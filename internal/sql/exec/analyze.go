@@ -39,6 +39,9 @@ func (a *Analysis) Stats(p plan.Plan) (OpStats, bool) {
 		return OpStats{}, false
 	}
 	st := e.st
+	if !e.gotFirst {
+		st.First = st.Total // no rows: the time to find there are none
+	}
 	if m, ok := e.inner.(memStater); ok {
 		st.Stateful = true
 		st.MemPeak, st.Disk = m.memStats()
