@@ -33,6 +33,7 @@ const joinParallelBatches = 8
 
 // onClose registers f to run when the statement ends (Context.Close).
 func (c *Context) onClose(f func()) {
+	c.tmp.used.Store(true)
 	c.tmp.mu.Lock()
 	c.tmp.closers = append(c.tmp.closers, f)
 	c.tmp.mu.Unlock()

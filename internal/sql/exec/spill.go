@@ -40,6 +40,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-db/strata/internal/sql/codec"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
@@ -63,6 +64,7 @@ const (
 
 // tmpFiles are the temporary files of one statement.
 type tmpFiles struct {
+	used    atomic.Bool // a file or closer was registered
 	mu      sync.Mutex
 	files   map[*os.File]struct{}
 	closers []func()
@@ -72,6 +74,9 @@ type tmpFiles struct {
 // workers) and removes its temporary files that are still there. The
 // session calls it when a statement ends.
 func (c *Context) Close() {
+	if !c.tmp.used.Load() {
+		return
+	}
 	c.tmp.mu.Lock()
 	closers := c.tmp.closers
 	c.tmp.closers = nil
@@ -117,6 +122,7 @@ func (c *Context) newSpillFile() (*spillFile, error) {
 	if err != nil {
 		return nil, spillErr(err)
 	}
+	c.tmp.used.Store(true)
 	c.tmp.mu.Lock()
 	if c.tmp.files == nil {
 		c.tmp.files = map[*os.File]struct{}{}
