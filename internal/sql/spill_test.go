@@ -174,3 +174,49 @@ func TestParallelSameAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestSpillKinds: rows of every kind of value read back from a spill file
+// as they were written (dates, times, unsigned, binary, JSON, decimals).
+func TestSpillKinds(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestEngineWith(t, Options{TmpDir: dir}).NewSession("root", "localhost")
+	mustExec(t, s, "CREATE DATABASE d")
+	mustExec(t, s, "USE d")
+	mustExec(t, s, "CREATE TABLE k (id INT PRIMARY KEY, dt DATETIME(3), d DATE, tm TIME(2), u BIGINT UNSIGNED, b VARBINARY(16), j JSON, dec1 DECIMAL(12,4), e ENUM('x','y','z'))")
+	var vals []string
+	for i := 0; i < 3000; i++ {
+		vals = append(vals, fmt.Sprintf("(%d, '2026-%02d-%02d 10:%02d:%02d.%03d', '2020-01-%02d', '%d:%02d:01.25', %d, x'%04x', '{\"a\": %d}', %d.%04d, '%c')",
+			i, 1+i%12, 1+i%28, i%60, (i*7)%60, i%1000, 1+i%28, i%100-50, i%60, uint64(1)<<63+uint64(i), i, i%17, i-1500, i%10000, 'x'+rune(i%3)))
+		if len(vals) == 500 {
+			mustExec(t, s, "INSERT INTO k VALUES "+strings.Join(vals, ","))
+			vals = vals[:0]
+		}
+	}
+	for _, q := range []string{
+		"SELECT * FROM k ORDER BY dt DESC, id LIMIT 5 OFFSET 2000",
+		"SELECT tm, COUNT(*), MAX(u), MIN(b), MAX(dec1), MIN(d), MAX(e) FROM k GROUP BY tm ORDER BY tm LIMIT 5 OFFSET 50",
+		"SELECT COUNT(*), SUM(a.u - b.u), MAX(b.j) FROM k a JOIN k b ON a.b = b.b",
+	} {
+		mustExec(t, s, "SET tidb_mem_quota_query = DEFAULT")
+		want, err := queryText(t, s, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		mustExec(t, s, "SET tidb_mem_quota_query = 100000")
+		got, err := queryText(t, s, q)
+		if err != nil {
+			t.Fatalf("%s spilled: %v", q, err)
+		}
+		if got != want {
+			t.Errorf("%s spilled:\n%s\nwant:\n%s", q, got, want)
+		}
+		mustExec(t, s, "SET tidb_enable_tmp_storage_on_oom = OFF")
+		if _, err := queryText(t, s, q); !is8175(err) {
+			t.Errorf("%s without spilling: err = %v, want 8175", q, err)
+		}
+		mustExec(t, s, "SET tidb_enable_tmp_storage_on_oom = ON")
+	}
+	if left, _ := os.ReadDir(dir); len(left) > 0 {
+		t.Errorf("%d temporary files left", len(left))
+	}
+}
