@@ -66,8 +66,9 @@ func (s *Session) explainAnalyze(ctx context.Context, c *compiled) (*exec.Analys
 	if len(c.subqueries) > 0 {
 		ec.Concurrency = 1
 	}
-	exec.BindSubqueries(ec, c.subqueries)
-	e, an, err := exec.BuildAnalyzed(c.query)
+	an := exec.NewAnalysis()
+	exec.BindSubqueriesAnalyzed(ec, c.subqueries, an)
+	e, _, err := exec.BuildAnalyzed(c.query, an)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -108,14 +109,7 @@ func explainTree(p plan.Plan, subs []*plan.Subquery, an *exec.Analysis) *Result 
 			kind = "correlated"
 		}
 		fmt.Fprintf(&sb, "-> Subquery %d (%s): %s\n", i+1, kind, sq.String())
-		var sub func(p plan.Plan, depth int)
-		sub = func(p plan.Plan, depth int) {
-			sb.WriteString(strings.Repeat("    ", depth) + "-> " + p.Explain() + "\n")
-			for _, c := range p.Children() {
-				sub(c, depth+1)
-			}
-		}
-		sub(sq.Plan, 1)
+		walk(sq.Plan, 1)
 	}
 	return &Result{Columns: textColumns("EXPLAIN"), Rows: [][]types.Datum{textRow(strings.TrimSuffix(sb.String(), "\n"))}}
 }

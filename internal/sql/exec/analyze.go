@@ -28,52 +28,90 @@ type OpStats struct {
 
 // Analysis maps the plan nodes of one execution to their measurements.
 type Analysis struct {
-	ops map[plan.Plan]*analyzeExec
+	ops map[plan.Plan]*opMeasure
+}
+
+// NewAnalysis returns an empty Analysis (for BuildAnalyzed's plan and
+// BindSubqueriesAnalyzed's subqueries).
+func NewAnalysis() *Analysis { return &Analysis{ops: map[plan.Plan]*opMeasure{}} }
+
+// opMeasure accumulates one plan node's runs.
+type opMeasure struct {
+	st   OpStats
+	exec Executor // the latest executor built for the node
+}
+
+// setExec makes e the node's executor, folding the memory figures of the
+// one before into st (and letting it and its rows go).
+func (m *opMeasure) setExec(e Executor) {
+	if m.exec != nil {
+		m.st = m.withExec(m.exec)
+	}
+	m.exec = e
+}
+
+// withExec returns st with e's memory figures and workers folded in.
+func (m *opMeasure) withExec(e Executor) OpStats {
+	st := m.st
+	if ms, ok := e.(memStater); ok {
+		st.Stateful = true
+		peak, disk := ms.memStats()
+		st.MemPeak = max(st.MemPeak, peak)
+		st.Disk += disk
+	}
+	switch x := e.(type) {
+	case *aggExec:
+		st.Workers = max(st.Workers, x.workers)
+	case *joinExec:
+		st.Workers = max(st.Workers, x.workers)
+	}
+	return st
 }
 
 // Stats returns the measurements of plan node p; ok is false for a node
-// that had no executor of its own (one fused into its parent).
+// that had no executor of its own (one fused into its parent). With
+// several loops, Rows, First and Total are per loop (averages), as MySQL
+// shows them.
 func (a *Analysis) Stats(p plan.Plan) (OpStats, bool) {
-	e, ok := a.ops[p]
+	m, ok := a.ops[p]
 	if !ok {
 		return OpStats{}, false
 	}
-	st := e.st
-	if !e.gotFirst {
-		st.First = st.Total // no rows: the time to find there are none
-	}
-	if m, ok := e.inner.(memStater); ok {
-		st.Stateful = true
-		st.MemPeak, st.Disk = m.memStats()
-	}
-	switch x := e.inner.(type) {
-	case *aggExec:
-		st.Workers = x.workers
-	case *joinExec:
-		st.Workers = x.workers
+	st := m.withExec(m.exec)
+	if st.Loops > 1 {
+		st.Rows /= st.Loops
+		st.First /= time.Duration(st.Loops)
+		st.Total /= time.Duration(st.Loops)
 	}
 	return st, true
 }
 
-// analyzeExec measures the executor it wraps.
+// analyzeExec measures one run of the executor it wraps.
 type analyzeExec struct {
 	inner    Executor
-	st       OpStats
+	m        *opMeasure
+	started  bool
 	gotFirst bool
+	spent    time.Duration
 }
 
 func (a *analyzeExec) Next(c *Context) ([][]types.Datum, error) {
-	if a.st.Loops == 0 {
-		a.st.Loops = 1
+	if !a.started {
+		a.started = true
+		a.m.st.Loops++
 	}
 	start := time.Now()
 	b, err := a.inner.Next(c)
-	a.st.Total += time.Since(start)
-	if len(b) > 0 && !a.gotFirst {
+	d := time.Since(start)
+	a.spent += d
+	a.m.st.Total += d
+	if !a.gotFirst && (len(b) > 0 || b == nil) {
+		// The first rows, or the end without any: the time to find
+		// there are none.
 		a.gotFirst = true
-		a.st.First = a.st.Total
+		a.m.st.First += a.spent
 	}
-	a.st.Rows += int64(len(b))
+	a.m.st.Rows += int64(len(b))
 	return b, err
 }
 
@@ -85,9 +123,12 @@ func unwrap(e Executor) Executor {
 	return e
 }
 
-// BuildAnalyzed is Build with every executor measured.
-func BuildAnalyzed(p plan.Plan) (Executor, *Analysis, error) {
-	an := &Analysis{ops: map[plan.Plan]*analyzeExec{}}
+// BuildAnalyzed is Build with every executor measured (into an, or a new
+// Analysis when an is nil).
+func BuildAnalyzed(p plan.Plan, an *Analysis) (Executor, *Analysis, error) {
+	if an == nil {
+		an = NewAnalysis()
+	}
 	e, err := build(p, an)
 	if err != nil {
 		return nil, nil, err

@@ -194,12 +194,20 @@ func RowSize(row []types.Datum) int64 {
 }
 
 // BindSubqueries prepares the subqueries of a plan for one execution.
-func BindSubqueries(c *Context, subs []*plan.Subquery) {
+func BindSubqueries(c *Context, subs []*plan.Subquery) { bindSubqueries(c, subs, nil) }
+
+// BindSubqueriesAnalyzed is BindSubqueries with the subqueries' operators
+// measured into an (a correlated subquery's over all its runs).
+func BindSubqueriesAnalyzed(c *Context, subs []*plan.Subquery, an *Analysis) {
+	bindSubqueries(c, subs, an)
+}
+
+func bindSubqueries(c *Context, subs []*plan.Subquery, an *Analysis) {
 	for _, sq := range subs {
 		sq := sq
 		sq.Reset()
 		sq.Run = func() ([][]types.Datum, error) {
-			e, err := Build(sq.Plan)
+			e, err := build(sq.Plan, an)
 			if err != nil {
 				return nil, err
 			}
@@ -266,9 +274,15 @@ func build(p plan.Plan, an *Analysis) (Executor, error) {
 	if err != nil || an == nil {
 		return e, err
 	}
-	a := &analyzeExec{inner: e}
-	an.ops[p] = a
-	return a, nil
+	// A plan built again (a correlated subquery's, once per outer row)
+	// adds its runs to the same measurements.
+	st := an.ops[p]
+	if st == nil {
+		st = &opMeasure{}
+		an.ops[p] = st
+	}
+	st.setExec(e)
+	return &analyzeExec{inner: e, m: st}, nil
 }
 
 func buildNode(p plan.Plan, an *Analysis) (Executor, error) {
