@@ -14,6 +14,10 @@ import (
 func BenchmarkAnalytic(b *testing.B) {
 	s := newSbtestSession(b)
 	ctx := context.Background()
+	// The SQL operators, not the coprocessor's aggregation.
+	if _, err := s.Execute(ctx, "SET strata_enable_coprocessor = OFF"); err != nil {
+		b.Fatal(err)
+	}
 	queries := []struct{ name, q string }{
 		{"groupby100", "SELECT k % 100 g, COUNT(*), SUM(LENGTH(c)) FROM sbtest1 GROUP BY g ORDER BY g"},
 		{"groupby_substr", "SELECT SUBSTRING(pad, 1, 2) p, COUNT(*), AVG(k) FROM sbtest1 GROUP BY p ORDER BY 2 DESC LIMIT 5"},

@@ -18,6 +18,8 @@ func spillSession(t *testing.T, rows int) (*Session, string) {
 	t.Helper()
 	dir := t.TempDir()
 	s := newTestEngineWith(t, Options{TmpDir: dir}).NewSession("root", "localhost")
+	// The SQL operators under test, not the coprocessor's aggregation.
+	mustExec(t, s, "SET strata_enable_coprocessor = OFF")
 	mustExec(t, s, "CREATE DATABASE d")
 	mustExec(t, s, "USE d")
 	mustExec(t, s, "CREATE TABLE t (id INT PRIMARY KEY, g INT, s VARCHAR(20), v DECIMAL(10,2), f DOUBLE)")
@@ -180,6 +182,7 @@ func TestParallelSameAnswer(t *testing.T) {
 func TestSpillKinds(t *testing.T) {
 	dir := t.TempDir()
 	s := newTestEngineWith(t, Options{TmpDir: dir}).NewSession("root", "localhost")
+	mustExec(t, s, "SET strata_enable_coprocessor = OFF")
 	mustExec(t, s, "CREATE DATABASE d")
 	mustExec(t, s, "USE d")
 	mustExec(t, s, "CREATE TABLE k (id INT PRIMARY KEY, dt DATETIME(3), d DATE, tm TIME(2), u BIGINT UNSIGNED, b VARBINARY(16), j JSON, dec1 DECIMAL(12,4), e ENUM('x','y','z'))")
