@@ -370,8 +370,16 @@ func (s *Session) setGlobal(name string, v types.Datum) {
 }
 
 // defaultExecutorConcurrency is tidb_executor_concurrency's default: the
-// cores Go uses, at most 8.
-var defaultExecutorConcurrency = min(runtime.GOMAXPROCS(0), 8)
+// cores Go uses, at most 8; serial on two cores or fewer, where the
+// goroutine reading the input already keeps one core busy and workers
+// measured no faster (BenchmarkAnalytic, 2026-11-27).
+var defaultExecutorConcurrency = func() int {
+	n := runtime.GOMAXPROCS(0)
+	if n <= 2 {
+		return 1
+	}
+	return min(n, 8)
+}()
 
 // execVarNames are the variables that set how statements execute; their
 // global values are kept in Engine.execGlobals so that a statement reads

@@ -79,6 +79,10 @@ type aggExec struct {
 	sub     *aggExec     // aggregating one of them
 	stats   memAcct
 	workers int // parallel workers used (0: serial)
+	// serial is the table of a serial aggregation, one its slice: no
+	// allocation of their own for OLTP's small aggregations.
+	serial aggTable
+	one    [1]*aggTable
 }
 
 func (a *aggExec) memStats() (peak, disk int64) { return a.stats.peak, a.stats.disk }
@@ -180,7 +184,9 @@ func groupKey(c *Context, key []byte, groupBy []expr.Expr, colls []*collate.Coll
 // consume reads the whole input into group tables: one, or one per
 // worker once the input proves large.
 func (a *aggExec) consume(c *Context) ([]*aggTable, error) {
-	t := newAggTable(a.p, a.depth)
+	a.serial = aggTable{p: a.p, depth: a.depth, groups: map[string]*aggGroup{}}
+	t := &a.serial
+	a.one[0] = t
 	var key []byte
 	colls := exprCollations(a.p.GroupBy)
 	var seq int64
@@ -190,7 +196,7 @@ func (a *aggExec) consume(c *Context) ([]*aggTable, error) {
 			return nil, err
 		}
 		if batch == nil {
-			return []*aggTable{t}, nil
+			return a.one[:], nil
 		}
 		for _, r := range batch {
 			if key, err = groupKey(c, key[:0], a.p.GroupBy, colls, r); err != nil {
