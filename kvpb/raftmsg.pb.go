@@ -42,7 +42,12 @@ type RaftMessage struct {
 	Message []byte `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
 	// snapshot is set when message is a MsgSnap: it travels on a snapshot
 	// stream with the snapshot's files.
-	Snapshot      bool `protobuf:"varint,8,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	Snapshot bool `protobuf:"varint,8,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// is_tombstone: no raft message; the sender's replica of the region
+	// does not list to_peer at a newer configuration (region_epoch is the
+	// sender's), so to_peer was removed without hearing of it and destroys
+	// itself (raftstore's stale replicas).
+	IsTombstone   bool `protobuf:"varint,9,opt,name=is_tombstone,json=isTombstone,proto3" json:"is_tombstone,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -129,6 +134,13 @@ func (x *RaftMessage) GetMessage() []byte {
 func (x *RaftMessage) GetSnapshot() bool {
 	if x != nil {
 		return x.Snapshot
+	}
+	return false
+}
+
+func (x *RaftMessage) GetIsTombstone() bool {
+	if x != nil {
+		return x.IsTombstone
 	}
 	return false
 }
@@ -434,7 +446,7 @@ var File_raftmsg_proto protoreflect.FileDescriptor
 const file_raftmsg_proto_rawDesc = "" +
 	"\n" +
 	"\rraftmsg.proto\x12\x04kvpb\x1a\n" +
-	"kvpb.proto\"\x9a\x02\n" +
+	"kvpb.proto\"\xbd\x02\n" +
 	"\vRaftMessage\x12\x1b\n" +
 	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x12'\n" +
 	"\tfrom_peer\x18\x02 \x01(\v2\n" +
@@ -445,7 +457,8 @@ const file_raftmsg_proto_rawDesc = "" +
 	"\tstart_key\x18\x05 \x01(\fR\bstartKey\x12\x17\n" +
 	"\aend_key\x18\x06 \x01(\fR\x06endKey\x12\x18\n" +
 	"\amessage\x18\a \x01(\fR\amessage\x12\x1a\n" +
-	"\bsnapshot\x18\b \x01(\bR\bsnapshot\"w\n" +
+	"\bsnapshot\x18\b \x01(\bR\bsnapshot\x12!\n" +
+	"\fis_tombstone\x18\t \x01(\bR\visTombstone\"w\n" +
 	"\x10RaftMessageBatch\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\x04R\tclusterId\x12\x1d\n" +

@@ -385,6 +385,8 @@ func (n *Node) open(ctx context.Context) error {
 		n.wg.Add(1)
 		go n.gcLoop(interval) // gc.go
 	}
+	n.wg.Add(1)
+	go n.staleCheckLoop() // stale.go
 	if interval := n.cfg.SplitCheckInterval; interval >= 0 {
 		if interval == 0 {
 			interval = defaultSplitCheckInterval

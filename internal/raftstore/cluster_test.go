@@ -227,6 +227,8 @@ type testStore struct {
 //	stop store=<s>                         clean shutdown, stay down
 //	log store=<s> region=<id>              applied, truncated and last index
 //	flush store=<s>                        flush the KV engine (and truncate logs)
+//	destroy-stale store=<s> region=<id> peer=<id> conf-ver=<n>
+//	                                       Store.DestroyStale: PD's descriptor at conf-ver lacks the peer
 //	message to=<s> region=<id> peer=<id> from=<p@s> type=<heartbeat|vote>
 //	                                       a raft message from a leader the store has not heard of
 //
@@ -745,6 +747,13 @@ func (h *clusterHarness) run(d *datadriven.TestData) string {
 			}
 		}
 		return ""
+	case "destroy-stale":
+		ts := h.store(d)
+		var rid, peerID, cv uint64
+		d.ScanArgs(h.t, "region", &rid)
+		d.ScanArgs(h.t, "peer", &peerID)
+		d.ScanArgs(h.t, "conf-ver", &cv)
+		return fmt.Sprint(ts.s.DestroyStale(rid, peerID, cv))
 	case "message":
 		var to, rid, peerID uint64
 		var from, typ string

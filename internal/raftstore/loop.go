@@ -66,6 +66,9 @@ func (s *Store) run() {
 				s.fatal("truncating logs", err)
 			}
 		}
+		if err := s.destroyStale(); err != nil {
+			s.fatal("destroying a stale replica", err)
+		}
 		for {
 			peers = peers[:0]
 			s.mu.RLock()
@@ -119,6 +122,12 @@ func (s *Store) idle() bool {
 	gen := len(s.snapGen)
 	s.snapMu.Unlock()
 	if gen > 0 {
+		return false
+	}
+	s.staleMu.Lock()
+	stale := len(s.stale)
+	s.staleMu.Unlock()
+	if stale > 0 {
 		return false
 	}
 	for _, p := range s.Peers() {

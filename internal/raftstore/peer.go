@@ -68,6 +68,9 @@ type Peer struct {
 	// lastActive is the store-clock time of the last proposal or read on
 	// this replica (hibernation and PD's load hints use it).
 	lastActive atomic.Int64
+	// heardAt is the wall-clock time (unix ns) of the last message from
+	// a leader, or of the replica's creation (stale.go).
+	heardAt atomic.Int64
 }
 
 // Region returns the replica's current region descriptor (do not mutate).

@@ -105,6 +105,10 @@ type Store struct {
 	// pendingVotes are vote requests for regions a split has not created
 	// here yet (transport.go).
 	pendingVotes []*kvpb.RaftMessage
+	// stale: replicas found removed without having heard of it, for the
+	// store loop to destroy (stale.go).
+	staleMu sync.Mutex
+	stale   []staleRequest
 
 	transport   Transport
 	manualTicks bool
@@ -381,6 +385,7 @@ func (s *Store) newPeer(r *kvpb.Region) (*Peer, error) {
 		proposals: make(map[uint64]*proposal), peerStores: make(map[uint64]uint64)}
 	p.region.Store(r)
 	p.initialized.Store(true)
+	p.heardAt.Store(time.Now().UnixNano())
 	return p, nil
 }
 
@@ -395,6 +400,7 @@ func (s *Store) newUninitializedPeer(regionID, id uint64) (*Peer, error) {
 	p := &Peer{id: id, regionID: regionID, storage: ps, store: s, rn: rn,
 		proposals: make(map[uint64]*proposal), peerStores: make(map[uint64]uint64)}
 	p.region.Store(&kvpb.Region{Id: regionID, Epoch: &kvpb.RegionEpoch{}})
+	p.heardAt.Store(time.Now().UnixNano())
 	return p, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -54,6 +55,26 @@ func (c *Cluster) scaleStatus(t *testing.T) *scaleStatus {
 		}
 	}
 	return nil
+}
+
+// logStatus logs the raw /status of the first node that answers: the
+// regions' peers and PD's operator log, to tell why a wait failed.
+func (c *Cluster) logStatus(t *testing.T) {
+	t.Helper()
+	cl := &http.Client{Timeout: 3 * time.Second}
+	for _, n := range c.Nodes {
+		if n.PID() == 0 {
+			continue
+		}
+		resp, err := cl.Get("http://" + n.HTTPAddr + "/status")
+		if err != nil {
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Logf("/status of %s:\n%s", n.HTTPAddr, body)
+		return
+	}
 }
 
 // counts returns each store's voters and leaders over all regions.
@@ -205,6 +226,7 @@ func TestScaleOut(t *testing.T) {
 			time.Sleep(250 * time.Millisecond)
 		}
 		reps, leads := st.counts()
+		c.logStatus(t)
 		t.Fatalf("%s: not within %v: replicas %v leaders %v", what, d, reps, leads)
 		return nil
 	}
