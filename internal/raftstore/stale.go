@@ -99,7 +99,10 @@ func (s *Store) tombstoneFor(p *Peer, env *kvpb.RaftMessage) bool {
 	}
 	r := p.Region()
 	from := env.FromPeer.GetId()
-	if from == 0 || env.RegionEpoch.GetConfVer() >= r.Epoch.GetConfVer() ||
+	// An uninitialized sender (conf version 0) only answers a leader that
+	// lists it, may be one this replica has not applied yet, and holds
+	// nothing: it is left alone.
+	if from == 0 || env.RegionEpoch.GetConfVer() == 0 || env.RegionEpoch.GetConfVer() >= r.Epoch.GetConfVer() ||
 		slices.ContainsFunc(r.Peers, func(rp *kvpb.Peer) bool { return rp.Id == from }) {
 		return false
 	}

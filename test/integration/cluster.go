@@ -203,10 +203,11 @@ func addrFree(addr string) bool {
 }
 
 // keepLog copies a failed test's node log to $STRATA_TEST_LOGS/<test>/<name>.log
-// when that variable is set, since the test's own directory is removed.
+// when that variable is set, since the test's own directory is removed
+// (every test's with STRATA_TEST_LOGS_ALL=1).
 func keepLog(t testing.TB, path, name string) {
 	dir := os.Getenv("STRATA_TEST_LOGS")
-	if dir == "" || !t.Failed() {
+	if dir == "" || !t.Failed() && os.Getenv("STRATA_TEST_LOGS_ALL") == "" {
 		return
 	}
 	data, err := os.ReadFile(path)
