@@ -12,8 +12,8 @@
 # Settings: SEEDS (runs per workload x family, default 10), FIRST_SEED (1),
 # NODES (default 5 when `strata start` has --join, else 1), TIME (60s of faults
 # per run), WORKLOADS (all), FAMILIES (space-separated nemesis sets, each a
-# comma-separated list; default: none kill pause partition loss delay,stall
-# kill,pause,partition,loss), RUNS (runs/soak-<date>), NET (auto), STRATA_BIN.
+# comma-separated list; default: every family alone, then mixed), RUNS
+# (runs/soak-<date>), NET (auto), STRATA_BIN.
 # Families a cluster cannot run (partitions on one node, for instance) are
 # skipped by the harness and said so in each run's run.log.
 set -euo pipefail
@@ -24,7 +24,7 @@ SEEDS=${SEEDS:-10}
 FIRST_SEED=${FIRST_SEED:-1}
 TIME=${TIME:-60s}
 WORKLOADS=${WORKLOADS:-"bank register list-append set long-fork monotonic"}
-FAMILIES=${FAMILIES:-"none kill pause partition loss delay,stall kill,pause,partition,loss"}
+FAMILIES=${FAMILIES:-"none kill kill-leader kill-pd kill-all pause pause-leader partition loss delay stall reset clock membership mixed"}
 RUNS=${RUNS:-runs/soak-$(date -u +%Y%m%dT%H%M%S)}
 NET=${NET:-auto}
 

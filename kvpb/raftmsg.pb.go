@@ -441,6 +441,139 @@ func (x *SnapshotChunk) GetData() []byte {
 	return nil
 }
 
+// SplitRegionRequest asks the store leading the region that holds key to
+// split it at key (SPLIT TABLE run on another node).
+type SplitRegionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId     uint64                 `protobuf:"varint,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitRegionRequest) Reset() {
+	*x = SplitRegionRequest{}
+	mi := &file_raftmsg_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitRegionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitRegionRequest) ProtoMessage() {}
+
+func (x *SplitRegionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_raftmsg_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitRegionRequest.ProtoReflect.Descriptor instead.
+func (*SplitRegionRequest) Descriptor() ([]byte, []int) {
+	return file_raftmsg_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SplitRegionRequest) GetClusterId() uint64 {
+	if x != nil {
+		return x.ClusterId
+	}
+	return 0
+}
+
+func (x *SplitRegionRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+// SplitRegionResponse: the two regions, or already_boundary when key
+// starts a region, or the error's text.
+type SplitRegionResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Left            *Region                `protobuf:"bytes,1,opt,name=left,proto3" json:"left,omitempty"`
+	Right           *Region                `protobuf:"bytes,2,opt,name=right,proto3" json:"right,omitempty"`
+	AlreadyBoundary bool                   `protobuf:"varint,3,opt,name=already_boundary,json=alreadyBoundary,proto3" json:"already_boundary,omitempty"`
+	Error           string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// not_leader: this store does not lead the region (any more); ask PD.
+	NotLeader     bool `protobuf:"varint,5,opt,name=not_leader,json=notLeader,proto3" json:"not_leader,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitRegionResponse) Reset() {
+	*x = SplitRegionResponse{}
+	mi := &file_raftmsg_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitRegionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitRegionResponse) ProtoMessage() {}
+
+func (x *SplitRegionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_raftmsg_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitRegionResponse.ProtoReflect.Descriptor instead.
+func (*SplitRegionResponse) Descriptor() ([]byte, []int) {
+	return file_raftmsg_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SplitRegionResponse) GetLeft() *Region {
+	if x != nil {
+		return x.Left
+	}
+	return nil
+}
+
+func (x *SplitRegionResponse) GetRight() *Region {
+	if x != nil {
+		return x.Right
+	}
+	return nil
+}
+
+func (x *SplitRegionResponse) GetAlreadyBoundary() bool {
+	if x != nil {
+		return x.AlreadyBoundary
+	}
+	return false
+}
+
+func (x *SplitRegionResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *SplitRegionResponse) GetNotLeader() bool {
+	if x != nil {
+		return x.NotLeader
+	}
+	return false
+}
+
 var File_raftmsg_proto protoreflect.FileDescriptor
 
 const file_raftmsg_proto_rawDesc = "" +
@@ -480,10 +613,22 @@ const file_raftmsg_proto_rawDesc = "" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\x04R\tclusterId\x12+\n" +
 	"\amessage\x18\x02 \x01(\v2\x11.kvpb.RaftMessageR\amessage\x12\x12\n" +
-	"\x04data\x18\x03 \x01(\fR\x04data2k\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\"E\n" +
+	"\x12SplitRegionRequest\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\x04R\tclusterId\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\"\xbb\x01\n" +
+	"\x13SplitRegionResponse\x12 \n" +
+	"\x04left\x18\x01 \x01(\v2\f.kvpb.RegionR\x04left\x12\"\n" +
+	"\x05right\x18\x02 \x01(\v2\f.kvpb.RegionR\x05right\x12)\n" +
+	"\x10already_boundary\x18\x03 \x01(\bR\x0falreadyBoundary\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1d\n" +
+	"\n" +
+	"not_leader\x18\x05 \x01(\bR\tnotLeader2\xaf\x01\n" +
 	"\x04Raft\x120\n" +
 	"\x04Raft\x12\x16.kvpb.RaftMessageBatch\x1a\x0e.kvpb.RaftDone(\x01\x121\n" +
-	"\bSnapshot\x12\x13.kvpb.SnapshotChunk\x1a\x0e.kvpb.RaftDone(\x01B\"Z github.com/strata-db/strata/kvpbb\x06proto3"
+	"\bSnapshot\x12\x13.kvpb.SnapshotChunk\x1a\x0e.kvpb.RaftDone(\x01\x12B\n" +
+	"\vSplitRegion\x12\x18.kvpb.SplitRegionRequest\x1a\x19.kvpb.SplitRegionResponseB\"Z github.com/strata-db/strata/kvpbb\x06proto3"
 
 var (
 	file_raftmsg_proto_rawDescOnce sync.Once
@@ -497,35 +642,41 @@ func file_raftmsg_proto_rawDescGZIP() []byte {
 	return file_raftmsg_proto_rawDescData
 }
 
-var file_raftmsg_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_raftmsg_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_raftmsg_proto_goTypes = []any{
-	(*RaftMessage)(nil),      // 0: kvpb.RaftMessage
-	(*RaftMessageBatch)(nil), // 1: kvpb.RaftMessageBatch
-	(*RaftDone)(nil),         // 2: kvpb.RaftDone
-	(*SnapshotFile)(nil),     // 3: kvpb.SnapshotFile
-	(*SnapshotHeader)(nil),   // 4: kvpb.SnapshotHeader
-	(*SnapshotChunk)(nil),    // 5: kvpb.SnapshotChunk
-	(*Peer)(nil),             // 6: kvpb.Peer
-	(*RegionEpoch)(nil),      // 7: kvpb.RegionEpoch
-	(*Region)(nil),           // 8: kvpb.Region
+	(*RaftMessage)(nil),         // 0: kvpb.RaftMessage
+	(*RaftMessageBatch)(nil),    // 1: kvpb.RaftMessageBatch
+	(*RaftDone)(nil),            // 2: kvpb.RaftDone
+	(*SnapshotFile)(nil),        // 3: kvpb.SnapshotFile
+	(*SnapshotHeader)(nil),      // 4: kvpb.SnapshotHeader
+	(*SnapshotChunk)(nil),       // 5: kvpb.SnapshotChunk
+	(*SplitRegionRequest)(nil),  // 6: kvpb.SplitRegionRequest
+	(*SplitRegionResponse)(nil), // 7: kvpb.SplitRegionResponse
+	(*Peer)(nil),                // 8: kvpb.Peer
+	(*RegionEpoch)(nil),         // 9: kvpb.RegionEpoch
+	(*Region)(nil),              // 10: kvpb.Region
 }
 var file_raftmsg_proto_depIdxs = []int32{
-	6, // 0: kvpb.RaftMessage.from_peer:type_name -> kvpb.Peer
-	6, // 1: kvpb.RaftMessage.to_peer:type_name -> kvpb.Peer
-	7, // 2: kvpb.RaftMessage.region_epoch:type_name -> kvpb.RegionEpoch
-	0, // 3: kvpb.RaftMessageBatch.msgs:type_name -> kvpb.RaftMessage
-	8, // 4: kvpb.SnapshotHeader.region:type_name -> kvpb.Region
-	3, // 5: kvpb.SnapshotHeader.files:type_name -> kvpb.SnapshotFile
-	0, // 6: kvpb.SnapshotChunk.message:type_name -> kvpb.RaftMessage
-	1, // 7: kvpb.Raft.Raft:input_type -> kvpb.RaftMessageBatch
-	5, // 8: kvpb.Raft.Snapshot:input_type -> kvpb.SnapshotChunk
-	2, // 9: kvpb.Raft.Raft:output_type -> kvpb.RaftDone
-	2, // 10: kvpb.Raft.Snapshot:output_type -> kvpb.RaftDone
-	9, // [9:11] is the sub-list for method output_type
-	7, // [7:9] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	8,  // 0: kvpb.RaftMessage.from_peer:type_name -> kvpb.Peer
+	8,  // 1: kvpb.RaftMessage.to_peer:type_name -> kvpb.Peer
+	9,  // 2: kvpb.RaftMessage.region_epoch:type_name -> kvpb.RegionEpoch
+	0,  // 3: kvpb.RaftMessageBatch.msgs:type_name -> kvpb.RaftMessage
+	10, // 4: kvpb.SnapshotHeader.region:type_name -> kvpb.Region
+	3,  // 5: kvpb.SnapshotHeader.files:type_name -> kvpb.SnapshotFile
+	0,  // 6: kvpb.SnapshotChunk.message:type_name -> kvpb.RaftMessage
+	10, // 7: kvpb.SplitRegionResponse.left:type_name -> kvpb.Region
+	10, // 8: kvpb.SplitRegionResponse.right:type_name -> kvpb.Region
+	1,  // 9: kvpb.Raft.Raft:input_type -> kvpb.RaftMessageBatch
+	5,  // 10: kvpb.Raft.Snapshot:input_type -> kvpb.SnapshotChunk
+	6,  // 11: kvpb.Raft.SplitRegion:input_type -> kvpb.SplitRegionRequest
+	2,  // 12: kvpb.Raft.Raft:output_type -> kvpb.RaftDone
+	2,  // 13: kvpb.Raft.Snapshot:output_type -> kvpb.RaftDone
+	7,  // 14: kvpb.Raft.SplitRegion:output_type -> kvpb.SplitRegionResponse
+	12, // [12:15] is the sub-list for method output_type
+	9,  // [9:12] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_raftmsg_proto_init() }
@@ -540,7 +691,7 @@ func file_raftmsg_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raftmsg_proto_rawDesc), len(file_raftmsg_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,8 +23,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Raft_Raft_FullMethodName     = "/kvpb.Raft/Raft"
-	Raft_Snapshot_FullMethodName = "/kvpb.Raft/Snapshot"
+	Raft_Raft_FullMethodName        = "/kvpb.Raft/Raft"
+	Raft_Snapshot_FullMethodName    = "/kvpb.Raft/Snapshot"
+	Raft_SplitRegion_FullMethodName = "/kvpb.Raft/SplitRegion"
 )
 
 // RaftClient is the client API for Raft service.
@@ -36,6 +37,8 @@ type RaftClient interface {
 	// Snapshot receives one snapshot; the response tells the sender the
 	// snapshot was stored and handed to the replica.
 	Snapshot(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[SnapshotChunk, RaftDone], error)
+	// SplitRegion splits a region this store leads.
+	SplitRegion(ctx context.Context, in *SplitRegionRequest, opts ...grpc.CallOption) (*SplitRegionResponse, error)
 }
 
 type raftClient struct {
@@ -72,6 +75,16 @@ func (c *raftClient) Snapshot(ctx context.Context, opts ...grpc.CallOption) (grp
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Raft_SnapshotClient = grpc.ClientStreamingClient[SnapshotChunk, RaftDone]
 
+func (c *raftClient) SplitRegion(ctx context.Context, in *SplitRegionRequest, opts ...grpc.CallOption) (*SplitRegionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SplitRegionResponse)
+	err := c.cc.Invoke(ctx, Raft_SplitRegion_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RaftServer is the server API for Raft service.
 // All implementations must embed UnimplementedRaftServer
 // for forward compatibility.
@@ -81,6 +94,8 @@ type RaftServer interface {
 	// Snapshot receives one snapshot; the response tells the sender the
 	// snapshot was stored and handed to the replica.
 	Snapshot(grpc.ClientStreamingServer[SnapshotChunk, RaftDone]) error
+	// SplitRegion splits a region this store leads.
+	SplitRegion(context.Context, *SplitRegionRequest) (*SplitRegionResponse, error)
 	mustEmbedUnimplementedRaftServer()
 }
 
@@ -96,6 +111,9 @@ func (UnimplementedRaftServer) Raft(grpc.ClientStreamingServer[RaftMessageBatch,
 }
 func (UnimplementedRaftServer) Snapshot(grpc.ClientStreamingServer[SnapshotChunk, RaftDone]) error {
 	return status.Errorf(codes.Unimplemented, "method Snapshot not implemented")
+}
+func (UnimplementedRaftServer) SplitRegion(context.Context, *SplitRegionRequest) (*SplitRegionResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SplitRegion not implemented")
 }
 func (UnimplementedRaftServer) mustEmbedUnimplementedRaftServer() {}
 func (UnimplementedRaftServer) testEmbeddedByValue()              {}
@@ -132,13 +150,36 @@ func _Raft_Snapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Raft_SnapshotServer = grpc.ClientStreamingServer[SnapshotChunk, RaftDone]
 
+func _Raft_SplitRegion_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SplitRegionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RaftServer).SplitRegion(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Raft_SplitRegion_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RaftServer).SplitRegion(ctx, req.(*SplitRegionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Raft_ServiceDesc is the grpc.ServiceDesc for Raft service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var Raft_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "kvpb.Raft",
 	HandlerType: (*RaftServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "SplitRegion",
+			Handler:    _Raft_SplitRegion_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Raft",

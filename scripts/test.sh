@@ -18,7 +18,8 @@
 #   7. chaos: every fuzz target for CHAOS_FUZZTIME (3s) each, then the short
 #      seeded fault matrix of test/chaos: every workload once with the mixed
 #      nemesis for CHAOS_TIME (20s), against a 3-node cluster when
-#      `strata start` has --join and one node before that (cmd/strata-chaos)
+#      `strata start` has --join and one node before that (cmd/strata-chaos),
+#      and on a cluster one set run under membership churn
 #
 # A failing step does not stop the later ones (except a missing toolchain); the
 # script ends with a table of the steps and exits 1 if any failed.
@@ -101,7 +102,7 @@ skip_step() {
 
 install_packages() {
 	local want=(ca-certificates curl unzip git gcc libc6-dev sysbench mariadb-client redis-tools redis-server etcd-server
-		mariadb-server iptables iproute2)
+		mariadb-server iptables iproute2 chromium)
 	local missing=() p
 	for p in "${want[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -313,22 +314,33 @@ chaos_suite() {
 		bin=$REPO_ROOT/bin/strata
 	fi
 	go build -o "$WORK_DIR/strata-chaos" ./cmd/strata-chaos
-	local nodes=1 seed=1 w run_rc
+	local nodes=1 seed=1 w
 	if "$bin" start -h 2>&1 | grep -q -- '-join'; then
 		nodes=3
 	fi
-	for w in bank register list-append set long-fork monotonic; do
-		run_rc=0
-		"$WORK_DIR/strata-chaos" run --bin "$bin" --workload "$w" --nemesis mixed --nodes "$nodes" --seed "$seed" \
-			--time "${CHAOS_TIME:-20s}" --interval 5s --fault-time 4s --recovery 5s --runs "$WORK_DIR/chaos" \
+	# chaos_run <workload> <nemesis> <interval> <fault time>: one seeded run.
+	chaos_run() {
+		local run_rc=0
+		"$WORK_DIR/strata-chaos" run --bin "$bin" --workload "$1" --nemesis "$2" --nodes "$nodes" --seed "$seed" \
+			--time "${CHAOS_TIME:-20s}" --interval "$3" --fault-time "$4" --recovery 5s --runs "$WORK_DIR/chaos" \
 			>"$WORK_DIR/chaos.log" 2>&1 || run_rc=$?
-		echo "chaos $w (mixed nemesis, $nodes node(s), seed $seed): exit $run_rc"
+		echo "chaos $1 ($2 nemesis, $nodes node(s), seed $seed): exit $run_rc"
 		if ((run_rc != 0)); then
 			rc=1
 			tail -n 40 "$WORK_DIR/chaos.log"
 		fi
 		seed=$((seed + 1))
+	}
+	for w in bank register list-append set long-fork monotonic; do
+		chaos_run "$w" mixed 5s 4s
 	done
+	if ((nodes > 1)); then
+		# Membership churn (a spare joins, a member is decommissioned and
+		# erased, then rejoins as a new node) is left out of the mix for
+		# its length; one set run checks that no acknowledged insert is
+		# lost across it.
+		chaos_run set membership 3s 3s
+	fi
 	"$WORK_DIR/strata-chaos" table "$WORK_DIR"/chaos/*/ || true
 	return "$rc"
 }

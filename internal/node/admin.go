@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-db/strata/internal/pd"
 	"github.com/strata-db/strata/internal/raftstore"
+	"github.com/strata-db/strata/internal/transport"
 	"github.com/strata-db/strata/kvpb"
 )
 
@@ -73,6 +74,23 @@ func (n *Node) SplitRegion(ctx context.Context, key []byte) (left, right *kvpb.R
 	n.waitReady(ctx, right.Id, 10*time.Second)
 	n.heartbeat(ctx)
 	return left, right, nil
+}
+
+// splitForPeer carries out a split another node asked for (SPLIT TABLE run
+// there): only when this store leads the region holding key.
+func (n *Node) splitForPeer(ctx context.Context, key []byte) (left, right *kvpb.Region, err error) {
+	r := n.dataRegion(key)
+	if r == nil {
+		return nil, nil, transport.ErrNotLeader
+	}
+	if p, ok := n.store.Peer(r.Id); !ok || p.CheckRequest(nil) != nil {
+		return nil, nil, transport.ErrNotLeader
+	}
+	left, right, err = n.SplitRegion(ctx, key)
+	if errors.Is(err, ErrInvalidSplitKey) {
+		return nil, nil, transport.ErrAlreadyBoundary
+	}
+	return left, right, err
 }
 
 // dataRegion returns the local data region (not PD's system region, which
@@ -147,12 +165,15 @@ func (n *Node) regionJSON(r *kvpb.Region) regionJSON {
 //	                                               200 {"left": region, "right": region},
 //	                                               400 for a missing key or one that is already a boundary
 //	GET  /admin/regions                            every local region, in key order
+//	GET  /admin/tables                             table ids -> database, table and index names
+//	                                               (the console names key ranges with it)
 //	POST /admin/nodes/{id}/{drain|decommission|resume}
 //	                                               set a node's state in PD; 200 {"id":, "state":},
 //	                                               400 for an unknown node or a refused change
 func (n *Node) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("POST /admin/split", n.handleSplit)
 	mux.HandleFunc("GET /admin/regions", n.handleRegions)
+	mux.HandleFunc("GET /admin/tables", n.handleTables) // console.go
 	mux.HandleFunc("POST /admin/nodes/{id}/{action}", n.handleNodeState)
 }
 

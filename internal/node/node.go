@@ -318,6 +318,7 @@ func (n *Node) open(ctx context.Context) error {
 	n.store = store
 	n.storeReady.Store(store)
 	n.transport.SetStore(store)
+	n.transport.SetSplitter(n.splitForPeer) // admin.go
 	n.pd = pd.New(store, pd.Config{Join: n.cfg.Join, Logger: n.log, DialOptions: n.dialOpts,
 		Schedule: pd.ScheduleConfig{DownAfter: n.cfg.DownAfter, StoreLimit: n.cfg.ScheduleLimit}})
 	n.pdReady.Store(n.pd)
@@ -439,6 +440,7 @@ func (n *Node) listen() error {
 		}
 		n.lns = append(n.lns, ln)
 		mux := http.NewServeMux()
+		mux.HandleFunc("GET /{$}", n.handleConsole) // console.go
 		mux.HandleFunc("/healthz", n.handleHealth) // status.go
 		mux.HandleFunc("/status", n.handleStatus)
 		mux.Handle("/metrics", promhttp.Handler())

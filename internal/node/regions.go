@@ -3,11 +3,9 @@ package node
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"sort"
+	"time"
 
 	"github.com/strata-db/strata/internal/pd"
 	"github.com/strata-db/strata/internal/sql"
@@ -16,8 +14,8 @@ import (
 
 // regionAdmin is the node's sql.RegionAdmin: SPLIT TABLE and SHOW TABLE
 // REGIONS. A split is carried out by the region's leader: this node when
-// it leads the region, otherwise the leader's node through its
-// /admin/split endpoint.
+// it leads the region, otherwise the leader's store through the stores'
+// gRPC service (transport.SplitAt, authenticated as Raft traffic is).
 type regionAdmin struct{ n *Node }
 
 var _ sql.RegionAdmin = regionAdmin{}
@@ -67,35 +65,23 @@ func (a regionAdmin) splitOne(ctx context.Context, key []byte) (bool, error) {
 			}
 			continue // the leader moved: ask PD again
 		}
-		var addr string
-		for _, st := range n.pd.Stores() {
-			if st.Id == leader {
-				addr = st.HttpAddress
+		resp2, err := n.transport.SplitAt(ctx, leader, key)
+		switch {
+		case err != nil:
+			if attempt == 2 {
+				return false, fmt.Errorf("node %d (leader of region %d): %v", leader, resp.Region.Id, err)
 			}
-		}
-		if addr == "" {
-			return false, fmt.Errorf("the leader of region %d (node %d) has no HTTP address", resp.Region.Id, leader)
-		}
-		u := &url.URL{Scheme: "http", Host: addr, Path: "/admin/split", RawQuery: "key=" + url.QueryEscape(string(key))}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
-		hr, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, err
-		}
-		var body map[string]any
-		_ = json.NewDecoder(hr.Body).Decode(&body)
-		hr.Body.Close()
-		switch hr.StatusCode {
-		case http.StatusOK:
+		case resp2.AlreadyBoundary:
+			return false, nil
+		case resp2.Error == "":
 			return true, nil
-		case http.StatusBadRequest:
-			return false, nil // a boundary already
+		case !resp2.NotLeader && attempt == 2:
+			return false, fmt.Errorf("node %d: %s", leader, resp2.Error)
 		}
-		if attempt == 2 {
-			return false, fmt.Errorf("node %d: %v", leader, body["error"])
-		}
+		// The leader moved, or the split raced another: ask PD again.
+		time.Sleep(100 * time.Millisecond)
 	}
-	return false, nil
+	return false, fmt.Errorf("the leader of the region holding the split key kept moving; try again")
 }
 
 func (a regionAdmin) Regions(ctx context.Context, start, end []byte) ([]sql.RegionRow, error) {

@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"fmt"
+	"github.com/strata-db/strata/internal/sql"
 	"github.com/strata-db/strata/internal/sql/infoschema"
 	"net/http"
 	"net/url"
@@ -81,9 +82,13 @@ type NodeJSON struct {
 
 // RegionJSON is one region in StatusJSON. Keys are URL query-escaped.
 type RegionJSON struct {
-	ID              uint64         `json:"id"`
-	StartKey        string         `json:"start_key"`
-	EndKey          string         `json:"end_key"`
+	ID       uint64 `json:"id"`
+	StartKey string `json:"start_key"`
+	EndKey   string `json:"end_key"`
+	// StartLabel and EndLabel print the boundaries as TiDB does
+	// (t_{table}_r_{handle}, t_{table}_i_{index}_..., hex otherwise).
+	StartLabel      string         `json:"start_label,omitempty"`
+	EndLabel        string         `json:"end_label,omitempty"`
 	Version         uint64         `json:"version"`
 	ConfVersion     uint64         `json:"conf_version"`
 	LeaderStore     uint64         `json:"leader_store"`
@@ -136,6 +141,7 @@ func (n *Node) Status(ctx context.Context) (*StatusJSON, error) {
 	for _, r := range resp.Regions {
 		rj := RegionJSON{ID: r.Region.Id, StartKey: url.QueryEscape(string(r.Region.StartKey)),
 			EndKey: url.QueryEscape(string(r.Region.EndKey)), Version: r.Region.Epoch.GetVersion(),
+			StartLabel: sql.FormatRegionKey(r.Region.StartKey), EndLabel: sql.FormatRegionKey(r.Region.EndKey),
 			ConfVersion: r.Region.Epoch.GetConfVer(), LeaderStore: r.Leader.GetStoreId(),
 			System: r.Region.Id == 1, UnderReplicated: r.UnderReplicated,
 			ApproximateSize: r.ApproximateSize, ApproximateKeys: r.ApproximateKeys, ReadBytes: r.ReadBytesPerSec,

@@ -65,9 +65,10 @@ type Transport struct {
 	log       *slog.Logger
 	dialOpts  []grpc.DialOption
 
-	mu      sync.Mutex
-	store   *raftstore.Store
-	senders map[uint64]*sender
+	mu       sync.Mutex
+	store    *raftstore.Store
+	splitter Splitter // split.go
+	senders  map[uint64]*sender
 	closed  bool
 	stop    chan struct{}
 	wg      sync.WaitGroup

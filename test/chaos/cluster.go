@@ -81,6 +81,10 @@ type Cluster struct {
 	Bin   string
 	Dir   string // run directory
 	Nodes []*Node
+	// Spare is a node laid out like the others but not started and never
+	// dialled by clients: the membership nemesis adds it to the cluster so
+	// that another node can be decommissioned. Nil unless asked for.
+	Spare *Node
 	Net   *Network
 	// Flags are the start flags the binary knows (from `strata start -h`).
 	Flags map[string]bool
@@ -140,9 +144,15 @@ type ClusterConfig struct {
 	// LinkProxies puts proxies in front of every node's client ports (and,
 	// in loopback mode, its advertised peer address), for delay and stall.
 	LinkProxies bool
-	Log         func(format string, args ...any)
-	ExtraArgs   []string
+	// Spare lays out one more node (Cluster.Spare) for the membership
+	// nemesis; Net must know its name (SpareName).
+	Spare     bool
+	Log       func(format string, args ...any)
+	ExtraArgs []string
 }
+
+// SpareName is the name of the spare node of a cluster of n nodes.
+func SpareName(n int) string { return fmt.Sprintf("n%d", n+1) }
 
 // NewCluster lays out the nodes (addresses, data directories, command
 // lines) without starting them.
@@ -162,7 +172,11 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "nodes"), 0o755); err != nil {
 		return nil, err
 	}
-	for i := 0; i < cfg.Nodes; i++ {
+	total := cfg.Nodes
+	if cfg.Spare {
+		total++
+	}
+	for i := 0; i < total; i++ {
 		n := &Node{Name: fmt.Sprintf("n%d", i+1), Index: i, DataDir: filepath.Join(cfg.Dir, "data", fmt.Sprintf("n%d", i+1))}
 		n.Host = cfg.Net.HostOf(n.Name)
 		if cfg.Net.Mode == "netns" {
@@ -191,9 +205,13 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 				n.Advertise = n.peerProxy.Addr
 			}
 		}
+		if i == cfg.Nodes {
+			c.Spare = n
+			continue
+		}
 		c.Nodes = append(c.Nodes, n)
 	}
-	for _, n := range c.Nodes {
+	for _, n := range c.all() {
 		n.args = []string{cfg.Bin, "start",
 			"--data-dir", n.DataDir,
 			"--sql-addr", n.listen(n.SQLPort),
@@ -205,7 +223,7 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 		}
 		if n.Index > 0 {
 			var join []string
-			for _, m := range c.Nodes[:n.Index] {
+			for _, m := range c.Nodes[:min(n.Index, len(c.Nodes))] {
 				join = append(join, m.Advertise)
 			}
 			n.args = append(n.args, "--join", strings.Join(join, ","))
@@ -220,6 +238,14 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 		n.args = append(n.args, cfg.ExtraArgs...)
 	}
 	return c, nil
+}
+
+// all is the nodes and the spare, if any.
+func (c *Cluster) all() []*Node {
+	if c.Spare == nil {
+		return c.Nodes
+	}
+	return append(append([]*Node(nil), c.Nodes...), c.Spare)
 }
 
 func freePorts(k int) ([]int, error) {
@@ -466,7 +492,7 @@ func (c *Cluster) Resume(n *Node) error {
 // proxies.
 func (c *Cluster) Shutdown() {
 	var wg sync.WaitGroup
-	for _, n := range c.Nodes {
+	for _, n := range c.all() {
 		wg.Add(1)
 		go func(n *Node) {
 			defer wg.Done()
@@ -474,7 +500,7 @@ func (c *Cluster) Shutdown() {
 		}(n)
 	}
 	wg.Wait()
-	for _, n := range c.Nodes {
+	for _, n := range c.all() {
 		for _, p := range []*Proxy{n.sqlProxy, n.respProxy, n.peerProxy} {
 			if p != nil {
 				p.Close()
@@ -547,7 +573,7 @@ func (c *Cluster) parseStatus(body []byte) (*Status, error) {
 		m, _ := e.(map[string]any)
 		id := fmt.Sprint(firstOf(m, "id", "store_id", "storeId", "node_id"))
 		for _, v := range flatStrings(m) {
-			for _, n := range c.Nodes {
+			for _, n := range c.all() {
 				if v == n.Advertise || v == n.GRPCAddr() || v == n.listen(n.SQLPort) || v == n.HTTPAddr() {
 					storeNode[id] = n.Name
 				}

@@ -183,6 +183,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for i := 1; i <= o.Nodes; i++ {
 		nodeNames = append(nodeNames, fmt.Sprintf("n%d", i))
 	}
+	spare := false
+	for _, n := range o.Nemesis {
+		spare = spare || n == "membership"
+	}
+	if spare && o.Nodes > 1 {
+		nodeNames = append(nodeNames, SpareName(o.Nodes))
+	}
 	nw, err := NewNetwork(o.Net, nodeNames)
 	if err != nil {
 		return res, err
@@ -195,7 +202,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for _, n := range o.Nemesis {
 		linkFaults = linkFaults || n == "mixed" || n == "delay" || n == "stall" || n == "reset"
 	}
-	c, err := NewCluster(ClusterConfig{Bin: o.Bin, Dir: dir, Nodes: o.Nodes, Net: nw, LinkProxies: linkFaults, Log: logf})
+	c, err := NewCluster(ClusterConfig{Bin: o.Bin, Dir: dir, Nodes: o.Nodes, Net: nw, LinkProxies: linkFaults, Spare: spare && o.Nodes > 1, Log: logf})
 	if err != nil {
 		return res, err
 	}
