@@ -23,6 +23,8 @@ const (
 	// staleAfter: well above an election timeout (1 s), so that a live
 	// follower is never looked up.
 	staleAfter = 10 * time.Second
+	// staleAfterAsleep: the same for a hibernating replica.
+	staleAfterAsleep = 5 * time.Minute
 	// staleLookups bounds the PD lookups of one round.
 	staleLookups = 64
 )
@@ -48,7 +50,9 @@ func (n *Node) staleCheckLoop() {
 func (n *Node) checkStale(ctx context.Context) int {
 	destroyed, lookups := 0, 0
 	for _, p := range n.store.Peers() {
-		if !p.Initialized() || p.SilentFor() < staleAfter {
+		// A hibernating replica hears nothing by design: it is looked
+		// up rarely.
+		if !p.Initialized() || p.SilentFor() < staleAfter || p.Asleep() && p.SilentFor() < staleAfterAsleep {
 			continue
 		}
 		if lookups++; lookups > staleLookups || ctx.Err() != nil {
@@ -60,6 +64,7 @@ func (n *Node) checkStale(ctx context.Context) int {
 		}
 		r := resp.Region
 		if slices.ContainsFunc(r.Peers, func(rp *kvpb.Peer) bool { return rp.Id == p.ID() }) {
+			p.MarkHeard() // a member: not looked up again for a while
 			continue
 		}
 		if n.store.DestroyStale(p.RegionID(), p.ID(), r.Epoch.GetConfVer()) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/strata-db/strata/kvpb"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -142,13 +143,20 @@ func (s *Store) idle() bool {
 }
 
 func (s *Store) tickAll() {
+	var out []*kvpb.RaftMessage
 	s.mu.RLock()
 	for _, p := range s.peers {
+		if p.asleep.Load() {
+			continue
+		}
 		p.mu.Lock()
-		p.rn.Tick()
+		out = append(out, s.tickLocked(p)...)
 		p.mu.Unlock()
 	}
 	s.mu.RUnlock()
+	if len(out) > 0 && s.transport != nil {
+		s.transport.Send(out)
+	}
 }
 
 func (s *Store) handleReadies(readies []readyPeer) error {

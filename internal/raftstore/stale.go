@@ -149,6 +149,10 @@ func (s *Store) DestroyStale(regionID, peerID, confVer uint64) bool {
 	return true
 }
 
+// MarkHeard restarts SilentFor: the caller learned the replica is a
+// member of its region.
+func (p *Peer) MarkHeard() { p.heardAt.Store(time.Now().UnixNano()) }
+
 // SilentFor is how long the replica has gone without a message from a
 // leader (or, for a leader, 0): a replica silent for long may be stale.
 func (p *Peer) SilentFor() time.Duration {

@@ -109,6 +109,9 @@ type Store struct {
 	// store loop to destroy (stale.go).
 	staleMu sync.Mutex
 	stale   []staleRequest
+	// hibernate: idle regions stop ticking (hibernate.go).
+	hibernate   bool
+	alwaysAwake func(regionID uint64) bool
 
 	transport   Transport
 	manualTicks bool
@@ -164,6 +167,11 @@ type Config struct {
 	// OnLeaderChange, when set, is called on the store loop whenever a
 	// local replica becomes a ready leader (true) or stops leading (false).
 	OnLeaderChange func(regionID uint64, leader bool)
+	// Hibernate lets idle regions stop ticking (hibernate.go), except
+	// those AlwaysAwake names (PD's own region: its followers must notice
+	// a dead leader without asking PD).
+	Hibernate   bool
+	AlwaysAwake func(regionID uint64) bool
 	// ClockRate, for fault tests only, makes the store clock (leases) run
 	// at this rate of real time (0: 1). A rate below 1 - leaseMargin /
 	// (electionTicks-1) x tickInterval (about 0.78) lets a leader
@@ -230,6 +238,8 @@ func Open(eng engine.Engines, cfg Config) (*Store, error) {
 		manualTicks: cfg.ManualTicks,
 		onLeader:    cfg.OnLeaderChange,
 		clockRate:   cfg.ClockRate,
+		hibernate:   cfg.Hibernate,
+		alwaysAwake: cfg.AlwaysAwake,
 		start:       time.Now(),
 		snapGen:     make(map[uint64]bool),
 		tick:        make(chan struct{}, 1),

@@ -104,10 +104,16 @@ func (s *Store) Receive(env *kvpb.RaftMessage) error {
 		return ErrStaleMessage
 	}
 	p.peerStores[env.FromPeer.GetId()] = env.FromPeer.GetStoreId()
+	if env.HibernateCommit != 0 {
+		p.heardAt.Store(time.Now().UnixNano())
+		p.receiveHibernateLocked(env)
+		return nil
+	}
 	switch m.GetType() {
 	case pb.MessageType_MsgApp, pb.MessageType_MsgHeartbeat, pb.MessageType_MsgSnap:
 		p.heardAt.Store(time.Now().UnixNano()) // only a leader sends these
 	}
+	p.wakeOnMessageLocked(m)
 	err = p.rn.Step(m)
 	if err != nil && err != raft.ErrStepPeerNotFound && err != raft.ErrStepLocalMsg {
 		return err
