@@ -6,12 +6,16 @@
 # seconds each strata process used (utime + stime from /proc/<pid>/stat) and
 # prints them as a share of one core. With PROFILE=1 it also writes a CPU
 # profile of node 1 over the window (WORK_DIR/idle.pprof; see `go tool pprof`).
+# With REUSE=1 it starts the nodes on the data directories a previous run left
+# in WORK_DIR (KEEP_WORK=1) instead of splitting again, to compare two builds on
+# the same regions. Before measuring it waits (up to 10 minutes) until no
+# operator has been in flight for SETTLE seconds, so balancing is not counted.
 # The issue's goal: thousands of idle regions cost under 5% of a core per node.
 #
 # Run it holding the benchmark lock: flock /tmp/strata-bench.lock bash bench/idle.sh
 #
 # Settings (environment variables, or flags: --regions 2000):
-#   NODES=3  REGIONS=2000  SETTLE=20  WINDOW=30  PROFILE=0
+#   NODES=3  REGIONS=2000  SETTLE=20  WINDOW=30  PROFILE=0  REUSE=0  EXTRA_ARGS=
 #   BASE_PORT=4700 (node i uses BASE_PORT+10*i .. +3: SQL, RESP, HTTP, gRPC)
 #   WORK_DIR=<mktemp -d>  KEEP_WORK=0
 #   STRATA_BIN=bin/strata (built from ./cmd/strata unless SKIP_BUILD=1)
@@ -22,13 +26,16 @@ REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$REPO_ROOT/bench/lib.sh"
 
 usage() { bench_usage "${BASH_SOURCE[0]}" "$@"; }
-parse_flags "NODES REGIONS SETTLE WINDOW PROFILE BASE_PORT WORK_DIR KEEP_WORK STRATA_BIN SKIP_BUILD" "$@"
+parse_flags "NODES REGIONS SETTLE WINDOW PROFILE REUSE EXTRA_ARGS BASE_PORT WORK_DIR KEEP_WORK STRATA_BIN SKIP_BUILD" "$@"
 
 NODES=${NODES:-3}
 REGIONS=${REGIONS:-2000}
 SETTLE=${SETTLE:-20}
 WINDOW=${WINDOW:-30}
 PROFILE=${PROFILE:-0}
+REUSE=${REUSE:-0}
+# EXTRA_ARGS: more `strata start` flags for every node (word-split).
+export STRATA_NODE_ARGS=${EXTRA_ARGS:-}
 BASE_PORT=${BASE_PORT:-4700}
 KEEP_WORK=${KEEP_WORK:-0}
 WORK_DIR=${WORK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/strata-idle.XXXXXX")}
@@ -63,6 +70,7 @@ replicas=$((NODES < 3 ? NODES : 3))
 wait_cluster_replicated "$replicas" 120 "${HTTP_PORTS[@]}"
 
 sql() { mysql -h 127.0.0.1 -P "$(port 0 0)" -u root -N -e "$1"; }
+if [[ $REUSE != 1 ]]; then
 log "splitting a table into $REGIONS regions"
 sql "CREATE DATABASE IF NOT EXISTS idle; CREATE TABLE idle.t (id BIGINT PRIMARY KEY, v INT)"
 # SPLIT TABLE makes at most 1000 regions a statement (TiDB's limit).
@@ -70,10 +78,19 @@ for ((lo = 0; lo < REGIONS; lo += 1000)); do
 	n=$((REGIONS - lo < 1000 ? REGIONS - lo : 1000))
 	sql "SPLIT TABLE idle.t BETWEEN ($((lo * 1000))) AND ($(((lo + n) * 1000))) REGIONS $n" >/dev/null
 done
-wait_cluster_replicated "$replicas" 600 "${HTTP_PORTS[@]}"
+fi
+wait_cluster_replicated "$replicas" 1800 "${HTTP_PORTS[@]}"
+# Balancing (leaders and replicas spreading over the nodes) is not idle:
+# wait until no operator has been in flight for SETTLE seconds.
+quiet=0 waited=0
+while ((quiet < SETTLE && waited < 600)); do
+	ops=$(cluster_status "${HTTP_PORTS[@]}" | jq '[.nodes[].operators] | add')
+	if [[ $ops == 0 ]]; then quiet=$((quiet + 1)); else quiet=0; fi
+	sleep 1
+	waited=$((waited + 1))
+done
 total=$(cluster_status "${HTTP_PORTS[@]}" | jq '.regions | length')
-log "$total regions, fully replicated; settling for ${SETTLE}s"
-sleep "$SETTLE"
+log "$total regions, fully replicated, no operator for ${quiet}s; leaders per node: $(cluster_status "${HTTP_PORTS[@]}" | jq -c '[.nodes[].leaders]')"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 declare -a before
