@@ -79,6 +79,7 @@ func runCmd(args []string) int {
 	fs.DurationVar(&o.OpTimeout, "op-timeout", 5*time.Second, "a client gives up on an operation after this (outcome unknown)")
 	fs.StringVar(&o.Net, "net", "auto", "auto (network namespaces when root, else loopback), netns or loopback")
 	fs.StringVar(&o.RunsDir, "runs", "runs", "directory that receives one directory per run")
+	fs.BoolVar(&o.KeepData, "keep-data", false, "keep the nodes' data directories of a valid run (an invalid one always keeps them)")
 	if err := fs.Parse(args); err != nil {
 		return 3
 	}

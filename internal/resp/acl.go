@@ -24,12 +24,20 @@ import (
 // gateway's behaviour without ACLs. Once `ACL SETUSER default ...` stored
 // it, the stored one is used instead.
 //
+// Selectors, as in Redis 7: `(~temp:* +get +set)` adds a selector, a
+// further set of command and key rules; a command runs when the user's
+// root rules or any one selector allows both it and all its keys. The
+// refusal then reported (NOPERM, ACL LOG) is a key's if some selector
+// allowed the command (the latest in the arguments of those refused),
+// else the command's. Refusals of commands, keys and
+// AUTHs are kept in this node's ACL LOG (acl_log.go).
+//
+// Key access (%R~, %W~, ~) follows Redis 7's key flags (keyAccess).
+//
 // Differences from Redis: passwords are stored as salted PBKDF2-SHA256
 // hashes of the password's SHA-256 (so `#<sha256 hex>` still adds a
-// password), and ACL LIST/GETUSER show those hashes; selectors are not
-// supported; a write command needs write access (~ or %W~) to its keys
-// and any other command read access (~ or %R~); there are no channels,
-// so channel rules are kept and printed but check nothing.
+// password), and ACL LIST/GETUSER show those hashes; there are no
+// channels, so channel rules are kept and printed but check nothing.
 
 // aclUser is a user as stored: its rules, normalised.
 type aclUser struct {
@@ -44,6 +52,28 @@ type aclUser struct {
 	Channels []string `json:"channels,omitempty"`
 	// Commands are command rules in order; the first is "+@all" or "-@all".
 	Commands []string `json:"commands,omitempty"`
+	// Selectors are further sets of key and command rules (see above).
+	Selectors []aclSelector `json:"selectors,omitempty"`
+}
+
+// aclSelector is one selector: key, channel and command rules as in
+// aclUser.
+type aclSelector struct {
+	Keys     []string `json:"keys,omitempty"`
+	Channels []string `json:"channels,omitempty"`
+	Commands []string `json:"commands,omitempty"`
+}
+
+// describe is the selector as ACL LIST prints it: "(~k resetchannels -@all +get)".
+func (sel aclSelector) describe() string {
+	var parts []string
+	parts = append(parts, sel.Keys...)
+	if len(sel.Channels) == 0 {
+		parts = append(parts, "resetchannels")
+	}
+	parts = append(parts, sel.Channels...)
+	parts = append(parts, sel.Commands...)
+	return "(" + strings.Join(parts, " ") + ")"
 }
 
 func newACLUser(name string) *aclUser {
@@ -56,6 +86,7 @@ func (u *aclUser) clone() *aclUser {
 	c.Keys = slices.Clone(u.Keys)
 	c.Channels = slices.Clone(u.Channels)
 	c.Commands = slices.Clone(u.Commands)
+	c.Selectors = slices.Clone(u.Selectors)
 	return &c
 }
 
@@ -81,6 +112,9 @@ func (u *aclUser) describe() string {
 		b.WriteString(" " + c)
 	}
 	b.WriteString(" " + u.commandRules())
+	for _, sel := range u.Selectors {
+		b.WriteString(" " + sel.describe())
+	}
 	return b.String()
 }
 
@@ -131,7 +165,10 @@ func (u *aclUser) apply(op string) error {
 	case "reset":
 		*u = *newACLUser(u.Name)
 		return nil
-	case "clearselectors", "sanitize-payload", "skip-sanitize-payload":
+	case "clearselectors":
+		u.Selectors = nil
+		return nil
+	case "sanitize-payload", "skip-sanitize-payload":
 		return nil
 	}
 	if op == "" {
@@ -230,7 +267,24 @@ func (u *aclUser) apply(op string) error {
 		u.Commands = append(u.Commands, rule)
 		return nil
 	case '(':
-		return bad("ACL selectors are not supported")
+		if !strings.HasSuffix(op, ")") {
+			return bad(fmt.Sprintf("Unmatched parenthesis in acl selector starting at '%s'.", op))
+		}
+		sel := &aclUser{Commands: []string{"-@all"}}
+		for _, r := range strings.Fields(op[1 : len(op)-1]) {
+			switch strings.ToLower(r) {
+			case "allkeys", "resetkeys", "allchannels", "resetchannels", "allcommands", "nocommands":
+			default:
+				if !strings.ContainsRune("~%&+-", rune(r[0])) {
+					return bad("Syntax error")
+				}
+			}
+			if err := sel.apply(r); err != nil {
+				return bad(err.(*aclError).msg)
+			}
+		}
+		u.Selectors = append(u.Selectors, aclSelector{Keys: sel.Keys, Channels: sel.Channels, Commands: sel.Commands})
+		return nil
 	}
 	return bad("Syntax error")
 }
@@ -238,6 +292,33 @@ func (u *aclUser) apply(op string) error {
 func (u *aclUser) addPassword(h string) {
 	u.NoPass = false
 	u.Passwords = append(u.Passwords, h)
+}
+
+// mergeSelectorArgs joins the arguments of ACL SETUSER that make up one
+// selector ("(~x", "+get)" -> "(~x +get)"), as Redis does, so that a
+// selector may be given as one argument or several.
+func mergeSelectorArgs(args [][]byte) ([]string, error) {
+	var out []string
+	var open []string
+	for _, a := range args {
+		r := string(a)
+		switch {
+		case open != nil:
+			open = append(open, r)
+			if strings.HasSuffix(r, ")") {
+				out = append(out, strings.Join(open, " "))
+				open = nil
+			}
+		case strings.HasPrefix(r, "(") && !strings.HasSuffix(r, ")"):
+			open = []string{r}
+		default:
+			out = append(out, r)
+		}
+	}
+	if open != nil {
+		return nil, replyError(fmt.Sprintf("ERR Unmatched parenthesis in acl selector starting at '%s'.", open[0]))
+	}
+	return out, nil
 }
 
 // parseKeyRule splits "~p", "%R~p", "%W~p" and "%RW~p" into access and
@@ -292,6 +373,7 @@ var aclCategories = []string{"keyspace", "read", "write", "set", "sortedset", "l
 // their command's: the administrative ones.
 var subcommandCategories = map[string]map[string][]string{
 	"acl": {
+		"log": {"admin", "slow", "dangerous"}, "dryrun": {"admin", "slow", "dangerous"},
 		"setuser": {"admin", "slow", "dangerous"}, "deluser": {"admin", "slow", "dangerous"},
 		"getuser": {"admin", "slow", "dangerous"}, "list": {"admin", "slow", "dangerous"},
 		"users": {"admin", "slow", "dangerous"}, "whoami": {"slow"}, "cat": {"slow"},
@@ -377,6 +459,8 @@ type aclCompiled struct {
 	// configPassword is the default user's password from Config.Password
 	// when no default user is stored (compared as given, as before ACLs).
 	configPassword string
+	// selectors are the user's selectors, compiled.
+	selectors []*aclCompiled
 }
 
 func compileACLUser(u *aclUser) *aclCompiled {
@@ -436,6 +520,9 @@ func compileACLUser(u *aclUser) *aclCompiled {
 		}
 		c.keys = append(c.keys, keyPerm{pat: []byte(pat), read: strings.Contains(access, "R"), write: strings.Contains(access, "W")})
 	}
+	for _, sel := range u.Selectors {
+		c.selectors = append(c.selectors, compileACLUser(&aclUser{Name: u.Name, Keys: sel.Keys, Channels: sel.Channels, Commands: sel.Commands}))
+	}
 	return c
 }
 
@@ -455,14 +542,15 @@ func (c *aclCompiled) canRun(cmd *command, args [][]byte) bool {
 	return c.cmds[cmd.name]
 }
 
-// canAccess reports whether the user may access key for reading, or for
-// writing when write is set.
-func (c *aclCompiled) canAccess(key []byte, write bool) bool {
+// canAccess reports whether the user may access key with the given
+// needs: a pattern that matches the key and grants them (any pattern that
+// matches when neither is needed).
+func (c *aclCompiled) canAccess(key []byte, read, write bool) bool {
 	if c.allKeys {
 		return true
 	}
 	for _, k := range c.keys {
-		if (write && !k.write) || (!write && !k.read) {
+		if (write && !k.write) || (read && !k.read) {
 			continue
 		}
 		if globMatch(k.pat, key) {
@@ -470,6 +558,56 @@ func (c *aclCompiled) canAccess(key []byte, write bool) bool {
 		}
 	}
 	return false
+}
+
+// Key access, as Redis 7 derives it from each key's flags: read access
+// for a key whose data the command returns, write access for a key it
+// changes, both for a key it does both to (INCR returns the new value,
+// GETDEL the old one), and only a matching pattern for a key it merely
+// looks at (EXISTS, TYPE, STRLEN, HLEN).
+const (
+	keyNeedsNothing = iota + 1
+	keyNeedsRead
+	keyNeedsWrite
+	keyNeedsBoth
+)
+
+// keyNeeds are the commands whose keys need other than the default:
+// write access for a write command, read access for any other.
+var keyNeeds = map[string]int{
+	"exists": keyNeedsNothing, "type": keyNeedsNothing, "strlen": keyNeedsNothing,
+	"hlen": keyNeedsNothing, "hexists": keyNeedsNothing, "hstrlen": keyNeedsNothing,
+	"getset": keyNeedsBoth, "getdel": keyNeedsBoth, "getex": keyNeedsBoth,
+	"incr": keyNeedsBoth, "decr": keyNeedsBoth, "incrby": keyNeedsBoth, "decrby": keyNeedsBoth,
+	"incrbyfloat": keyNeedsBoth, "hincrby": keyNeedsBoth, "hincrbyfloat": keyNeedsBoth,
+}
+
+// keyAccess returns what cmd needs of its i-th key.
+func keyAccess(cmd *command, args [][]byte, i int) (read, write bool) {
+	need := keyNeeds[cmd.name]
+	switch cmd.name {
+	case "set":
+		// SET ... GET returns the old value.
+		for _, a := range args[3:] {
+			if strings.EqualFold(string(a), "get") {
+				need = keyNeedsBoth
+			}
+		}
+	case "rename", "renamenx":
+		if i == 0 {
+			need = keyNeedsBoth // the source is read and deleted
+		}
+	}
+	switch need {
+	case keyNeedsNothing:
+		return false, false
+	case keyNeedsBoth:
+		return true, true
+	}
+	if cmd.flags&flagWrite != 0 {
+		return false, true
+	}
+	return true, false
 }
 
 // deniedName is the command name NOPERM quotes: "acl|setuser" for a
@@ -487,18 +625,54 @@ func errNoPermCommand(name string) replyError {
 
 const errNoPermKey replyError = "NOPERM this user has no permissions to access one of the keys used as arguments"
 
-// checkACL returns the NOPERM error for running cmd as user c, or nil.
-func (c *aclCompiled) check(cmd *command, args [][]byte) error {
+// aclDenial is why a command was refused: its name (command) or one of
+// its keys (key), for the NOPERM error and ACL LOG.
+type aclDenial struct {
+	key    bool
+	object string
+	arg    int // the key's position in the arguments
+}
+
+// err is the NOPERM error of d.
+func (d *aclDenial) err() error {
+	if d.key {
+		return errNoPermKey
+	}
+	return errNoPermCommand(d.object)
+}
+
+// check returns why user c may not run cmd with args, or nil: the root
+// rules are tried, then each selector.
+func (c *aclCompiled) check(cmd *command, args [][]byte) *aclDenial {
+	d := c.checkRules(cmd, args)
+	if d == nil {
+		return nil
+	}
+	for _, sel := range c.selectors {
+		sd := sel.checkRules(cmd, args)
+		if sd == nil {
+			return nil
+		}
+		// As Redis: a key refused after the command was allowed says
+		// more than a refused command, a later key more than an earlier.
+		if sd.key && (!d.key || sd.arg > d.arg) {
+			d = sd
+		}
+	}
+	return d
+}
+
+// checkRules checks one set of rules (the root ones or a selector's).
+func (c *aclCompiled) checkRules(cmd *command, args [][]byte) *aclDenial {
 	if !c.canRun(cmd, args) {
-		return errNoPermCommand(deniedName(cmd, args))
+		return &aclDenial{object: deniedName(cmd, args)}
 	}
 	if c.allKeys || cmd.firstKey == 0 {
 		return nil
 	}
-	write := cmd.flags&flagWrite != 0
-	for _, k := range cmd.keys(args) {
-		if !c.canAccess(k, write) {
-			return errNoPermKey
+	for i, k := range cmd.keys(args) {
+		if read, write := keyAccess(cmd, args, i); !c.canAccess(k, read, write) {
+			return &aclDenial{key: true, object: string(k), arg: i}
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +113,106 @@ func TestACLSharedStore(t *testing.T) {
 			t.Fatal("bob's connection on the second gateway stayed open")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestACLLog: refused commands, keys and AUTHs are logged, newest first,
+// repeats within a minute grouped into one entry, at most aclLogMaxLen
+// kept, and ACL LOG RESET empties the log.
+func TestACLLog(t *testing.T) {
+	clock := &fakeClock{now: time.UnixMilli(1_700_000_000_000)}
+	srv, err := New(Config{Addr: "127.0.0.1:0", Now: clock.Now}, kvtest.NewMemStorage())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	defer srv.Close()
+	admin := dialTest(t, srv.Addr().String())
+	defer admin.Close()
+	u := dialTest(t, srv.Addr().String())
+	defer u.Close()
+	send := func(c *testConn, line string) string {
+		t.Helper()
+		if _, err := c.Write([]byte(line + "\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		r, err := readReply(c.r, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(r)
+	}
+	if r := send(admin, "ACL SETUSER eve on nopass ~pub:* +get +set +multi +exec"); r != "OK" {
+		t.Fatal(r)
+	}
+	if r := send(admin, "ACL LOG"); r != "(empty array)" {
+		t.Fatalf("empty log: %s", r)
+	}
+	send(u, "AUTH eve x")
+	send(u, "GET secret:1")
+	send(u, "DEL pub:1")
+	send(u, "AUTH eve2 x")
+	clock.Advance(time.Second)
+	send(u, "GET secret:1") // grouped with the first
+	send(u, "MULTI")
+	send(u, "GET secret:2")
+	send(u, "EXEC")
+
+	// Each line without its "n) " numbering, joined by |.
+	flat := func(r string) string {
+		var parts []string
+		for _, l := range strings.Split(r, "\n") {
+			l = strings.TrimSpace(l)
+			for {
+				f := strings.SplitN(l, ") ", 2)
+				if len(f) != 2 || strings.Trim(f[0], "0123456789") != "" || f[0] == "" {
+					break
+				}
+				l = f[1]
+			}
+			parts = append(parts, l)
+		}
+		return strings.Join(parts, "|")
+	}
+	log := flat(send(admin, "ACL LOG"))
+	for _, want := range []string{
+		// newest first: the key refused in MULTI, then the grouped one
+		`"count"|(integer) 1|"reason"|"key"|"context"|"multi"|"object"|"secret:2"|"username"|"eve"|"age-seconds"|"0"`,
+		`"count"|(integer) 2|"reason"|"key"|"context"|"toplevel"|"object"|"secret:1"|"username"|"eve"`,
+		`"count"|(integer) 1|"reason"|"auth"|"context"|"toplevel"|"object"|"AUTH"|"username"|"eve2"|"age-seconds"|"1"`,
+		`"count"|(integer) 1|"reason"|"command"|"context"|"toplevel"|"object"|"del"|"username"|"eve"`,
+		`"entry-id"|(integer) 0|"timestamp-created"|(integer) 1700000000000|"timestamp-last-updated"|(integer) 1700000001000`,
+		"cmd=get user=eve",
+	} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("ACL LOG lacks\n%s\nin\n%s", want, log)
+		}
+	}
+	if i, j := strings.Index(log, `"secret:2"`), strings.Index(log, `"eve2"`); i > j {
+		t.Fatalf("ACL LOG is not newest first:\n%s", log)
+	}
+	if r := send(admin, "ACL LOG 1"); strings.Count(r, `"count"`) != 1 {
+		t.Fatalf("ACL LOG 1:\n%s", r)
+	}
+	if r := send(admin, "ACL LOG -1"); r != "(empty array)" {
+		t.Fatal(r)
+	}
+	// After a minute the same refusal starts a new entry.
+	clock.Advance(61 * time.Second)
+	send(u, "GET secret:1")
+	if r := flat(send(admin, "ACL LOG 1")); !strings.Contains(r, `"count"|(integer) 1|"reason"|"key"|"context"|"toplevel"|"object"|"secret:1"`) {
+		t.Fatalf("new entry after a minute:\n%s", r)
+	}
+	for i := range aclLogMaxLen + 10 {
+		send(u, fmt.Sprintf("GET secret:x%d", i))
+	}
+	if r := send(admin, fmt.Sprintf("ACL LOG %d", aclLogMaxLen+50)); strings.Count(r, `"count"`) != aclLogMaxLen {
+		t.Fatalf("log keeps %d entries, want %d", strings.Count(r, `"count"`), aclLogMaxLen)
+	}
+	if r := send(admin, "ACL LOG RESET"); r != "OK" {
+		t.Fatal(r)
+	}
+	if r := send(admin, "ACL LOG"); r != "(empty array)" {
+		t.Fatalf("after RESET: %s", r)
 	}
 }

@@ -95,6 +95,49 @@ func cmdACL(x *call) error {
 		err := x.sess.srv.aclDelUser(x, args)
 		x.sess.auditACL(x.args, err)
 		return err
+	case "log":
+		if err := arity(len(args) <= 1); err != nil {
+			return err
+		}
+		count := int64(10)
+		if len(args) == 1 {
+			if strings.EqualFold(string(args[0]), "reset") {
+				x.sess.srv.aclLog.reset()
+				x.w.WriteSimple("OK")
+				return nil
+			}
+			n, ok := parseInt(args[0])
+			if !ok {
+				return errNotInteger
+			}
+			count = max(n, 0) // Redis answers an empty log for a negative count
+
+		}
+		writeACLLog(x.w, x.sess.srv.aclLog.recent(int(min(count, aclLogMaxLen))), x.sess.srv.cfg.Now())
+	case "dryrun":
+		if err := arity(len(args) >= 2); err != nil {
+			return err
+		}
+		u := x.sess.srv.acl.Load().users[string(args[0])]
+		if u == nil {
+			return replyError(fmt.Sprintf("ERR User '%s' not found", args[0]))
+		}
+		cmd := lookupCommand(args[1])
+		if cmd == nil {
+			return replyError(fmt.Sprintf("ERR Command '%s' not found", args[1]))
+		}
+		if !cmd.arityOK(len(args) - 1) {
+			return errArity(cmd.name)
+		}
+		d := u.check(cmd, args[1:])
+		switch {
+		case d == nil:
+			x.w.WriteSimple("OK")
+		case d.key:
+			x.w.WriteBulkString(fmt.Sprintf("This user has no permissions to access the '%s' key", d.object))
+		default:
+			x.w.WriteBulkString(fmt.Sprintf("This user has no permissions to run the '%s' command", d.object))
+		}
 	case "genpass":
 		bits := int64(256)
 		if len(args) > 1 {
@@ -111,8 +154,9 @@ func cmdACL(x *call) error {
 		rand.Read(b)
 		x.w.WriteBulkString(hex.EncodeToString(b)[:(bits+3)/4])
 	case "help":
-		writeHelp(x.w, "ACL", "CAT [<category>]", "DELUSER <username> [<username> ...]", "GENPASS [<bits>]",
-			"GETUSER <username>", "LIST", "USERS", "SETUSER <username> <attribute> [<attribute> ...]", "WHOAMI")
+		writeHelp(x.w, "ACL", "CAT [<category>]", "DELUSER <username> [<username> ...]", "DRYRUN <username> <command> [<arg> ...]",
+			"GENPASS [<bits>]", "GETUSER <username>", "LIST", "LOG [<count> | RESET]", "USERS",
+			"SETUSER <username> <attribute> [<attribute> ...]", "WHOAMI")
 	default:
 		return errUnknownSubcommand("acl", x.args[1])
 	}
@@ -142,7 +186,16 @@ func writeACLUser(w *Writer, u *aclUser) {
 	w.WriteBulkString("channels")
 	w.WriteBulkString(strings.Join(u.Channels, " "))
 	w.WriteBulkString("selectors")
-	w.WriteArrayLen(0)
+	w.WriteArrayLen(len(u.Selectors))
+	for _, sel := range u.Selectors {
+		w.WriteMapLen(3)
+		w.WriteBulkString("commands")
+		w.WriteBulkString(strings.Join(sel.Commands, " "))
+		w.WriteBulkString("keys")
+		w.WriteBulkString(strings.Join(sel.Keys, " "))
+		w.WriteBulkString("channels")
+		w.WriteBulkString(strings.Join(sel.Channels, " "))
+	}
 }
 
 func validUserName(name string) error {
@@ -157,9 +210,13 @@ func (s *Server) aclSetUser(x *call, name string, rules [][]byte) error {
 	if err := validUserName(name); err != nil {
 		return err
 	}
+	merged, err := mergeSelectorArgs(rules)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommandTimeout)
 	defer cancel()
-	err := s.changeACL(ctx, func(cur map[string]*aclUser) (map[string]*aclUser, error) {
+	err = s.changeACL(ctx, func(cur map[string]*aclUser) (map[string]*aclUser, error) {
 		u := cur[name]
 		switch {
 		case u != nil:
@@ -177,8 +234,8 @@ func (s *Server) aclSetUser(x *call, name string, rules [][]byte) error {
 		default:
 			u = newACLUser(name)
 		}
-		for _, r := range rules {
-			if err := u.apply(string(r)); err != nil {
+		for _, r := range merged {
+			if err := u.apply(r); err != nil {
 				return nil, err
 			}
 		}
@@ -317,6 +374,11 @@ func (s *session) authenticate(user, pass []byte) error {
 		metricAuthFailures.Inc()
 		s.srv.cfg.Logger.Info("resp: login failed", "user", name, "client", s.raw.RemoteAddr().String())
 		s.audit(audit.Event{Event: "login", User: name, Outcome: "failure", Reason: "WRONGPASS"})
+		context := "toplevel"
+		if s.inMulti {
+			context = "multi"
+		}
+		s.srv.aclLog.add("auth", context, "AUTH", name, strings.TrimSuffix(s.info(), "\n"), s.srv.cfg.Now())
 		return errWrongPass
 	}
 	s.srv.guard.Succeeded(name, host)

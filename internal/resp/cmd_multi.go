@@ -110,6 +110,15 @@ func cmdExec(x *call) error {
 	if user != nil && user.allCommands && user.allKeys {
 		user = nil
 	}
+	// Refusals are worked out (and logged) once, not per attempt.
+	denied := make([]*aclDenial, len(queued))
+	if user != nil {
+		for i, q := range queued {
+			if denied[i] = user.check(q.cmd, q.args); denied[i] != nil {
+				s.logDenial(denied[i], true)
+			}
+		}
+	}
 	var keys [][]byte
 	barrier := false
 	for _, wk := range watched {
@@ -135,16 +144,14 @@ func cmdExec(x *call) error {
 			}
 		}
 		w.WriteArrayLen(len(queued))
-		for _, q := range queued {
-			if user != nil {
-				if err := user.check(q.cmd, q.args); err != nil {
-					reason := "no permission to execute the command or subcommand"
-					if err == errNoPermKey {
-						reason = "no permission to touch the specified keys"
-					}
-					w.WriteError("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason)
-					continue
+		for i, q := range queued {
+			if d := denied[i]; d != nil {
+				reason := "no permission to execute the command or subcommand"
+				if d.key {
+					reason = "no permission to touch the specified keys"
 				}
+				w.WriteError("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason)
+				continue
 			}
 			cx := *q
 			cx.w = w

@@ -92,9 +92,10 @@ type Server struct {
 	cursors cursorTable
 	// acl is the users as last loaded (acl_store.go); auth caches the
 	// passwords that proved right.
-	acl   atomic.Pointer[aclSnapshot]
-	auth  *authCache
-	guard *loginguard.Guard
+	acl    atomic.Pointer[aclSnapshot]
+	auth   *authCache
+	aclLog aclLog // recent refusals (ACL LOG)
+	guard  *loginguard.Guard
 	// latest is store when it can read a key's newest committed value
 	// outside a transaction; GET then needs no timestamp.
 	latest LatestGetter
@@ -379,13 +380,14 @@ func (sess *session) dispatch(args [][]byte) {
 			return // its user was deleted: the connection closes
 		}
 		if u := sess.user; u != nil && !(u.allCommands && u.allKeys) {
-			if err := u.check(cmd, args); err != nil {
+			if d := u.check(cmd, args); d != nil {
 				sess.drain()
 				if sess.inMulti {
 					sess.queueErr = true
 				}
 				metricACLDenied.Inc()
-				writeError(sess.w, err)
+				sess.logDenial(d, sess.inMulti)
+				writeError(sess.w, d.err())
 				return
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/auth"
@@ -79,6 +80,18 @@ func (s *Session) target(u *auth.UserIdentity) privilege.Identity {
 		return s.auth.account
 	}
 	return ident(u)
+}
+
+// checkIdentLength refuses names longer than MySQL 8 allows (1470): 32
+// characters of user, 255 of host.
+func checkIdentLength(id privilege.Identity) error {
+	if utf8.RuneCountInString(id.User) > 32 {
+		return sqlerr.New(1470, "HY000", "String '%s' is too long for user name (should be no longer than 32)", id.User)
+	}
+	if len(id.Host) > 255 {
+		return sqlerr.New(1470, "HY000", "String '%s' is too long for host name (should be no longer than 255)", id.Host)
+	}
+	return nil
 }
 
 func opFailed(op string, ids []privilege.Identity) error {
@@ -172,6 +185,9 @@ func (s *Session) createUser(ctx context.Context, n *ast.CreateUserStmt) error {
 		a := &privilege.Account{Identity: ident(spec.User), Plugin: privilege.PluginSHA2}
 		if a.User == "" {
 			return notSupported("anonymous accounts")
+		}
+		if err := checkIdentLength(a.Identity); err != nil {
+			return err
 		}
 		if n.IsCreateRole {
 			a.Role, a.Locked = true, true
@@ -327,6 +343,9 @@ func (s *Session) renameUser(ctx context.Context, n *ast.RenameUserStmt) error {
 		moved := map[privilege.Identity]*privilege.Identity{}
 		for _, u2u := range n.UserToUsers {
 			from, to := s.target(u2u.OldUser), ident(u2u.NewUser)
+			if err := checkIdentLength(to); err != nil {
+				return err
+			}
 			a := cur.Get(from)
 			if a == nil || cur.Get(to) != nil {
 				return opFailed("RENAME USER", []privilege.Identity{from})
@@ -445,7 +464,7 @@ func (s *Session) mayGrant(t grantTarget, p privilege.Priv, cols map[string]priv
 			return s.globalDenied()
 		}
 	case t.table == "":
-		if set.DB(t.db)&p != p {
+		if set.DBGrant(t.db)&p != p {
 			return s.dbDenied(t.db)
 		}
 	default:

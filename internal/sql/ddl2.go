@@ -262,6 +262,7 @@ func (s *Session) foreignKeyChecks() bool {
 func (s *Session) selectColumns(schema *catalog.Schema, n *ast.CreateTableStmt) ([]*ast.ColumnDef, error) {
 	b := plan.NewBuilder(schema, s.db)
 	b.ParseView = parseView
+	b.Visible = infoVisibility{s}
 	p, err := b.BuildQuery(n.Select)
 	if err != nil {
 		return nil, err
@@ -299,6 +300,7 @@ func (s *Session) selectColumns(schema *catalog.Schema, n *ast.CreateTableStmt) 
 func (s *Session) fillTable(ctx context.Context, txn kv.Txn, schema *catalog.Schema, t *catalog.TableInfo, n *ast.CreateTableStmt) error {
 	b := plan.NewBuilder(schema, s.db)
 	b.ParseView = parseView
+	b.Visible = infoVisibility{s}
 	p, err := b.BuildQuery(n.Select)
 	if err != nil {
 		return err

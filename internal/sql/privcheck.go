@@ -6,6 +6,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
+	"github.com/strata-db/strata/internal/sql/catalog"
 	"github.com/strata-db/strata/internal/sql/infoschema"
 	"github.com/strata-db/strata/internal/sql/privilege"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
@@ -118,6 +119,9 @@ type need struct {
 	db, table string
 	priv      privilege.Priv
 	cols      []string
+	// global: priv is needed globally (INFORMATION_SCHEMA's cluster
+	// tables need PROCESS, as in TiDB: region bounds are row keys).
+	global bool
 }
 
 // checkNeeds checks needs against the session's privileges.
@@ -127,6 +131,12 @@ func (s *Session) checkNeeds(needs []need) error {
 		return nil
 	}
 	for _, n := range needs {
+		if n.global {
+			if set.Global&n.priv == 0 {
+				return needPrivilege(n.priv.Name())
+			}
+			continue
+		}
 		if n.table == "" {
 			if set.DB(n.db)&n.priv != n.priv {
 				return s.dbDenied(n.db)
@@ -264,6 +274,9 @@ func (r *refs) colsOf(tn *ast.TableName) []string {
 // reads adds a Select need for every real table of r not in skip.
 func (r *refs) reads(needs []need, skip map[*ast.TableName]bool) []need {
 	for _, tn := range r.tables {
+		if !skip[tn] && infoschema.IsName(r.dbOf(tn)) && infoschema.IsClusterTable(tn.Name.O) && !(tn.Schema.O == "" && r.ctes[tn.Name.L]) {
+			needs = append(needs, need{priv: privilege.Process, global: true})
+		}
 		if skip[tn] || !r.real(tn) {
 			continue
 		}
@@ -390,6 +403,23 @@ func firstTable(refs *ast.TableRefsClause) *ast.TableName {
 	return nil
 }
 
+// deniedFirst is the error of a DML statement that failed to plan with
+// err: the privilege error if the session may not run it anyway, as MySQL
+// checks privileges before it looks for tables and columns, so that a
+// user cannot probe which tables exist where it holds nothing.
+func (s *Session) deniedFirst(st ast.StmtNode, err error) error {
+	needs := s.dmlNeeds(st)
+	for _, n := range needs {
+		if n.db == "" && n.table != "" {
+			return err // no database selected
+		}
+	}
+	if perr := s.checkNeeds(needs); perr != nil {
+		return perr
+	}
+	return err
+}
+
 // tableNeed is the need of p on a named table.
 func (s *Session) tableNeed(tn *ast.TableName, p privilege.Priv) need {
 	db := tn.Schema.O
@@ -497,6 +527,61 @@ func (s *Session) canSeeTable(db, table string) bool {
 	set := s.privs()
 	return isSuperuser(set) || infoschema.IsName(db) || set.AnyOnTable(db, table)
 }
+
+// infoVisibility is what the session sees of the schema in
+// INFORMATION_SCHEMA (infoschema.Visibility), read from its privileges
+// each time a plan runs.
+type infoVisibility struct{ s *Session }
+
+func (v infoVisibility) DB(db string) bool           { return v.s.canSeeDB(db) }
+func (v infoVisibility) Table(db, table string) bool { return v.s.canSeeTable(db, table) }
+
+func (v infoVisibility) Column(db, table, col string) string {
+	set := v.s.privs()
+	p := privilege.ColumnLevel
+	if !isSuperuser(set) {
+		p &= set.Column(db, table, col)
+	}
+	return columnPrivNames(p)
+}
+
+// ViewColumns describes a view's columns for COLUMNS (none if its query
+// no longer plans, say after a table it reads was dropped).
+func (v infoVisibility) ViewColumns(schema *catalog.Schema, view *catalog.TableInfo) []*catalog.ColumnInfo {
+	cols, err := v.s.viewColumns(schema, view)
+	if err != nil {
+		return nil
+	}
+	return cols
+}
+
+func (v infoVisibility) ViewDefinition(db, view string) bool {
+	set := v.s.privs()
+	return isSuperuser(set) || set.Table(db, view)&privilege.ShowView != 0
+}
+
+// columnPrivNames lists column privileges as COLUMNS.PRIVILEGES and SHOW
+// FULL COLUMNS do: "select,insert,update,references" or part of it.
+func columnPrivNames(p privilege.Priv) string {
+	var b []byte
+	for _, x := range []struct {
+		p    privilege.Priv
+		name string
+	}{{privilege.Select, "select"}, {privilege.Insert, "insert"}, {privilege.Update, "update"}, {privilege.References, "references"}} {
+		if p&x.p != 0 {
+			if len(b) > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, x.name...)
+		}
+	}
+	return string(b)
+}
+
+// checkShowDB checks SHOW TABLES, SHOW TABLE STATUS and SHOW CREATE
+// DATABASE: as in MySQL, a database the session holds no privilege in
+// answers 1044 whether it exists or not.
+func (s *Session) checkShowDB(db string) error { return s.checkUse(db) }
 
 // checkUse checks USE db / COM_INIT_DB: some privilege on the database.
 func (s *Session) checkUse(db string) error {

@@ -533,6 +533,7 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 	b.OnlyFullGroupBy = s.sqlModeHas("ONLY_FULL_GROUP_BY")
 	b.Processes = func() [][]types.Datum { return processRows(s.visibleProcesses(), true) }
 	b.Privileges = s.privilegeRows
+	b.Visible = infoVisibility{s}
 	c := &compiled{version: s.schema.Version, tempVersion: s.x.tempVersion}
 	var err error
 	switch n := st.(type) {
@@ -551,7 +552,7 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 		err = notSupported(stmtName(st))
 	}
 	if err != nil {
-		return nil, err
+		return nil, s.deniedFirst(st, err)
 	}
 	c.subqueries = b.Subqueries
 	c.needs = s.dmlNeeds(st)

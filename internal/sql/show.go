@@ -121,6 +121,9 @@ func (s *Session) runShowAll(ctx context.Context, n *ast.ShowStmt) (*Result, err
 		if err != nil {
 			return nil, err
 		}
+		if err := s.checkShowDB(db); err != nil {
+			return nil, err
+		}
 		if schema.DB(db) == nil {
 			return nil, sqlerr.New(sqlerr.ErBadDB, "42000", "Unknown database '%s'", db)
 		}

@@ -56,11 +56,12 @@ func (s *Session) runShowExtra(ctx context.Context, n *ast.ShowStmt, schema *cat
 		if isInfoSchemaDB(db) {
 			t = infoschema.Table(n.Table.Name.O)
 		}
+		// Refused before "doesn't exist", as in MySQL: no probing.
+		if !s.canSeeTable(db, n.Table.Name.O) {
+			return nil, true, s.commandDenied("SHOW", n.Table.Name.O)
+		}
 		if t == nil {
 			return nil, true, noSuchTable(db, n.Table.Name.O)
-		}
-		if !s.canSeeTable(db, t.Name) {
-			return nil, true, s.commandDenied("SHOW", t.Name)
 		}
 		if n.Tp == ast.ShowCreateView && !isSuperuser(s.privs()) && s.privs().Table(db, t.Name)&privilege.ShowView == 0 {
 			return nil, true, s.commandDenied("SHOW VIEW", t.Name)
@@ -97,6 +98,9 @@ func (s *Session) runShowExtra(ctx context.Context, n *ast.ShowStmt, schema *cat
 			res.Rows = append(res.Rows, textRow(infoschema.Name, "CREATE DATABASE `information_schema` /*!40100 DEFAULT CHARACTER SET utf8mb3 */ /*!80016 DEFAULT ENCRYPTION='N' */"))
 			break
 		}
+		if err := s.checkShowDB(n.DBName); err != nil {
+			return nil, true, err
+		}
 		d := schema.DB(n.DBName)
 		if d == nil {
 			return nil, true, sqlerr.New(sqlerr.ErBadDB, "42000", "Unknown database '%s'", n.DBName)
@@ -118,11 +122,14 @@ func (s *Session) runShowExtra(ctx context.Context, n *ast.ShowStmt, schema *cat
 		if isInfoSchemaDB(db) {
 			break
 		}
+		if err := s.checkShowDB(db); err != nil {
+			return nil, true, err
+		}
 		if schema.DB(db) == nil {
 			return nil, true, sqlerr.New(sqlerr.ErBadDB, "42000", "Unknown database '%s'", db)
 		}
 		for _, t := range schema.Tables(db) {
-			if t.Temporary || !keep(t.Name) {
+			if t.Temporary || !keep(t.Name) || !s.canSeeTable(db, t.Name) {
 				continue
 			}
 			row := make([]types.Datum, 18)
@@ -198,11 +205,16 @@ func (s *Session) showColumns(schema *catalog.Schema, db string, t *catalog.Tabl
 		}
 		cols = vc
 	}
+	vis := infoVisibility{s}
 	for _, c := range cols {
-		if !keep(c.Name) {
+		privs := vis.Column(db, t.Name, c.Name)
+		if !keep(c.Name) || privs == "" && !isInfoSchemaDB(db) {
 			continue
 		}
 		r := infoschema.ColumnRow(db, t, c)
+		if !isInfoSchemaDB(db) {
+			r[18] = privs
+		}
 		def := types.Null
 		if r[5] != nil {
 			def = types.NewString(r[5].(string))

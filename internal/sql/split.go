@@ -10,6 +10,7 @@ import (
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
 	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/privilege"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/tablecodec"
 	"github.com/strata-db/strata/internal/sql/types"
@@ -190,6 +191,10 @@ func (s *Session) showRegions(ctx context.Context, n *ast.ShowStmt) (*Result, er
 	}
 	t, err := s.tableOf(schema, n.Table)
 	if err != nil {
+		return nil, err
+	}
+	// Region bounds are row and index keys: the table's data.
+	if err := s.checkNeeds([]need{s.tableNeed(n.Table, privilege.Select)}); err != nil {
 		return nil, err
 	}
 	start := tablecodec.RecordPrefix(t.ID)

@@ -63,6 +63,10 @@ type Options struct {
 	// LivenessLimit: no ok operation for this long after the final heal
 	// makes the verdict unknown (the database did not recover).
 	LivenessLimit time.Duration
+	// KeepData keeps the nodes' data directories of a valid run (a run
+	// that is not valid always keeps them, for its post-mortem). Each
+	// run's directories take hundreds of MB; a soak would fill the disk.
+	KeepData bool
 }
 
 func (o *Options) defaults() {
@@ -335,6 +339,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	logf("verdict: %s (%s)", res.Verdict, dir)
 	if res.Verdict != checker.Valid {
 		logf("seed %d; replay with:\n  %s", o.Seed, o.ReplayCommand())
+	} else if !o.KeepData {
+		os.RemoveAll(filepath.Join(dir, "data"))
 	}
 	return res, nil
 }

@@ -94,6 +94,54 @@ func TestACLUsers(t *testing.T) {
 	isErr(t, app2.Get(ctx, "app:1"), "EOF") // its connection is closed
 }
 
+// TestACLSelectorsAndLog: a selector set with go-redis widens a user's
+// rules, refusals land in ACL LOG, which go-redis parses and redis-cli
+// prints, and ACL DRYRUN answers without running anything.
+func TestACLSelectorsAndLog(t *testing.T) {
+	n := startOwnNode(t)
+	ctx := context.Background()
+	admin := newClientOpts(t, &redis.Options{Addr: n.RESPAddr, Protocol: 3})
+	noErr(t, admin.Do(ctx, "ACL", "SETUSER", "svc", "on", ">pw", "~svc:*", "+@read", "+@connection", "(~cache:* +set +get)", "(%R~conf:* +get)"))
+	noErr(t, admin.Set(ctx, "conf:1", "c", 0))
+
+	svc := newClientOpts(t, &redis.Options{Addr: n.RESPAddr, Protocol: 3, Username: "svc", Password: "pw"})
+	noErr(t, svc.Set(ctx, "cache:1", "x", 0))
+	eq(t, svc.Get(ctx, "cache:1"), "x")
+	eq(t, svc.Get(ctx, "conf:1"), "c")
+	isErr(t, svc.Set(ctx, "conf:1", "y", 0), "NOPERM this user has no permissions to access one of the keys used as arguments")
+	isErr(t, svc.Del(ctx, "cache:1"), "NOPERM this user has no permissions to run the 'del' command")
+	bad := newClientOpts(t, &redis.Options{Addr: n.RESPAddr, Username: "svc", Password: "wrong"})
+	isErr(t, bad.Ping(ctx), "WRONGPASS invalid username-password pair or user is disabled.")
+
+	entries, err := admin.ACLLog(ctx, 10).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Reason+" "+e.Context+" "+e.Object+" "+e.Username)
+	}
+	want := []string{"auth toplevel AUTH svc", "command toplevel del svc", "key toplevel conf:1 svc"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ACL LOG: %q, want %q", got, want)
+	}
+	if e := entries[2]; e.Count != 1 || e.ClientInfo == nil || e.ClientInfo.User != "svc" || e.TimestampCreated == 0 {
+		t.Fatalf("ACL LOG entry: %+v (client %+v)", e, e.ClientInfo)
+	}
+	if out := rcli(t, n.RESPAddr, "ACL", "LOG", "1"); !strings.Contains(out, "auth") || !strings.Contains(out, "client-info") {
+		t.Fatalf("redis-cli ACL LOG 1: %q", out)
+	}
+	eq(t, admin.Do(ctx, "ACL", "DRYRUN", "svc", "set", "cache:2", "v"), any("OK"))
+	eq(t, admin.Do(ctx, "ACL", "DRYRUN", "svc", "set", "conf:2", "v"), any("This user has no permissions to access the 'conf:2' key"))
+	if n, err := admin.Exists(ctx, "cache:2").Result(); err != nil || n != 0 {
+		t.Fatalf("DRYRUN ran the command: %d, %v", n, err)
+	}
+	noErr(t, admin.Do(ctx, "ACL", "LOG", "RESET"))
+	if entries, err := admin.ACLLog(ctx, 10).Result(); err != nil || len(entries) != 0 {
+		t.Fatalf("after RESET: %v, %v", entries, err)
+	}
+}
+
 func waitRESPAuth(addr, password string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {

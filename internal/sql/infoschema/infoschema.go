@@ -8,9 +8,17 @@
 // Contract with the planner: Table returns the definition of a table (a
 // catalog.TableInfo that exists nowhere in storage) and Rows its rows,
 // computed from one catalog.Schema snapshot; the planner reads them as a
-// constant relation. Rows depend only on the schema, so a plan holding
-// them may be cached as long as the schema version is unchanged. Column
-// names and types follow MySQL 8.0's INFORMATION_SCHEMA.
+// constant relation. Column names and types follow MySQL 8.0's
+// INFORMATION_SCHEMA.
+//
+// Privileges. As in MySQL 8, a session sees in SCHEMATA only the databases
+// on which it holds some privilege (all of them with SHOW DATABASES), in
+// TABLES, STATISTICS, KEY_COLUMN_USAGE, TABLE_CONSTRAINTS,
+// REFERENTIAL_CONSTRAINTS and VIEWS only the tables on which it holds some
+// privilege (on the table or one of its columns), and in COLUMNS only the
+// columns it holds a privilege on, with those privileges in PRIVILEGES.
+// Rows takes the session's Visibility for that; since the rows then depend
+// on privileges too, the planner computes them each time a plan runs.
 package infoschema
 
 import (
@@ -167,10 +175,34 @@ type PrivilegeSource func(table string) [][]types.Datum
 // or nil.
 func Table(name string) *catalog.TableInfo { return tableInfos[strings.ToUpper(name)] }
 
-// Rows returns the rows of an INFORMATION_SCHEMA table as seen in schema;
-// the values have the kinds of Table(name)'s column types.
-func Rows(schema *catalog.Schema, name string) [][]types.Datum {
-	b := &builder{schema: schema}
+// Visibility is what a session may see of the schema (see the package
+// comment). Names are as stored; implementations compare them without
+// regard to case.
+type Visibility interface {
+	// DB reports whether the database is listed.
+	DB(db string) bool
+	// Table reports whether the table or view is listed.
+	Table(db, table string) bool
+	// Column returns the privileges held on a column, as COLUMNS.PRIVILEGES
+	// lists them ("select,insert,update,references" or part of it); ""
+	// hides the column.
+	Column(db, table, col string) string
+	// ViewDefinition reports whether VIEWS.VIEW_DEFINITION is shown (SHOW
+	// VIEW and SELECT on the view); otherwise it is empty.
+	ViewDefinition(db, view string) bool
+}
+
+// ViewColumner is a Visibility that can describe a view's columns (by
+// planning its query); COLUMNS then lists them for views too.
+type ViewColumner interface {
+	ViewColumns(schema *catalog.Schema, view *catalog.TableInfo) []*catalog.ColumnInfo
+}
+
+// Rows returns the rows of an INFORMATION_SCHEMA table as seen in schema
+// by a session that sees vis (nil: everything); the values have the kinds
+// of Table(name)'s column types.
+func Rows(schema *catalog.Schema, name string, vis Visibility) [][]types.Datum {
+	b := &builder{schema: schema, vis: vis}
 	switch strings.ToUpper(name) {
 	case "SCHEMATA":
 		b.schemata()
@@ -215,6 +247,7 @@ func yesEmpty(v bool) string {
 
 type builder struct {
 	schema *catalog.Schema
+	vis    Visibility
 	rows   [][]types.Datum
 }
 
@@ -240,8 +273,35 @@ func (b *builder) add(vals ...any) {
 	b.rows = append(b.rows, row)
 }
 
-// dbs lists the databases: INFORMATION_SCHEMA first, then the stored ones.
-func (b *builder) dbs() []string { return b.schema.DBNames() }
+// dbs lists the stored databases the session sees.
+func (b *builder) dbs() []string {
+	names := b.schema.DBNames()
+	if b.vis == nil {
+		return names
+	}
+	out := names[:0:0]
+	for _, db := range names {
+		if b.vis.DB(db) {
+			out = append(out, db)
+		}
+	}
+	return out
+}
+
+// tablesOf lists the tables and views of db the session sees.
+func (b *builder) tablesOf(db string) []*catalog.TableInfo {
+	all := b.schema.Tables(db)
+	if b.vis == nil {
+		return all
+	}
+	out := all[:0:0]
+	for _, t := range all {
+		if b.vis.Table(db, t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
 
 func (b *builder) schemata() {
 	b.add("def", Name, "utf8mb3", "utf8mb3_general_ci", nil, "NO")
@@ -273,7 +333,7 @@ func (b *builder) tables() {
 		b.add("def", Name, name, "SYSTEM VIEW", nil, int64(10), nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, "", "")
 	}
 	for _, db := range b.dbs() {
-		for _, t := range b.schema.Tables(db) {
+		for _, t := range b.tablesOf(db) {
 			if t.IsView() {
 				b.add("def", db, t.Name, "VIEW", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, "VIEW")
 				continue
@@ -286,9 +346,24 @@ func (b *builder) tables() {
 
 func (b *builder) columns() {
 	for _, db := range b.dbs() {
-		for _, t := range b.schema.Tables(db) {
-			for _, c := range t.Columns {
-				b.add(ColumnRow(db, t, c)...)
+		for _, t := range b.tablesOf(db) {
+			cols := t.Columns
+			if vc, ok := b.vis.(ViewColumner); ok && t.IsView() {
+				cols = vc.ViewColumns(b.schema, t)
+			}
+			for _, c := range cols {
+				row := ColumnRow(db, t, c)
+				if t.IsView() {
+					row[16] = "" // COLUMN_KEY
+				}
+				if b.vis != nil {
+					privs := b.vis.Column(db, t.Name, c.Name)
+					if privs == "" {
+						continue
+					}
+					row[18] = privs
+				}
+				b.add(row...)
 			}
 		}
 	}
@@ -451,7 +526,7 @@ func Extra(c *catalog.ColumnInfo) string {
 
 func (b *builder) statistics() {
 	for _, db := range b.dbs() {
-		for _, t := range b.schema.Tables(db) {
+		for _, t := range b.tablesOf(db) {
 			for _, r := range IndexRows(t) {
 				b.add(append([]any{"def", db, t.Name, r.NonUnique, db}, r.Name, r.Seq, r.Column, "A", int64(0), r.SubPart,
 					nil, r.Nullable, "BTREE", "", r.Comment, "YES", nil)...)
@@ -506,7 +581,7 @@ func IndexRows(t *catalog.TableInfo) []IndexRow {
 
 func (b *builder) keyColumnUsage() {
 	for _, db := range b.dbs() {
-		for _, t := range b.schema.Tables(db) {
+		for _, t := range b.tablesOf(db) {
 			if t.PKIsHandle {
 				b.add("def", db, "PRIMARY", "def", db, t.Name, t.Columns[t.HandleOffset].Name, int64(1), nil, nil, nil, nil)
 			}
@@ -568,7 +643,7 @@ func rule(r string) string {
 
 func (b *builder) referentialConstraints() {
 	for _, db := range b.dbs() {
-		for _, t := range b.schema.Tables(db) {
+		for _, t := range b.tablesOf(db) {
 			for _, fk := range t.ForeignKeys {
 				var uniq any
 				if u := RefUniqueName(b.schema, fk); u != "" {
@@ -582,7 +657,7 @@ func (b *builder) referentialConstraints() {
 
 func (b *builder) tableConstraints() {
 	for _, db := range b.dbs() {
-		for _, t := range b.schema.Tables(db) {
+		for _, t := range b.tablesOf(db) {
 			if t.PKIsHandle {
 				b.add("def", db, "PRIMARY", db, t.Name, "PRIMARY KEY", "YES")
 			}
@@ -603,9 +678,13 @@ func (b *builder) tableConstraints() {
 
 func (b *builder) views() {
 	for _, db := range b.dbs() {
-		for _, t := range b.schema.Tables(db) {
+		for _, t := range b.tablesOf(db) {
 			if t.IsView() {
-				b.add("def", db, t.Name, t.ViewSQL, "NONE", "NO", "root@localhost", "DEFINER", "utf8mb4", "utf8mb4_general_ci")
+				def := t.ViewSQL
+				if b.vis != nil && !b.vis.ViewDefinition(db, t.Name) {
+					def = ""
+				}
+				b.add("def", db, t.Name, def, "NONE", "NO", "root@localhost", "DEFINER", "utf8mb4", "utf8mb4_general_ci")
 			}
 		}
 	}

@@ -39,6 +39,9 @@ type Builder struct {
 	// Privileges lists accounts' privileges for INFORMATION_SCHEMA's
 	// privilege tables (nil: empty).
 	Privileges infoschema.PrivilegeSource
+	// Visible filters INFORMATION_SCHEMA's schema tables by the session's
+	// privileges (nil: everything is visible).
+	Visible infoschema.Visibility
 	// OnlyFullGroupBy enforces sql_mode's ONLY_FULL_GROUP_BY
 	// (fullgroupby.go).
 	OnlyFullGroupBy bool

@@ -9,8 +9,9 @@ import (
 )
 
 // Values produces constant rows: an INFORMATION_SCHEMA table, computed
-// from the builder's schema snapshot when the statement is planned (its
-// rows depend only on the schema, so a cached plan stays right while the
+// from the builder's schema snapshot when the statement is planned, or,
+// when the builder has a Visible filter, each time the plan runs (the rows
+// then depend on the session's privileges too, which may change while the
 // schema version holds).
 type Values struct {
 	base
@@ -50,8 +51,11 @@ func (b *Builder) buildInfoSchema(sc *scope, name, alias string) (*leaf, error) 
 	} else if infoschema.IsClusterTable(t.Name) {
 		src, name := b.Cluster, t.Name
 		v.Fetch = func() [][]types.Datum { return infoschema.ClusterRows(src, name) }
+	} else if vis := b.Visible; vis != nil {
+		schema, name := b.Schema, t.Name
+		v.Fetch = func() [][]types.Datum { return infoschema.Rows(schema, name, vis) }
 	} else {
-		v.Rows = infoschema.Rows(b.Schema, t.Name)
+		v.Rows = infoschema.Rows(b.Schema, t.Name, nil)
 	}
 	for _, c := range t.Columns {
 		col := &Column{Name: c.Name, OrgName: c.Name, Table: alias, OrgTable: t.Name, DB: infoschema.Name, Type: c.Type}

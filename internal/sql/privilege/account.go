@@ -5,7 +5,9 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Identity names an account: 'user'@'host', where host may be a pattern.
@@ -159,15 +161,32 @@ func (a *Account) Level(db, table, col string) Priv {
 }
 
 // hostMatches reports whether a login from ip (loopback: from a loopback
-// address or a Unix socket) matches the account host pattern.
+// address or a Unix socket) matches the account host pattern. Strata does
+// not resolve client addresses to names (as MySQL with skip_name_resolve),
+// so apart from 'localhost' a pattern matches the client's IP address:
+//
+//	'%'                     any client
+//	'localhost'             a loopback address or a Unix socket
+//	'10.0.0.7', '::1'       that address
+//	'10.0.%', '10.0.0._'    a LIKE pattern over the address text
+//	'10.0.0.0/255.255.255.0' the addresses a with a & mask == 10.0.0.0
+//	'10.0.0.0/24', 'fd00::/8' the same in CIDR notation (IPv6 too)
 func hostMatches(pattern, ip string, loopback bool) bool {
+	if a := net.ParseIP(ip); a != nil {
+		if v4 := a.To4(); v4 != nil {
+			ip = v4.String() // ::ffff:10.0.0.7 is 10.0.0.7
+		}
+	}
 	switch {
 	case pattern == "%":
 		return true
 	case pattern == "localhost":
 		return loopback
+	case strings.Contains(pattern, "/"):
+		n := parseNetmask(pattern)
+		return n != nil && n.Contains(net.ParseIP(ip))
 	case strings.ContainsAny(pattern, "%_"):
-		return like(pattern, strings.ToLower(ip))
+		return like(pattern, strings.ToLower(ip), false)
 	}
 	if strings.EqualFold(pattern, ip) {
 		return true
@@ -178,24 +197,68 @@ func hostMatches(pattern, ip string, loopback bool) bool {
 	return false
 }
 
-// like matches s against a SQL LIKE pattern (% any run, _ one character).
-func like(pattern, s string) bool {
+// parseNetmask parses a host given as ip/netmask or ip/prefix-length, or
+// returns nil. As in MySQL, an address with bits outside the mask
+// ('10.0.0.1/255.255.255.0') is kept as written and matches no client.
+func parseNetmask(host string) *net.IPNet {
+	addr, mask, ok := strings.Cut(host, "/")
+	ip := net.ParseIP(addr)
+	if !ok || ip == nil {
+		return nil
+	}
+	var m net.IPMask
+	if v4 := ip.To4(); v4 != nil {
+		ip = v4
+	}
+	if bits, err := strconv.Atoi(mask); err == nil {
+		if m = net.CIDRMask(bits, len(ip)*8); m == nil {
+			return nil
+		}
+	} else {
+		mip := net.ParseIP(mask).To4()
+		if mip == nil || len(ip) != net.IPv4len {
+			return nil
+		}
+		if m = net.IPMask(mip); !contiguous(m) {
+			return nil
+		}
+	}
+	if !ip.Mask(m).Equal(ip) {
+		return nil
+	}
+	return &net.IPNet{IP: ip, Mask: m}
+}
+
+// contiguous reports whether a netmask is ones followed by zeros.
+func contiguous(m net.IPMask) bool {
+	ones, bits := m.Size()
+	return bits != 0 || ones != 0
+}
+
+// like matches s against a SQL LIKE pattern (% any run, _ one
+// character); with escapes, a backslash makes the next character literal.
+func like(pattern, s string, escapes bool) bool {
 	for len(pattern) > 0 {
-		switch pattern[0] {
-		case '%':
+		switch c := pattern[0]; {
+		case c == '%':
 			for i := 0; i <= len(s); i++ {
-				if like(pattern[1:], s[i:]) {
+				if like(pattern[1:], s[i:], escapes) {
 					return true
 				}
 			}
 			return false
-		case '_':
+		case c == '_':
 			if s == "" {
 				return false
 			}
-			pattern, s = pattern[1:], s[1:]
+			_, n := utf8.DecodeRuneInString(s)
+			pattern, s = pattern[1:], s[n:]
 		default:
-			if s == "" || pattern[0] != s[0] {
+			if c == '\\' && escapes && len(pattern) > 1 {
+				pattern = pattern[1:]
+				c = pattern[0]
+			}
+			if s == "" || c != s[0] {
 				return false
 			}
 			pattern, s = pattern[1:], s[1:]
@@ -205,12 +268,33 @@ func like(pattern, s string) bool {
 }
 
 // specificity orders host patterns as MySQL sorts its account table:
-// literal hosts first, then patterns by the length of their literal
-// prefix, '%' last.
+// literal hosts first (an address before an address with a netmask,
+// longer masks first), then patterns by the length of their literal
+// prefix, '%' last. MySQL leaves the order of equally specific hosts
+// unspecified; Strata then sorts by the host text.
 func specificity(host string) int {
-	i := strings.IndexAny(host, "%_")
-	if i < 0 {
-		return 1 << 20
+	if strings.Contains(host, "/") {
+		if n := parseNetmask(host); n != nil {
+			ones, _ := n.Mask.Size()
+			return 1<<20 - 256 + ones
+		}
+		return 1 << 19
 	}
-	return i
+	return wildPos(host, false)
+}
+
+// wildPos is the position of the first wildcard of a LIKE pattern (with
+// escapes: not counting escaped ones), or 1<<20 for none.
+func wildPos(p string, escapes bool) int {
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '%', '_':
+			return i
+		case '\\':
+			if escapes {
+				i++
+			}
+		}
+	}
+	return 1 << 20
 }

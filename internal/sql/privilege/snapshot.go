@@ -91,5 +91,6 @@ func (s *Snapshot) Effective(a *Account, active []Identity) *Set {
 			add(s.byID[r])
 		}
 	}
+	set.sortPatterns()
 	return set
 }
