@@ -26,8 +26,9 @@ import (
 //     that finds a follower not leading wakes it (Check), so a client
 //     retrying on the followers of a dead leader starts an election.
 //   - A follower's leader may die while both sleep: WakeLedBy wakes the
-//     replicas led from a store PD counts down (the node calls it with the
-//     heartbeat response's down stores).
+//     replicas led from a store the transport lost its connection to, or
+//     that PD counts down (the node calls it with the heartbeat
+//     response's down stores).
 //
 // A region Config.AlwaysAwake names never hibernates (PD's own region:
 // PD is what tells a node that a store is down).

@@ -144,9 +144,11 @@ func (s *Store) idle() bool {
 
 func (s *Store) tickAll() {
 	var out []*kvpb.RaftMessage
+	asleep := 0
 	s.mu.RLock()
 	for _, p := range s.peers {
 		if p.asleep.Load() {
+			asleep++
 			continue
 		}
 		p.mu.Lock()
@@ -154,6 +156,9 @@ func (s *Store) tickAll() {
 		p.mu.Unlock()
 	}
 	s.mu.RUnlock()
+	if s.hibernate {
+		metricAsleep.Set(float64(asleep))
+	}
 	if len(out) > 0 && s.transport != nil {
 		s.transport.Send(out)
 	}

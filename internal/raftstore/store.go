@@ -75,11 +75,15 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "read_index_total",
 		Help: "Reads that confirmed leadership with a ReadIndex round instead of a lease.",
 	})
+	metricAsleep = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "hibernating_replicas",
+		Help: "Replicas of this store that hibernate (no ticks), as of the last tick.",
+	})
 )
 
 func init() {
 	prometheus.MustRegister(metricFsyncSeconds, metricEntriesPerSync, metricProposals, metricProposeSeconds,
-		metricSnapshots, metricReadIndex)
+		metricSnapshots, metricReadIndex, metricAsleep)
 }
 
 // Store owns the engines and all local replicas and runs the store loop.
