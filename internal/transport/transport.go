@@ -70,9 +70,9 @@ type Transport struct {
 	store    *raftstore.Store
 	splitter Splitter // split.go
 	senders  map[uint64]*sender
-	closed  bool
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	closed   bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
 }
 
 // New returns a transport for store storeID of cluster clusterID. The
