@@ -375,6 +375,10 @@ func (s *Store) raftConfig(id uint64, ps *peerStorage, applied uint64, regionID 
 		MaxCommittedSizePerReady:  64 << 20,
 		CheckQuorum:               true,
 		PreVote:                   true,
+		// A leader demoted or removed (an election won by a demoting
+		// voter in a joint configuration, then left) steps down
+		// instead of leading as a learner.
+		StepDownOnRemoval: true,
 		ReadOnlyOption:            raft.ReadOnlySafe,
 		Logger:                    raftLogger{s.log.With("region", regionID)},
 	}
