@@ -280,6 +280,9 @@ func (k batchKv) KvTxnHeartBeat(ctx context.Context, in *kvpb.TxnHeartBeatReques
 func (k batchKv) KvDestroyRange(ctx context.Context, in *kvpb.DestroyRangeRequest, _ ...grpc.CallOption) (*kvpb.DestroyRangeResponse, error) {
 	return call(k.b, ctx, "KvDestroyRange", in, &kvpb.DestroyRangeResponse{})
 }
+func (k batchKv) KvCoprocessor(ctx context.Context, in *kvpb.CopRequest, _ ...grpc.CallOption) (*kvpb.CopResponse, error) {
+	return call(k.b, ctx, "KvCoprocessor", in, &kvpb.CopResponse{})
+}
 func (k batchKv) KvScanLock(ctx context.Context, in *kvpb.ScanLockRequest, _ ...grpc.CallOption) (*kvpb.ScanLockResponse, error) {
 	return call(k.b, ctx, "KvScanLock", in, &kvpb.ScanLockResponse{})
 }

@@ -92,6 +92,10 @@ func (l localKv) KvDestroyRange(ctx context.Context, in *kvpb.DestroyRangeReques
 	return l.srv.KvDestroyRange(ctx, in)
 }
 
+func (l localKv) KvCoprocessor(ctx context.Context, in *kvpb.CopRequest, _ ...grpc.CallOption) (*kvpb.CopResponse, error) {
+	return l.srv.KvCoprocessor(ctx, in)
+}
+
 // LocalPD adapts a placement driver in the same process to kvpb.PDClient,
 // with the same sharing rules as LocalKv.
 func LocalPD(srv kvpb.PDServer) kvpb.PDClient { return localPD{srv: srv} }

@@ -356,6 +356,82 @@ func (OperatorKind) EnumDescriptor() ([]byte, []int) {
 	return file_kvpb_proto_rawDescGZIP(), []int{5}
 }
 
+type CopExprKind int32
+
+const (
+	CopExprKind_CopColumnRef CopExprKind = 0  // column: row offset
+	CopExprKind_CopConstant  CopExprKind = 1  // value: a one-row CopBatch; type
+	CopExprKind_CopCompare   CopExprKind = 2  // op: expr.CmpOp; args: l, r
+	CopExprKind_CopArith     CopExprKind = 3  // op: expr.ArithOp; args: l, r
+	CopExprKind_CopLogic     CopExprKind = 4  // op: expr.LogicOp; args: l, r
+	CopExprKind_CopNot       CopExprKind = 5  // args: e
+	CopExprKind_CopIsNull    CopExprKind = 6  // args: e; not
+	CopExprKind_CopIn        CopExprKind = 7  // args: e, items...; not
+	CopExprKind_CopLike      CopExprKind = 8  // args: e, pattern; escape; not
+	CopExprKind_CopFunc      CopExprKind = 9  // name; args
+	CopExprKind_CopNeg       CopExprKind = 10 // args: e
+	CopExprKind_CopBetween   CopExprKind = 11 // args: e, lo, hi; not
+)
+
+// Enum value maps for CopExprKind.
+var (
+	CopExprKind_name = map[int32]string{
+		0:  "CopColumnRef",
+		1:  "CopConstant",
+		2:  "CopCompare",
+		3:  "CopArith",
+		4:  "CopLogic",
+		5:  "CopNot",
+		6:  "CopIsNull",
+		7:  "CopIn",
+		8:  "CopLike",
+		9:  "CopFunc",
+		10: "CopNeg",
+		11: "CopBetween",
+	}
+	CopExprKind_value = map[string]int32{
+		"CopColumnRef": 0,
+		"CopConstant":  1,
+		"CopCompare":   2,
+		"CopArith":     3,
+		"CopLogic":     4,
+		"CopNot":       5,
+		"CopIsNull":    6,
+		"CopIn":        7,
+		"CopLike":      8,
+		"CopFunc":      9,
+		"CopNeg":       10,
+		"CopBetween":   11,
+	}
+)
+
+func (x CopExprKind) Enum() *CopExprKind {
+	p := new(CopExprKind)
+	*p = x
+	return p
+}
+
+func (x CopExprKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CopExprKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_kvpb_proto_enumTypes[6].Descriptor()
+}
+
+func (CopExprKind) Type() protoreflect.EnumType {
+	return &file_kvpb_proto_enumTypes[6]
+}
+
+func (x CopExprKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CopExprKind.Descriptor instead.
+func (CopExprKind) EnumDescriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{6}
+}
+
 type RegionEpoch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ConfVer       uint64                 `protobuf:"varint,1,opt,name=conf_ver,json=confVer,proto3" json:"conf_ver,omitempty"` // bumped on membership change
@@ -5702,6 +5778,1054 @@ func (x *GCSafePointResponse) GetSafePoint() uint64 {
 	return 0
 }
 
+type KeyRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Start         []byte                 `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"` // inclusive
+	End           []byte                 `protobuf:"bytes,2,opt,name=end,proto3" json:"end,omitempty"`     // exclusive; empty means +infinity
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyRange) Reset() {
+	*x = KeyRange{}
+	mi := &file_kvpb_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyRange) ProtoMessage() {}
+
+func (x *KeyRange) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
+func (*KeyRange) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *KeyRange) GetStart() []byte {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *KeyRange) GetEnd() []byte {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+type CopRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Context *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	// ranges are ascending and disjoint, within the region.
+	Ranges  []*KeyRange `protobuf:"bytes,2,rep,name=ranges,proto3" json:"ranges,omitempty"`
+	Version uint64      `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	Dag     *CopDAG     `protobuf:"bytes,4,opt,name=dag,proto3" json:"dag,omitempty"`
+	// paging_rows, when > 0, stops a fragment after it has produced that
+	// many rows (an aggregation: groups; not a top-N); the response then
+	// names where to go on.
+	PagingRows    uint32 `protobuf:"varint,5,opt,name=paging_rows,json=pagingRows,proto3" json:"paging_rows,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopRequest) Reset() {
+	*x = CopRequest{}
+	mi := &file_kvpb_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopRequest) ProtoMessage() {}
+
+func (x *CopRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopRequest.ProtoReflect.Descriptor instead.
+func (*CopRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *CopRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *CopRequest) GetRanges() []*KeyRange {
+	if x != nil {
+		return x.Ranges
+	}
+	return nil
+}
+
+func (x *CopRequest) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *CopRequest) GetDag() *CopDAG {
+	if x != nil {
+		return x.Dag
+	}
+	return nil
+}
+
+func (x *CopRequest) GetPagingRows() uint32 {
+	if x != nil {
+		return x.PagingRows
+	}
+	return 0
+}
+
+type CopResponse struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	RegionError *RegionError           `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Error       *KeyError              `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`                          // locked: resolve and send again
+	EvalError   *CopError              `protobuf:"bytes,3,opt,name=eval_error,json=evalError,proto3" json:"eval_error,omitempty"` // evaluating the fragment failed (a SQL error)
+	Batch       *CopBatch              `protobuf:"bytes,4,opt,name=batch,proto3" json:"batch,omitempty"`
+	// resume_key is set when paging stopped the fragment early: the request
+	// goes on from there (forward: the first key not read; reverse: the
+	// exclusive upper bound).
+	ResumeKey     []byte      `protobuf:"bytes,5,opt,name=resume_key,json=resumeKey,proto3" json:"resume_key,omitempty"`
+	Warnings      []*CopError `protobuf:"bytes,6,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	ScannedKeys   uint64      `protobuf:"varint,7,opt,name=scanned_keys,json=scannedKeys,proto3" json:"scanned_keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopResponse) Reset() {
+	*x = CopResponse{}
+	mi := &file_kvpb_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopResponse) ProtoMessage() {}
+
+func (x *CopResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopResponse.ProtoReflect.Descriptor instead.
+func (*CopResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *CopResponse) GetRegionError() *RegionError {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *CopResponse) GetError() *KeyError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *CopResponse) GetEvalError() *CopError {
+	if x != nil {
+		return x.EvalError
+	}
+	return nil
+}
+
+func (x *CopResponse) GetBatch() *CopBatch {
+	if x != nil {
+		return x.Batch
+	}
+	return nil
+}
+
+func (x *CopResponse) GetResumeKey() []byte {
+	if x != nil {
+		return x.ResumeKey
+	}
+	return nil
+}
+
+func (x *CopResponse) GetWarnings() []*CopError {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
+func (x *CopResponse) GetScannedKeys() uint64 {
+	if x != nil {
+		return x.ScannedKeys
+	}
+	return 0
+}
+
+// CopError is a MySQL error or warning: code, SQLSTATE, text.
+type CopError struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          uint32                 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	State         string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopError) Reset() {
+	*x = CopError{}
+	mi := &file_kvpb_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopError) ProtoMessage() {}
+
+func (x *CopError) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopError.ProtoReflect.Descriptor instead.
+func (*CopError) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *CopError) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *CopError) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *CopError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// CopDAG is the fragment: scan -> [filter] -> [aggregation | top-N |
+// limit] -> output. Without aggregation the output is the scan's needed
+// columns, one row per row that passes the filter, in the scan's order
+// unless top_n reorders it.
+type CopDAG struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Scan    *CopScan               `protobuf:"bytes,1,opt,name=scan,proto3" json:"scan,omitempty"`
+	Filter  *CopExpr               `protobuf:"bytes,2,opt,name=filter,proto3" json:"filter,omitempty"`
+	Agg     *CopAgg                `protobuf:"bytes,3,opt,name=agg,proto3" json:"agg,omitempty"`
+	TopN    []*CopSortKey          `protobuf:"bytes,4,rep,name=top_n,json=topN,proto3" json:"top_n,omitempty"` // with limit: the first limit rows in this order
+	Limit   uint64                 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`          // 0: no limit
+	Reverse bool                   `protobuf:"varint,6,opt,name=reverse,proto3" json:"reverse,omitempty"`      // scan the ranges backwards
+	// warnings_limit bounds the warnings a response carries.
+	WarningsLimit uint32 `protobuf:"varint,7,opt,name=warnings_limit,json=warningsLimit,proto3" json:"warnings_limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopDAG) Reset() {
+	*x = CopDAG{}
+	mi := &file_kvpb_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopDAG) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopDAG) ProtoMessage() {}
+
+func (x *CopDAG) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopDAG.ProtoReflect.Descriptor instead.
+func (*CopDAG) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *CopDAG) GetScan() *CopScan {
+	if x != nil {
+		return x.Scan
+	}
+	return nil
+}
+
+func (x *CopDAG) GetFilter() *CopExpr {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *CopDAG) GetAgg() *CopAgg {
+	if x != nil {
+		return x.Agg
+	}
+	return nil
+}
+
+func (x *CopDAG) GetTopN() []*CopSortKey {
+	if x != nil {
+		return x.TopN
+	}
+	return nil
+}
+
+func (x *CopDAG) GetLimit() uint64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *CopDAG) GetReverse() bool {
+	if x != nil {
+		return x.Reverse
+	}
+	return false
+}
+
+func (x *CopDAG) GetWarningsLimit() uint32 {
+	if x != nil {
+		return x.WarningsLimit
+	}
+	return 0
+}
+
+// CopScan reads a table's records (row keys): every column by offset,
+// the ones marked needed decoded.
+type CopScan struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	TableId        int64                  `protobuf:"varint,1,opt,name=table_id,json=tableId,proto3" json:"table_id,omitempty"`
+	Columns        []*CopColumnInfo       `protobuf:"bytes,2,rep,name=columns,proto3" json:"columns,omitempty"`
+	HandleOffset   int32                  `protobuf:"varint,3,opt,name=handle_offset,json=handleOffset,proto3" json:"handle_offset,omitempty"` // the column the integer handle fills; -1: none
+	HandleUnsigned bool                   `protobuf:"varint,4,opt,name=handle_unsigned,json=handleUnsigned,proto3" json:"handle_unsigned,omitempty"`
+	// keys_only: no column is needed (COUNT(*)): values are not decoded.
+	KeysOnly bool `protobuf:"varint,5,opt,name=keys_only,json=keysOnly,proto3" json:"keys_only,omitempty"`
+	// index_id, when set, reads the entries of that index instead (a
+	// covering index scan): index_columns are the offsets of its columns in
+	// key order, whose values are decoded from the keys (integers only);
+	// the handle comes from the entry.
+	IndexId       int64   `protobuf:"varint,6,opt,name=index_id,json=indexId,proto3" json:"index_id,omitempty"`
+	IndexColumns  []int32 `protobuf:"varint,7,rep,packed,name=index_columns,json=indexColumns,proto3" json:"index_columns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopScan) Reset() {
+	*x = CopScan{}
+	mi := &file_kvpb_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopScan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopScan) ProtoMessage() {}
+
+func (x *CopScan) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopScan.ProtoReflect.Descriptor instead.
+func (*CopScan) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *CopScan) GetTableId() int64 {
+	if x != nil {
+		return x.TableId
+	}
+	return 0
+}
+
+func (x *CopScan) GetColumns() []*CopColumnInfo {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
+func (x *CopScan) GetHandleOffset() int32 {
+	if x != nil {
+		return x.HandleOffset
+	}
+	return 0
+}
+
+func (x *CopScan) GetHandleUnsigned() bool {
+	if x != nil {
+		return x.HandleUnsigned
+	}
+	return false
+}
+
+func (x *CopScan) GetKeysOnly() bool {
+	if x != nil {
+		return x.KeysOnly
+	}
+	return false
+}
+
+func (x *CopScan) GetIndexId() int64 {
+	if x != nil {
+		return x.IndexId
+	}
+	return 0
+}
+
+func (x *CopScan) GetIndexColumns() []int32 {
+	if x != nil {
+		return x.IndexColumns
+	}
+	return nil
+}
+
+type CopColumnInfo struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Type   *CopFieldType          `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Needed bool                   `protobuf:"varint,3,opt,name=needed,proto3" json:"needed,omitempty"`
+	// origin_default: the value of rows written before the column existed
+	// (a one-column CopBatch), when it is not NULL.
+	OriginDefault *CopBatch `protobuf:"bytes,4,opt,name=origin_default,json=originDefault,proto3" json:"origin_default,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopColumnInfo) Reset() {
+	*x = CopColumnInfo{}
+	mi := &file_kvpb_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopColumnInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopColumnInfo) ProtoMessage() {}
+
+func (x *CopColumnInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopColumnInfo.ProtoReflect.Descriptor instead.
+func (*CopColumnInfo) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *CopColumnInfo) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CopColumnInfo) GetType() *CopFieldType {
+	if x != nil {
+		return x.Type
+	}
+	return nil
+}
+
+func (x *CopColumnInfo) GetNeeded() bool {
+	if x != nil {
+		return x.Needed
+	}
+	return false
+}
+
+func (x *CopColumnInfo) GetOriginDefault() *CopBatch {
+	if x != nil {
+		return x.OriginDefault
+	}
+	return nil
+}
+
+type CopFieldType struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tp            int32                  `protobuf:"varint,1,opt,name=tp,proto3" json:"tp,omitempty"`
+	Flag          uint32                 `protobuf:"varint,2,opt,name=flag,proto3" json:"flag,omitempty"`
+	Flen          int32                  `protobuf:"varint,3,opt,name=flen,proto3" json:"flen,omitempty"`
+	Decimal       int32                  `protobuf:"varint,4,opt,name=decimal,proto3" json:"decimal,omitempty"`
+	Charset       string                 `protobuf:"bytes,5,opt,name=charset,proto3" json:"charset,omitempty"`
+	Collate       string                 `protobuf:"bytes,6,opt,name=collate,proto3" json:"collate,omitempty"`
+	Elems         []string               `protobuf:"bytes,7,rep,name=elems,proto3" json:"elems,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopFieldType) Reset() {
+	*x = CopFieldType{}
+	mi := &file_kvpb_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopFieldType) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopFieldType) ProtoMessage() {}
+
+func (x *CopFieldType) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopFieldType.ProtoReflect.Descriptor instead.
+func (*CopFieldType) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *CopFieldType) GetTp() int32 {
+	if x != nil {
+		return x.Tp
+	}
+	return 0
+}
+
+func (x *CopFieldType) GetFlag() uint32 {
+	if x != nil {
+		return x.Flag
+	}
+	return 0
+}
+
+func (x *CopFieldType) GetFlen() int32 {
+	if x != nil {
+		return x.Flen
+	}
+	return 0
+}
+
+func (x *CopFieldType) GetDecimal() int32 {
+	if x != nil {
+		return x.Decimal
+	}
+	return 0
+}
+
+func (x *CopFieldType) GetCharset() string {
+	if x != nil {
+		return x.Charset
+	}
+	return ""
+}
+
+func (x *CopFieldType) GetCollate() string {
+	if x != nil {
+		return x.Collate
+	}
+	return ""
+}
+
+func (x *CopFieldType) GetElems() []string {
+	if x != nil {
+		return x.Elems
+	}
+	return nil
+}
+
+type CopExpr struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          CopExprKind            `protobuf:"varint,1,opt,name=kind,proto3,enum=kvpb.CopExprKind" json:"kind,omitempty"`
+	Column        int32                  `protobuf:"varint,2,opt,name=column,proto3" json:"column,omitempty"`
+	Type          *CopFieldType          `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	Value         *CopBatch              `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
+	Op            int32                  `protobuf:"varint,5,opt,name=op,proto3" json:"op,omitempty"`
+	Name          string                 `protobuf:"bytes,6,opt,name=name,proto3" json:"name,omitempty"` // function name; a column's name (for messages)
+	Args          []*CopExpr             `protobuf:"bytes,7,rep,name=args,proto3" json:"args,omitempty"`
+	Not           bool                   `protobuf:"varint,8,opt,name=not,proto3" json:"not,omitempty"`
+	Escape        int32                  `protobuf:"varint,9,opt,name=escape,proto3" json:"escape,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopExpr) Reset() {
+	*x = CopExpr{}
+	mi := &file_kvpb_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopExpr) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopExpr) ProtoMessage() {}
+
+func (x *CopExpr) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopExpr.ProtoReflect.Descriptor instead.
+func (*CopExpr) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *CopExpr) GetKind() CopExprKind {
+	if x != nil {
+		return x.Kind
+	}
+	return CopExprKind_CopColumnRef
+}
+
+func (x *CopExpr) GetColumn() int32 {
+	if x != nil {
+		return x.Column
+	}
+	return 0
+}
+
+func (x *CopExpr) GetType() *CopFieldType {
+	if x != nil {
+		return x.Type
+	}
+	return nil
+}
+
+func (x *CopExpr) GetValue() *CopBatch {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *CopExpr) GetOp() int32 {
+	if x != nil {
+		return x.Op
+	}
+	return 0
+}
+
+func (x *CopExpr) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CopExpr) GetArgs() []*CopExpr {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *CopExpr) GetNot() bool {
+	if x != nil {
+		return x.Not
+	}
+	return false
+}
+
+func (x *CopExpr) GetEscape() int32 {
+	if x != nil {
+		return x.Escape
+	}
+	return 0
+}
+
+// CopAgg is partial aggregation, by hash on group_by. Each output row is
+// the group-by values, then per function its partial state (COUNT: the
+// count; SUM, MIN, MAX: the value; AVG: the sum, then the count), then
+// the first_row columns of one row of the group.
+type CopAgg struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	GroupBy       []*CopExpr             `protobuf:"bytes,1,rep,name=group_by,json=groupBy,proto3" json:"group_by,omitempty"`
+	Funcs         []*CopAggFunc          `protobuf:"bytes,2,rep,name=funcs,proto3" json:"funcs,omitempty"`
+	FirstRow      []int32                `protobuf:"varint,3,rep,packed,name=first_row,json=firstRow,proto3" json:"first_row,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopAgg) Reset() {
+	*x = CopAgg{}
+	mi := &file_kvpb_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopAgg) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopAgg) ProtoMessage() {}
+
+func (x *CopAgg) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopAgg.ProtoReflect.Descriptor instead.
+func (*CopAgg) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *CopAgg) GetGroupBy() []*CopExpr {
+	if x != nil {
+		return x.GroupBy
+	}
+	return nil
+}
+
+func (x *CopAgg) GetFuncs() []*CopAggFunc {
+	if x != nil {
+		return x.Funcs
+	}
+	return nil
+}
+
+func (x *CopAgg) GetFirstRow() []int32 {
+	if x != nil {
+		return x.FirstRow
+	}
+	return nil
+}
+
+type CopAggFunc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // count, sum, avg, min, max
+	Args          []*CopExpr             `protobuf:"bytes,2,rep,name=args,proto3" json:"args,omitempty"` // none: COUNT(*)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopAggFunc) Reset() {
+	*x = CopAggFunc{}
+	mi := &file_kvpb_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopAggFunc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopAggFunc) ProtoMessage() {}
+
+func (x *CopAggFunc) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopAggFunc.ProtoReflect.Descriptor instead.
+func (*CopAggFunc) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *CopAggFunc) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CopAggFunc) GetArgs() []*CopExpr {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+type CopSortKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Expr          *CopExpr               `protobuf:"bytes,1,opt,name=expr,proto3" json:"expr,omitempty"`
+	Desc          bool                   `protobuf:"varint,2,opt,name=desc,proto3" json:"desc,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopSortKey) Reset() {
+	*x = CopSortKey{}
+	mi := &file_kvpb_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopSortKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopSortKey) ProtoMessage() {}
+
+func (x *CopSortKey) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopSortKey.ProtoReflect.Descriptor instead.
+func (*CopSortKey) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *CopSortKey) GetExpr() *CopExpr {
+	if x != nil {
+		return x.Expr
+	}
+	return nil
+}
+
+func (x *CopSortKey) GetDesc() bool {
+	if x != nil {
+		return x.Desc
+	}
+	return false
+}
+
+// CopBatch is rows in columns.
+type CopBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	Columns       []*CopColumn           `protobuf:"bytes,2,rep,name=columns,proto3" json:"columns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopBatch) Reset() {
+	*x = CopBatch{}
+	mi := &file_kvpb_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopBatch) ProtoMessage() {}
+
+func (x *CopBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopBatch.ProtoReflect.Descriptor instead.
+func (*CopBatch) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *CopBatch) GetRows() uint32 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *CopBatch) GetColumns() []*CopColumn {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
+// CopColumn is one column of a batch: per row its kind (types.Kind, 0 is
+// NULL) and, by kind, a word in words (integers, unsigned integers' bit
+// pattern, float bits, packed times and durations) or bytes in data
+// (strings, binary strings, decimals in text), each with its length in
+// lens, in row order.
+type CopColumn struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kinds         []byte                 `protobuf:"bytes,1,opt,name=kinds,proto3" json:"kinds,omitempty"`
+	Words         []int64                `protobuf:"varint,2,rep,packed,name=words,proto3" json:"words,omitempty"`
+	Data          []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	Lens          []uint32               `protobuf:"varint,4,rep,packed,name=lens,proto3" json:"lens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopColumn) Reset() {
+	*x = CopColumn{}
+	mi := &file_kvpb_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopColumn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopColumn) ProtoMessage() {}
+
+func (x *CopColumn) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopColumn.ProtoReflect.Descriptor instead.
+func (*CopColumn) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *CopColumn) GetKinds() []byte {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+func (x *CopColumn) GetWords() []int64 {
+	if x != nil {
+		return x.Words
+	}
+	return nil
+}
+
+func (x *CopColumn) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *CopColumn) GetLens() []uint32 {
+	if x != nil {
+		return x.Lens
+	}
+	return nil
+}
+
 var File_kvpb_proto protoreflect.FileDescriptor
 
 const file_kvpb_proto_rawDesc = "" +
@@ -6127,7 +7251,91 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x13GCSafePointResponse\x12#\n" +
 	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12\x1d\n" +
 	"\n" +
-	"safe_point\x18\x02 \x01(\x04R\tsafePoint*H\n" +
+	"safe_point\x18\x02 \x01(\x04R\tsafePoint\"2\n" +
+	"\bKeyRange\x12\x14\n" +
+	"\x05start\x18\x01 \x01(\fR\x05start\x12\x10\n" +
+	"\x03end\x18\x02 \x01(\fR\x03end\"\xb8\x01\n" +
+	"\n" +
+	"CopRequest\x12'\n" +
+	"\acontext\x18\x01 \x01(\v2\r.kvpb.ContextR\acontext\x12&\n" +
+	"\x06ranges\x18\x02 \x03(\v2\x0e.kvpb.KeyRangeR\x06ranges\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\x12\x1e\n" +
+	"\x03dag\x18\x04 \x01(\v2\f.kvpb.CopDAGR\x03dag\x12\x1f\n" +
+	"\vpaging_rows\x18\x05 \x01(\rR\n" +
+	"pagingRows\"\xac\x02\n" +
+	"\vCopResponse\x124\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12$\n" +
+	"\x05error\x18\x02 \x01(\v2\x0e.kvpb.KeyErrorR\x05error\x12-\n" +
+	"\n" +
+	"eval_error\x18\x03 \x01(\v2\x0e.kvpb.CopErrorR\tevalError\x12$\n" +
+	"\x05batch\x18\x04 \x01(\v2\x0e.kvpb.CopBatchR\x05batch\x12\x1d\n" +
+	"\n" +
+	"resume_key\x18\x05 \x01(\fR\tresumeKey\x12*\n" +
+	"\bwarnings\x18\x06 \x03(\v2\x0e.kvpb.CopErrorR\bwarnings\x12!\n" +
+	"\fscanned_keys\x18\a \x01(\x04R\vscannedKeys\"N\n" +
+	"\bCopError\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\rR\x04code\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xf0\x01\n" +
+	"\x06CopDAG\x12!\n" +
+	"\x04scan\x18\x01 \x01(\v2\r.kvpb.CopScanR\x04scan\x12%\n" +
+	"\x06filter\x18\x02 \x01(\v2\r.kvpb.CopExprR\x06filter\x12\x1e\n" +
+	"\x03agg\x18\x03 \x01(\v2\f.kvpb.CopAggR\x03agg\x12%\n" +
+	"\x05top_n\x18\x04 \x03(\v2\x10.kvpb.CopSortKeyR\x04topN\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\x04R\x05limit\x12\x18\n" +
+	"\areverse\x18\x06 \x01(\bR\areverse\x12%\n" +
+	"\x0ewarnings_limit\x18\a \x01(\rR\rwarningsLimit\"\xfe\x01\n" +
+	"\aCopScan\x12\x19\n" +
+	"\btable_id\x18\x01 \x01(\x03R\atableId\x12-\n" +
+	"\acolumns\x18\x02 \x03(\v2\x13.kvpb.CopColumnInfoR\acolumns\x12#\n" +
+	"\rhandle_offset\x18\x03 \x01(\x05R\fhandleOffset\x12'\n" +
+	"\x0fhandle_unsigned\x18\x04 \x01(\bR\x0ehandleUnsigned\x12\x1b\n" +
+	"\tkeys_only\x18\x05 \x01(\bR\bkeysOnly\x12\x19\n" +
+	"\bindex_id\x18\x06 \x01(\x03R\aindexId\x12#\n" +
+	"\rindex_columns\x18\a \x03(\x05R\findexColumns\"\x96\x01\n" +
+	"\rCopColumnInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12&\n" +
+	"\x04type\x18\x02 \x01(\v2\x12.kvpb.CopFieldTypeR\x04type\x12\x16\n" +
+	"\x06needed\x18\x03 \x01(\bR\x06needed\x125\n" +
+	"\x0eorigin_default\x18\x04 \x01(\v2\x0e.kvpb.CopBatchR\roriginDefault\"\xaa\x01\n" +
+	"\fCopFieldType\x12\x0e\n" +
+	"\x02tp\x18\x01 \x01(\x05R\x02tp\x12\x12\n" +
+	"\x04flag\x18\x02 \x01(\rR\x04flag\x12\x12\n" +
+	"\x04flen\x18\x03 \x01(\x05R\x04flen\x12\x18\n" +
+	"\adecimal\x18\x04 \x01(\x05R\adecimal\x12\x18\n" +
+	"\acharset\x18\x05 \x01(\tR\acharset\x12\x18\n" +
+	"\acollate\x18\x06 \x01(\tR\acollate\x12\x14\n" +
+	"\x05elems\x18\a \x03(\tR\x05elems\"\x87\x02\n" +
+	"\aCopExpr\x12%\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x11.kvpb.CopExprKindR\x04kind\x12\x16\n" +
+	"\x06column\x18\x02 \x01(\x05R\x06column\x12&\n" +
+	"\x04type\x18\x03 \x01(\v2\x12.kvpb.CopFieldTypeR\x04type\x12$\n" +
+	"\x05value\x18\x04 \x01(\v2\x0e.kvpb.CopBatchR\x05value\x12\x0e\n" +
+	"\x02op\x18\x05 \x01(\x05R\x02op\x12\x12\n" +
+	"\x04name\x18\x06 \x01(\tR\x04name\x12!\n" +
+	"\x04args\x18\a \x03(\v2\r.kvpb.CopExprR\x04args\x12\x10\n" +
+	"\x03not\x18\b \x01(\bR\x03not\x12\x16\n" +
+	"\x06escape\x18\t \x01(\x05R\x06escape\"w\n" +
+	"\x06CopAgg\x12(\n" +
+	"\bgroup_by\x18\x01 \x03(\v2\r.kvpb.CopExprR\agroupBy\x12&\n" +
+	"\x05funcs\x18\x02 \x03(\v2\x10.kvpb.CopAggFuncR\x05funcs\x12\x1b\n" +
+	"\tfirst_row\x18\x03 \x03(\x05R\bfirstRow\"C\n" +
+	"\n" +
+	"CopAggFunc\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
+	"\x04args\x18\x02 \x03(\v2\r.kvpb.CopExprR\x04args\"C\n" +
+	"\n" +
+	"CopSortKey\x12!\n" +
+	"\x04expr\x18\x01 \x01(\v2\r.kvpb.CopExprR\x04expr\x12\x12\n" +
+	"\x04desc\x18\x02 \x01(\bR\x04desc\"I\n" +
+	"\bCopBatch\x12\x12\n" +
+	"\x04rows\x18\x01 \x01(\rR\x04rows\x12)\n" +
+	"\acolumns\x18\x02 \x03(\v2\x0f.kvpb.CopColumnR\acolumns\"_\n" +
+	"\tCopColumn\x12\x14\n" +
+	"\x05kinds\x18\x01 \x01(\fR\x05kinds\x12\x14\n" +
+	"\x05words\x18\x02 \x03(\x03R\x05words\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x12\n" +
+	"\x04lens\x18\x04 \x03(\rR\x04lens*H\n" +
 	"\bPeerRole\x12\t\n" +
 	"\x05Voter\x10\x00\x12\v\n" +
 	"\aLearner\x10\x01\x12\x11\n" +
@@ -6167,7 +7375,25 @@ const file_kvpb_proto_rawDesc = "" +
 	"\n" +
 	"RemovePeer\x10\x03\x12\x12\n" +
 	"\x0eTransferLeader\x10\x04\x12\x0f\n" +
-	"\vDemoteVoter\x10\x052\xb4\a\n" +
+	"\vDemoteVoter\x10\x05*\xb8\x01\n" +
+	"\vCopExprKind\x12\x10\n" +
+	"\fCopColumnRef\x10\x00\x12\x0f\n" +
+	"\vCopConstant\x10\x01\x12\x0e\n" +
+	"\n" +
+	"CopCompare\x10\x02\x12\f\n" +
+	"\bCopArith\x10\x03\x12\f\n" +
+	"\bCopLogic\x10\x04\x12\n" +
+	"\n" +
+	"\x06CopNot\x10\x05\x12\r\n" +
+	"\tCopIsNull\x10\x06\x12\t\n" +
+	"\x05CopIn\x10\a\x12\v\n" +
+	"\aCopLike\x10\b\x12\v\n" +
+	"\aCopFunc\x10\t\x12\n" +
+	"\n" +
+	"\x06CopNeg\x10\n" +
+	"\x12\x0e\n" +
+	"\n" +
+	"CopBetween\x10\v2\xea\a\n" +
 	"\x02Kv\x12>\n" +
 	"\x0fKvBatchCommands\x12\x12.kvpb.BatchRequest\x1a\x13.kvpb.BatchResponse(\x010\x01\x12;\n" +
 	"\n" +
@@ -6185,7 +7411,8 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x11KvPessimisticLock\x12\x1c.kvpb.PessimisticLockRequest\x1a\x1d.kvpb.PessimisticLockResponse\x12\\\n" +
 	"\x15KvPessimisticRollback\x12 .kvpb.PessimisticRollbackRequest\x1a!.kvpb.PessimisticRollbackResponse\x12G\n" +
 	"\x0eKvTxnHeartBeat\x12\x19.kvpb.TxnHeartBeatRequest\x1a\x1a.kvpb.TxnHeartBeatResponse\x12G\n" +
-	"\x0eKvDestroyRange\x12\x19.kvpb.DestroyRangeRequest\x1a\x1a.kvpb.DestroyRangeResponse2K\n" +
+	"\x0eKvDestroyRange\x12\x19.kvpb.DestroyRangeRequest\x1a\x1a.kvpb.DestroyRangeResponse\x124\n" +
+	"\rKvCoprocessor\x12\x10.kvpb.CopRequest\x1a\x11.kvpb.CopResponse2K\n" +
 	"\x10DeadlockDetector\x127\n" +
 	"\x06Detect\x12\x15.kvpb.DeadlockRequest\x1a\x16.kvpb.DeadlockResponse2\xbf\x05\n" +
 	"\x02PD\x12-\n" +
@@ -6213,8 +7440,8 @@ func file_kvpb_proto_rawDescGZIP() []byte {
 	return file_kvpb_proto_rawDescData
 }
 
-var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
+var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 94)
 var file_kvpb_proto_goTypes = []any{
 	(PeerRole)(0),                       // 0: kvpb.PeerRole
 	(StoreState)(0),                     // 1: kvpb.StoreState
@@ -6222,253 +7449,294 @@ var file_kvpb_proto_goTypes = []any{
 	(Action)(0),                         // 3: kvpb.Action
 	(DeadlockRequestType)(0),            // 4: kvpb.DeadlockRequestType
 	(OperatorKind)(0),                   // 5: kvpb.OperatorKind
-	(*RegionEpoch)(nil),                 // 6: kvpb.RegionEpoch
-	(*Peer)(nil),                        // 7: kvpb.Peer
-	(*Region)(nil),                      // 8: kvpb.Region
-	(*Store)(nil),                       // 9: kvpb.Store
-	(*Context)(nil),                     // 10: kvpb.Context
-	(*RegionError)(nil),                 // 11: kvpb.RegionError
-	(*NotLeader)(nil),                   // 12: kvpb.NotLeader
-	(*EpochNotMatch)(nil),               // 13: kvpb.EpochNotMatch
-	(*KeyNotInRegion)(nil),              // 14: kvpb.KeyNotInRegion
-	(*ServerBusy)(nil),                  // 15: kvpb.ServerBusy
-	(*RegionNotFound)(nil),              // 16: kvpb.RegionNotFound
-	(*Mutation)(nil),                    // 17: kvpb.Mutation
-	(*LockInfo)(nil),                    // 18: kvpb.LockInfo
-	(*WriteConflict)(nil),               // 19: kvpb.WriteConflict
-	(*AlreadyExist)(nil),                // 20: kvpb.AlreadyExist
-	(*TxnNotFound)(nil),                 // 21: kvpb.TxnNotFound
-	(*Deadlock)(nil),                    // 22: kvpb.Deadlock
-	(*KeyError)(nil),                    // 23: kvpb.KeyError
-	(*KvPair)(nil),                      // 24: kvpb.KvPair
-	(*GetRequest)(nil),                  // 25: kvpb.GetRequest
-	(*GetResponse)(nil),                 // 26: kvpb.GetResponse
-	(*BatchGetRequest)(nil),             // 27: kvpb.BatchGetRequest
-	(*BatchGetResponse)(nil),            // 28: kvpb.BatchGetResponse
-	(*ScanRequest)(nil),                 // 29: kvpb.ScanRequest
-	(*ScanResponse)(nil),                // 30: kvpb.ScanResponse
-	(*PrewriteRequest)(nil),             // 31: kvpb.PrewriteRequest
-	(*PrewriteResponse)(nil),            // 32: kvpb.PrewriteResponse
-	(*CommitRequest)(nil),               // 33: kvpb.CommitRequest
-	(*CommitResponse)(nil),              // 34: kvpb.CommitResponse
-	(*BatchRollbackRequest)(nil),        // 35: kvpb.BatchRollbackRequest
-	(*BatchRollbackResponse)(nil),       // 36: kvpb.BatchRollbackResponse
-	(*CheckTxnStatusRequest)(nil),       // 37: kvpb.CheckTxnStatusRequest
-	(*CheckTxnStatusResponse)(nil),      // 38: kvpb.CheckTxnStatusResponse
-	(*ResolveLockRequest)(nil),          // 39: kvpb.ResolveLockRequest
-	(*ResolveLockResponse)(nil),         // 40: kvpb.ResolveLockResponse
-	(*PessimisticLockRequest)(nil),      // 41: kvpb.PessimisticLockRequest
-	(*PessimisticLockResponse)(nil),     // 42: kvpb.PessimisticLockResponse
-	(*PessimisticRollbackRequest)(nil),  // 43: kvpb.PessimisticRollbackRequest
-	(*PessimisticRollbackResponse)(nil), // 44: kvpb.PessimisticRollbackResponse
-	(*TxnHeartBeatRequest)(nil),         // 45: kvpb.TxnHeartBeatRequest
-	(*TxnHeartBeatResponse)(nil),        // 46: kvpb.TxnHeartBeatResponse
-	(*DestroyRangeRequest)(nil),         // 47: kvpb.DestroyRangeRequest
-	(*DestroyRangeResponse)(nil),        // 48: kvpb.DestroyRangeResponse
-	(*ScanLockRequest)(nil),             // 49: kvpb.ScanLockRequest
-	(*ScanLockResponse)(nil),            // 50: kvpb.ScanLockResponse
-	(*BatchRequest)(nil),                // 51: kvpb.BatchRequest
-	(*BatchRequestEntry)(nil),           // 52: kvpb.BatchRequestEntry
-	(*BatchResponse)(nil),               // 53: kvpb.BatchResponse
-	(*BatchResponseEntry)(nil),          // 54: kvpb.BatchResponseEntry
-	(*WaitForEntry)(nil),                // 55: kvpb.WaitForEntry
-	(*DeadlockRequest)(nil),             // 56: kvpb.DeadlockRequest
-	(*DeadlockResponse)(nil),            // 57: kvpb.DeadlockResponse
-	(*PDError)(nil),                     // 58: kvpb.PDError
-	(*TsoRequest)(nil),                  // 59: kvpb.TsoRequest
-	(*TsoResponse)(nil),                 // 60: kvpb.TsoResponse
-	(*GetRegionRequest)(nil),            // 61: kvpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),        // 62: kvpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),           // 63: kvpb.GetRegionResponse
-	(*ScanRegionsRequest)(nil),          // 64: kvpb.ScanRegionsRequest
-	(*ScanRegionsResponse)(nil),         // 65: kvpb.ScanRegionsResponse
-	(*GetStoreRequest)(nil),             // 66: kvpb.GetStoreRequest
-	(*GetStoreResponse)(nil),            // 67: kvpb.GetStoreResponse
-	(*AllocIDRequest)(nil),              // 68: kvpb.AllocIDRequest
-	(*AllocIDResponse)(nil),             // 69: kvpb.AllocIDResponse
-	(*JoinRequest)(nil),                 // 70: kvpb.JoinRequest
-	(*JoinResponse)(nil),                // 71: kvpb.JoinResponse
-	(*PeerProgress)(nil),                // 72: kvpb.PeerProgress
-	(*RegionStat)(nil),                  // 73: kvpb.RegionStat
-	(*Operator)(nil),                    // 74: kvpb.Operator
-	(*StoreHeartbeatRequest)(nil),       // 75: kvpb.StoreHeartbeatRequest
-	(*StoreHeartbeatResponse)(nil),      // 76: kvpb.StoreHeartbeatResponse
-	(*ClusterStatusRequest)(nil),        // 77: kvpb.ClusterStatusRequest
-	(*StoreStatus)(nil),                 // 78: kvpb.StoreStatus
-	(*RegionStatus)(nil),                // 79: kvpb.RegionStatus
-	(*ClusterStatusResponse)(nil),       // 80: kvpb.ClusterStatusResponse
-	(*OperatorRecord)(nil),              // 81: kvpb.OperatorRecord
-	(*SetStoreStateRequest)(nil),        // 82: kvpb.SetStoreStateRequest
-	(*SetStoreStateResponse)(nil),       // 83: kvpb.SetStoreStateResponse
-	(*GCSafePointRequest)(nil),          // 84: kvpb.GCSafePointRequest
-	(*GCSafePointResponse)(nil),         // 85: kvpb.GCSafePointResponse
+	(CopExprKind)(0),                    // 6: kvpb.CopExprKind
+	(*RegionEpoch)(nil),                 // 7: kvpb.RegionEpoch
+	(*Peer)(nil),                        // 8: kvpb.Peer
+	(*Region)(nil),                      // 9: kvpb.Region
+	(*Store)(nil),                       // 10: kvpb.Store
+	(*Context)(nil),                     // 11: kvpb.Context
+	(*RegionError)(nil),                 // 12: kvpb.RegionError
+	(*NotLeader)(nil),                   // 13: kvpb.NotLeader
+	(*EpochNotMatch)(nil),               // 14: kvpb.EpochNotMatch
+	(*KeyNotInRegion)(nil),              // 15: kvpb.KeyNotInRegion
+	(*ServerBusy)(nil),                  // 16: kvpb.ServerBusy
+	(*RegionNotFound)(nil),              // 17: kvpb.RegionNotFound
+	(*Mutation)(nil),                    // 18: kvpb.Mutation
+	(*LockInfo)(nil),                    // 19: kvpb.LockInfo
+	(*WriteConflict)(nil),               // 20: kvpb.WriteConflict
+	(*AlreadyExist)(nil),                // 21: kvpb.AlreadyExist
+	(*TxnNotFound)(nil),                 // 22: kvpb.TxnNotFound
+	(*Deadlock)(nil),                    // 23: kvpb.Deadlock
+	(*KeyError)(nil),                    // 24: kvpb.KeyError
+	(*KvPair)(nil),                      // 25: kvpb.KvPair
+	(*GetRequest)(nil),                  // 26: kvpb.GetRequest
+	(*GetResponse)(nil),                 // 27: kvpb.GetResponse
+	(*BatchGetRequest)(nil),             // 28: kvpb.BatchGetRequest
+	(*BatchGetResponse)(nil),            // 29: kvpb.BatchGetResponse
+	(*ScanRequest)(nil),                 // 30: kvpb.ScanRequest
+	(*ScanResponse)(nil),                // 31: kvpb.ScanResponse
+	(*PrewriteRequest)(nil),             // 32: kvpb.PrewriteRequest
+	(*PrewriteResponse)(nil),            // 33: kvpb.PrewriteResponse
+	(*CommitRequest)(nil),               // 34: kvpb.CommitRequest
+	(*CommitResponse)(nil),              // 35: kvpb.CommitResponse
+	(*BatchRollbackRequest)(nil),        // 36: kvpb.BatchRollbackRequest
+	(*BatchRollbackResponse)(nil),       // 37: kvpb.BatchRollbackResponse
+	(*CheckTxnStatusRequest)(nil),       // 38: kvpb.CheckTxnStatusRequest
+	(*CheckTxnStatusResponse)(nil),      // 39: kvpb.CheckTxnStatusResponse
+	(*ResolveLockRequest)(nil),          // 40: kvpb.ResolveLockRequest
+	(*ResolveLockResponse)(nil),         // 41: kvpb.ResolveLockResponse
+	(*PessimisticLockRequest)(nil),      // 42: kvpb.PessimisticLockRequest
+	(*PessimisticLockResponse)(nil),     // 43: kvpb.PessimisticLockResponse
+	(*PessimisticRollbackRequest)(nil),  // 44: kvpb.PessimisticRollbackRequest
+	(*PessimisticRollbackResponse)(nil), // 45: kvpb.PessimisticRollbackResponse
+	(*TxnHeartBeatRequest)(nil),         // 46: kvpb.TxnHeartBeatRequest
+	(*TxnHeartBeatResponse)(nil),        // 47: kvpb.TxnHeartBeatResponse
+	(*DestroyRangeRequest)(nil),         // 48: kvpb.DestroyRangeRequest
+	(*DestroyRangeResponse)(nil),        // 49: kvpb.DestroyRangeResponse
+	(*ScanLockRequest)(nil),             // 50: kvpb.ScanLockRequest
+	(*ScanLockResponse)(nil),            // 51: kvpb.ScanLockResponse
+	(*BatchRequest)(nil),                // 52: kvpb.BatchRequest
+	(*BatchRequestEntry)(nil),           // 53: kvpb.BatchRequestEntry
+	(*BatchResponse)(nil),               // 54: kvpb.BatchResponse
+	(*BatchResponseEntry)(nil),          // 55: kvpb.BatchResponseEntry
+	(*WaitForEntry)(nil),                // 56: kvpb.WaitForEntry
+	(*DeadlockRequest)(nil),             // 57: kvpb.DeadlockRequest
+	(*DeadlockResponse)(nil),            // 58: kvpb.DeadlockResponse
+	(*PDError)(nil),                     // 59: kvpb.PDError
+	(*TsoRequest)(nil),                  // 60: kvpb.TsoRequest
+	(*TsoResponse)(nil),                 // 61: kvpb.TsoResponse
+	(*GetRegionRequest)(nil),            // 62: kvpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),        // 63: kvpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),           // 64: kvpb.GetRegionResponse
+	(*ScanRegionsRequest)(nil),          // 65: kvpb.ScanRegionsRequest
+	(*ScanRegionsResponse)(nil),         // 66: kvpb.ScanRegionsResponse
+	(*GetStoreRequest)(nil),             // 67: kvpb.GetStoreRequest
+	(*GetStoreResponse)(nil),            // 68: kvpb.GetStoreResponse
+	(*AllocIDRequest)(nil),              // 69: kvpb.AllocIDRequest
+	(*AllocIDResponse)(nil),             // 70: kvpb.AllocIDResponse
+	(*JoinRequest)(nil),                 // 71: kvpb.JoinRequest
+	(*JoinResponse)(nil),                // 72: kvpb.JoinResponse
+	(*PeerProgress)(nil),                // 73: kvpb.PeerProgress
+	(*RegionStat)(nil),                  // 74: kvpb.RegionStat
+	(*Operator)(nil),                    // 75: kvpb.Operator
+	(*StoreHeartbeatRequest)(nil),       // 76: kvpb.StoreHeartbeatRequest
+	(*StoreHeartbeatResponse)(nil),      // 77: kvpb.StoreHeartbeatResponse
+	(*ClusterStatusRequest)(nil),        // 78: kvpb.ClusterStatusRequest
+	(*StoreStatus)(nil),                 // 79: kvpb.StoreStatus
+	(*RegionStatus)(nil),                // 80: kvpb.RegionStatus
+	(*ClusterStatusResponse)(nil),       // 81: kvpb.ClusterStatusResponse
+	(*OperatorRecord)(nil),              // 82: kvpb.OperatorRecord
+	(*SetStoreStateRequest)(nil),        // 83: kvpb.SetStoreStateRequest
+	(*SetStoreStateResponse)(nil),       // 84: kvpb.SetStoreStateResponse
+	(*GCSafePointRequest)(nil),          // 85: kvpb.GCSafePointRequest
+	(*GCSafePointResponse)(nil),         // 86: kvpb.GCSafePointResponse
+	(*KeyRange)(nil),                    // 87: kvpb.KeyRange
+	(*CopRequest)(nil),                  // 88: kvpb.CopRequest
+	(*CopResponse)(nil),                 // 89: kvpb.CopResponse
+	(*CopError)(nil),                    // 90: kvpb.CopError
+	(*CopDAG)(nil),                      // 91: kvpb.CopDAG
+	(*CopScan)(nil),                     // 92: kvpb.CopScan
+	(*CopColumnInfo)(nil),               // 93: kvpb.CopColumnInfo
+	(*CopFieldType)(nil),                // 94: kvpb.CopFieldType
+	(*CopExpr)(nil),                     // 95: kvpb.CopExpr
+	(*CopAgg)(nil),                      // 96: kvpb.CopAgg
+	(*CopAggFunc)(nil),                  // 97: kvpb.CopAggFunc
+	(*CopSortKey)(nil),                  // 98: kvpb.CopSortKey
+	(*CopBatch)(nil),                    // 99: kvpb.CopBatch
+	(*CopColumn)(nil),                   // 100: kvpb.CopColumn
 }
 var file_kvpb_proto_depIdxs = []int32{
 	0,   // 0: kvpb.Peer.role:type_name -> kvpb.PeerRole
-	6,   // 1: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
-	7,   // 2: kvpb.Region.peers:type_name -> kvpb.Peer
+	7,   // 1: kvpb.Region.epoch:type_name -> kvpb.RegionEpoch
+	8,   // 2: kvpb.Region.peers:type_name -> kvpb.Peer
 	1,   // 3: kvpb.Store.state:type_name -> kvpb.StoreState
-	6,   // 4: kvpb.Context.region_epoch:type_name -> kvpb.RegionEpoch
-	7,   // 5: kvpb.Context.peer:type_name -> kvpb.Peer
-	12,  // 6: kvpb.RegionError.not_leader:type_name -> kvpb.NotLeader
-	13,  // 7: kvpb.RegionError.epoch_not_match:type_name -> kvpb.EpochNotMatch
-	14,  // 8: kvpb.RegionError.key_not_in_region:type_name -> kvpb.KeyNotInRegion
-	15,  // 9: kvpb.RegionError.server_busy:type_name -> kvpb.ServerBusy
-	16,  // 10: kvpb.RegionError.region_not_found:type_name -> kvpb.RegionNotFound
-	7,   // 11: kvpb.NotLeader.leader:type_name -> kvpb.Peer
-	8,   // 12: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
+	7,   // 4: kvpb.Context.region_epoch:type_name -> kvpb.RegionEpoch
+	8,   // 5: kvpb.Context.peer:type_name -> kvpb.Peer
+	13,  // 6: kvpb.RegionError.not_leader:type_name -> kvpb.NotLeader
+	14,  // 7: kvpb.RegionError.epoch_not_match:type_name -> kvpb.EpochNotMatch
+	15,  // 8: kvpb.RegionError.key_not_in_region:type_name -> kvpb.KeyNotInRegion
+	16,  // 9: kvpb.RegionError.server_busy:type_name -> kvpb.ServerBusy
+	17,  // 10: kvpb.RegionError.region_not_found:type_name -> kvpb.RegionNotFound
+	8,   // 11: kvpb.NotLeader.leader:type_name -> kvpb.Peer
+	9,   // 12: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
 	2,   // 13: kvpb.Mutation.op:type_name -> kvpb.Op
 	2,   // 14: kvpb.LockInfo.lock_type:type_name -> kvpb.Op
-	55,  // 15: kvpb.Deadlock.wait_chain:type_name -> kvpb.WaitForEntry
-	18,  // 16: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
-	19,  // 17: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
-	20,  // 18: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
-	21,  // 19: kvpb.KeyError.txn_not_found:type_name -> kvpb.TxnNotFound
-	22,  // 20: kvpb.KeyError.deadlock:type_name -> kvpb.Deadlock
-	23,  // 21: kvpb.KvPair.error:type_name -> kvpb.KeyError
-	10,  // 22: kvpb.GetRequest.context:type_name -> kvpb.Context
-	11,  // 23: kvpb.GetResponse.region_error:type_name -> kvpb.RegionError
-	23,  // 24: kvpb.GetResponse.error:type_name -> kvpb.KeyError
-	10,  // 25: kvpb.BatchGetRequest.context:type_name -> kvpb.Context
-	11,  // 26: kvpb.BatchGetResponse.region_error:type_name -> kvpb.RegionError
-	24,  // 27: kvpb.BatchGetResponse.pairs:type_name -> kvpb.KvPair
-	23,  // 28: kvpb.BatchGetResponse.error:type_name -> kvpb.KeyError
-	10,  // 29: kvpb.ScanRequest.context:type_name -> kvpb.Context
-	11,  // 30: kvpb.ScanResponse.region_error:type_name -> kvpb.RegionError
-	24,  // 31: kvpb.ScanResponse.pairs:type_name -> kvpb.KvPair
-	23,  // 32: kvpb.ScanResponse.error:type_name -> kvpb.KeyError
-	10,  // 33: kvpb.PrewriteRequest.context:type_name -> kvpb.Context
-	17,  // 34: kvpb.PrewriteRequest.mutations:type_name -> kvpb.Mutation
-	11,  // 35: kvpb.PrewriteResponse.region_error:type_name -> kvpb.RegionError
-	23,  // 36: kvpb.PrewriteResponse.errors:type_name -> kvpb.KeyError
-	10,  // 37: kvpb.CommitRequest.context:type_name -> kvpb.Context
-	11,  // 38: kvpb.CommitResponse.region_error:type_name -> kvpb.RegionError
-	23,  // 39: kvpb.CommitResponse.error:type_name -> kvpb.KeyError
-	10,  // 40: kvpb.BatchRollbackRequest.context:type_name -> kvpb.Context
-	11,  // 41: kvpb.BatchRollbackResponse.region_error:type_name -> kvpb.RegionError
-	23,  // 42: kvpb.BatchRollbackResponse.error:type_name -> kvpb.KeyError
-	10,  // 43: kvpb.CheckTxnStatusRequest.context:type_name -> kvpb.Context
-	11,  // 44: kvpb.CheckTxnStatusResponse.region_error:type_name -> kvpb.RegionError
-	23,  // 45: kvpb.CheckTxnStatusResponse.error:type_name -> kvpb.KeyError
+	56,  // 15: kvpb.Deadlock.wait_chain:type_name -> kvpb.WaitForEntry
+	19,  // 16: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
+	20,  // 17: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
+	21,  // 18: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
+	22,  // 19: kvpb.KeyError.txn_not_found:type_name -> kvpb.TxnNotFound
+	23,  // 20: kvpb.KeyError.deadlock:type_name -> kvpb.Deadlock
+	24,  // 21: kvpb.KvPair.error:type_name -> kvpb.KeyError
+	11,  // 22: kvpb.GetRequest.context:type_name -> kvpb.Context
+	12,  // 23: kvpb.GetResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 24: kvpb.GetResponse.error:type_name -> kvpb.KeyError
+	11,  // 25: kvpb.BatchGetRequest.context:type_name -> kvpb.Context
+	12,  // 26: kvpb.BatchGetResponse.region_error:type_name -> kvpb.RegionError
+	25,  // 27: kvpb.BatchGetResponse.pairs:type_name -> kvpb.KvPair
+	24,  // 28: kvpb.BatchGetResponse.error:type_name -> kvpb.KeyError
+	11,  // 29: kvpb.ScanRequest.context:type_name -> kvpb.Context
+	12,  // 30: kvpb.ScanResponse.region_error:type_name -> kvpb.RegionError
+	25,  // 31: kvpb.ScanResponse.pairs:type_name -> kvpb.KvPair
+	24,  // 32: kvpb.ScanResponse.error:type_name -> kvpb.KeyError
+	11,  // 33: kvpb.PrewriteRequest.context:type_name -> kvpb.Context
+	18,  // 34: kvpb.PrewriteRequest.mutations:type_name -> kvpb.Mutation
+	12,  // 35: kvpb.PrewriteResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 36: kvpb.PrewriteResponse.errors:type_name -> kvpb.KeyError
+	11,  // 37: kvpb.CommitRequest.context:type_name -> kvpb.Context
+	12,  // 38: kvpb.CommitResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 39: kvpb.CommitResponse.error:type_name -> kvpb.KeyError
+	11,  // 40: kvpb.BatchRollbackRequest.context:type_name -> kvpb.Context
+	12,  // 41: kvpb.BatchRollbackResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 42: kvpb.BatchRollbackResponse.error:type_name -> kvpb.KeyError
+	11,  // 43: kvpb.CheckTxnStatusRequest.context:type_name -> kvpb.Context
+	12,  // 44: kvpb.CheckTxnStatusResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 45: kvpb.CheckTxnStatusResponse.error:type_name -> kvpb.KeyError
 	3,   // 46: kvpb.CheckTxnStatusResponse.action:type_name -> kvpb.Action
-	18,  // 47: kvpb.CheckTxnStatusResponse.lock_info:type_name -> kvpb.LockInfo
-	10,  // 48: kvpb.ResolveLockRequest.context:type_name -> kvpb.Context
-	11,  // 49: kvpb.ResolveLockResponse.region_error:type_name -> kvpb.RegionError
-	23,  // 50: kvpb.ResolveLockResponse.error:type_name -> kvpb.KeyError
-	10,  // 51: kvpb.PessimisticLockRequest.context:type_name -> kvpb.Context
-	17,  // 52: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
-	11,  // 53: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
-	23,  // 54: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
-	10,  // 55: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
-	11,  // 56: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
-	23,  // 57: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
-	10,  // 58: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
-	11,  // 59: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
-	23,  // 60: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
-	10,  // 61: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
-	11,  // 62: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
-	10,  // 63: kvpb.ScanLockRequest.context:type_name -> kvpb.Context
-	11,  // 64: kvpb.ScanLockResponse.region_error:type_name -> kvpb.RegionError
-	18,  // 65: kvpb.ScanLockResponse.locks:type_name -> kvpb.LockInfo
-	52,  // 66: kvpb.BatchRequest.entries:type_name -> kvpb.BatchRequestEntry
-	54,  // 67: kvpb.BatchResponse.entries:type_name -> kvpb.BatchResponseEntry
+	19,  // 47: kvpb.CheckTxnStatusResponse.lock_info:type_name -> kvpb.LockInfo
+	11,  // 48: kvpb.ResolveLockRequest.context:type_name -> kvpb.Context
+	12,  // 49: kvpb.ResolveLockResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 50: kvpb.ResolveLockResponse.error:type_name -> kvpb.KeyError
+	11,  // 51: kvpb.PessimisticLockRequest.context:type_name -> kvpb.Context
+	18,  // 52: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
+	12,  // 53: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 54: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
+	11,  // 55: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
+	12,  // 56: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 57: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
+	11,  // 58: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
+	12,  // 59: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 60: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
+	11,  // 61: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
+	12,  // 62: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
+	11,  // 63: kvpb.ScanLockRequest.context:type_name -> kvpb.Context
+	12,  // 64: kvpb.ScanLockResponse.region_error:type_name -> kvpb.RegionError
+	19,  // 65: kvpb.ScanLockResponse.locks:type_name -> kvpb.LockInfo
+	53,  // 66: kvpb.BatchRequest.entries:type_name -> kvpb.BatchRequestEntry
+	55,  // 67: kvpb.BatchResponse.entries:type_name -> kvpb.BatchResponseEntry
 	4,   // 68: kvpb.DeadlockRequest.tp:type_name -> kvpb.DeadlockRequestType
-	55,  // 69: kvpb.DeadlockRequest.entry:type_name -> kvpb.WaitForEntry
-	55,  // 70: kvpb.DeadlockResponse.entry:type_name -> kvpb.WaitForEntry
-	55,  // 71: kvpb.DeadlockResponse.wait_chain:type_name -> kvpb.WaitForEntry
-	58,  // 72: kvpb.TsoResponse.error:type_name -> kvpb.PDError
-	58,  // 73: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
-	8,   // 74: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
-	7,   // 75: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
-	58,  // 76: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
-	8,   // 77: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
-	7,   // 78: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
-	58,  // 79: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
-	9,   // 80: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
-	58,  // 81: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
-	9,   // 82: kvpb.JoinRequest.store:type_name -> kvpb.Store
-	58,  // 83: kvpb.JoinResponse.error:type_name -> kvpb.PDError
-	8,   // 84: kvpb.RegionStat.region:type_name -> kvpb.Region
-	7,   // 85: kvpb.RegionStat.leader:type_name -> kvpb.Peer
-	72,  // 86: kvpb.RegionStat.progress:type_name -> kvpb.PeerProgress
-	6,   // 87: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
+	56,  // 69: kvpb.DeadlockRequest.entry:type_name -> kvpb.WaitForEntry
+	56,  // 70: kvpb.DeadlockResponse.entry:type_name -> kvpb.WaitForEntry
+	56,  // 71: kvpb.DeadlockResponse.wait_chain:type_name -> kvpb.WaitForEntry
+	59,  // 72: kvpb.TsoResponse.error:type_name -> kvpb.PDError
+	59,  // 73: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
+	9,   // 74: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
+	8,   // 75: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
+	59,  // 76: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
+	9,   // 77: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
+	8,   // 78: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
+	59,  // 79: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
+	10,  // 80: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
+	59,  // 81: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
+	10,  // 82: kvpb.JoinRequest.store:type_name -> kvpb.Store
+	59,  // 83: kvpb.JoinResponse.error:type_name -> kvpb.PDError
+	9,   // 84: kvpb.RegionStat.region:type_name -> kvpb.Region
+	8,   // 85: kvpb.RegionStat.leader:type_name -> kvpb.Peer
+	73,  // 86: kvpb.RegionStat.progress:type_name -> kvpb.PeerProgress
+	7,   // 87: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
 	5,   // 88: kvpb.Operator.kind:type_name -> kvpb.OperatorKind
-	7,   // 89: kvpb.Operator.peer:type_name -> kvpb.Peer
-	9,   // 90: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
-	73,  // 91: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
-	58,  // 92: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
-	74,  // 93: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
-	9,   // 94: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
-	9,   // 95: kvpb.StoreStatus.store:type_name -> kvpb.Store
-	8,   // 96: kvpb.RegionStatus.region:type_name -> kvpb.Region
-	7,   // 97: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
-	72,  // 98: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
-	58,  // 99: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
-	78,  // 100: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
-	79,  // 101: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
-	81,  // 102: kvpb.ClusterStatusResponse.operators:type_name -> kvpb.OperatorRecord
-	74,  // 103: kvpb.OperatorRecord.operator:type_name -> kvpb.Operator
+	8,   // 89: kvpb.Operator.peer:type_name -> kvpb.Peer
+	10,  // 90: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
+	74,  // 91: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
+	59,  // 92: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
+	75,  // 93: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
+	10,  // 94: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
+	10,  // 95: kvpb.StoreStatus.store:type_name -> kvpb.Store
+	9,   // 96: kvpb.RegionStatus.region:type_name -> kvpb.Region
+	8,   // 97: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
+	73,  // 98: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
+	59,  // 99: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
+	79,  // 100: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
+	80,  // 101: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
+	82,  // 102: kvpb.ClusterStatusResponse.operators:type_name -> kvpb.OperatorRecord
+	75,  // 103: kvpb.OperatorRecord.operator:type_name -> kvpb.Operator
 	1,   // 104: kvpb.SetStoreStateRequest.state:type_name -> kvpb.StoreState
-	58,  // 105: kvpb.SetStoreStateResponse.error:type_name -> kvpb.PDError
-	9,   // 106: kvpb.SetStoreStateResponse.store:type_name -> kvpb.Store
-	58,  // 107: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
-	51,  // 108: kvpb.Kv.KvBatchCommands:input_type -> kvpb.BatchRequest
-	49,  // 109: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
-	25,  // 110: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
-	27,  // 111: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
-	29,  // 112: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
-	31,  // 113: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
-	33,  // 114: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
-	35,  // 115: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
-	37,  // 116: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
-	39,  // 117: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
-	41,  // 118: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
-	43,  // 119: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
-	45,  // 120: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
-	47,  // 121: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
-	56,  // 122: kvpb.DeadlockDetector.Detect:input_type -> kvpb.DeadlockRequest
-	70,  // 123: kvpb.PD.Join:input_type -> kvpb.JoinRequest
-	75,  // 124: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
-	77,  // 125: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
-	84,  // 126: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
-	59,  // 127: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
-	61,  // 128: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
-	62,  // 129: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
-	64,  // 130: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
-	66,  // 131: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
-	68,  // 132: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
-	82,  // 133: kvpb.PD.SetStoreState:input_type -> kvpb.SetStoreStateRequest
-	53,  // 134: kvpb.Kv.KvBatchCommands:output_type -> kvpb.BatchResponse
-	50,  // 135: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
-	26,  // 136: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
-	28,  // 137: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
-	30,  // 138: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
-	32,  // 139: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
-	34,  // 140: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
-	36,  // 141: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
-	38,  // 142: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
-	40,  // 143: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
-	42,  // 144: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
-	44,  // 145: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
-	46,  // 146: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
-	48,  // 147: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
-	57,  // 148: kvpb.DeadlockDetector.Detect:output_type -> kvpb.DeadlockResponse
-	71,  // 149: kvpb.PD.Join:output_type -> kvpb.JoinResponse
-	76,  // 150: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
-	80,  // 151: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
-	85,  // 152: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
-	60,  // 153: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
-	63,  // 154: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
-	63,  // 155: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
-	65,  // 156: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
-	67,  // 157: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
-	69,  // 158: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
-	83,  // 159: kvpb.PD.SetStoreState:output_type -> kvpb.SetStoreStateResponse
-	134, // [134:160] is the sub-list for method output_type
-	108, // [108:134] is the sub-list for method input_type
-	108, // [108:108] is the sub-list for extension type_name
-	108, // [108:108] is the sub-list for extension extendee
-	0,   // [0:108] is the sub-list for field type_name
+	59,  // 105: kvpb.SetStoreStateResponse.error:type_name -> kvpb.PDError
+	10,  // 106: kvpb.SetStoreStateResponse.store:type_name -> kvpb.Store
+	59,  // 107: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
+	11,  // 108: kvpb.CopRequest.context:type_name -> kvpb.Context
+	87,  // 109: kvpb.CopRequest.ranges:type_name -> kvpb.KeyRange
+	91,  // 110: kvpb.CopRequest.dag:type_name -> kvpb.CopDAG
+	12,  // 111: kvpb.CopResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 112: kvpb.CopResponse.error:type_name -> kvpb.KeyError
+	90,  // 113: kvpb.CopResponse.eval_error:type_name -> kvpb.CopError
+	99,  // 114: kvpb.CopResponse.batch:type_name -> kvpb.CopBatch
+	90,  // 115: kvpb.CopResponse.warnings:type_name -> kvpb.CopError
+	92,  // 116: kvpb.CopDAG.scan:type_name -> kvpb.CopScan
+	95,  // 117: kvpb.CopDAG.filter:type_name -> kvpb.CopExpr
+	96,  // 118: kvpb.CopDAG.agg:type_name -> kvpb.CopAgg
+	98,  // 119: kvpb.CopDAG.top_n:type_name -> kvpb.CopSortKey
+	93,  // 120: kvpb.CopScan.columns:type_name -> kvpb.CopColumnInfo
+	94,  // 121: kvpb.CopColumnInfo.type:type_name -> kvpb.CopFieldType
+	99,  // 122: kvpb.CopColumnInfo.origin_default:type_name -> kvpb.CopBatch
+	6,   // 123: kvpb.CopExpr.kind:type_name -> kvpb.CopExprKind
+	94,  // 124: kvpb.CopExpr.type:type_name -> kvpb.CopFieldType
+	99,  // 125: kvpb.CopExpr.value:type_name -> kvpb.CopBatch
+	95,  // 126: kvpb.CopExpr.args:type_name -> kvpb.CopExpr
+	95,  // 127: kvpb.CopAgg.group_by:type_name -> kvpb.CopExpr
+	97,  // 128: kvpb.CopAgg.funcs:type_name -> kvpb.CopAggFunc
+	95,  // 129: kvpb.CopAggFunc.args:type_name -> kvpb.CopExpr
+	95,  // 130: kvpb.CopSortKey.expr:type_name -> kvpb.CopExpr
+	100, // 131: kvpb.CopBatch.columns:type_name -> kvpb.CopColumn
+	52,  // 132: kvpb.Kv.KvBatchCommands:input_type -> kvpb.BatchRequest
+	50,  // 133: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
+	26,  // 134: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
+	28,  // 135: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
+	30,  // 136: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
+	32,  // 137: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
+	34,  // 138: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
+	36,  // 139: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
+	38,  // 140: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
+	40,  // 141: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
+	42,  // 142: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
+	44,  // 143: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
+	46,  // 144: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
+	48,  // 145: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
+	88,  // 146: kvpb.Kv.KvCoprocessor:input_type -> kvpb.CopRequest
+	57,  // 147: kvpb.DeadlockDetector.Detect:input_type -> kvpb.DeadlockRequest
+	71,  // 148: kvpb.PD.Join:input_type -> kvpb.JoinRequest
+	76,  // 149: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
+	78,  // 150: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
+	85,  // 151: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
+	60,  // 152: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
+	62,  // 153: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
+	63,  // 154: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
+	65,  // 155: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
+	67,  // 156: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
+	69,  // 157: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
+	83,  // 158: kvpb.PD.SetStoreState:input_type -> kvpb.SetStoreStateRequest
+	54,  // 159: kvpb.Kv.KvBatchCommands:output_type -> kvpb.BatchResponse
+	51,  // 160: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
+	27,  // 161: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
+	29,  // 162: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
+	31,  // 163: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
+	33,  // 164: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
+	35,  // 165: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
+	37,  // 166: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
+	39,  // 167: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
+	41,  // 168: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
+	43,  // 169: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
+	45,  // 170: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
+	47,  // 171: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
+	49,  // 172: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
+	89,  // 173: kvpb.Kv.KvCoprocessor:output_type -> kvpb.CopResponse
+	58,  // 174: kvpb.DeadlockDetector.Detect:output_type -> kvpb.DeadlockResponse
+	72,  // 175: kvpb.PD.Join:output_type -> kvpb.JoinResponse
+	77,  // 176: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
+	81,  // 177: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
+	86,  // 178: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
+	61,  // 179: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
+	64,  // 180: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
+	64,  // 181: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
+	66,  // 182: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
+	68,  // 183: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
+	70,  // 184: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
+	84,  // 185: kvpb.PD.SetStoreState:output_type -> kvpb.SetStoreStateResponse
+	159, // [159:186] is the sub-list for method output_type
+	132, // [132:159] is the sub-list for method input_type
+	132, // [132:132] is the sub-list for extension type_name
+	132, // [132:132] is the sub-list for extension extendee
+	0,   // [0:132] is the sub-list for field type_name
 }
 
 func init() { file_kvpb_proto_init() }
@@ -6481,8 +7749,8 @@ func file_kvpb_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvpb_proto_rawDesc), len(file_kvpb_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   80,
+			NumEnums:      7,
+			NumMessages:   94,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

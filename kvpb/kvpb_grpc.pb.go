@@ -38,6 +38,7 @@ const (
 	Kv_KvPessimisticRollback_FullMethodName = "/kvpb.Kv/KvPessimisticRollback"
 	Kv_KvTxnHeartBeat_FullMethodName        = "/kvpb.Kv/KvTxnHeartBeat"
 	Kv_KvDestroyRange_FullMethodName        = "/kvpb.Kv/KvDestroyRange"
+	Kv_KvCoprocessor_FullMethodName         = "/kvpb.Kv/KvCoprocessor"
 )
 
 // KvClient is the client API for Kv service.
@@ -58,6 +59,7 @@ type KvClient interface {
 	KvPessimisticRollback(ctx context.Context, in *PessimisticRollbackRequest, opts ...grpc.CallOption) (*PessimisticRollbackResponse, error)
 	KvTxnHeartBeat(ctx context.Context, in *TxnHeartBeatRequest, opts ...grpc.CallOption) (*TxnHeartBeatResponse, error)
 	KvDestroyRange(ctx context.Context, in *DestroyRangeRequest, opts ...grpc.CallOption) (*DestroyRangeResponse, error)
+	KvCoprocessor(ctx context.Context, in *CopRequest, opts ...grpc.CallOption) (*CopResponse, error)
 }
 
 type kvClient struct {
@@ -211,6 +213,16 @@ func (c *kvClient) KvDestroyRange(ctx context.Context, in *DestroyRangeRequest, 
 	return out, nil
 }
 
+func (c *kvClient) KvCoprocessor(ctx context.Context, in *CopRequest, opts ...grpc.CallOption) (*CopResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CopResponse)
+	err := c.cc.Invoke(ctx, Kv_KvCoprocessor_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // KvServer is the server API for Kv service.
 // All implementations must embed UnimplementedKvServer
 // for forward compatibility.
@@ -229,6 +241,7 @@ type KvServer interface {
 	KvPessimisticRollback(context.Context, *PessimisticRollbackRequest) (*PessimisticRollbackResponse, error)
 	KvTxnHeartBeat(context.Context, *TxnHeartBeatRequest) (*TxnHeartBeatResponse, error)
 	KvDestroyRange(context.Context, *DestroyRangeRequest) (*DestroyRangeResponse, error)
+	KvCoprocessor(context.Context, *CopRequest) (*CopResponse, error)
 	mustEmbedUnimplementedKvServer()
 }
 
@@ -280,6 +293,9 @@ func (UnimplementedKvServer) KvTxnHeartBeat(context.Context, *TxnHeartBeatReques
 }
 func (UnimplementedKvServer) KvDestroyRange(context.Context, *DestroyRangeRequest) (*DestroyRangeResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method KvDestroyRange not implemented")
+}
+func (UnimplementedKvServer) KvCoprocessor(context.Context, *CopRequest) (*CopResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvCoprocessor not implemented")
 }
 func (UnimplementedKvServer) mustEmbedUnimplementedKvServer() {}
 func (UnimplementedKvServer) testEmbeddedByValue()            {}
@@ -543,6 +559,24 @@ func _Kv_KvDestroyRange_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Kv_KvCoprocessor_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CopRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KvServer).KvCoprocessor(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kv_KvCoprocessor_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KvServer).KvCoprocessor(ctx, req.(*CopRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Kv_ServiceDesc is the grpc.ServiceDesc for Kv service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -601,6 +635,10 @@ var Kv_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "KvDestroyRange",
 			Handler:    _Kv_KvDestroyRange_Handler,
+		},
+		{
+			MethodName: "KvCoprocessor",
+			Handler:    _Kv_KvCoprocessor_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

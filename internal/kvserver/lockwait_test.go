@@ -30,6 +30,9 @@ import (
 //	waiters [count=N]                  (the keys requests wait on, once N wait)
 func TestLockWait(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		if strings.Contains(path, "/coprocessor/") {
+			t.Skip("TestCoprocessor's scripts")
+		}
 		s, stop := startServer(t, t.TempDir(), true)
 		defer stop()
 		ctx := context.Background()

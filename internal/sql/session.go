@@ -531,6 +531,7 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 	b.ParseView = parseView
 	b.Cluster = s.e.cluster
 	b.OnlyFullGroupBy = s.sqlModeHas("ONLY_FULL_GROUP_BY")
+	b.NoCoprocessor = s.copConcurrency() == 0
 	b.Processes = func() [][]types.Datum { return processRows(s.visibleProcesses(), true) }
 	b.Privileges = s.privilegeRows
 	b.Visible = infoVisibility{s}
@@ -623,7 +624,8 @@ func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datu
 		// A statement that is its own transaction, with nothing written
 		// before it: its commit follows at once, so an INSERT may leave
 		// its primary key check to it.
-		DeferDupCheck: auto && s.txn.Len() == 0,
+		DeferDupCheck:  auto && s.txn.Len() == 0,
+		CopConcurrency: s.copConcurrency(),
 	}
 	ec.Eval.Ctx = ctx
 	exec.BindSubqueries(ec, c.subqueries)

@@ -29,12 +29,14 @@ type sessionExtra struct {
 	nextReadOnly *bool
 	// temp holds the session's temporary tables; tempVersion counts their
 	// changes, so that cached plans are planned again.
-	temp            []*catalog.TableInfo
-	tempDB          []string // the database of each temporary table
-	tempVersion     int64
-	rowCount        int64
-	foundRows       uint64
-	fkOff           bool // foreign_key_checks = 0
+	temp        []*catalog.TableInfo
+	tempDB      []string // the database of each temporary table
+	tempVersion int64
+	rowCount    int64
+	foundRows   uint64
+	fkOff       bool // foreign_key_checks = 0
+	// copConc caches copConcurrency (0: not read yet, -1: off).
+	copConc         int
 	nonStrict       bool // sql_mode has neither STRICT_TRANS_TABLES nor STRICT_ALL_TABLES
 	clientFoundRows bool // the client connected with CLIENT_FOUND_ROWS
 	noBackslash     bool // sql_mode has NO_BACKSLASH_ESCAPES

@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -79,11 +80,16 @@ var systemVars = map[string]types.Datum{
 	"transaction_prealloc_size":       types.NewInt(4096),
 	"tidb_mem_quota_query":            types.NewInt(1 << 30),
 	"tidb_ddl_reorg_worker_cnt":       types.NewInt(defaultBackfillWorkers),
-	"tidb_ddl_reorg_batch_size":       types.NewInt(defaultBackfillBatch),
-	"last_insert_id":                  types.NewInt(0),
-	"warning_count":                   types.NewInt(0),
-	"error_count":                     types.NewInt(0),
-	"identity":                        types.NewInt(0),
+	// The coprocessor (docs/architecture.md): whether full table scans
+	// with a filter, an aggregation, a top-N or a limit run next to the
+	// data, and how many region requests a statement keeps in flight.
+	"strata_enable_coprocessor":     types.NewInt(1),
+	"tidb_distsql_scan_concurrency": types.NewInt(int64(defaultCopConcurrency())),
+	"tidb_ddl_reorg_batch_size":     types.NewInt(defaultBackfillBatch),
+	"last_insert_id":                types.NewInt(0),
+	"warning_count":                 types.NewInt(0),
+	"error_count":                   types.NewInt(0),
+	"identity":                      types.NewInt(0),
 	// Read or set by dump tools, the mysql CLI and drivers.
 	"sql_quote_show_create":            types.NewInt(1),
 	"sql_notes":                        types.NewInt(1),
@@ -299,6 +305,15 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 			}
 			s.x.fkOff = !on
 		}
+		if name == "strata_enable_coprocessor" || name == "tidb_distsql_scan_concurrency" {
+			if err := checkCopVar(name, val); err != nil {
+				return nil, err
+			}
+			// Read again at the next statement; cached plans are planned
+			// again (they depend on strata_enable_coprocessor).
+			s.x.copConc = 0
+			s.x.tempVersion++
+		}
 		if _, known := systemVars[name]; !known {
 			return nil, sqlerr.New(sqlerr.ErUnknownSystemVariable, "HY000", "Unknown system variable '%s'", v.Name)
 		}
@@ -386,4 +401,40 @@ func (s *Session) selectValue(ctx context.Context, e ast.ExprNode) (types.Datum,
 		return types.Null, sqlerr.New(sqlerr.ErUnknown, "HY000", "SET expression did not produce one value")
 	}
 	return res.Rows[0][0], nil
+}
+
+// defaultCopConcurrency is tidb_distsql_scan_concurrency's default: one
+// request in flight per core, at least 2.
+func defaultCopConcurrency() int { return min(max(runtime.GOMAXPROCS(0), 2), 64) }
+
+func checkCopVar(name string, val types.Datum) error {
+	if name == "strata_enable_coprocessor" {
+		_, err := parseOnOff(val)
+		return err
+	}
+	n, err := val.ToInt64()
+	if err != nil || n < 1 || n > 256 {
+		return sqlerr.New(1231, "42000", "Variable '%s' can't be set to the value of '%s'", name, val.String())
+	}
+	return nil
+}
+
+// copConcurrency is how many coprocessor requests a statement keeps in
+// flight: tidb_distsql_scan_concurrency, or 0 when
+// strata_enable_coprocessor is OFF. It is read once after each SET.
+func (s *Session) copConcurrency() int {
+	if s.x.copConc == 0 {
+		s.x.copConc = -1
+		if v, ok := s.GetVar("strata_enable_coprocessor", true, ""); ok {
+			if on, err := parseOnOff(v); err == nil && on {
+				s.x.copConc = defaultCopConcurrency()
+				if v, ok := s.GetVar("tidb_distsql_scan_concurrency", true, ""); ok {
+					if n, err := v.ToInt64(); err == nil && n >= 1 {
+						s.x.copConc = int(min(n, 256))
+					}
+				}
+			}
+		}
+	}
+	return max(s.x.copConc, 0)
 }

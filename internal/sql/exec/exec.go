@@ -76,6 +76,10 @@ type Context struct {
 	// INSERT ... ON DUPLICATE KEY UPDATE) count the rows they matched,
 	// changed or not.
 	FoundRows bool
+	// CopConcurrency is how many coprocessor requests a plan.CopRead
+	// keeps in flight (tidb_distsql_scan_concurrency); 0 runs its
+	// fallback instead (strata_enable_coprocessor = OFF).
+	CopConcurrency int
 
 	// Results of a DML statement.
 	AffectedRows uint64
@@ -234,6 +238,8 @@ func Build(p plan.Plan) (Executor, error) {
 	switch n := p.(type) {
 	case *plan.Scan:
 		return newScanExec(n), nil
+	case *plan.CopRead:
+		return &copExec{p: n}, nil
 	case *plan.Dual:
 		return &dualExec{}, nil
 	case *plan.Values:

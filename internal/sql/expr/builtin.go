@@ -121,6 +121,8 @@ func (c *compiler) funcCall(n *ast.FuncCallExpr) (Expr, error) {
 		return c.timestampCall(name, nodes)
 	case "extract":
 		return c.extractCall(nodes)
+	case ast.DateLiteral, ast.TimeLiteral, ast.TimestampLiteral:
+		return c.temporalLiteral(name, nodes)
 	}
 	args, err := c.compileAll(nodes)
 	if err != nil {
@@ -180,6 +182,47 @@ func (c *compiler) funcCall(n *ast.FuncCallExpr) (Expr, error) {
 		return newFunc(name+"_chars", append(args, NewConstant(types.NewString(" "), nil)))
 	}
 	return newFunc(name, args)
+}
+
+// temporalLiteral compiles the standard SQL literals DATE 'yyyy-mm-dd',
+// TIME 'hh:mm:ss[.f]' and TIMESTAMP 'yyyy-mm-dd hh:mm:ss[.f]' into a
+// constant of their type. Unlike CAST, a string that is not such a value
+// is an error (ER_WRONG_VALUE, 1525), as in MySQL.
+func (c *compiler) temporalLiteral(name string, nodes []ast.ExprNode) (Expr, error) {
+	kind, tp := "DATE", mysql.TypeDate
+	switch name {
+	case ast.TimeLiteral:
+		kind, tp = "TIME", mysql.TypeDuration
+	case ast.TimestampLiteral:
+		kind, tp = "DATETIME", mysql.TypeDatetime
+	}
+	if len(nodes) != 1 {
+		return nil, errArgCount(kind)
+	}
+	arg, err := c.compile(nodes[0])
+	if err != nil {
+		return nil, err
+	}
+	k, ok := arg.(*Constant)
+	if !ok || !k.Value.IsStringLike() {
+		return nil, sqlerr.New(sqlerr.ErParse, "42000", "You have an error in your SQL syntax; a %s literal takes a quoted string", kind)
+	}
+	s := string(k.Value.Bytes())
+	fsp := 0
+	if i := strings.LastIndexByte(s, '.'); i >= 0 && tp != mysql.TypeDate {
+		fsp = min(len(strings.TrimSpace(s[i+1:])), 6)
+	}
+	var ft *ptypes.FieldType
+	if tp == mysql.TypeDuration {
+		ft = durationFT(fsp)
+	} else {
+		ft = timeType(tp, fsp)
+	}
+	v, err := types.Convert(k.Value, ft)
+	if err != nil || v.IsNull() {
+		return nil, sqlerr.New(1525, "HY000", "Incorrect %s value: '%s'", kind, s)
+	}
+	return NewConstant(v, ft), nil
 }
 
 // NewFunc builds a call of the scalar builtin name (lower case) over args.
@@ -540,9 +583,39 @@ func chars(d types.Datum) (b []byte, offsets []int) {
 }
 
 func evalSubstring(ctx *EvalContext, f *Func, args []types.Datum) (types.Datum, error) {
+	pos := intArg(ctx, args[1])
+	if pos > 0 {
+		// From the start: walk to the characters wanted, not over the
+		// whole string (GROUP BY SUBSTRING(pad, 1, 2) over every row).
+		length := int64(-1)
+		if len(args) == 3 {
+			if length = intArg(ctx, args[2]); length <= 0 {
+				return stringResult(f, []byte{}), nil
+			}
+		}
+		b := textOf(args[0])
+		if args[0].Kind() == types.KindBytes {
+			start := min(pos-1, int64(len(b)))
+			end := int64(len(b))
+			if length >= 0 && length < end-start {
+				end = start + length
+			}
+			return stringResult(f, b[start:end]), nil
+		}
+		i := 0
+		for k := int64(1); k < pos && i < len(b); k++ {
+			_, n := utf8.DecodeRune(b[i:])
+			i += n
+		}
+		j := i
+		for k := int64(0); (length < 0 || k < length) && j < len(b); k++ {
+			_, n := utf8.DecodeRune(b[j:])
+			j += n
+		}
+		return stringResult(f, b[i:j]), nil
+	}
 	b, offs := chars(args[0])
 	n := int64(len(offs) - 1)
-	pos := intArg(ctx, args[1])
 	length := n
 	if len(args) == 3 {
 		length = intArg(ctx, args[2])

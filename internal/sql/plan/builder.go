@@ -45,6 +45,9 @@ type Builder struct {
 	// OnlyFullGroupBy enforces sql_mode's ONLY_FULL_GROUP_BY
 	// (fullgroupby.go).
 	OnlyFullGroupBy bool
+	// NoCoprocessor keeps every scan in SQL (strata_enable_coprocessor
+	// = OFF): no CopRead is planned.
+	NoCoprocessor bool
 }
 
 func (b *Builder) clauseName() string {
@@ -64,6 +67,9 @@ func (b *Builder) BuildQuery(node ast.ResultSetNode) (Plan, error) {
 	p, err := b.buildResultSet(node, nil, nil)
 	if err == nil {
 		pruneColumns(p)
+		if Coprocessor && !b.NoCoprocessor {
+			p = pushCoprocessor(p)
+		}
 	}
 	return p, err
 }
@@ -152,7 +158,7 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 	sc := newScope(b)
 	sc.parent, sc.sub = parent, sub
 	var p Plan
-	conds := propagateEqualities(splitAnd(sel.Where, nil))
+	conds := propagateEqualities(factorOr(splitAnd(sel.Where, nil)))
 	lock := sel.LockInfo != nil && sel.LockInfo.LockType != ast.SelectLockNone
 	if sel.From == nil {
 		p = &Dual{}

@@ -7,7 +7,9 @@
 // primary key, TableRangeScan on primary-key ranges, IndexLookup (an index
 // range, then rows by handle) on secondary indexes, or TableFullScan. It
 // also orders joins along their conditions and turns equalities between
-// tables into hash-join keys.
+// tables into hash-join keys. Last, it hands the scans it can to the
+// coprocessor (cop.go): a full table scan with its filter and its
+// aggregation, top-N or limit becomes a CopRead.
 //
 // Contract with package exec: a plan is immutable after Build except for the
 // per-execution state of its Subquery expressions, which exec installs

@@ -5,6 +5,7 @@
 //	strata workload init ycsb|kv [flags]    create the table (sql) and load the records
 //	strata workload run  ycsb|kv [flags]    run the workload (--init loads first)
 //	strata workload init|run|check tpcc [flags]   TPC-C (tpcc.go)
+//	strata workload init|run|check tpch [flags]   TPC-H (tpch.go)
 //
 // Errors are returned with a message for the user; Main returns ErrUsage
 // (already explained on stderr) for malformed command lines.
@@ -35,6 +36,7 @@ const usageText = `Usage:
   strata workload init ycsb|kv [flags]   create the table (sql driver) and load the records
   strata workload run  ycsb|kv [flags]   run the workload; --init loads first
   strata workload init|run|check tpcc    TPC-C over the MySQL protocol ('strata workload run tpcc -h')
+  strata workload init|run|check tpch    TPC-H's 22 queries over the MySQL protocol ('strata workload run tpch -h')
 
 Examples:
   strata workload run ycsb --workload a --init --records 100000 --duration 60s --threads 64
@@ -259,6 +261,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		switch args[0] {
 		case "init", "run", "check":
 			return tpccMain(ctx, args[0], args[2:], stdout, stderr)
+		}
+	}
+	if len(args) >= 2 && args[1] == "tpch" {
+		switch args[0] {
+		case "init", "run", "check":
+			return tpchMain(ctx, args[0], args[2:], stdout, stderr)
 		}
 	}
 	inv, err := Parse(args, stderr)

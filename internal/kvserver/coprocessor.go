@@ -1,0 +1,96 @@
+package kvserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+
+	"github.com/strata-db/strata/internal/coprocessor"
+	"github.com/strata-db/strata/internal/mvcc"
+	"github.com/strata-db/strata/kvpb"
+)
+
+// KvCoprocessor implements kvpb.KvServer: it evaluates the request's plan
+// fragment over its ranges (clipped to the region) at the request's
+// version, with the checks of a scan: the region and its leader, the GC
+// safe point, max_ts, and locks (a lock of another transaction at or
+// below the version is returned as error.locked; the client resolves it
+// and sends the request again, so what was evaluated is dropped). An
+// evaluation failure (a SQL error such as an overflow) is eval_error.
+func (s *Server) KvCoprocessor(ctx context.Context, req *kvpb.CopRequest) (*kvpb.CopResponse, error) {
+	resp := &kvpb.CopResponse{}
+	_, r, rerr, err := s.routeRead(ctx, req.Context)
+	if rerr != nil || err != nil {
+		resp.RegionError = rerr
+		return resp, err
+	}
+	frag, err := coprocessor.Compile(req.Dag)
+	if err != nil {
+		resp.EvalError = coprocessor.ErrorToPB(err)
+		return resp, nil
+	}
+	if resp.Error = s.checkReadTS(req.Version); resp.Error != nil {
+		return resp, nil
+	}
+	s.cm.UpdateMaxTS(req.Version)
+	reverse := req.Dag.Reverse
+	run := frag.NewRunner(int(req.PagingRows))
+	var stopKey []byte
+	add := func(key, value []byte) error {
+		err := run.Add(key, value)
+		if err == coprocessor.ErrStop {
+			stopKey = bytes.Clone(key)
+		}
+		return err
+	}
+	n := len(req.Ranges)
+	var readBytes int
+	for i := 0; i < n && stopKey == nil; i++ {
+		kr := req.Ranges[i]
+		if reverse {
+			kr = req.Ranges[n-1-i]
+		}
+		start, end := clip(r, kr.Start, kr.End)
+		if len(end) > 0 && bytes.Compare(start, end) >= 0 {
+			continue
+		}
+		if err := s.cm.CheckReadRange(ctx, start, end, req.Version); err != nil {
+			return nil, err
+		}
+		before := run.Scanned()
+		err := mvcc.ScanFunc(s.db, start, end, 0, req.Version, reverse, func(key, value []byte) error {
+			readBytes += len(key) + len(value)
+			return add(key, value)
+		})
+		s.noteRead(r.Id, start, int(run.Scanned()-before), readBytes)
+		if err != nil && !errors.Is(err, coprocessor.ErrStop) {
+			if ke := mvcc.KeyErrorOf(err); ke != nil {
+				resp.Error = ke
+				return resp, nil
+			}
+			resp.EvalError = coprocessor.ErrorToPB(err)
+			return resp, nil
+		}
+	}
+	// The read is good only if the safe point has not passed it meanwhile.
+	if resp.Error = s.checkReadTS(req.Version); resp.Error != nil {
+		return resp, nil
+	}
+	if stopKey != nil && !run.LimitReached() {
+		if reverse {
+			resp.ResumeKey = stopKey
+		} else {
+			resp.ResumeKey = append(stopKey, 0)
+		}
+	}
+	resp.Batch = run.Finish()
+	resp.ScannedKeys = run.Scanned()
+	limit := int(req.Dag.WarningsLimit)
+	for _, w := range run.Warnings() {
+		if len(resp.Warnings) >= limit {
+			break
+		}
+		resp.Warnings = append(resp.Warnings, coprocessor.ErrorToPB(w))
+	}
+	return resp, nil
+}
