@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,12 +156,31 @@ func (c *regionCache) locate(ctx context.Context, key []byte) (*regionEntry, err
 	return c.load(ctx, key)
 }
 
+// regionMissWait bounds how long load waits for PD to know the region of
+// a key: right after a split PD may have the left region's report (its
+// range shrunk) before the right one's, a gap of up to a heartbeat.
+const regionMissWait = 3 * time.Second
+
 func (c *regionCache) load(ctx context.Context, key []byte) (*regionEntry, error) {
-	rctx, cancel := context.WithTimeout(ctx, pdRPCTimeout)
-	defer cancel()
-	resp, err := c.pd.GetRegion(rctx, &kvpb.GetRegionRequest{Key: key})
-	if err != nil {
-		return nil, fmt.Errorf("client: pd GetRegion: %w", err)
+	var resp *kvpb.GetRegionResponse
+	deadline := time.Now().Add(regionMissWait)
+	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, 500*time.Millisecond) {
+		rctx, cancel := context.WithTimeout(ctx, pdRPCTimeout)
+		r, err := c.pd.GetRegion(rctx, &kvpb.GetRegionRequest{Key: key})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("client: pd GetRegion: %w", err)
+		}
+		resp = r
+		if resp.Error == nil && resp.Region != nil || time.Now().After(deadline) ||
+			resp.Error != nil && !strings.Contains(resp.Error.Message, "no region for key") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
 	}
 	if resp.Error != nil {
 		return nil, fmt.Errorf("client: pd GetRegion: %s", resp.Error.Message)

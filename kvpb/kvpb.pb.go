@@ -5036,6 +5036,9 @@ type StoreHeartbeatResponse struct {
 	// reach every other one without asking.
 	Stores        []*Store `protobuf:"bytes,3,rep,name=stores,proto3" json:"stores,omitempty"`
 	PdLeaderStore uint64   `protobuf:"varint,4,opt,name=pd_leader_store,json=pdLeaderStore,proto3" json:"pd_leader_store,omitempty"`
+	// down_stores are the stores PD counts down (no heartbeat within its
+	// liveness window): a node wakes its hibernating replicas they led.
+	DownStores    []uint64 `protobuf:"varint,5,rep,packed,name=down_stores,json=downStores,proto3" json:"down_stores,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5096,6 +5099,13 @@ func (x *StoreHeartbeatResponse) GetPdLeaderStore() uint64 {
 		return x.PdLeaderStore
 	}
 	return 0
+}
+
+func (x *StoreHeartbeatResponse) GetDownStores() []uint64 {
+	if x != nil {
+		return x.DownStores
+	}
+	return nil
 }
 
 type ClusterStatusRequest struct {
@@ -7174,12 +7184,14 @@ const file_kvpb_proto_rawDesc = "" +
 	"cluster_id\x18\x01 \x01(\x04R\tclusterId\x12!\n" +
 	"\x05store\x18\x02 \x01(\v2\v.kvpb.StoreR\x05store\x12*\n" +
 	"\aregions\x18\x03 \x03(\v2\x10.kvpb.RegionStatR\aregions\x12#\n" +
-	"\rreplica_count\x18\x04 \x01(\rR\freplicaCount\"\xb8\x01\n" +
+	"\rreplica_count\x18\x04 \x01(\rR\freplicaCount\"\xd9\x01\n" +
 	"\x16StoreHeartbeatResponse\x12#\n" +
 	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12,\n" +
 	"\toperators\x18\x02 \x03(\v2\x0e.kvpb.OperatorR\toperators\x12#\n" +
 	"\x06stores\x18\x03 \x03(\v2\v.kvpb.StoreR\x06stores\x12&\n" +
-	"\x0fpd_leader_store\x18\x04 \x01(\x04R\rpdLeaderStore\"\x16\n" +
+	"\x0fpd_leader_store\x18\x04 \x01(\x04R\rpdLeaderStore\x12\x1f\n" +
+	"\vdown_stores\x18\x05 \x03(\x04R\n" +
+	"downStores\"\x16\n" +
 	"\x14ClusterStatusRequest\"\xbf\x03\n" +
 	"\vStoreStatus\x12!\n" +
 	"\x05store\x18\x01 \x01(\v2\v.kvpb.StoreR\x05store\x12\x0e\n" +

@@ -42,9 +42,19 @@ type RaftMessage struct {
 	Message []byte `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
 	// snapshot is set when message is a MsgSnap: it travels on a snapshot
 	// stream with the snapshot's files.
-	Snapshot      bool `protobuf:"varint,8,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Snapshot bool `protobuf:"varint,8,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// is_tombstone: no raft message; the sender's replica of the region
+	// does not list to_peer at a newer configuration (region_epoch is the
+	// sender's), so to_peer was removed without hearing of it and destroys
+	// itself (raftstore's stale replicas).
+	IsTombstone bool `protobuf:"varint,9,opt,name=is_tombstone,json=isTombstone,proto3" json:"is_tombstone,omitempty"`
+	// hibernate_commit, when not 0: no raft message; the sender leads the
+	// region, its log is committed up to this index and every replica has
+	// it, and it stops ticking until something happens (raftstore's
+	// hibernation); a follower whose log matches stops ticking too.
+	HibernateCommit uint64 `protobuf:"varint,10,opt,name=hibernate_commit,json=hibernateCommit,proto3" json:"hibernate_commit,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *RaftMessage) Reset() {
@@ -131,6 +141,20 @@ func (x *RaftMessage) GetSnapshot() bool {
 		return x.Snapshot
 	}
 	return false
+}
+
+func (x *RaftMessage) GetIsTombstone() bool {
+	if x != nil {
+		return x.IsTombstone
+	}
+	return false
+}
+
+func (x *RaftMessage) GetHibernateCommit() uint64 {
+	if x != nil {
+		return x.HibernateCommit
+	}
+	return 0
 }
 
 // RaftMessageBatch is what one store sends another in one stream write.
@@ -567,7 +591,7 @@ var File_raftmsg_proto protoreflect.FileDescriptor
 const file_raftmsg_proto_rawDesc = "" +
 	"\n" +
 	"\rraftmsg.proto\x12\x04kvpb\x1a\n" +
-	"kvpb.proto\"\x9a\x02\n" +
+	"kvpb.proto\"\xe8\x02\n" +
 	"\vRaftMessage\x12\x1b\n" +
 	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x12'\n" +
 	"\tfrom_peer\x18\x02 \x01(\v2\n" +
@@ -578,7 +602,10 @@ const file_raftmsg_proto_rawDesc = "" +
 	"\tstart_key\x18\x05 \x01(\fR\bstartKey\x12\x17\n" +
 	"\aend_key\x18\x06 \x01(\fR\x06endKey\x12\x18\n" +
 	"\amessage\x18\a \x01(\fR\amessage\x12\x1a\n" +
-	"\bsnapshot\x18\b \x01(\bR\bsnapshot\"w\n" +
+	"\bsnapshot\x18\b \x01(\bR\bsnapshot\x12!\n" +
+	"\fis_tombstone\x18\t \x01(\bR\visTombstone\x12)\n" +
+	"\x10hibernate_commit\x18\n" +
+	" \x01(\x04R\x0fhibernateCommit\"w\n" +
 	"\x10RaftMessageBatch\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\x04R\tclusterId\x12\x1d\n" +

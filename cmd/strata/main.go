@@ -168,6 +168,7 @@ func start(args []string) error {
 	splitTable := fs.Bool("split-table", false, "give every table regions of its own (split at each table's first key)")
 	downAfter := fs.Duration("down-after", 5*time.Minute, "a node without a heartbeat for this long has its replicas replaced on other nodes")
 	scheduleLimit := fs.Int("schedule-limit", 4, "balancing operators (replica moves) in flight per node")
+	hibernate := fs.Bool("hibernate-regions", true, "regions without traffic stop ticking and heartbeating until a request or message wakes them")
 	fs.Parse(args)
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
@@ -235,6 +236,7 @@ func start(args []string) error {
 		SplitTable:         *splitTable,
 		DownAfter:          *downAfter,
 		ScheduleLimit:      *scheduleLimit,
+		HibernateRegions:   *hibernate,
 	})
 	if err != nil {
 		return err

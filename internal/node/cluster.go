@@ -277,6 +277,10 @@ func (n *Node) heartbeat(ctx context.Context) {
 		return
 	}
 	n.pd.ObserveHeartbeat(resp)
+	// Hibernating replicas whose leader's store is down elect another.
+	for _, id := range resp.DownStores {
+		n.store.WakeLedBy(id)
+	}
 	for _, op := range resp.Operators {
 		n.runOperator(op)
 	}

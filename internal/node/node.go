@@ -35,6 +35,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -157,6 +158,9 @@ type Config struct {
 	// ScheduleLimit bounds the balancing operators in flight per node
 	// (replica moves and their snapshots; default 4).
 	ScheduleLimit int
+	// HibernateRegions: regions without traffic stop ticking
+	// (raftstore/hibernate.go).
+	HibernateRegions bool
 }
 
 // DefaultVersionCacheSize is the version cache's default memory: enough
@@ -311,7 +315,8 @@ func (n *Node) open(ctx context.Context) error {
 	n.transport = transport.New(n.clusterID, n.storeID, resolver, n.log, n.dialOpts...)
 	store, err := raftstore.Open(eng, raftstore.Config{StoreID: n.storeID, Logger: n.log,
 		Observer: storeObserver{locks}, Transport: n.transport, OnLeaderChange: n.onLeaderChange,
-		ClockRate: n.cfg.TestClockRate})
+		ClockRate: n.cfg.TestClockRate, Hibernate: n.cfg.HibernateRegions,
+		AlwaysAwake: func(id uint64) bool { return id == pd.SystemRegionID }})
 	if err != nil {
 		return err
 	}
@@ -356,6 +361,10 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}, Cluster: n.clusterInfo, Regions: regionAdmin{n}, ID: fmt.Sprintf("store-%d", n.storeID),
 		Addr: n.cfg.SQLAddr, Audit: n.audit}
+	if n.cfg.DataDir != "" {
+		// Statements past their memory quota spill here.
+		sqlOpts.TmpDir = filepath.Join(n.cfg.DataDir, "tmp")
+	}
 	if iv := n.cfg.GCInterval; iv > 0 {
 		sqlOpts.CleanupInterval = min(iv, maxSQLCleanupInterval)
 	}
@@ -386,6 +395,8 @@ func (n *Node) open(ctx context.Context) error {
 		n.wg.Add(1)
 		go n.gcLoop(interval) // gc.go
 	}
+	n.wg.Add(1)
+	go n.staleCheckLoop() // stale.go
 	if interval := n.cfg.SplitCheckInterval; interval >= 0 {
 		if interval == 0 {
 			interval = defaultSplitCheckInterval

@@ -39,11 +39,26 @@ func (a regionAdmin) SplitAt(ctx context.Context, keys [][]byte) (int, error) {
 	return done, nil
 }
 
+// splitTries bounds the tries of one SPLIT TABLE key: a region a split just made
+// has no ready leader until its election and its first entry (a few
+// hundred milliseconds on a busy machine), and a leader may move.
+const splitTries = 20
+
 // splitOne splits the region holding key at key; false when key starts
 // a region already.
 func (a regionAdmin) splitOne(ctx context.Context, key []byte) (bool, error) {
 	n := a.n
-	for attempt := 0; attempt < 3; attempt++ {
+	const last = splitTries - 1
+	for attempt := 0; attempt < splitTries; attempt++ {
+		if attempt > 0 {
+			// The leader moved, is still being elected, or the split
+			// raced another: ask PD again.
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
 		resp, err := n.pd.GetRegion(ctx, &kvpb.GetRegionRequest{Key: key})
 		if err != nil {
 			return false, err
@@ -60,26 +75,24 @@ func (a regionAdmin) splitOne(ctx context.Context, key []byte) (bool, error) {
 			if err == nil {
 				return true, nil
 			}
-			if attempt == 2 {
+			if attempt == last {
 				return false, err
 			}
-			continue // the leader moved: ask PD again
+			continue
 		}
 		resp2, err := n.transport.SplitAt(ctx, leader, key)
 		switch {
 		case err != nil:
-			if attempt == 2 {
+			if attempt == last {
 				return false, fmt.Errorf("node %d (leader of region %d): %v", leader, resp.Region.Id, err)
 			}
 		case resp2.AlreadyBoundary:
 			return false, nil
 		case resp2.Error == "":
 			return true, nil
-		case !resp2.NotLeader && attempt == 2:
+		case !resp2.NotLeader && attempt == last:
 			return false, fmt.Errorf("node %d: %s", leader, resp2.Error)
 		}
-		// The leader moved, or the split raced another: ask PD again.
-		time.Sleep(100 * time.Millisecond)
 	}
 	return false, fmt.Errorf("the leader of the region holding the split key kept moving; try again")
 }

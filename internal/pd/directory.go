@@ -42,6 +42,24 @@ func (d *directory) update(st *kvpb.RegionStat) {
 		}
 		return
 	}
+	// The usual report: the region the directory holds for the same
+	// range. Entries do not overlap, so it is the only one the report
+	// overlaps; it is replaced in place (a scan and a sort per report
+	// made the heartbeats of thousands of regions cost O(n^2 log n)).
+	i := sort.Search(len(d.regions), func(i int) bool { return bytes.Compare(d.regions[i].Region.StartKey, r.StartKey) >= 0 })
+	if i < len(d.regions) {
+		if e := d.regions[i]; e.Region.Id == r.Id && bytes.Equal(e.Region.StartKey, r.StartKey) &&
+			bytes.Equal(e.Region.EndKey, r.EndKey) {
+			if epochOlder(r.Epoch, e.Region.Epoch) {
+				return // stale report
+			}
+			if st.Leader == nil {
+				st.Leader = e.Leader
+			}
+			d.regions[i] = st
+			return
+		}
+	}
 	keep := d.regions[:0:0]
 	for _, e := range d.regions {
 		if !overlaps(e.Region, r) {

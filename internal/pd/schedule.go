@@ -350,6 +350,20 @@ func RegionStep(c *Cluster, r *kvpb.RegionStat) *kvpb.Operator {
 		}
 		return s.dead(c) || s.State != kvpb.StoreState_Serving || c.Moves[region.Id] == p.StoreId
 	}
+	// A leader that is not a voter of the configuration to come hands its
+	// leadership over first: leaving the joint state (or removing it as a
+	// learner) would leave the region led by a learner.
+	if r.Leader != nil {
+		for _, p := range region.Peers {
+			if p.Id != r.Leader.Id || (p.Role != kvpb.PeerRole_DemotingVoter && p.Role != kvpb.PeerRole_Learner) {
+				continue
+			}
+			if to := c.leaderTarget(r, func(q *kvpb.Peer) bool { return !bad(q) }); to != nil {
+				return op(region, kvpb.OperatorKind_TransferLeader, to, fmt.Sprintf("the leader is a %s", p.Role))
+			}
+			return nil
+		}
+	}
 	voters, learners, healthyVoters, healthy := 0, 0, 0, 0
 	for _, p := range region.Peers {
 		switch p.Role {

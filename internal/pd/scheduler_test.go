@@ -2,6 +2,7 @@ package pd
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 //	stores                     one store a line: <id> [down=<d>] [draining|decommissioning|decommissioned]
 //	region id=<id> peers=<id@store[L|+|-],...> [leader=<peer>] [commit=<i>] [match=<peer:index,...>]
 //	       [size=<bytes>] [read=<B/s>] [write=<B/s>] [move-from=<store>]
+//	       [start=<key>] [end=<key>] [keys=<n>] [age=<d>]
 //	                           adds (or replaces) a region
 //	regions n=<count> from=<id> stores=<s1,s2,...> [size=..] [read=..] [write=..]
 //	                           adds count caught-up regions with voters on the stores, led by the first
@@ -28,12 +30,17 @@ import (
 //	                           those regions busy, or those leader transfers in flight
 //	run [max=<rounds>]         rounds of schedule, each decision done at once (learners caught up),
 //	                           until a round decides nothing; prints the rounds and the stores
+//	merge [max-size=..] [max-keys=..] [max-merged-size=..] [max-merged-keys=..] [max-rate=..]
+//	      [min-age=<d>] [boundaries=<key,...>]
+//	                           one round of the merge checker (thresholds default to small
+//	                           test values: 100 bytes, 10 keys, merged 300 bytes and 30 keys,
+//	                           50 B/s, 1h)
 //	show                       the stores' counts and flows
 //	reset                      forgets every region
 func TestSchedulerDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata/scheduler", func(t *testing.T, path string) {
 		h := &schedHarness{cfg: DefaultScheduleConfig(), stores: map[uint64]*StoreInfo{}, regions: map[uint64]*kvpb.RegionStat{},
-			moves: map[uint64]uint64{}}
+			moves: map[uint64]uint64{}, ages: map[uint64]time.Duration{}}
 		h.cfg.HotMinBytes = 100
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string { return h.cmd(t, d) })
 	})
@@ -44,6 +51,7 @@ type schedHarness struct {
 	stores  map[uint64]*StoreInfo
 	regions map[uint64]*kvpb.RegionStat
 	moves   map[uint64]uint64
+	ages    map[uint64]time.Duration
 	nextID  uint64
 }
 
@@ -113,7 +121,7 @@ func (h *schedHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		}
 		return ""
 	case "reset":
-		h.regions, h.moves = map[uint64]*kvpb.RegionStat{}, map[uint64]uint64{}
+		h.regions, h.moves, h.ages = map[uint64]*kvpb.RegionStat{}, map[uint64]uint64{}, map[uint64]time.Duration{}
 		return ""
 	case "stores":
 		h.stores = map[uint64]*StoreInfo{}
@@ -146,7 +154,12 @@ func (h *schedHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		var id, leader, commit, size uint64
 		var peers, match string
 		var read, write float64
-		var moveFrom uint64
+		var moveFrom, keys uint64
+		var start, end, age string
+		d.MaybeScanArgs(t, "start", &start)
+		d.MaybeScanArgs(t, "end", &end)
+		d.MaybeScanArgs(t, "keys", &keys)
+		d.MaybeScanArgs(t, "age", &age)
 		d.ScanArgs(t, "id", &id)
 		d.ScanArgs(t, "peers", &peers)
 		d.MaybeScanArgs(t, "leader", &leader)
@@ -157,7 +170,8 @@ func (h *schedHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		d.MaybeScanArgs(t, "write", &write)
 		d.MaybeScanArgs(t, "move-from", &moveFrom)
 		r := &kvpb.RegionStat{Region: &kvpb.Region{Id: id, Epoch: &kvpb.RegionEpoch{ConfVer: 4, Version: 1},
-			Peers: parsePeers(t, d, peers)}, CommitIndex: commit, ApproximateSize: size,
+			Peers: parsePeers(t, d, peers), StartKey: []byte(start), EndKey: []byte(end)}, CommitIndex: commit,
+			ApproximateSize: size, ApproximateKeys: keys,
 			ReadBytes: uint64(read), WrittenBytes: uint64(write), IntervalMs: 1000}
 		if leader == 0 {
 			leader = r.Region.Peers[0].Id
@@ -180,6 +194,14 @@ func (h *schedHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 			}
 		}
 		h.regions[id] = r
+		delete(h.ages, id)
+		if age != "" {
+			a, err := time.ParseDuration(age)
+			if err != nil {
+				d.Fatalf(t, "age: %v", err)
+			}
+			h.ages[id] = a
+		}
 		if moveFrom != 0 {
 			h.moves[id] = moveFrom
 		} else {
@@ -267,6 +289,36 @@ func (h *schedHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 			}
 		}
 		return fmt.Sprintf("rounds=%d operators=%d\n%s", rounds, ops, h.show())
+	case "merge":
+		cfg := MergeConfig{MaxSize: 100, MaxKeys: 10, MaxMergedSize: 300, MaxMergedKeys: 30, MaxRate: 50, MinAge: time.Hour}
+		d.MaybeScanArgs(t, "max-size", &cfg.MaxSize)
+		d.MaybeScanArgs(t, "max-keys", &cfg.MaxKeys)
+		d.MaybeScanArgs(t, "max-merged-size", &cfg.MaxMergedSize)
+		d.MaybeScanArgs(t, "max-merged-keys", &cfg.MaxMergedKeys)
+		d.MaybeScanArgs(t, "max-rate", &cfg.MaxRate)
+		var minAge, boundaries string
+		d.MaybeScanArgs(t, "min-age", &minAge)
+		if minAge != "" {
+			cfg.MinAge, _ = time.ParseDuration(minAge)
+		}
+		d.MaybeScanArgs(t, "boundaries", &boundaries)
+		if boundaries != "" {
+			keys := strings.Split(boundaries, ",")
+			cfg.Boundary = func(k []byte) bool { return slices.Contains(keys, string(k)) }
+		}
+		c := h.cluster(nil)
+		var out []string
+		for _, md := range MergeCheck(c, cfg, h.ages) {
+			if md.Move != nil {
+				out = append(out, fmt.Sprintf("r%d into r%d: move %s", md.Source, md.Target, fmtOp(md.Move.Op, md.Move.MoveFrom)))
+				continue
+			}
+			out = append(out, fmt.Sprintf("r%d into r%d: merge (%s)", md.Source, md.Target, md.Reason))
+		}
+		if len(out) == 0 {
+			return "none"
+		}
+		return strings.Join(out, "\n")
 	case "show":
 		return h.show()
 	}

@@ -274,6 +274,13 @@ func (s *Server) StoreHeartbeat(ctx context.Context, req *kvpb.StoreHeartbeatReq
 	}
 	s.retireEmpty(ctx, st)
 	resp := &kvpb.StoreHeartbeatResponse{PdLeaderStore: s.store.StoreID(), Stores: s.Stores()}
+	st.storesMu.Lock()
+	for id, ss := range st.stores {
+		if !ss.up {
+			resp.DownStores = append(resp.DownStores, id)
+		}
+	}
+	st.storesMu.Unlock()
 	resp.Operators = s.schedule(ctx, st, req.Regions, now)
 	return resp, nil
 }

@@ -449,6 +449,7 @@ func (s *Store) addSplitPeer(parent *Peer, r *kvpb.Region, parentLeader bool) er
 	parent.children.Store(&ids)
 	if parentLeader || onlyVoter(r, cp.id) {
 		cp.mu.Lock()
+		cp.wakeLocked()
 		err = cp.rn.Campaign()
 		cp.mu.Unlock()
 	} else {

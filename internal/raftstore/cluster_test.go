@@ -204,7 +204,7 @@ type testStore struct {
 // from testdata/replica scripts. Stores tick and keep time only when told
 // (ManualTicks), so elections and leases happen where the script says.
 //
-//	cluster stores=<n>                     n empty stores, not yet open
+//	cluster stores=<n> [hibernate=true]    n empty stores, not yet open (idle regions hibernate)
 //	bootstrap region=<id> peers=<p@s,...> [start=<k>] [end=<k>]
 //	                                       a region's initial state on every store it names
 //	open [stores=<s,...>]                  open stores (default: all closed ones)
@@ -227,15 +227,20 @@ type testStore struct {
 //	stop store=<s>                         clean shutdown, stay down
 //	log store=<s> region=<id>              applied, truncated and last index
 //	flush store=<s>                        flush the KV engine (and truncate logs)
+//	asleep region=<id> [stores=<s,...>]    which replicas hibernate
+//	wake-led-by down=<s> [stores=<s,...>]  Store.WakeLedBy: PD counts store s down
+//	destroy-stale store=<s> region=<id> peer=<id> conf-ver=<n>
+//	                                       Store.DestroyStale: PD's descriptor at conf-ver lacks the peer
 //	message to=<s> region=<id> peer=<id> from=<p@s> type=<heartbeat|vote>
 //	                                       a raft message from a leader the store has not heard of
 //
 // After every command the harness waits until the network and every open
 // store are idle.
 type clusterHarness struct {
-	t      *testing.T
-	net    *memNet
-	stores map[uint64]*testStore
+	t         *testing.T
+	net       *memNet
+	stores    map[uint64]*testStore
+	hibernate bool
 }
 
 func newClusterHarness(t *testing.T) *clusterHarness {
@@ -259,7 +264,7 @@ func (h *clusterHarness) openStore(ts *testStore) {
 		h.t.Fatal(err)
 	}
 	s, err := Open(eng, Config{StoreID: ts.id, Transport: h.net.transport(ts.id), ManualTicks: true,
-		Logger: quietLogger()})
+		Logger: quietLogger(), Hibernate: h.hibernate})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -396,6 +401,7 @@ func (h *clusterHarness) run(d *datadriven.TestData) string {
 	case "cluster":
 		var n uint64
 		d.ScanArgs(h.t, "stores", &n)
+		d.MaybeScanArgs(h.t, "hibernate", &h.hibernate)
 		for id := uint64(1); id <= n; id++ {
 			h.stores[id] = &testStore{id: id, fs: vfs.NewCrashableMem()}
 		}
@@ -745,6 +751,39 @@ func (h *clusterHarness) run(d *datadriven.TestData) string {
 			}
 		}
 		return ""
+	case "asleep":
+		var rid uint64
+		d.ScanArgs(h.t, "region", &rid)
+		var parts []string
+		for _, ts := range h.storeArgs(d, "stores") {
+			if ts.s == nil {
+				continue
+			}
+			if p, ok := ts.s.Peer(rid); ok {
+				state := "awake"
+				if p.Asleep() {
+					state = "asleep"
+				}
+				parts = append(parts, fmt.Sprintf("s%d: %s", ts.id, state))
+			}
+		}
+		return strings.Join(parts, " ")
+	case "wake-led-by":
+		var down uint64
+		d.ScanArgs(h.t, "down", &down)
+		for _, ts := range h.storeArgs(d, "stores") {
+			if ts.s != nil {
+				ts.s.WakeLedBy(down)
+			}
+		}
+		return ""
+	case "destroy-stale":
+		ts := h.store(d)
+		var rid, peerID, cv uint64
+		d.ScanArgs(h.t, "region", &rid)
+		d.ScanArgs(h.t, "peer", &peerID)
+		d.ScanArgs(h.t, "conf-ver", &cv)
+		return fmt.Sprint(ts.s.DestroyStale(rid, peerID, cv))
 	case "message":
 		var to, rid, peerID uint64
 		var from, typ string

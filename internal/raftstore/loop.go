@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/strata-db/strata/kvpb"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -66,6 +67,9 @@ func (s *Store) run() {
 				s.fatal("truncating logs", err)
 			}
 		}
+		if err := s.destroyStale(); err != nil {
+			s.fatal("destroying a stale replica", err)
+		}
 		for {
 			peers = peers[:0]
 			s.mu.RLock()
@@ -121,6 +125,12 @@ func (s *Store) idle() bool {
 	if gen > 0 {
 		return false
 	}
+	s.staleMu.Lock()
+	stale := len(s.stale)
+	s.staleMu.Unlock()
+	if stale > 0 {
+		return false
+	}
 	for _, p := range s.Peers() {
 		p.mu.Lock()
 		pending := !p.removed.Load() && (p.rn.HasReady() || len(p.reads.waiting) > 0 || p.reads.renew)
@@ -133,13 +143,25 @@ func (s *Store) idle() bool {
 }
 
 func (s *Store) tickAll() {
+	var out []*kvpb.RaftMessage
+	asleep := 0
 	s.mu.RLock()
 	for _, p := range s.peers {
+		if p.asleep.Load() {
+			asleep++
+			continue
+		}
 		p.mu.Lock()
-		p.rn.Tick()
+		out = append(out, s.tickLocked(p)...)
 		p.mu.Unlock()
 	}
 	s.mu.RUnlock()
+	if s.hibernate {
+		metricAsleep.Set(float64(asleep))
+	}
+	if len(out) > 0 && s.transport != nil {
+		s.transport.Send(out)
+	}
 }
 
 func (s *Store) handleReadies(readies []readyPeer) error {

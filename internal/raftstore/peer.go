@@ -68,6 +68,13 @@ type Peer struct {
 	// lastActive is the store-clock time of the last proposal or read on
 	// this replica (hibernation and PD's load hints use it).
 	lastActive atomic.Int64
+	// heardAt is the wall-clock time (unix ns) of the last message from
+	// a leader, or of the replica's creation (stale.go).
+	heardAt atomic.Int64
+	// asleep: the replica hibernates (hibernate.go); idleTicks counts a
+	// leader's idle ticks (store loop, mu held).
+	asleep    atomic.Bool
+	idleTicks int
 }
 
 // Region returns the replica's current region descriptor (do not mutate).
@@ -115,6 +122,9 @@ func (p *Peer) Check(ctx *kvpb.Context, keys ...[]byte) (*kvpb.Region, *kvpb.Reg
 		}
 	}
 	if !p.leaderReady.Load() {
+		// A request for a region whose replicas sleep (hibernate.go)
+		// wakes this one: if its leader is gone, it elects another.
+		p.asleep.Store(false)
 		return nil, p.notLeader(r)
 	}
 	for _, k := range keys {

@@ -174,6 +174,8 @@ func (s *Store) ChangePeers(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoc
 	}
 	prop.at = s.now()
 	p.proposals[id] = prop
+	p.wakeLocked()
+	p.touch()
 	err = p.rn.ProposeConfChange(proto.Clone(cc).(*pb.ConfChangeV2))
 	if err != nil {
 		delete(p.proposals, id)
@@ -226,6 +228,8 @@ func (s *Store) TransferLeader(p *Peer, to uint64) error {
 		return fmt.Errorf("raftstore: region %d has no voter %d", p.regionID, to)
 	}
 	p.revokeLeaseLocked()
+	p.wakeLocked()
+	p.touch()
 	p.rn.TransferLeader(to)
 	s.wake()
 	return nil
@@ -249,6 +253,8 @@ func (s *Store) register(p *Peer, id uint64, prop *proposal, data []byte) error 
 	}
 	prop.at = s.now()
 	p.proposals[id] = prop
+	p.wakeLocked()
+	p.touch()
 	err := p.rn.Propose(data)
 	if err != nil {
 		delete(p.proposals, id)

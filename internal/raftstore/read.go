@@ -111,6 +111,7 @@ func (p *Peer) revokeLeaseLocked() {
 // otherwise after a ReadIndex round and the apply that follows it. A
 // *RegionErr (NotLeader) means the read must go elsewhere.
 func (s *Store) ReadReady(ctx context.Context, p *Peer) error {
+	p.touch()
 	if p.leaseValid() {
 		if p.leaseUntil.Load()-int64(s.now()) < int64(leaseDuration/3) && !onlyVoter(p.Region(), p.id) {
 			// Renew before it runs out, so that a steady read load never
@@ -158,6 +159,8 @@ func (p *Peer) requestReadIndexLocked() {
 	}
 	q.inflight[q.seq] = &readRound{at: p.store.now(), waiters: q.waiting}
 	q.waiting, q.renew = nil, false
+	p.wakeLocked()
+	p.touch()
 	p.rn.ReadIndex(binary.BigEndian.AppendUint64(nil, q.seq))
 	metricReadIndex.Inc()
 }

@@ -75,11 +75,15 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "read_index_total",
 		Help: "Reads that confirmed leadership with a ReadIndex round instead of a lease.",
 	})
+	metricAsleep = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "hibernating_replicas",
+		Help: "Replicas of this store that hibernate (no ticks), as of the last tick.",
+	})
 )
 
 func init() {
 	prometheus.MustRegister(metricFsyncSeconds, metricEntriesPerSync, metricProposals, metricProposeSeconds,
-		metricSnapshots, metricReadIndex)
+		metricSnapshots, metricReadIndex, metricAsleep)
 }
 
 // Store owns the engines and all local replicas and runs the store loop.
@@ -105,6 +109,13 @@ type Store struct {
 	// pendingVotes are vote requests for regions a split has not created
 	// here yet (transport.go).
 	pendingVotes []*kvpb.RaftMessage
+	// stale: replicas found removed without having heard of it, for the
+	// store loop to destroy (stale.go).
+	staleMu sync.Mutex
+	stale   []staleRequest
+	// hibernate: idle regions stop ticking (hibernate.go).
+	hibernate   bool
+	alwaysAwake func(regionID uint64) bool
 
 	transport   Transport
 	manualTicks bool
@@ -160,6 +171,11 @@ type Config struct {
 	// OnLeaderChange, when set, is called on the store loop whenever a
 	// local replica becomes a ready leader (true) or stops leading (false).
 	OnLeaderChange func(regionID uint64, leader bool)
+	// Hibernate lets idle regions stop ticking (hibernate.go), except
+	// those AlwaysAwake names (PD's own region: its followers must notice
+	// a dead leader without asking PD).
+	Hibernate   bool
+	AlwaysAwake func(regionID uint64) bool
 	// ClockRate, for fault tests only, makes the store clock (leases) run
 	// at this rate of real time (0: 1). A rate below 1 - leaseMargin /
 	// (electionTicks-1) x tickInterval (about 0.78) lets a leader
@@ -226,6 +242,8 @@ func Open(eng engine.Engines, cfg Config) (*Store, error) {
 		manualTicks: cfg.ManualTicks,
 		onLeader:    cfg.OnLeaderChange,
 		clockRate:   cfg.ClockRate,
+		hibernate:   cfg.Hibernate,
+		alwaysAwake: cfg.AlwaysAwake,
 		start:       time.Now(),
 		snapGen:     make(map[uint64]bool),
 		tick:        make(chan struct{}, 1),
@@ -357,6 +375,10 @@ func (s *Store) raftConfig(id uint64, ps *peerStorage, applied uint64, regionID 
 		MaxCommittedSizePerReady:  64 << 20,
 		CheckQuorum:               true,
 		PreVote:                   true,
+		// A leader demoted or removed (an election won by a demoting
+		// voter in a joint configuration, then left) steps down
+		// instead of leading as a learner.
+		StepDownOnRemoval: true,
 		ReadOnlyOption:            raft.ReadOnlySafe,
 		Logger:                    raftLogger{s.log.With("region", regionID)},
 	}
@@ -381,6 +403,7 @@ func (s *Store) newPeer(r *kvpb.Region) (*Peer, error) {
 		proposals: make(map[uint64]*proposal), peerStores: make(map[uint64]uint64)}
 	p.region.Store(r)
 	p.initialized.Store(true)
+	p.heardAt.Store(time.Now().UnixNano())
 	return p, nil
 }
 
@@ -395,6 +418,7 @@ func (s *Store) newUninitializedPeer(regionID, id uint64) (*Peer, error) {
 	p := &Peer{id: id, regionID: regionID, storage: ps, store: s, rn: rn,
 		proposals: make(map[uint64]*proposal), peerStores: make(map[uint64]uint64)}
 	p.region.Store(&kvpb.Region{Id: regionID, Epoch: &kvpb.RegionEpoch{}})
+	p.heardAt.Store(time.Now().UnixNano())
 	return p, nil
 }
 

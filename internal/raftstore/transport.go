@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/strata-db/strata/kvpb"
 	"go.etcd.io/raft/v3"
@@ -77,9 +78,16 @@ func (s *Store) Receive(env *kvpb.RaftMessage) error {
 	if env.ToPeer.GetStoreId() != s.storeID {
 		return fmt.Errorf("raftstore: message for store %d reached store %d", env.ToPeer.GetStoreId(), s.storeID)
 	}
+	if env.IsTombstone {
+		s.receiveTombstone(env)
+		return nil
+	}
 	p, err := s.peerFor(env, m)
 	if err != nil || p == nil {
 		return err
+	}
+	if s.tombstoneFor(p, env) {
+		return ErrStaleMessage
 	}
 	if m.GetType() == pb.MessageType_MsgSnap {
 		h := &kvpb.SnapshotHeader{}
@@ -96,6 +104,16 @@ func (s *Store) Receive(env *kvpb.RaftMessage) error {
 		return ErrStaleMessage
 	}
 	p.peerStores[env.FromPeer.GetId()] = env.FromPeer.GetStoreId()
+	if env.HibernateCommit != 0 {
+		p.heardAt.Store(time.Now().UnixNano())
+		p.receiveHibernateLocked(env)
+		return nil
+	}
+	switch m.GetType() {
+	case pb.MessageType_MsgApp, pb.MessageType_MsgHeartbeat, pb.MessageType_MsgSnap:
+		p.heardAt.Store(time.Now().UnixNano()) // only a leader sends these
+	}
+	p.wakeOnMessageLocked(m)
 	err = p.rn.Step(m)
 	if err != nil && err != raft.ErrStepPeerNotFound && err != raft.ErrStepLocalMsg {
 		return err
@@ -115,8 +133,9 @@ func (s *Store) peerFor(env *kvpb.RaftMessage, m *pb.Message) (*Peer, error) {
 			return nil, ErrStaleMessage
 		}
 		// A newer replica of the region is addressed: the local one was
-		// removed without this store hearing of it. Not handled here: it
-		// is replaced once PD tells the store (stale replicas).
+		// removed without hearing of it. It is destroyed (stale.go), and
+		// the leader's next message creates the new one.
+		s.queueStale(p, 0, fmt.Sprintf("a message addressed peer %d of its region", toID))
 		return nil, ErrStaleMessage
 	}
 	s.mu.Lock()

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
@@ -69,9 +70,9 @@ type Transport struct {
 	store    *raftstore.Store
 	splitter Splitter // split.go
 	senders  map[uint64]*sender
-	closed  bool
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	closed   bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
 }
 
 // New returns a transport for store storeID of cluster clusterID. The
@@ -195,6 +196,32 @@ func (s *sender) run() {
 	}
 }
 
+// watch wakes the hibernating replicas the destination store led
+// (raftstore.Store.WakeLedBy) as soon as a ready connection to it fails:
+// the store may be gone, and replicas that do not tick would not notice.
+// A store that is still there is woken again by their vote requests.
+func (s *sender) watch(ctx context.Context, conn *grpc.ClientConn) {
+	ready := false
+	for state := conn.GetState(); ; state = conn.GetState() {
+		switch state {
+		case connectivity.Ready:
+			ready = true
+		case connectivity.TransientFailure, connectivity.Idle:
+			if ready {
+				if st := s.t.getStore(); st != nil && ctx.Err() == nil {
+					st.WakeLedBy(s.to)
+				}
+				ready = false
+			}
+		case connectivity.Shutdown:
+			return
+		}
+		if !conn.WaitForStateChange(ctx, state) {
+			return
+		}
+	}
+}
+
 func (s *sender) dropQueued() {
 	st := s.t.getStore()
 	for {
@@ -226,6 +253,7 @@ func (s *sender) stream() error {
 		return err
 	}
 	defer conn.Close()
+	go s.watch(ctx, conn)
 	cl, err := kvpb.NewRaftClient(conn).Raft(ctx)
 	if err != nil {
 		return err

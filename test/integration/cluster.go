@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -51,6 +52,7 @@ func startNodeIn(t testing.TB, dir string, extraArgs []string) *Node {
 			t.Logf("last lines of %s:\n%s", n.LogPath, tail(n.LogPath, 30))
 		}
 		n.Kill()
+		keepLog(t, n.LogPath, filepath.Base(dir))
 	})
 	for i := 1; ; i++ {
 		n.SQLAddr, n.RESPAddr = pickAddr(t), pickAddr(t)
@@ -198,4 +200,25 @@ func addrFree(addr string) bool {
 	}
 	ln.Close()
 	return true
+}
+
+// keepLog copies a failed test's node log to $STRATA_TEST_LOGS/<test>/<name>.log
+// when that variable is set, since the test's own directory is removed
+// (every test's with STRATA_TEST_LOGS_ALL=1).
+func keepLog(t testing.TB, path, name string) {
+	dir := os.Getenv("STRATA_TEST_LOGS")
+	if dir == "" || !t.Failed() && os.Getenv("STRATA_TEST_LOGS_ALL") == "" {
+		return
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	dir = filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		err = os.WriteFile(filepath.Join(dir, name+".log"), data, 0o644)
+		if err == nil {
+			t.Logf("node log kept as %s", filepath.Join(dir, name+".log"))
+		}
+	}
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -54,6 +54,26 @@ func (c *Cluster) scaleStatus(t *testing.T) *scaleStatus {
 		}
 	}
 	return nil
+}
+
+// logStatus logs the raw /status of the first node that answers: the
+// regions' peers and PD's operator log, to tell why a wait failed.
+func (c *Cluster) logStatus(t *testing.T) {
+	t.Helper()
+	cl := &http.Client{Timeout: 3 * time.Second}
+	for _, n := range c.Nodes {
+		if n.PID() == 0 {
+			continue
+		}
+		resp, err := cl.Get("http://" + n.HTTPAddr + "/status")
+		if err != nil {
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Logf("/status of %s:\n%s", n.HTTPAddr, body)
+		return
+	}
 }
 
 // counts returns each store's voters and leaders over all regions.
@@ -115,12 +135,6 @@ func (st *scaleStatus) fullyReplicated(dead map[uint64]bool) bool {
 func TestScaleOut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 5-node cluster for a minute or two")
-	}
-	if os.Getenv("STRATA_SCALEOUT_TEST") == "" {
-		// Failed 2 of 4 runs on 2026-11-27 (a drained node kept one
-		// replica past a minute; a joining node's /healthz stayed 503
-		// for a minute): out of the CI run until fixed.
-		t.Skip("flaky: set STRATA_SCALEOUT_TEST=1 to run it")
 	}
 	args := []string{"--region-max-size", "48KiB", "--split-check-interval", "300ms", "--down-after", "6s",
 		"--region-split-qps", "-1", "--schedule-limit", "8", "--log-level", "info"}
@@ -205,6 +219,7 @@ func TestScaleOut(t *testing.T) {
 			time.Sleep(250 * time.Millisecond)
 		}
 		reps, leads := st.counts()
+		c.logStatus(t)
 		t.Fatalf("%s: not within %v: replicas %v leaders %v", what, d, reps, leads)
 		return nil
 	}
