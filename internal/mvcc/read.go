@@ -405,6 +405,19 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 // knows that no key of the range holds a lock (the common case: one-phase
 // commits write no locks), which saves a seek per scan.
 func ScanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse bool, fn func(key, value []byte) error) error {
+	return scanFunc(r, start, end, limit, readTS, reverse, true, fn)
+}
+
+// ScanValues is ScanFunc for a caller that does not look at the keys (an
+// aggregation such as COUNT(*) or SUM(col) over a table): fn's key may be
+// nil, and where no lock is in the range the user keys of the write
+// records are not unescaped. Locks and versions are honoured exactly as by
+// ScanFunc.
+func ScanValues(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse bool, fn func(key, value []byte) error) error {
+	return scanFunc(r, start, end, limit, readTS, reverse, false, fn)
+}
+
+func scanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse bool, wantKey bool, fn func(key, value []byte) error) error {
 	if len(end) > 0 && bytes.Compare(start, end) >= 0 {
 		return nil
 	}
@@ -527,7 +540,8 @@ func ScanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reve
 			if w.kind != writePut {
 				continue
 			}
-			if lazyKey {
+			// A value in the data CF is read by its key.
+			if lazyKey && (wantKey || !w.hasValue) {
 				if keyBuf, _, err = appendWriteKeyUserKey(keyBuf[:0], wIt.Key()); err != nil {
 					return err
 				}
