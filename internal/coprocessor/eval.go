@@ -263,17 +263,12 @@ func (r *Runner) LimitReached() bool {
 	return r.out != nil && r.f.limit > 0 && r.produced >= r.f.limit
 }
 
-// NeedsKeys reports whether Add looks at the records' keys: to decode a
-// handle or index columns, or for the resume key of a run that can stop
-// before the end of its range. An aggregation without GROUP BY over no
-// key column (COUNT(*), SUM(col)) has one group, fills no page (unless
-// pages are of one group) and needs none: the scan may pass nil keys.
+// NeedsKeys reports whether Add looks at the records' keys, to decode a
+// handle or index columns. When it does not, Add may be given nil keys
+// (the scan then unescapes no key; a run that stops early takes its
+// resume key from the scan, not from Add).
 func (r *Runner) NeedsKeys() bool {
-	f := r.f
-	if f.handle >= 0 || len(f.indexCols) > 0 {
-		return true
-	}
-	return !f.agg || len(f.groupBy) > 0 || r.paging == 1
+	return r.f.handle >= 0 || len(r.f.indexCols) > 0
 }
 
 // Scanned is the number of records the run has read.
