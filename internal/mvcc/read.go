@@ -492,7 +492,10 @@ func scanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reve
 	// whose version is returned: a scan over many deleted keys (a queue
 	// table's consumed head) skips them without it.
 	lazyKey := lIt == nil
-	sk := ScanKey{it: wIt}
+	var sk *ScanKey // ScanValues only: ScanFunc allocates none
+	if vfn != nil {
+		sk = &ScanKey{it: wIt}
+	}
 	for (limit <= 0 || found < limit) && (wValid || lValid) {
 		var wKey []byte
 		if wValid && !lazyKey {
@@ -582,7 +585,7 @@ func scanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reve
 				} else {
 					sk.buf, sk.decoded = keyBuf[:0], false
 				}
-				err = vfn(&sk, value)
+				err = vfn(sk, value)
 				keyBuf = sk.buf[:0]
 			} else {
 				err = fn(cur, value)
