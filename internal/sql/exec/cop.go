@@ -139,13 +139,16 @@ func (e *copExec) widen(rows [][]types.Datum) [][]types.Datum {
 }
 
 // nextAgg merges every region's partial rows, then hands out the final
-// rows.
+// rows. The merge holds a row per group; when those pass the statement's
+// memory quota and the statement may spill, it lets them go and runs the
+// plan's Fallback instead (the aggregation in SQL, which spills to disk).
 func (e *copExec) nextAgg(c *Context) ([][]types.Datum, error) {
 	if !e.done {
 		e.done = true
 		a := e.p.Agg
 		final := coprocessor.NewFinalAgg(a.GroupBy, a.Aggs, e.p.FirstRow, len(e.p.Scan.Table.Columns))
 		defer e.it.Close()
+		var held int64
 		for {
 			resp, err := e.it.Next(c.Ctx)
 			if err != nil {
@@ -163,11 +166,22 @@ func (e *copExec) nextAgg(c *Context) ([][]types.Datum, error) {
 			if err != nil {
 				return nil, err
 			}
-			// The merge holds a row per group (the partial rows of a
-			// group seen before are folded in and let go).
+			// The partial rows of a group seen before are folded in and
+			// let go.
 			for _, i := range fresh {
-				if err := c.Mem.Consume(RowSize(rows[i])); err != nil {
-					return nil, err
+				size := RowSize(rows[i])
+				held += size
+				if err := c.Mem.Consume(size); err != nil {
+					c.Mem.Release(held)
+					if !c.canSpill() {
+						return nil, err
+					}
+					f, berr := Build(e.p.Fallback)
+					if berr != nil {
+						return nil, berr
+					}
+					e.fallback = f
+					return f.Next(c)
 				}
 			}
 		}

@@ -1,9 +1,12 @@
 package exec
 
 import (
+	"errors"
+
 	"github.com/strata-db/strata/internal/sql/collate"
 	"github.com/strata-db/strata/internal/sql/expr"
 	"github.com/strata-db/strata/internal/sql/plan"
+	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
@@ -54,8 +57,35 @@ func (j *indexJoinExec) Next(c *Context) ([][]types.Datum, error) {
 }
 
 // join reads the right rows for one batch of left rows and appends the
-// joined rows to j.out.
+// joined rows to j.out. When those right rows do not fit the statement's
+// memory quota and the statement may spill, it joins the batch in halves
+// instead (down to one left row), so it holds less at a time: the right
+// rows of a batch are all it keeps.
+//
+// At one left row it goes on without charging: the operators above may
+// hold the whole quota (spillable ones spill only past it, when they
+// grow), and one left row's matches, let go before the next row, are what
+// the join needs to make progress at all.
 func (j *indexJoinExec) join(c *Context, left [][]types.Datum) error {
+	err := j.joinBatch(c, left, true)
+	var se *sqlerr.Error
+	if err != nil && c.canSpill() && errors.As(err, &se) && se.Code == sqlerr.ErMemoryExceeded {
+		if len(left) == 1 {
+			return j.joinBatch(c, left, false)
+		}
+		half := len(left) / 2
+		if err := j.join(c, left[:half]); err != nil {
+			return err
+		}
+		return j.join(c, left[half:])
+	}
+	return err
+}
+
+// joinBatch is join for one batch, all of whose right rows it holds at
+// once. It appends to j.out only once every right row is read, so a batch
+// that fails adds nothing.
+func (j *indexJoinExec) joinBatch(c *Context, left [][]types.Datum, charge bool) error {
 	// One index range per distinct lookup key of the batch.
 	var ranges []plan.Range
 	seen := map[string]bool{}
@@ -114,10 +144,13 @@ func (j *indexJoinExec) join(c *Context, left [][]types.Datum) error {
 					continue next
 				}
 			}
-			if err := c.Mem.Consume(RowSize(r)); err != nil {
-				return err
+			if size := RowSize(r); charge {
+				if err := c.Mem.Consume(size); err != nil {
+					c.Mem.Release(size) // Consume charged it
+					return err
+				}
+				held += size
 			}
-			held += RowSize(r)
 			var ok bool
 			if key, ok, err = joinKey(c, key[:0], j.p.RightKey, r, j.colls); err != nil {
 				return err
