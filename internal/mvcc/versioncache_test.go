@@ -264,7 +264,11 @@ func TestVersionCacheAgreesWithTheEngine(t *testing.T) {
 		}
 		t.Logf("newer-write checks answered by the SSTs alone: %d, by the bounds: %d", sstOnly, bounded)
 	}()
-	for seed := uint64(1); seed <= 40; seed++ {
+	seeds := uint64(40)
+	if raceEnabled {
+		seeds = 12
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
 		for _, tc := range []struct {
 			capacity      int64
 			recent, floor bool

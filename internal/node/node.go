@@ -35,6 +35,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -360,6 +361,10 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	sqlOpts := sql.Options{SafePoint: pdSafePoint{n.pd}, Cluster: n.clusterInfo, Regions: regionAdmin{n}, ID: fmt.Sprintf("store-%d", n.storeID),
 		Addr: n.cfg.SQLAddr, Audit: n.audit}
+	if n.cfg.DataDir != "" {
+		// Statements past their memory quota spill here.
+		sqlOpts.TmpDir = filepath.Join(n.cfg.DataDir, "tmp")
+	}
 	if iv := n.cfg.GCInterval; iv > 0 {
 		sqlOpts.CleanupInterval = min(iv, maxSQLCleanupInterval)
 	}

@@ -313,7 +313,10 @@ func (s *Session) fillTable(ctx context.Context, txn kv.Txn, schema *catalog.Sch
 		}
 		ins.Targets = append(ins.Targets, col.Offset)
 	}
-	ec := &exec.Context{Ctx: ctx, Txn: txn, Writes: exec.NewStmtBuffer(txn), Eval: s.evalContext(nil), IDs: s.e.ids, Mem: exec.NewMemTracker(s.memQuota())}
+	set := s.execSettings()
+	ec := &exec.Context{Ctx: ctx, Txn: txn, Writes: exec.NewStmtBuffer(txn), Eval: s.evalContext(nil), IDs: s.e.ids,
+		Mem: exec.NewMemTracker(set.quota), TmpDir: s.e.tmpDir, NoSpill: !set.spill}
+	defer ec.Close()
 	if err := exec.RunInsert(ec, ins); err != nil {
 		return err
 	}

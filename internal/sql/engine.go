@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,8 +69,11 @@ type Engine struct {
 
 	mu         sync.Mutex
 	globalVars map[string]types.Datum
-	nextConnID atomic.Uint32
-	procs      processList // sessions and their running statements (process.go)
+	// execGlobals are the global values of execVarNames (vars.go).
+	execGlobals atomic.Pointer[execSettings]
+	tmpDir      string
+	nextConnID  atomic.Uint32
+	procs       processList // sessions and their running statements (process.go)
 
 	// The cleanup of dropped data (cleanup.go); nil safePoint: none.
 	safePoint SafePointSource
@@ -128,6 +132,9 @@ type Options struct {
 	Regions RegionAdmin
 	// Audit, when set, records every DDL and DCL statement (audit.go).
 	Audit *audit.Logger
+	// TmpDir is where statements past their memory quota spill rows
+	// (exec/spill.go); NewEngine empties it. Empty: os.TempDir.
+	TmpDir string
 }
 
 // Close cancels the running statements (they fail with 1053) and refuses
@@ -150,6 +157,16 @@ func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, er
 		id: opts.ID, addr: opts.Addr, backfillBatch: opts.BackfillBatch, backfillWorkers: opts.BackfillWorkers,
 		manual: opts.Manual, audit: opts.Audit}
 	e.gcCtx, e.gcStop = context.WithCancel(context.Background())
+	if opts.TmpDir != "" {
+		// Files a crashed process left behind.
+		if err := os.RemoveAll(opts.TmpDir); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(opts.TmpDir, 0o755); err != nil {
+			return nil, err
+		}
+		e.tmpDir = opts.TmpDir
+	}
 	e.ids = &idAllocator{store: store, tables: map[int64]*idRange{}}
 	if e.id == "" {
 		e.id = newEngineID()

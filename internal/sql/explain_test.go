@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -40,6 +41,20 @@ func TestExplain(t *testing.T) {
 					return "error: " + err.Error() + "\n"
 				}
 				return rowsText(rs[0].Rows) + "\n"
+			case "explain-tree":
+				rs, err := s.Execute(ctx, "EXPLAIN FORMAT=TREE "+d.Input)
+				if err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				return rowsText(rs[0].Rows) + "\n"
+			case "explain-analyze":
+				// Times and memory sizes vary: masked; whether a node
+				// spilled (disk) is kept.
+				rs, err := s.Execute(ctx, "EXPLAIN ANALYZE "+d.Input)
+				if err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				return maskAnalyze(rowsText(rs[0].Rows)) + "\n"
 			case "query":
 				rs, err := s.Execute(ctx, d.Input)
 				if err != nil {
@@ -55,4 +70,17 @@ func TestExplain(t *testing.T) {
 			return ""
 		})
 	})
+}
+
+var (
+	analyzeTime   = regexp.MustCompile(`actual time=[0-9.]+\.\.[0-9.]+`)
+	analyzeMemory = regexp.MustCompile(`memory=[0-9.]+ (bytes|KiB|MiB|GiB)`)
+	analyzeDisk   = regexp.MustCompile(`disk=[1-9][0-9.]* (bytes|KiB|MiB|GiB)`)
+)
+
+// maskAnalyze replaces what varies between runs of EXPLAIN ANALYZE.
+func maskAnalyze(s string) string {
+	s = analyzeTime.ReplaceAllString(s, "actual time=T..T")
+	s = analyzeMemory.ReplaceAllString(s, "memory=M")
+	return analyzeDisk.ReplaceAllString(s, "disk=D")
 }

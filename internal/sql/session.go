@@ -360,6 +360,11 @@ func parseSQL(p *parser.Parser, query string) (stmts []ast.StmtNode, err error) 
 	}()
 	stmts, _, err = p.ParseSQL(query)
 	if err != nil {
+		if q, ok := quoteTreeFormat(query); ok {
+			if st, _, err2 := p.ParseSQL(q); err2 == nil {
+				return st, nil
+			}
+		}
 		if name, ok := unsupportedStatement(query); ok {
 			return nil, notSupported(name)
 		}
@@ -506,15 +511,7 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 // memQuota is the per-statement memory quota in bytes
 // (tidb_mem_quota_query, default 1 GiB).
 func (s *Session) memQuota() int64 {
-	v, ok := s.vars["tidb_mem_quota_query"]
-	if !ok {
-		return exec.DefaultMemQuota
-	}
-	n, err := v.ToInt64()
-	if err != nil || n <= 0 {
-		return exec.DefaultMemQuota
-	}
-	return n
+	return s.execSettings().quota
 }
 
 func (s *Session) evalContext(params []types.Datum) *expr.EvalContext {
@@ -618,9 +615,11 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 
 // execStmt runs a compiled statement once in the session's transaction.
 func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datum, auto, forUpdate bool) (*Result, *exec.Context, error) {
+	set := s.execSettings()
 	ec := &exec.Context{
 		Ctx: ctx, Txn: s.txn, Eval: s.evalContext(params), IDs: s.e.ids,
-		Mem: exec.NewMemTracker(s.memQuota()), Schema: s.schema, FKChecks: !s.x.fkOff, NonStrict: s.x.nonStrict, FoundRows: s.x.clientFoundRows,
+		Mem: exec.NewMemTracker(set.quota), TmpDir: s.e.tmpDir, NoSpill: !set.spill, Concurrency: set.concurrency,
+		Schema: s.schema, FKChecks: !s.x.fkOff, NonStrict: s.x.nonStrict, FoundRows: s.x.clientFoundRows,
 		// A statement that is its own transaction, with nothing written
 		// before it: its commit follows at once, so an INSERT may leave
 		// its primary key check to it.
@@ -628,7 +627,14 @@ func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datu
 		CopConcurrency: s.copConcurrency(),
 	}
 	ec.Eval.Ctx = ctx
+	if len(c.subqueries) > 0 {
+		// Subqueries run plans on the statement's shared state: no
+		// parallel workers (exec/parallel.go).
+		ec.Concurrency = 1
+	}
 	exec.BindSubqueries(ec, c.subqueries)
+	// Spill files and parallel workers end with the statement.
+	defer ec.Close()
 	if c.query != nil {
 		rows, err := exec.Query(ec, c.query)
 		if err != nil {

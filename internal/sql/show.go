@@ -12,6 +12,7 @@ import (
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 
 	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/exec"
 	"github.com/strata-db/strata/internal/sql/infoschema"
 	"github.com/strata-db/strata/internal/sql/plan"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
@@ -350,10 +351,7 @@ func ShowCreateTable(t *catalog.TableInfo) string {
 }
 
 func (s *Session) runExplain(ctx context.Context, n *ast.ExplainStmt) (*Result, error) {
-	if n.Analyze {
-		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support EXPLAIN ANALYZE")
-	}
-	if show, ok := n.Stmt.(*ast.ShowStmt); ok {
+	if show, ok := n.Stmt.(*ast.ShowStmt); ok && !n.Analyze {
 		return s.runShow(ctx, show) // DESCRIBE t / DESC t
 	}
 	hadTxn := s.txn != nil
@@ -361,11 +359,33 @@ func (s *Session) runExplain(ctx context.Context, n *ast.ExplainStmt) (*Result, 
 		return nil, err
 	}
 	c, err := s.compile(n.Stmt)
+	var an *exec.Analysis
+	if err == nil && n.Analyze {
+		if c.query == nil {
+			err = sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support EXPLAIN ANALYZE of a statement that writes")
+		} else {
+			an, _, err = s.explainAnalyze(ctx, c)
+		}
+	}
 	if !hadTxn {
 		s.finish(ctx, false)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if isTreeFormat(n) {
+		var p plan.Plan
+		switch {
+		case c.query != nil:
+			p = c.query
+		case c.insert != nil:
+			p = c.insert
+		case c.update != nil:
+			p = c.update
+		case c.delete != nil:
+			p = c.delete
+		}
+		return explainTree(p, c.subqueries, an), nil
 	}
 	var p plan.Plan
 	switch {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
+	"github.com/strata-db/strata/internal/sql/exec"
 	"github.com/strata-db/strata/internal/sql/expr"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
@@ -79,6 +80,8 @@ var systemVars = map[string]types.Datum{
 	"session_track_gtids":             types.NewString("OFF"),
 	"transaction_prealloc_size":       types.NewInt(4096),
 	"tidb_mem_quota_query":            types.NewInt(1 << 30),
+	"tidb_enable_tmp_storage_on_oom":  types.NewInt(1),
+	"tidb_executor_concurrency":       types.NewInt(int64(defaultExecutorConcurrency)),
 	"tidb_ddl_reorg_worker_cnt":       types.NewInt(defaultBackfillWorkers),
 	// The coprocessor (docs/architecture.md): whether full table scans
 	// with a filter, an aggregation, a top-N or a limit run next to the
@@ -317,6 +320,21 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 		if _, known := systemVars[name]; !known {
 			return nil, sqlerr.New(sqlerr.ErUnknownSystemVariable, "HY000", "Unknown system variable '%s'", v.Name)
 		}
+		switch name {
+		case "tidb_enable_tmp_storage_on_oom":
+			on, err := parseOnOff(val)
+			if err != nil {
+				return nil, err
+			}
+			val = boolInt(on)
+		case "tidb_executor_concurrency", "tidb_mem_quota_query":
+			n, err := val.ToInt64()
+			if err != nil || n < 1 {
+				str, _ := val.ToString()
+				return nil, sqlerr.New(1231, "42000", "Variable '%s' can't be set to the value of '%s'", name, str)
+			}
+			val = types.NewInt(n)
+		}
 		if name == "autocommit" {
 			on, err := parseOnOff(val)
 			if err != nil {
@@ -345,7 +363,81 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 func (s *Session) setGlobal(name string, v types.Datum) {
 	s.e.mu.Lock()
 	s.e.globalVars[name] = v
+	if _, ok := execVarNames[name]; ok {
+		s.e.execGlobals.Store(execGlobalsOf(s.e.globalVars))
+	}
 	s.e.mu.Unlock()
+}
+
+// defaultExecutorConcurrency is tidb_executor_concurrency's default: the
+// cores Go uses, at most 8; serial on two cores or fewer, where the
+// goroutine reading the input already keeps one core busy and workers
+// measured no faster (BenchmarkAnalytic, 2026-11-27).
+var defaultExecutorConcurrency = func() int {
+	n := runtime.GOMAXPROCS(0)
+	if n <= 2 {
+		return 1
+	}
+	return min(n, 8)
+}()
+
+// execVarNames are the variables that set how statements execute; their
+// global values are kept in Engine.execGlobals so that a statement reads
+// them without the engine's lock.
+var execVarNames = map[string]struct{}{
+	"tidb_mem_quota_query": {}, "tidb_enable_tmp_storage_on_oom": {}, "tidb_executor_concurrency": {},
+}
+
+// execSettings are a statement's memory quota, spill switch and worker
+// count.
+type execSettings struct {
+	quota       int64
+	spill       bool
+	concurrency int
+}
+
+func execGlobalsOf(globals map[string]types.Datum) *execSettings {
+	get := func(name string) types.Datum {
+		if v, ok := globals[name]; ok {
+			return v
+		}
+		return systemVars[name]
+	}
+	return &execSettings{quota: intVar(get("tidb_mem_quota_query"), exec.DefaultMemQuota),
+		spill:       intVar(get("tidb_enable_tmp_storage_on_oom"), 1) != 0,
+		concurrency: int(intVar(get("tidb_executor_concurrency"), int64(defaultExecutorConcurrency)))}
+}
+
+func intVar(v types.Datum, def int64) int64 {
+	n, err := v.ToInt64()
+	if err != nil || v.IsNull() {
+		return def
+	}
+	return n
+}
+
+// execSettings returns the statement settings: the session's values, or
+// the globals.
+func (s *Session) execSettings() execSettings {
+	g := s.e.execGlobals.Load()
+	if g == nil {
+		g = execGlobalsOf(nil)
+		s.e.execGlobals.CompareAndSwap(nil, g)
+	}
+	out := *g
+	if v, ok := s.vars["tidb_mem_quota_query"]; ok {
+		out.quota = intVar(v, out.quota)
+	}
+	if v, ok := s.vars["tidb_enable_tmp_storage_on_oom"]; ok {
+		out.spill = intVar(v, 1) != 0
+	}
+	if v, ok := s.vars["tidb_executor_concurrency"]; ok {
+		out.concurrency = int(intVar(v, int64(out.concurrency)))
+	}
+	if out.quota <= 0 {
+		out.quota = exec.DefaultMemQuota
+	}
+	return out
 }
 
 func parseOnOff(v types.Datum) (bool, error) {

@@ -199,4 +199,23 @@ func TestTPCC(t *testing.T) {
 	if !strings.Contains(out, "all 11 consistency conditions hold") {
 		t.Fatalf("check:\n%s", out)
 	}
+	// Under a quota far below what the check's joins and aggregations
+	// hold, they spill to disk and the conditions still hold; without
+	// spilling they fail with 8175.
+	db := n.DB(t, "")
+	if _, err := db.Exec("SET GLOBAL tidb_mem_quota_query = 262144"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("SET GLOBAL tidb_enable_tmp_storage_on_oom = OFF"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = run(t, append([]string{"check", "tpcc"}, common...)...); err == nil || !strings.Contains(out, "8175") {
+		t.Fatalf("check under a small quota without spilling: err=%v\n%s", err, out)
+	}
+	if _, err := db.Exec("SET GLOBAL tidb_enable_tmp_storage_on_oom = ON"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = run(t, append([]string{"check", "tpcc"}, common...)...); err != nil || !strings.Contains(out, "all 11 consistency conditions hold") {
+		t.Fatalf("check under a small quota, spilling: err=%v\n%s", err, out)
+	}
 }

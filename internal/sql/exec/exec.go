@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
@@ -51,6 +52,17 @@ type Context struct {
 	Eval   *expr.EvalContext
 	IDs    IDAllocator
 	Mem    *MemTracker
+
+	// TmpDir is where operators past the memory quota spill rows (empty:
+	// os.TempDir); NoSpill makes them fail with 8175 instead
+	// (tidb_enable_tmp_storage_on_oom = OFF). See spill.go.
+	TmpDir  string
+	NoSpill bool
+	// Concurrency is how many goroutines a hash aggregation or hash join
+	// over a large input may use (tidb_executor_concurrency; <= 1:
+	// serial). See parallel.go.
+	Concurrency int
+	tmp         tmpFiles
 
 	// DeferDupCheck lets a single-row INSERT leave the primary key's
 	// uniqueness check to the commit (kv.Inserter) instead of reading the
@@ -113,10 +125,11 @@ type Executor interface {
 	Next(c *Context) ([][]types.Datum, error)
 }
 
-// MemTracker accounts the memory a statement holds in rows.
+// MemTracker accounts the memory a statement holds in rows. It is safe
+// for concurrent use (parallel operators charge it from their workers).
 type MemTracker struct {
 	Limit int64
-	Used  int64
+	used  atomic.Int64
 }
 
 // NewMemTracker returns a tracker with the given quota (<= 0: default).
@@ -132,31 +145,46 @@ func (m *MemTracker) Consume(n int64) error {
 	if m == nil {
 		return nil
 	}
-	m.Used += n
-	if m.Used > m.Limit {
-		return sqlerr.New(sqlerr.ErMemoryExceeded, "HY000", "Out Of Memory Quota! quota %d bytes exceeded by the statement", m.Limit)
+	if !m.charge(n) {
+		return m.overErr()
 	}
 	return nil
 }
 
-func (m *MemTracker) usedNow() int64 {
+// charge adds n bytes and reports whether the statement is still within
+// its quota.
+func (m *MemTracker) charge(n int64) bool {
+	if m == nil {
+		return true
+	}
+	return m.used.Add(n) <= m.Limit
+}
+
+func (m *MemTracker) overErr() error {
+	return sqlerr.New(sqlerr.ErMemoryExceeded, "HY000", "Out Of Memory Quota! quota %d bytes exceeded by the statement", m.Limit)
+}
+
+// Used is the number of bytes charged now.
+func (m *MemTracker) Used() int64 {
 	if m == nil {
 		return 0
 	}
-	return m.Used
+	return m.used.Load()
 }
+
+func (m *MemTracker) usedNow() int64 { return m.Used() }
 
 // restore gives back everything charged since Used was used.
 func (m *MemTracker) restore(used int64) {
-	if m != nil && m.Used > used {
-		m.Used = used
+	if m != nil && m.used.Load() > used {
+		m.used.Store(used)
 	}
 }
 
 // Release returns n bytes to the quota.
 func (m *MemTracker) Release(n int64) {
 	if m != nil {
-		m.Used -= n
+		m.used.Add(-n)
 	}
 }
 
@@ -170,12 +198,20 @@ func RowSize(row []types.Datum) int64 {
 }
 
 // BindSubqueries prepares the subqueries of a plan for one execution.
-func BindSubqueries(c *Context, subs []*plan.Subquery) {
+func BindSubqueries(c *Context, subs []*plan.Subquery) { bindSubqueries(c, subs, nil) }
+
+// BindSubqueriesAnalyzed is BindSubqueries with the subqueries' operators
+// measured into an (a correlated subquery's over all its runs).
+func BindSubqueriesAnalyzed(c *Context, subs []*plan.Subquery, an *Analysis) {
+	bindSubqueries(c, subs, an)
+}
+
+func bindSubqueries(c *Context, subs []*plan.Subquery, an *Analysis) {
 	for _, sq := range subs {
 		sq := sq
 		sq.Reset()
 		sq.Run = func() ([][]types.Datum, error) {
-			e, err := Build(sq.Plan)
+			e, err := build(sq.Plan, an)
 			if err != nil {
 				return nil, err
 			}
@@ -234,7 +270,26 @@ func Query(c *Context, p plan.Plan) ([][]types.Datum, error) {
 }
 
 // Build turns a plan tree into executors.
-func Build(p plan.Plan) (Executor, error) {
+func Build(p plan.Plan) (Executor, error) { return build(p, nil) }
+
+// build builds p's executors, each measured when an is not nil.
+func build(p plan.Plan, an *Analysis) (Executor, error) {
+	e, err := buildNode(p, an)
+	if err != nil || an == nil {
+		return e, err
+	}
+	// A plan built again (a correlated subquery's, once per outer row)
+	// adds its runs to the same measurements.
+	st := an.ops[p]
+	if st == nil {
+		st = &opMeasure{}
+		an.ops[p] = st
+	}
+	st.setExec(e)
+	return &analyzeExec{inner: e, m: st}, nil
+}
+
+func buildNode(p plan.Plan, an *Analysis) (Executor, error) {
 	switch n := p.(type) {
 	case *plan.Scan:
 		return newScanExec(n), nil
@@ -252,31 +307,31 @@ func Build(p plan.Plan) (Executor, error) {
 	case *plan.RecursiveCTE:
 		return &recursiveCTEExec{p: n}, nil
 	case *plan.Filter:
-		child, err := Build(n.Child)
+		child, err := build(n.Child, an)
 		if err != nil {
 			return nil, err
 		}
 		f := &filterExec{child: child, cond: n.Cond}
 		if n.ByRange {
-			if s := scanUnder(child); s != nil && s.p.Access == plan.TableRangeScan {
+			if s := scanUnder(unwrap(child)); s != nil && s.p.Access == plan.TableRangeScan {
 				f.byRange = s
 			}
 		}
 		return f, nil
 	case *plan.Projection:
-		child, err := Build(n.Child)
+		child, err := build(n.Child, an)
 		if err != nil {
 			return nil, err
 		}
 		return &projectionExec{child: child, exprs: n.Exprs}, nil
 	case *plan.Aggregate:
-		child, err := Build(n.Child)
+		child, err := build(n.Child, an)
 		if err != nil {
 			return nil, err
 		}
 		return &aggExec{child: child, p: n}, nil
 	case *plan.Window:
-		child, err := Build(n.Child)
+		child, err := build(n.Child, an)
 		if err != nil {
 			return nil, err
 		}
@@ -285,7 +340,7 @@ func Build(p plan.Plan) (Executor, error) {
 		if d, ok := n.Child.(*plan.Distinct); ok && keysAmong(n.Keys, d.N) {
 			// DISTINCT then ORDER BY some of the distinct columns: one
 			// sort that drops duplicates (sortExec.dedupe), no hash set.
-			child, err := Build(d.Child)
+			child, err := build(d.Child, an)
 			if err != nil {
 				return nil, err
 			}
@@ -294,32 +349,32 @@ func Build(p plan.Plan) (Executor, error) {
 			s.dcolls = columnCollations(d.Columns()[:d.N])
 			return s, nil
 		}
-		child, err := Build(n.Child)
+		child, err := build(n.Child, an)
 		if err != nil {
 			return nil, err
 		}
 		return newSortExec(child, n.Keys), nil
 	case *plan.Limit:
-		child, err := Build(n.Child)
+		child, err := build(n.Child, an)
 		if err != nil {
 			return nil, err
 		}
-		if s, ok := child.(*sortExec); ok {
+		if s, ok := unwrap(child).(*sortExec); ok {
 			s.limit = n // top-N: keep only offset+count rows while sorting
 		}
 		return &limitExec{child: child, p: n}, nil
 	case *plan.Distinct:
-		child, err := Build(n.Child)
+		child, err := build(n.Child, an)
 		if err != nil {
 			return nil, err
 		}
 		return &distinctExec{child: child, n: n.N, colls: columnCollations(n.Columns()[:n.N])}, nil
 	case *plan.Join:
-		l, err := Build(n.Left)
+		l, err := build(n.Left, an)
 		if err != nil {
 			return nil, err
 		}
-		r, err := Build(n.Right)
+		r, err := build(n.Right, an)
 		if err != nil {
 			return nil, err
 		}
@@ -334,11 +389,11 @@ func Build(p plan.Plan) (Executor, error) {
 		}
 		return j, nil
 	case *plan.SetOp:
-		l, err := Build(n.Left)
+		l, err := build(n.Left, an)
 		if err != nil {
 			return nil, err
 		}
-		r, err := Build(n.Right)
+		r, err := build(n.Right, an)
 		if err != nil {
 			return nil, err
 		}

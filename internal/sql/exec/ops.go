@@ -28,6 +28,8 @@ func scanUnder(e Executor) *scanExec {
 		switch x := e.(type) {
 		case *filterExec:
 			e = x.child
+		case *analyzeExec:
+			e = x.inner
 		case *scanExec:
 			return x
 		default:
@@ -63,7 +65,11 @@ func (f *filterExec) Next(c *Context) ([][]types.Datum, error) {
 
 // truth evaluates a condition with WHERE semantics (NULL is false).
 func truth(c *Context, e expr.Expr, row []types.Datum) (bool, error) {
-	d, err := e.Eval(c.Eval, row)
+	return truthEv(c.Eval, e, row)
+}
+
+func truthEv(ev *expr.EvalContext, e expr.Expr, row []types.Datum) (bool, error) {
+	d, err := e.Eval(ev, row)
 	if err != nil {
 		return false, err
 	}
@@ -94,87 +100,6 @@ func (p *projectionExec) Next(c *Context) ([][]types.Datum, error) {
 			}
 		}
 		out[i] = row
-	}
-	return out, nil
-}
-
-type aggGroup struct {
-	accs  []expr.Accumulator
-	first []types.Datum
-}
-
-type aggExec struct {
-	child Executor
-	p     *plan.Aggregate
-	done  bool
-}
-
-func (a *aggExec) Next(c *Context) ([][]types.Datum, error) {
-	if a.done {
-		return nil, nil
-	}
-	a.done = true
-	groups := map[string]*aggGroup{}
-	var order []*aggGroup
-	var key []byte
-	colls := exprCollations(a.p.GroupBy)
-	for {
-		batch, err := a.child.Next(c)
-		if err != nil {
-			return nil, err
-		}
-		if batch == nil {
-			break
-		}
-		for _, r := range batch {
-			key = key[:0]
-			for i, g := range a.p.GroupBy {
-				d, err := g.Eval(c.Eval, r)
-				if err != nil {
-					return nil, err
-				}
-				if colls != nil {
-					key = d.AppendHashKeyCollated(key, colls[i])
-				} else {
-					key = d.AppendHashKey(key)
-				}
-			}
-			grp := groups[string(key)]
-			if grp == nil {
-				grp = &aggGroup{first: r, accs: make([]expr.Accumulator, len(a.p.Aggs))}
-				for i, f := range a.p.Aggs {
-					grp.accs[i] = f.NewAccumulator()
-				}
-				if err := c.Mem.Consume(RowSize(r) + int64(len(key)) + 64*int64(len(a.p.Aggs))); err != nil {
-					return nil, err
-				}
-				groups[string(key)] = grp
-				order = append(order, grp)
-			}
-			for _, acc := range grp.accs {
-				if err := acc.Add(c.Eval, r); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	if len(order) == 0 && len(a.p.GroupBy) == 0 {
-		grp := &aggGroup{first: make([]types.Datum, len(a.p.Child.Columns())), accs: make([]expr.Accumulator, len(a.p.Aggs))}
-		for i, f := range a.p.Aggs {
-			grp.accs[i] = f.NewAccumulator()
-		}
-		order = append(order, grp)
-	}
-	out := make([][]types.Datum, len(order))
-	for i, g := range order {
-		row := make([]types.Datum, 0, len(g.accs)+len(g.first))
-		for _, acc := range g.accs {
-			row = append(row, acc.Result())
-		}
-		out[i] = append(row, g.first...)
-	}
-	if len(out) == 0 {
-		return nil, nil
 	}
 	return out, nil
 }
@@ -302,7 +227,13 @@ type sortExec struct {
 	err      error
 	done     bool
 	pos      int
+
+	acct  memAcct
+	runs  []*spillFile // sorted runs on disk (sortspill.go)
+	merge *runMerger   // merging them
 }
+
+func (s *sortExec) memStats() (peak, disk int64) { return s.acct.peak, s.acct.disk }
 
 // sortEnt is a row to sort: its index and the prefix of its first key.
 type sortEnt struct {
@@ -355,33 +286,38 @@ func (s *sortExec) key(r, i int) types.Datum {
 
 // compare orders rows a and b by the keys, NULLs first.
 func (s *sortExec) compare(a, b int) int {
-	for i, k := range s.keys {
-		var coll *collate.Collation
-		if s.colls != nil {
-			coll = s.colls[i]
+	for i := range s.keys {
+		if c := s.cmpKey(i, s.key(a, i), s.key(b, i)); c != 0 {
+			return c
 		}
-		var c int
-		var err error
-		switch {
-		case s.jsonKeys != nil && s.jsonKeys[i]:
-			c, err = compareJSONNullsFirst(s.key(a, i), s.key(b, i))
-		case s.enumKeys != nil && s.enumKeys[i] != nil:
-			c, err = compareEnumNullsFirst(s.key(a, i), s.key(b, i), s.enumKeys[i])
-		default:
-			c, err = compareNullsFirst(s.key(a, i), s.key(b, i), coll)
-		}
-		if err != nil && s.err == nil {
-			s.err = err
-		}
-		if c == 0 {
-			continue
-		}
-		if k.Desc {
-			return -c
-		}
-		return c
 	}
 	return 0
+}
+
+// cmpKey orders two values of key i (descending keys reversed); an error
+// is kept in s.err.
+func (s *sortExec) cmpKey(i int, a, b types.Datum) int {
+	var coll *collate.Collation
+	if s.colls != nil {
+		coll = s.colls[i]
+	}
+	var c int
+	var err error
+	switch {
+	case s.jsonKeys != nil && s.jsonKeys[i]:
+		c, err = compareJSONNullsFirst(a, b)
+	case s.enumKeys != nil && s.enumKeys[i] != nil:
+		c, err = compareEnumNullsFirst(a, b, s.enumKeys[i])
+	default:
+		c, err = compareNullsFirst(a, b, coll)
+	}
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	if s.keys[i].Desc {
+		return -c
+	}
+	return c
 }
 
 func (s *sortExec) compareEnts(a, b sortEnt) int {
@@ -579,8 +515,15 @@ func (s *sortExec) Next(c *Context) ([][]types.Datum, error) {
 					return nil, err
 				}
 				if keep < 0 || int64(len(s.rows)) <= keep {
-					if err := c.Mem.Consume(size); err != nil {
-						return nil, err
+					if s.acct.grow(c, size) {
+						if !c.canSpill() {
+							return nil, c.Mem.overErr()
+						}
+						if len(s.rows) >= minSortRun {
+							if err := s.spillRun(c); err != nil {
+								return nil, err
+							}
+						}
 					}
 				}
 			}
@@ -591,10 +534,23 @@ func (s *sortExec) Next(c *Context) ([][]types.Datum, error) {
 				s.truncate(int(keep))
 			}
 		}
-		s.sort()
-		if s.distinct > 0 && s.err == nil {
-			if err := s.dedupe(c); err != nil {
+		if len(s.runs) > 0 {
+			if len(s.rows) > 0 {
+				if err := s.spillRun(c); err != nil {
+					return nil, err
+				}
+			}
+			m, err := s.startMerge(c)
+			if err != nil {
 				return nil, err
+			}
+			s.merge = m
+		} else {
+			s.sort()
+			if s.distinct > 0 && s.err == nil {
+				if err := s.dedupe(c); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if s.err != nil {
@@ -604,7 +560,11 @@ func (s *sortExec) Next(c *Context) ([][]types.Datum, error) {
 			s.ents = s.ents[:keep]
 		}
 	}
+	if s.merge != nil {
+		return s.merge.next(c)
+	}
 	if s.pos >= len(s.ents) {
+		s.acct.release(c)
 		return nil, nil
 	}
 	end := min(s.pos+BatchSize, len(s.ents))
@@ -688,7 +648,18 @@ type distinctExec struct {
 	n     int
 	colls []*collate.Collation
 	seen  map[string]struct{}
+
+	// Spilling (spill.go): past the quota, rows whose key is not held go
+	// to partition files, each deduplicated on its own afterwards.
+	depth   int
+	acct    memAcct
+	parts   *partitions
+	inDone  bool
+	pending []*spillFile
+	sub     *distinctExec
 }
+
+func (d *distinctExec) memStats() (peak, disk int64) { return d.acct.peak, d.acct.disk }
 
 // hashRow appends the hash key of row, text value i keyed under colls[i]
 // (colls nil: byte-wise).
@@ -714,10 +685,24 @@ func (d *distinctExec) Next(c *Context) ([][]types.Datum, error) {
 		d.seen = map[string]struct{}{}
 	}
 	var key []byte
-	for {
+	for !d.inDone {
 		batch, err := d.child.Next(c)
-		if err != nil || batch == nil {
+		if err != nil {
 			return nil, err
+		}
+		if batch == nil {
+			d.inDone = true
+			d.seen = nil
+			d.acct.release(c)
+			if d.parts != nil {
+				d.acct.disk += d.parts.bytes()
+				for _, f := range d.parts.files {
+					if f != nil {
+						d.pending = append(d.pending, f)
+					}
+				}
+			}
+			break
 		}
 		out := batch[:0]
 		for _, r := range batch {
@@ -725,15 +710,41 @@ func (d *distinctExec) Next(c *Context) ([][]types.Datum, error) {
 			if _, dup := d.seen[string(key)]; dup {
 				continue
 			}
-			if err := c.Mem.Consume(int64(len(key)) + 16); err != nil {
-				return nil, err
+			if d.parts != nil {
+				if err := d.parts.write(c, d.parts.of(key), r); err != nil {
+					return nil, err
+				}
+				continue
 			}
 			d.seen[string(key)] = struct{}{}
+			if d.acct.grow(c, int64(len(key))+16) {
+				if !c.canSpill() || d.depth >= maxSpillDepth {
+					return nil, c.Mem.overErr()
+				}
+				d.parts = newPartitions()
+			}
 			out = append(out, r)
 		}
 		if len(out) > 0 {
 			return out, nil
 		}
+	}
+	for {
+		if d.sub != nil {
+			b, err := d.sub.Next(c)
+			if err != nil || b != nil {
+				return b, err
+			}
+			d.acct.peak = max(d.acct.peak, d.sub.acct.peak)
+			d.acct.disk += d.sub.acct.disk
+			d.sub = nil
+		}
+		if len(d.pending) == 0 {
+			return nil, nil
+		}
+		f := d.pending[0]
+		d.pending = d.pending[1:]
+		d.sub = &distinctExec{child: &spillScan{file: f}, n: d.n, colls: d.colls, depth: d.depth + 1}
 	}
 }
 
@@ -758,7 +769,22 @@ type joinExec struct {
 	// Index join: the right table's scan and the filters above it.
 	lookupScan  *plan.Scan
 	lookupConds []expr.Expr
+
+	// Spilling (joinspill.go): past the quota the build side moves to
+	// partition files (rparts), the probe side follows (lparts), and
+	// partitions are joined one at a time by sub.
+	depth       int
+	acct        memAcct
+	rparts      *partitions
+	lparts      *partitions
+	part        int
+	sub         *joinExec
+	workers     int // parallel probe workers used (0: serial)
+	par         *joinPar
+	leftBatches int
 }
+
+func (j *joinExec) memStats() (peak, disk int64) { return j.acct.peak, j.acct.disk }
 
 // lookup fetches, for one batch of left rows, the right rows whose
 // clustered key equals the lookup key, and hashes them like a hash join's
@@ -826,10 +852,11 @@ func (j *joinExec) build(c *Context) error {
 			return nil
 		}
 		for _, r := range batch {
-			if err := c.Mem.Consume(RowSize(r)); err != nil {
-				return err
-			}
 			if j.table == nil {
+				if err := c.Mem.Consume(RowSize(r)); err != nil {
+					return err
+				}
+				j.acct.peak += RowSize(r)
 				j.all = append(j.all, r)
 				continue
 			}
@@ -837,8 +864,20 @@ func (j *joinExec) build(c *Context) error {
 			if key, ok, err = joinKey(c, key[:0], j.p.RightKey, r, j.colls); err != nil {
 				return err
 			}
-			if ok {
-				j.table[string(key)] = append(j.table[string(key)], r)
+			if !ok {
+				continue
+			}
+			if j.rparts != nil {
+				if err := j.rparts.write(c, j.rparts.of(key), r); err != nil {
+					return err
+				}
+				continue
+			}
+			j.table[string(key)] = append(j.table[string(key)], r)
+			if j.acct.grow(c, RowSize(r)) {
+				if err := j.spillBuild(c); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -847,8 +886,12 @@ func (j *joinExec) build(c *Context) error {
 // joinKey hashes the key values of a row; ok=false when one is NULL (such
 // rows never match).
 func joinKey(c *Context, buf []byte, keys []expr.Expr, row []types.Datum, colls []*collate.Collation) ([]byte, bool, error) {
+	return joinKeyEv(c.Eval, buf, keys, row, colls)
+}
+
+func joinKeyEv(ev *expr.EvalContext, buf []byte, keys []expr.Expr, row []types.Datum, colls []*collate.Collation) ([]byte, bool, error) {
 	for i, k := range keys {
-		d, err := k.Eval(c.Eval, row)
+		d, err := k.Eval(ev, row)
 		if err != nil {
 			return nil, false, err
 		}
@@ -870,6 +913,12 @@ func (j *joinExec) Next(c *Context) ([][]types.Datum, error) {
 			return nil, err
 		}
 	}
+	if j.rparts != nil {
+		return j.nextSpilled(c)
+	}
+	if j.par != nil {
+		return j.par.next(c)
+	}
 	var out [][]types.Datum
 	var slab []types.Datum
 	var key []byte
@@ -889,6 +938,10 @@ func (j *joinExec) Next(c *Context) ([][]types.Datum, error) {
 			if j.leftDone {
 				break
 			}
+			if j.parallelReady(c) {
+				j.par = newJoinPar(c, j)
+				break
+			}
 			if err := c.Ctx.Err(); err != nil {
 				return nil, err
 			}
@@ -900,6 +953,7 @@ func (j *joinExec) Next(c *Context) ([][]types.Datum, error) {
 				j.leftDone = true
 				break
 			}
+			j.leftBatches++
 			j.batch, j.li, j.ci, j.candidates = b, 0, 0, nil
 			if j.lookupScan != nil {
 				if err := j.lookup(c, b); err != nil {
@@ -947,6 +1001,10 @@ func (j *joinExec) Next(c *Context) ([][]types.Datum, error) {
 		}
 	}
 	if len(out) == 0 {
+		if j.par != nil {
+			return j.par.next(c)
+		}
+		j.acct.release(c)
 		return nil, nil
 	}
 	return out, nil

@@ -1,0 +1,314 @@
+package exec
+
+// Spilling to disk.
+//
+// Operators that hold rows (hash aggregation, hash join, sort, DISTINCT)
+// charge them to the statement's MemTracker. When a charge takes the
+// statement past its quota and spilling is allowed (Context.NoSpill false,
+// tidb_enable_tmp_storage_on_oom), the operator moves rows to temporary
+// files instead of failing:
+//
+//   - sort writes its rows as a sorted run and starts the next one; at the
+//     end the runs are merged (mergeRuns), at most maxMergeFanIn at a time;
+//   - hash aggregation keeps the groups it holds and writes the input rows
+//     of groups it does not hold to one of spillPartitions files by the
+//     hash of their group key; each file is then aggregated on its own
+//     (a group's rows all land in one file);
+//   - hash join moves its build side to partition files by the hash of
+//     the join key, writes the probe side to files partitioned alike, and
+//     joins partition by partition;
+//   - DISTINCT writes rows whose key it does not hold to partition files
+//     and deduplicates each file on its own.
+//
+// A partition that still does not fit is partitioned again with another
+// hash seed, at most maxSpillDepth times; past that (one join key or one
+// run holding more than the quota) the statement fails with 8175 as it
+// would without spilling.
+//
+// Rows are written with the memcomparable key codec (codec.EncodeKey),
+// which records every value's kind, so a row reads back exactly as it was
+// written. Files live in Context.TmpDir (the node's data directory's tmp
+// subdirectory, emptied when the node starts) or os.TempDir; each is
+// removed when its operator has read it, and Context.Close removes any
+// left when a statement ends early (an error, a LIMIT).
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"hash/maphash"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strata-db/strata/internal/sql/codec"
+	"github.com/strata-db/strata/internal/sql/sqlerr"
+	"github.com/strata-db/strata/internal/sql/types"
+)
+
+const (
+	// spillPartitions is how many files a hash operator spreads its
+	// spilled rows over.
+	spillPartitions = 16
+	// maxSpillDepth bounds how many times a partition is partitioned
+	// again.
+	maxSpillDepth = 4
+	// maxMergeFanIn is the most sorted runs merged at once.
+	maxMergeFanIn = 64
+	// minSortRun is the fewest rows a sort writes as one run: below it
+	// the sort keeps collecting past the quota, so that a statement whose
+	// other operators hold the quota does not write a file per row.
+	minSortRun = 256
+)
+
+// tmpFiles are the temporary files of one statement.
+type tmpFiles struct {
+	used    atomic.Bool // a file or closer was registered
+	mu      sync.Mutex
+	files   map[*os.File]struct{}
+	closers []func()
+}
+
+// Close ends what the statement's operators left running (parallel
+// workers) and removes its temporary files that are still there. The
+// session calls it when a statement ends.
+func (c *Context) Close() {
+	if !c.tmp.used.Load() {
+		return
+	}
+	c.tmp.mu.Lock()
+	closers := c.tmp.closers
+	c.tmp.closers = nil
+	c.tmp.mu.Unlock()
+	for _, f := range closers {
+		f()
+	}
+	c.tmp.mu.Lock()
+	defer c.tmp.mu.Unlock()
+	for f := range c.tmp.files {
+		f.Close()
+		os.Remove(f.Name())
+	}
+	c.tmp.files = nil
+}
+
+// canSpill reports whether operators may spill past the quota.
+func (c *Context) canSpill() bool { return !c.NoSpill }
+
+// spillFile is a temporary file of rows.
+type spillFile struct {
+	f     *os.File
+	w     *bufio.Writer
+	rows  int64
+	bytes int64
+	buf   []byte
+}
+
+func spillErr(err error) error {
+	return sqlerr.New(sqlerr.ErUnknown, "HY000", "cannot write a temporary file for a statement over its memory quota: %v", err)
+}
+
+// newSpillFile creates a temporary file for the statement.
+func (c *Context) newSpillFile() (*spillFile, error) {
+	dir := c.TmpDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, spillErr(err)
+	}
+	f, err := os.CreateTemp(dir, "strata-spill-*")
+	if err != nil {
+		return nil, spillErr(err)
+	}
+	c.tmp.used.Store(true)
+	c.tmp.mu.Lock()
+	if c.tmp.files == nil {
+		c.tmp.files = map[*os.File]struct{}{}
+	}
+	c.tmp.files[f] = struct{}{}
+	c.tmp.mu.Unlock()
+	return &spillFile{f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
+}
+
+// write appends a row.
+func (s *spillFile) write(row []types.Datum) error {
+	b := binary.AppendUvarint(s.buf[:0], uint64(len(row)))
+	b, err := codec.EncodeKey(b, row...)
+	if err != nil {
+		return err
+	}
+	var n [binary.MaxVarintLen64]byte
+	hdr := binary.PutUvarint(n[:], uint64(len(b)))
+	if _, err := s.w.Write(n[:hdr]); err != nil {
+		return spillErr(err)
+	}
+	if _, err := s.w.Write(b); err != nil {
+		return spillErr(err)
+	}
+	s.buf = b
+	s.rows++
+	s.bytes += int64(hdr + len(b))
+	return nil
+}
+
+// remove deletes the file.
+func (s *spillFile) remove(c *Context) {
+	c.tmp.mu.Lock()
+	delete(c.tmp.files, s.f)
+	c.tmp.mu.Unlock()
+	s.f.Close()
+	os.Remove(s.f.Name())
+}
+
+// spillReader reads a spillFile's rows back in the order written.
+type spillReader struct {
+	file *spillFile
+	r    *bufio.Reader
+}
+
+// reader flushes the file and returns a reader from its start.
+func (s *spillFile) reader() (*spillReader, error) {
+	if err := s.w.Flush(); err != nil {
+		return nil, spillErr(err)
+	}
+	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
+		return nil, spillErr(err)
+	}
+	return &spillReader{file: s, r: bufio.NewReaderSize(s.f, 64<<10)}, nil
+}
+
+// next returns the next row, or nil at the end.
+func (r *spillReader) next() ([]types.Datum, error) {
+	n, err := binary.ReadUvarint(r.r)
+	if errors.Is(err, io.EOF) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, spillErr(err)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r.r, b); err != nil {
+		return nil, spillErr(err)
+	}
+	cols, rest := binary.Uvarint(b)
+	if rest <= 0 {
+		return nil, spillErr(codec.ErrCorrupt)
+	}
+	row, _, err := codec.DecodeKey(b[rest:], int(cols))
+	if err != nil {
+		return nil, spillErr(err)
+	}
+	if row == nil {
+		row = []types.Datum{}
+	}
+	return row, nil
+}
+
+// spillScan is an Executor over a spilled file; it removes the file once
+// read to the end.
+type spillScan struct {
+	file *spillFile
+	r    *spillReader
+	done bool
+}
+
+func (s *spillScan) Next(c *Context) ([][]types.Datum, error) {
+	if s.done {
+		return nil, nil
+	}
+	if s.r == nil {
+		r, err := s.file.reader()
+		if err != nil {
+			return nil, err
+		}
+		s.r = r
+	}
+	if err := c.Ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out [][]types.Datum
+	for len(out) < BatchSize {
+		row, err := s.r.next()
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			s.done = true
+			s.file.remove(c)
+			break
+		}
+		out = append(out, row)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// partitions is a set of spill files rows are spread over by key hash.
+type partitions struct {
+	seed  maphash.Seed
+	files [spillPartitions]*spillFile
+}
+
+func newPartitions() *partitions { return &partitions{seed: maphash.MakeSeed()} }
+
+// of returns the partition of a key.
+func (p *partitions) of(key []byte) int {
+	return int(maphash.Bytes(p.seed, key) % spillPartitions)
+}
+
+// write appends row to partition i.
+func (p *partitions) write(c *Context, i int, row []types.Datum) error {
+	if p.files[i] == nil {
+		f, err := c.newSpillFile()
+		if err != nil {
+			return err
+		}
+		p.files[i] = f
+	}
+	return p.files[i].write(row)
+}
+
+// bytes is the size of everything written.
+func (p *partitions) bytes() int64 {
+	var n int64
+	for _, f := range p.files {
+		if f != nil {
+			n += f.bytes
+		}
+	}
+	return n
+}
+
+// memAcct is what one operator holds of the statement's quota, and how
+// much it spilled (EXPLAIN ANALYZE shows both).
+type memAcct struct {
+	held, peak int64
+	disk       int64 // bytes written to temporary files
+}
+
+// grow charges n bytes; over is true when the statement is now past its
+// quota (the charge stays: the caller spills and calls release, or fails).
+func (a *memAcct) grow(c *Context, n int64) (over bool) {
+	a.held += n
+	if a.held > a.peak {
+		a.peak = a.held
+	}
+	return !c.Mem.charge(n)
+}
+
+// release gives back everything the operator holds.
+func (a *memAcct) release(c *Context) {
+	c.Mem.Release(a.held)
+	a.held = 0
+}
+
+// memStater is an executor that reports its memory and disk use.
+type memStater interface {
+	memStats() (peak, disk int64)
+}
+
+func (a *memAcct) memStats() (peak, disk int64) { return a.peak, a.disk }
