@@ -263,6 +263,14 @@ func (r *Runner) LimitReached() bool {
 	return r.out != nil && r.f.limit > 0 && r.produced >= r.f.limit
 }
 
+// NeedsKeys reports whether Add looks at the records' keys, to decode a
+// handle or index columns. When it does not, Add may be given nil keys
+// (the scan then unescapes no key; a run that stops early takes its
+// resume key from the scan, not from Add).
+func (r *Runner) NeedsKeys() bool {
+	return r.f.handle >= 0 || len(r.f.indexCols) > 0
+}
+
 // Scanned is the number of records the run has read.
 func (r *Runner) Scanned() uint64 { return r.scanned }
 

@@ -58,10 +58,28 @@ func (s *Server) KvCoprocessor(ctx context.Context, req *kvpb.CopRequest) (*kvpb
 			return nil, err
 		}
 		before := run.Scanned()
-		err := mvcc.ScanFunc(s.db, start, end, 0, req.Version, reverse, func(key, value []byte) error {
-			readBytes += len(key) + len(value)
-			return add(key, value)
-		})
+		var err error
+		if run.NeedsKeys() {
+			err = mvcc.ScanFunc(s.db, start, end, 0, req.Version, reverse, func(key, value []byte) error {
+				readBytes += len(key) + len(value)
+				return add(key, value)
+			})
+		} else {
+			// The fragment reads no key column: keys are unescaped only
+			// for the resume key of a page that stops.
+			err = mvcc.ScanValues(s.db, start, end, 0, req.Version, reverse, func(k *mvcc.ScanKey, value []byte) error {
+				readBytes += len(value)
+				err := run.Add(nil, value)
+				if err == coprocessor.ErrStop {
+					key, kerr := k.Key()
+					if kerr != nil {
+						return kerr
+					}
+					stopKey = bytes.Clone(key)
+				}
+				return err
+			})
+		}
 		s.noteRead(r.Id, start, int(run.Scanned()-before), readBytes)
 		if err != nil && !errors.Is(err, coprocessor.ErrStop) {
 			if ke := mvcc.KeyErrorOf(err); ke != nil {

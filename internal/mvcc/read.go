@@ -405,6 +405,39 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 // knows that no key of the range holds a lock (the common case: one-phase
 // commits write no locks), which saves a seek per scan.
 func ScanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse bool, fn func(key, value []byte) error) error {
+	return scanFunc(r, start, end, limit, readTS, reverse, fn, nil)
+}
+
+// ScanValues is ScanFunc for a caller that seldom looks at the keys (an
+// aggregation such as COUNT(*) or SUM(col) GROUP BY col over a table):
+// fn gets each visible value and a ScanKey, whose Key unescapes the
+// record's user key only when asked (ScanFunc does it for every pair).
+// Locks and versions are honoured exactly as by ScanFunc.
+func ScanValues(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse bool, fn func(k *ScanKey, value []byte) error) error {
+	return scanFunc(r, start, end, limit, readTS, reverse, nil, fn)
+}
+
+// ScanKey is the key of the pair a ScanValues callback is called with.
+type ScanKey struct {
+	it      *pebble.Iterator
+	buf     []byte
+	decoded bool // buf holds the user key
+}
+
+// Key returns the user key of the pair, valid only during the callback.
+func (k *ScanKey) Key() ([]byte, error) {
+	if !k.decoded {
+		var err error
+		if k.buf, _, err = appendWriteKeyUserKey(k.buf[:0], k.it.Key()); err != nil {
+			return nil, err
+		}
+		k.decoded = true
+	}
+	return k.buf, nil
+}
+
+// scanFunc is ScanFunc (fn) or ScanValues (vfn).
+func scanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse bool, fn func(key, value []byte) error, vfn func(k *ScanKey, value []byte) error) error {
 	if len(end) > 0 && bytes.Compare(start, end) >= 0 {
 		return nil
 	}
@@ -459,6 +492,10 @@ func ScanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reve
 	// whose version is returned: a scan over many deleted keys (a queue
 	// table's consumed head) skips them without it.
 	lazyKey := lIt == nil
+	var sk *ScanKey // ScanValues only: ScanFunc allocates none
+	if vfn != nil {
+		sk = &ScanKey{it: wIt}
+	}
 	for (limit <= 0 || found < limit) && (wValid || lValid) {
 		var wKey []byte
 		if wValid && !lazyKey {
@@ -527,7 +564,8 @@ func ScanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reve
 			if w.kind != writePut {
 				continue
 			}
-			if lazyKey {
+			// A value in the data CF is read by its key.
+			if lazyKey && (vfn == nil || !w.hasValue) {
 				if keyBuf, _, err = appendWriteKeyUserKey(keyBuf[:0], wIt.Key()); err != nil {
 					return err
 				}
@@ -540,7 +578,19 @@ func ScanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reve
 				}
 			}
 			found++
-			if err := fn(cur, value); err != nil {
+			if vfn != nil {
+				// cur is nil when not decoded: the key under wIt then.
+				if cur != nil {
+					sk.buf, sk.decoded = cur, true
+				} else {
+					sk.buf, sk.decoded = keyBuf[:0], false
+				}
+				err = vfn(sk, value)
+				keyBuf = sk.buf[:0]
+			} else {
+				err = fn(cur, value)
+			}
+			if err != nil {
 				return err
 			}
 			break

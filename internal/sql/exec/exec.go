@@ -378,16 +378,21 @@ func buildNode(p plan.Plan, an *Analysis) (Executor, error) {
 		if err != nil {
 			return nil, err
 		}
-		j := &joinExec{left: l, right: r, p: n, rightWidth: len(n.Right.Columns())}
+		var colls []*collate.Collation
 		for i := range n.LeftKeys {
 			if c := expr.PairCollation(n.LeftKeys[i], n.RightKey[i]); c != nil {
-				if j.colls == nil {
-					j.colls = make([]*collate.Collation, len(n.LeftKeys))
+				if colls == nil {
+					colls = make([]*collate.Collation, len(n.LeftKeys))
 				}
-				j.colls[i] = c
+				colls[i] = c
 			}
 		}
-		return j, nil
+		if n.LookupIndex != nil {
+			// Reads its right side through the index itself (r stays
+			// unused, as for a join by handle).
+			return newIndexJoinExec(l, n, colls), nil
+		}
+		return &joinExec{left: l, right: r, p: n, rightWidth: len(n.Right.Columns()), colls: colls}, nil
 	case *plan.SetOp:
 		l, err := build(n.Left, an)
 		if err != nil {

@@ -42,6 +42,9 @@ type Builder struct {
 	// Visible filters INFORMATION_SCHEMA's schema tables by the session's
 	// privileges (nil: everything is visible).
 	Visible infoschema.Visibility
+	// straight is set while planning the FROM clause of SELECT
+	// STRAIGHT_JOIN: tables are joined in FROM order.
+	straight bool
 	// OnlyFullGroupBy enforces sql_mode's ONLY_FULL_GROUP_BY
 	// (fullgroupby.go).
 	OnlyFullGroupBy bool
@@ -164,7 +167,11 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 		p = &Dual{}
 	} else {
 		var err error
-		if p, conds, err = b.buildFrom(sel.From.TableRefs, sc, conds, lock); err != nil {
+		saved := b.straight
+		b.straight = sel.SelectStmtOpts != nil && sel.SelectStmtOpts.StraightJoin
+		p, conds, err = b.buildFrom(sel.From.TableRefs, sc, conds, lock)
+		b.straight = saved
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -696,6 +703,7 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 	if leaves, conds, err = b.flatten(j, sc, leaves, conds, lock); err != nil {
 		return nil, nil, err
 	}
+	straight := b.straight || hasStraightJoin(j)
 	scopes := make([]*scope, len(leaves))
 	for i, l := range leaves {
 		scopes[i] = l.scope
@@ -712,6 +720,7 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		cs[i] = &cond{node: c, used: used, opaque: opaque}
 	}
 	// Single-table conjuncts: filter (and access path) on the leaf.
+	filtered := make([]bool, len(leaves))
 	for i, l := range leaves {
 		var mine []ast.ExprNode
 		for _, c := range cs {
@@ -724,6 +733,7 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		if len(mine) == 0 {
 			continue
 		}
+		filtered[i] = true
 		var byRange []ast.ExprNode
 		if l.scan != nil {
 			byRange = b.chooseAccess(l.scan, l.scope, mine)
@@ -736,52 +746,20 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			l.plan = &Filter{base: base{l.plan.Columns()}, Child: l.plan, Cond: e, ByRange: slices.Contains(byRange, m)}
 		}
 	}
-	// Join order: greedily add a table connected to the joined ones by
-	// some condition, so that chains like t1.a = t3.b AND t3.c = t2.d do
-	// not start with a cross product; FROM order breaks ties.
+	// Join order (joinorder.go).
+	var pending []joinCond
+	for _, c := range cs {
+		if len(leaves) > 1 && !straight && !c.done && !c.opaque {
+			pending = append(pending, newJoinCond(c.node, c.used, scopes))
+		}
+	}
+	order, driven := joinOrder(leaves, filtered, pending, straight)
 	joined := make([]bool, len(leaves))
-	joined[0] = true
-	order := []int{0}
-	connected := func(i int) bool {
-		for _, c := range cs {
-			if c.done || c.opaque || !c.used[i] {
-				continue
-			}
-			with := append([]bool(nil), joined...)
-			with[i] = true
-			if subset(c.used, with) {
-				return true
-			}
-		}
-		return false
-	}
-	for len(order) < len(leaves) {
-		next := -1
-		for i := range leaves {
-			if !joined[i] && connected(i) {
-				next = i
-				break
-			}
-		}
-		if next < 0 {
-			for i := range leaves {
-				if !joined[i] {
-					next = i
-					break
-				}
-			}
-		}
-		joined[next] = true
-		order = append(order, next)
-	}
-	for i := range joined {
-		joined[i] = false
-	}
-	p := leaves[0].plan
-	sc.cols = append(sc.cols, leaves[0].scope.cols...)
-	joined[0] = true
-	var joinedScopes []*scope
-	joinedScopes = append(joinedScopes, scopes[0])
+	first := order[0]
+	p := leaves[first].plan
+	sc.cols = append(sc.cols, leaves[first].scope.cols...)
+	joined[first] = true
+	joinedScopes := []*scope{scopes[first]}
 	for _, i := range order[1:] {
 		joined[i] = true
 		l := leaves[i]
@@ -808,6 +786,7 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		}
 		joinedScopes = append(joinedScopes, scopes[i])
 		jn.Lookup = lookupKey(jn, l.scan)
+		indexLookup(jn, l.scan, driven)
 		jn.cols = scopeColumns(sc)
 		p = jn
 		for _, f := range filters {

@@ -6,10 +6,14 @@
 // access path for every table: PointGet / BatchPointGet on the integer
 // primary key, TableRangeScan on primary-key ranges, IndexLookup (an index
 // range, then rows by handle) on secondary indexes, or TableFullScan. It
-// also orders joins along their conditions and turns equalities between
-// tables into hash-join keys. Last, it hands the scans it can to the
-// coprocessor (cop.go): a full table scan with its filter and its
-// aggregation, top-N or limit becomes a CopRead.
+// orders inner joins greedily (joinorder.go: the table its own conditions
+// select best first, then the tables reached through an index on a join
+// equality), turns equalities between tables into join keys, and makes a
+// join an index join (Join.Lookup) when the joined table would otherwise
+// be read whole and a key reaches it through its primary key or an index.
+// Last, it hands the scans it can to the coprocessor (cop.go): a full
+// table scan with its filter and its aggregation, top-N or limit becomes a
+// CopRead.
 //
 // Contract with package exec: a plan is immutable after Build except for the
 // per-execution state of its Subquery expressions, which exec installs
@@ -321,10 +325,17 @@ type Join struct {
 	LeftKeys, RightKey []expr.Expr
 	Cond               expr.Expr
 	// Lookup >= 0 makes an index join: Right is a full scan (under
-	// filters) of a table whose clustered key is RightKey[Lookup]; instead
-	// of reading the whole table, each batch of left rows fetches the
-	// matching rows by handle.
+	// filters) of a table that, instead of being read whole, is read for
+	// each batch of left rows, only the rows matching their keys. With
+	// LookupIndex nil the table's clustered key is RightKey[Lookup] and
+	// the rows are fetched by handle.
 	Lookup int
+	// LookupIndex, when set, is the index of the right table the rows are
+	// read through: its first len(LookupKeys) columns equal LeftKeys[
+	// LookupKeys[0]], LeftKeys[LookupKeys[1]], ... (an index range per
+	// distinct key in the batch; Lookup is LookupKeys[0]). Inner joins only.
+	LookupIndex *catalog.IndexInfo
+	LookupKeys  []int
 }
 
 func (j *Join) Children() []Plan { return []Plan{j.Left, j.Right} }
@@ -342,6 +353,9 @@ func (j *Join) Explain() string {
 	}
 	if len(j.LeftKeys) > 0 {
 		kind += fmt.Sprintf(" keys=[%s]=[%s]", exprList(j.LeftKeys), exprList(j.RightKey))
+	}
+	if j.LookupIndex != nil {
+		kind += " index=" + j.LookupIndex.Name
 	}
 	if j.Cond != nil {
 		kind += " cond=" + j.Cond.String()

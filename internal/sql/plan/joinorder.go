@@ -1,0 +1,306 @@
+package plan
+
+import (
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+
+	"github.com/strata-db/strata/internal/sql/catalog"
+	"github.com/strata-db/strata/internal/sql/expr"
+)
+
+// Join order of a flattened inner join (buildFrom), greedy and without
+// statistics:
+//
+//  1. The first table is the one whose own conditions select best, by the
+//     access path they gave it (startRank): a point get on a key, then an
+//     equality on an indexed column, then an IN list or a range on an index,
+//     then any filter, then none.
+//  2. Then, repeatedly, the table that the tables already joined reach best
+//     (reachRank): through its primary key or a whole unique index, then
+//     through a prefix of another index (both become index joins, which read
+//     only the matching rows), then by any equality (a hash join), then by
+//     another condition, and last a table joined by nothing (a cross join).
+//
+// An index join through a prefix of an index may read many rows per key,
+// one index range each: it is used only when the first table has
+// conditions of its own (the join is "driven" by them). Without any, every
+// table is read whole anyway, and hash joins read each one in a single scan.
+//
+// Ties keep the FROM order. The rows keep the FROM order of the columns
+// (buildFrom projects them back).
+
+// startRank ranks a leaf as the first table of the join order.
+func startRank(l *leaf, filtered bool) int {
+	s := l.scan
+	if s == nil {
+		if filtered {
+			return 2
+		}
+		return 1
+	}
+	switch s.Access {
+	case PointGet:
+		return 5
+	case BatchPointGet, TableRangeScan:
+		return 3
+	case IndexLookup:
+		if len(s.Ranges) == 1 {
+			r := s.Ranges[0]
+			if s.Points {
+				return 5
+			}
+			if len(r.Eq) > 0 && r.Low.Value == nil && r.High.Value == nil {
+				return 4
+			}
+		}
+		return 3
+	}
+	if filtered {
+		return 2
+	}
+	return 1
+}
+
+// Reach ranks (reachRank).
+const (
+	reachNone   = iota // no condition with the joined tables: cross join
+	reachCond          // some other condition: nested loop and filter
+	reachHash          // an equality: hash join
+	reachIndex         // an equality on a prefix of an index: index join
+	reachUnique        // equalities on the primary key or a whole unique index
+)
+
+// reachRank ranks how leaf i is reached from the joined leaves.
+func reachRank(i int, leaves []*leaf, joined []bool, conds []joinCond, driven bool) int {
+	with := append([]bool(nil), joined...)
+	with[i] = true
+	rank := reachNone
+	bound := map[int]bool{} // columns of leaf i fixed by an equality
+	for _, c := range conds {
+		if !c.used[i] || !subset(c.used, with) {
+			continue
+		}
+		rank = max(rank, reachCond)
+		for _, e := range c.eqs {
+			if e.leaf != i || e.other[i] || !anyTrue(e.other) {
+				continue
+			}
+			rank = max(rank, reachHash)
+			if e.col >= 0 {
+				bound[e.col] = true
+			}
+		}
+	}
+	s := leaves[i].scan
+	if len(bound) == 0 || s == nil || s.Access != TableFullScan || s.WithHandle {
+		return rank
+	}
+	t := s.Table
+	if t.PKIsHandle && bound[t.HandleOffset] {
+		return reachUnique
+	}
+	for _, ix := range t.Indexes {
+		if ix.IsPrefix() || !bound[ix.Columns[0]] {
+			continue
+		}
+		if ix.Unique && allBound(ix, bound) {
+			return reachUnique
+		}
+		if driven {
+			rank = max(rank, reachIndex)
+		}
+	}
+	return rank
+}
+
+// newJoinCond analyzes a conjunct not yet placed for reachRank: an
+// equality whose one side reads a single leaf can join that leaf.
+func newJoinCond(node ast.ExprNode, used []bool, scopes []*scope) joinCond {
+	c := joinCond{used: used}
+	be, ok := unparen(node).(*ast.BinaryOperationExpr)
+	if !ok || be.Op != opcode.EQ {
+		return c
+	}
+	lu, lo := refs(be.L, scopes)
+	ru, ro := refs(be.R, scopes)
+	if lo || ro {
+		return c
+	}
+	for _, side := range [2]struct {
+		mine, other ast.ExprNode
+		mu, ou      []bool
+	}{{be.L, be.R, lu, ru}, {be.R, be.L, ru, lu}} {
+		k := single(side.mu)
+		if k < 0 || side.ou[k] || !anyTrue(side.ou) {
+			continue
+		}
+		e := eqSide{leaf: k, col: -1, other: side.ou}
+		if col, isCol := columnOf(side.mine, scopes[k]); isCol && sameClass(side.other, side.ou, scopes, scopes[k], side.mine) {
+			e.col = col
+		}
+		c.eqs = append(c.eqs, e)
+	}
+	return c
+}
+
+// single returns the only leaf u marks, or -1.
+func single(u []bool) int {
+	k := -1
+	for j, x := range u {
+		if x {
+			if k >= 0 {
+				return -1
+			}
+			k = j
+		}
+	}
+	return k
+}
+
+func allBound(ix *catalog.IndexInfo, bound map[int]bool) bool {
+	for _, c := range ix.Columns {
+		if !bound[c] {
+			return false
+		}
+	}
+	return true
+}
+
+// sameClass reports whether the value kinds of both sides of an equality
+// hash alike (equiKeys's rule), when the other side reads a single leaf.
+func sameClass(other ast.ExprNode, ou []bool, scopes []*scope, mineScope *scope, mine ast.ExprNode) bool {
+	k := single(ou)
+	if k < 0 {
+		return false
+	}
+	oe, err := expr.Compile(other, scopes[k])
+	if err != nil {
+		return false
+	}
+	me, err := expr.Compile(mine, mineScope)
+	if err != nil {
+		return false
+	}
+	return kindClass(oe.Type()) == kindClass(me.Type())
+}
+
+// joinCond is a conjunct not yet placed, for reachRank.
+type joinCond struct {
+	used []bool
+	eqs  []eqSide
+}
+
+// eqSide is one way an equality can join a leaf: leaf's side reads only
+// leaf (col >= 0: it is the bare column col, of a value kind that hashes
+// like the other side's), the other side reads the leaves of other.
+type eqSide struct {
+	leaf, col int
+	other     []bool
+}
+
+// joinOrder returns the order in which buildFrom joins the leaves, and
+// whether the first table has conditions of its own.
+func joinOrder(leaves []*leaf, filtered []bool, conds []joinCond, straight bool) (order []int, driven bool) {
+	order = make([]int, 0, len(leaves))
+	if straight {
+		for i := range leaves {
+			order = append(order, i)
+		}
+		return order, startRank(leaves[0], filtered[0]) >= 2
+	}
+	first, best := 0, -1
+	for i, l := range leaves {
+		if r := startRank(l, filtered[i]); r > best {
+			first, best = i, r
+		}
+	}
+	driven = best >= 2
+	joined := make([]bool, len(leaves))
+	joined[first] = true
+	order = append(order, first)
+	for len(order) < len(leaves) {
+		next, best := -1, -1
+		for i := range leaves {
+			if joined[i] {
+				continue
+			}
+			if r := reachRank(i, leaves, joined, conds, driven); r > best {
+				next, best = i, r
+			}
+		}
+		joined[next] = true
+		order = append(order, next)
+	}
+	return order, driven
+}
+
+// indexLookup makes jn an index join through a secondary index (or a
+// composite primary key) of the right table when the table would otherwise
+// be read in full and some of the join keys are bare columns that make a
+// prefix of the index: a whole unique index first, else (when prefix) the
+// longest prefix.
+func indexLookup(jn *Join, scan *Scan, prefix bool) {
+	if scan == nil || scan.Access != TableFullScan || scan.WithHandle || jn.Type != InnerJoin || jn.Lookup >= 0 {
+		return
+	}
+	keyOf := map[int]int{} // right column offset -> key position
+	for k, rk := range jn.RightKey {
+		lt, rt := jn.LeftKeys[k].Type(), rk.Type()
+		if kindClass(rt) == 2 && lt.GetCollate() != rt.GetCollate() {
+			// The index finds the values equal in the column's
+			// collation; the join may compare in the other one.
+			continue
+		}
+		if idx, ok := expr.ColumnIndex(rk); ok {
+			if _, dup := keyOf[idx]; !dup {
+				keyOf[idx] = k
+			}
+		}
+	}
+	var best *catalog.IndexInfo
+	var bestKeys []int
+	bestUnique := false
+	for _, ix := range scan.Table.Indexes {
+		if ix.IsPrefix() {
+			continue
+		}
+		var keys []int
+		for _, c := range ix.Columns {
+			k, ok := keyOf[c]
+			if !ok {
+				break
+			}
+			keys = append(keys, k)
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		unique := ix.Unique && len(keys) == len(ix.Columns)
+		if best == nil || (unique && !bestUnique) || (unique == bestUnique && len(keys) > len(bestKeys)) {
+			best, bestKeys, bestUnique = ix, keys, unique
+		}
+	}
+	if best != nil && (bestUnique || prefix) {
+		jn.LookupIndex, jn.LookupKeys, jn.Lookup = best, bestKeys, bestKeys[0]
+	}
+}
+
+// hasStraightJoin reports whether the inner-join tree that flatten walks
+// has a STRAIGHT_JOIN: MySQL then reads its left side before its right,
+// and the whole join keeps the FROM order.
+func hasStraightJoin(n ast.ResultSetNode) bool {
+	j, ok := n.(*ast.Join)
+	if !ok || j == nil {
+		return false
+	}
+	if j.Right == nil {
+		return hasStraightJoin(j.Left)
+	}
+	if j.StraightJoin {
+		return true
+	}
+	if j.Tp == ast.CrossJoin && !j.NaturalJoin && len(j.Using) == 0 {
+		return hasStraightJoin(j.Left) || hasStraightJoin(j.Right)
+	}
+	return false
+}
