@@ -631,6 +631,13 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 	}()
 	for {
 		resp := &kvpb.PessimisticLockResponse{}
+		// The generation of the in-memory lock table before the
+		// leadership check: if this store loses the region while the
+		// request waits for its latches, the loss drops the region's
+		// locks, and this request's locks must not land after that
+		// (they would outlive the leadership they were taken under and
+		// be trusted at prewrite if it came back; mvcc.PessimisticLocks).
+		gen := s.locks.PessimisticLocks().Generation()
 		p, r, rerr := s.route(req.Context, keys...)
 		if rerr != nil {
 			resp.RegionError = rerr
@@ -638,7 +645,12 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 		}
 		guard := s.cm.Acquire(keys)
 		b := s.engine.NewBatch()
-		errs, values, err := mvcc.PessimisticLock(s.db, b, req)
+		errs, values, err := mvcc.PessimisticLockAsOf(s.db, b, req, gen)
+		if errors.Is(err, mvcc.ErrLocksDropped) {
+			b.Close()
+			guard.Release()
+			continue // check the leadership again
+		}
 		if err != nil {
 			b.Close()
 			guard.Release()

@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -34,8 +35,12 @@ import (
 //	resolve_lock K... start=TS [commit=TS]
 //	scan_locks [start=K] [end=K] max_ts=TS [limit=N]
 //	pessimistic_lock K... primary=K start=TS for_update=TS [ttl=MS] [return_values] [mem] [lock_with_conflict]
+//	  [drop_before_apply]
 //	  (mem: new locks go to the in-memory table, PessimisticLocks, which
-//	  every command sees; without it they go to the engine)
+//	  every command sees; without it they go to the engine;
+//	  drop_before_apply: the table drops every lock, as when the store
+//	  loses the region's leadership, after the request read its generation
+//	  and before it applies: PessimisticLockAsOf)
 //	pessimistic_rollback K... start=TS for_update=TS
 //	heartbeat primary=K start=TS ttl=MS
 //	gc [start=K] [end=K] safe_point=TS [limit=N]
@@ -195,7 +200,7 @@ var reservedArgs = map[string]bool{
 	"pessimistic": true, "commit": true, "ts": true, "bypass": true, "end": true, "limit": true,
 	"reverse": true, "lock": true, "caller": true, "current": true, "rollback_if_not_exist": true,
 	"max_ts": true, "return_values": true, "safe_point": true, "mem": true, "lock_with_conflict": true,
-	"lock_ts": true,
+	"lock_ts": true, "drop_before_apply": true,
 }
 
 func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.TestData) string {
@@ -352,7 +357,20 @@ func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.Te
 		for _, k := range args.keys {
 			req.Mutations = append(req.Mutations, &kvpb.Mutation{Op: kvpb.Op_PessimisticLock, Key: k})
 		}
-		errs, values, err := PessimisticLock(r, b, req)
+		var errs []error
+		var values [][]byte
+		var err error
+		if args.has("drop_before_apply") {
+			// The region leader checked its leadership, then lost the
+			// region (its in-memory locks dropped) while the request
+			// waited for its latches.
+			table := pessimisticLocksOf(r)
+			gen := table.Generation()
+			table.DropRange(nil, nil)
+			errs, values, err = PessimisticLockAsOf(r, b, req, gen)
+		} else {
+			errs, values, err = PessimisticLock(r, b, req)
+		}
 		if err != nil {
 			return result(t, err)
 		}
@@ -416,6 +434,9 @@ func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.Te
 func result(t *testing.T, err error) string {
 	if err == nil {
 		return "ok"
+	}
+	if errors.Is(err, ErrLocksDropped) {
+		return "error: " + err.Error()
 	}
 	if KeyErrorOf(err) == nil {
 		t.Fatalf("engine error: %v", err)

@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"errors"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -40,12 +41,41 @@ import (
 // must drop the region's locks (DropRange): the new leader does not know
 // them, and a stale lock here would block writers if the leadership came
 // back.
+//
+// A command that takes locks must not add them after its leader lost the
+// region: it checked leadership before it waited for its latches, and a
+// DropRange in between would leave its locks behind, to be found as this
+// store's own if the leadership came back (a lock found held at prewrite
+// is trusted to have kept every other writer off the key since its
+// for-update ts, so such a stale lock let a transaction commit over
+// writes it never saw). Such a command reads Generation before it checks
+// leadership and applies with PessimisticLockAsOf, which refuses its
+// locks (ErrLocksDropped) if any DropRange ran since. A change of an
+// existing lock (a TTL, a for-update ts) applies only while the lock is
+// still in the table: it never brings a dropped lock back.
 type PessimisticLocks struct {
 	n        atomic.Int64 // entries; zero lets lookups skip the mutex
 	mu       sync.Mutex
 	m        map[string]*lock
 	bytes    int64
 	maxBytes int64
+	gen      uint64 // DropRange calls; guarded by mu
+}
+
+// ErrLocksDropped is PessimisticLockAsOf's error when the table dropped
+// locks (DropRange: this store lost a region's leadership) after the
+// command read its generation: the command must check leadership again.
+var ErrLocksDropped = errors.New("mvcc: in-memory pessimistic locks were dropped since the command checked leadership")
+
+// Generation returns the number of DropRange calls so far (see
+// PessimisticLockAsOf).
+func (p *PessimisticLocks) Generation() uint64 {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gen
 }
 
 // DefaultPessimisticLockBytes bounds the table of a store (the keys,
@@ -96,19 +126,29 @@ func (p *PessimisticLocks) hasRoom(key []byte, l *lock) bool {
 
 // memOp is a staged change of the table: put l on key, or delete key's lock
 // of transaction startTS when l is nil. key is only read while the command
-// applies its ops.
+// applies its ops. update marks a change of a lock the command found in the
+// table, which applies only if it is still there.
 type memOp struct {
 	key     []byte
 	l       *lock
 	startTS uint64
+	update  bool
 }
 
-func (p *PessimisticLocks) apply(ops []memOp) {
+// apply makes the changes of ops. With checkGen, it makes none and reports
+// false if the generation is no longer gen.
+func (p *PessimisticLocks) apply(ops []memOp, checkGen bool, gen uint64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if checkGen && p.gen != gen {
+		return false
+	}
 	for _, op := range ops {
 		k := string(op.key)
 		old := p.m[k]
+		if op.update && (old == nil || old.startTS != op.startTS) {
+			continue // dropped meanwhile: stays dropped
+		}
 		if op.l == nil {
 			if old != nil && old.startTS == op.startTS {
 				delete(p.m, k)
@@ -124,6 +164,7 @@ func (p *PessimisticLocks) apply(ops []memOp) {
 		p.bytes += entryBytes(op.key, op.l)
 	}
 	p.n.Store(int64(len(p.m)))
+	return true
 }
 
 // DropRange forgets every lock on a key in [start, end) (an empty end: no
@@ -131,6 +172,7 @@ func (p *PessimisticLocks) apply(ops []memOp) {
 func (p *PessimisticLocks) DropRange(start, end []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.gen++
 	for k, l := range p.m {
 		if inRange([]byte(k), start, end) {
 			delete(p.m, k)
@@ -197,10 +239,11 @@ func txnLock(r pebble.Reader, key []byte) (*lock, error) {
 	return getLock(r, key)
 }
 
-// putLock stages l as key's lock, in memory when l is an in-memory lock.
+// putLock stages l, a changed copy of key's current lock, as key's lock,
+// in memory when l is an in-memory lock.
 func (s *staged) putLock(r pebble.Reader, key []byte, l *lock) {
 	if l.mem {
-		s.memOps = append(s.memOps, memOp{key: key, l: l, startTS: l.startTS})
+		s.memOps = append(s.memOps, memOp{key: key, l: l, startTS: l.startTS, update: true})
 		s.memTable = pessimisticLocksOf(r)
 		return
 	}
@@ -222,6 +265,9 @@ func (s *staged) delLock(r pebble.Reader, key []byte, l *lock) {
 func (s *staged) newPessimisticLock(r pebble.Reader, key []byte, l *lock) {
 	if p := pessimisticLocksOf(r); p != nil && p.hasRoom(key, l) {
 		l.mem = true
+		s.memOps = append(s.memOps, memOp{key: key, l: l, startTS: l.startTS})
+		s.memTable = p
+		return
 	}
-	s.putLock(r, key, l)
+	s.set(lockKey(key), l.encode())
 }

@@ -17,6 +17,10 @@ type staged struct {
 	// memOps change the in-memory pessimistic locks of memTable.
 	memOps   []memOp
 	memTable *PessimisticLocks
+	// checkGen: memOps apply only at table generation memGen
+	// (PessimisticLockAsOf).
+	checkGen bool
+	memGen   uint64
 }
 
 type stagedOp struct {
@@ -30,8 +34,8 @@ func (s *staged) del(key []byte)        { s.ops = append(s.ops, stagedOp{key: ke
 // applyTo adds the engine writes to b and makes the changes of in-memory
 // locks at once (see PessimisticLocks).
 func (s *staged) applyTo(b *pebble.Batch) error {
-	if len(s.memOps) > 0 {
-		s.memTable.apply(s.memOps)
+	if len(s.memOps) > 0 && !s.memTable.apply(s.memOps, s.checkGen, s.memGen) {
+		return ErrLocksDropped
 	}
 	for _, op := range s.ops {
 		if invariantsEnabled {
@@ -596,6 +600,19 @@ func ResolveLock(r pebble.Reader, b *pebble.Batch, startTS, commitTS uint64, key
 // req.ReturnValues is set, values holds each key's latest committed value
 // (nil if none). Locks reach b only if every key succeeds.
 func PessimisticLock(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLockRequest) (errs []error, values [][]byte, err error) {
+	return pessimisticLock(r, b, req, false, 0)
+}
+
+// PessimisticLockAsOf is PessimisticLock for a region leader that read
+// gen = PessimisticLocks.Generation() before it checked its leadership: if
+// the table dropped locks since (the store may have lost the region), it
+// takes no lock in memory and fails with ErrLocksDropped, and the caller
+// checks its leadership again.
+func PessimisticLockAsOf(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLockRequest, gen uint64) (errs []error, values [][]byte, err error) {
+	return pessimisticLock(r, b, req, true, gen)
+}
+
+func pessimisticLock(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLockRequest, checkGen bool, gen uint64) (errs []error, values [][]byte, err error) {
 	errs = make([]error, len(req.Mutations))
 	if req.ReturnValues {
 		values = make([][]byte, len(req.Mutations))
@@ -626,6 +643,7 @@ func PessimisticLock(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLock
 	if failed {
 		return errs, nil, nil
 	}
+	s.checkGen, s.memGen = checkGen, gen
 	return errs, values, s.applyTo(b)
 }
 
