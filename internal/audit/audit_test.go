@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLogAndRotate writes events until the file passes its size limit
@@ -27,7 +28,15 @@ func TestLogAndRotate(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "audit*.log"))
+	// lumberjack removes backups past MaxBackups in a goroutine of its
+	// own after each rotation, so the last removal may land after Close.
+	var files []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		files, _ = filepath.Glob(filepath.Join(dir, "audit*.log"))
+		if len(files) == 3 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if len(files) != 3 {
 		t.Fatalf("files %v, want the log and 2 backups", files)
 	}
