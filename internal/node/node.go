@@ -450,7 +450,7 @@ func (n *Node) listen() error {
 		n.lns = append(n.lns, ln)
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /{$}", n.handleConsole) // console.go
-		mux.HandleFunc("/healthz", n.handleHealth) // status.go
+		mux.HandleFunc("/healthz", n.handleHealth)  // status.go
 		mux.HandleFunc("/status", n.handleStatus)
 		mux.Handle("/metrics", promhttp.Handler())
 		admin := http.NewServeMux()

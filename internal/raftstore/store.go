@@ -379,8 +379,8 @@ func (s *Store) raftConfig(id uint64, ps *peerStorage, applied uint64, regionID 
 		// voter in a joint configuration, then left) steps down
 		// instead of leading as a learner.
 		StepDownOnRemoval: true,
-		ReadOnlyOption:            raft.ReadOnlySafe,
-		Logger:                    raftLogger{s.log.With("region", regionID)},
+		ReadOnlyOption:    raft.ReadOnlySafe,
+		Logger:            raftLogger{s.log.With("region", regionID)},
 	}
 }
 
