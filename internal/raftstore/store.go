@@ -75,6 +75,10 @@ var (
 		Namespace: "strata", Subsystem: "raftstore", Name: "read_index_total",
 		Help: "Reads that confirmed leadership with a ReadIndex round instead of a lease.",
 	})
+	metricCoalesced = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "raftstore", Name: "messages_coalesced_total",
+		Help: "Raft messages merged into another one to the same peer before sending (coalesce.go).",
+	})
 	metricAsleep = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "hibernating_replicas",
 		Help: "Replicas of this store that hibernate (no ticks), as of the last tick.",
@@ -83,7 +87,7 @@ var (
 
 func init() {
 	prometheus.MustRegister(metricFsyncSeconds, metricEntriesPerSync, metricProposals, metricProposeSeconds,
-		metricSnapshots, metricReadIndex, metricAsleep)
+		metricSnapshots, metricReadIndex, metricAsleep, metricCoalesced)
 }
 
 // Store owns the engines and all local replicas and runs the store loop.

@@ -27,6 +27,10 @@ func (s *Store) send(p *Peer, msgs []*pb.Message) {
 	if len(msgs) == 0 || s.transport == nil {
 		return
 	}
+	if n := len(msgs); n > 1 {
+		msgs = coalesce(msgs)
+		metricCoalesced.Add(float64(n - len(msgs)))
+	}
 	r := p.Region()
 	out := make([]*kvpb.RaftMessage, 0, len(msgs))
 	p.mu.Lock()
