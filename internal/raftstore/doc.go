@@ -30,6 +30,7 @@
 //	truncate.go   log truncation after KV-engine flushes
 //	transport.go  messages between stores: envelopes out, Receive in,
 //	              replicas created by a leader's message
+//	coalesce.go   merging one Ready's messages per peer before they go out
 //	observer.go   what the layer above learns from the apply path
 //
 // A proposal is a Pebble batch representation built by the caller (the KV
