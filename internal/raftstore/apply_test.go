@@ -58,7 +58,7 @@ func TestPlanApplyDataDriven(t *testing.T) {
 			for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 				ents = append(ents, parseEntry(t, region, line))
 			}
-			plan, err := planApply(region, store, ents, func(id uint64) bool { return exists[id] })
+			plan, err := planApply(region, nil, store, ents, func(id uint64) bool { return exists[id] })
 			if err != nil {
 				return "error: " + err.Error()
 			}

@@ -454,6 +454,9 @@ func (s *Store) destroyData(r *kvpb.Region) error {
 	if err := b.Delete(engine.ApplyStateKey(r.Id), nil); err != nil {
 		return err
 	}
+	if err := b.Delete(engine.MergeStateKey(r.Id), nil); err != nil {
+		return err
+	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return err
 	}

@@ -47,6 +47,10 @@ var ErrInvalidSplitKey = errors.New("raftstore: invalid split key")
 // epoch moved on since it was proposed; the proposer gets EpochNotMatch.
 var errEpochChanged = errors.New("raftstore: region epoch changed")
 
+// errFrozen marks a write, split or membership change refused at apply
+// because a merge froze the region (merge.go).
+var errFrozen = fmt.Errorf("%w: the region is frozen", ErrMerging)
+
 var (
 	metricFsyncSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "fsync_seconds",
@@ -123,6 +127,10 @@ type Store struct {
 	clockOffset atomic.Int64 // tests: added to the store clock
 	clockRate   float64      // fault tests: rate of the store clock
 	onLeader    func(regionID uint64, leader bool)
+	// onMergePrepared: Config.OnMergePrepared; mergeDrivers counts the
+	// merge drivers running (merge.go).
+	onMergePrepared func(r *kvpb.Region)
+	mergeDrivers    atomic.Int64
 
 	// Log truncation waits for a KV-engine flush (truncate.go): flushDone
 	// is the pending flush, flushCompact the index up to which each
@@ -171,6 +179,12 @@ type Config struct {
 	// OnLeaderChange, when set, is called on the store loop whenever a
 	// local replica becomes a ready leader (true) or stops leading (false).
 	OnLeaderChange func(regionID uint64, leader bool)
+	// OnMergePrepared, when set, is called on the store loop when a
+	// replica here applies a PrepareMerge: region r (the frozen source)
+	// serves nothing more, and the layer above forgets what it kept in
+	// memory for r's keys (pessimistic locks) that the merged region's
+	// leader would not know.
+	OnMergePrepared func(r *kvpb.Region)
 	// Hibernate lets idle regions stop ticking (hibernate.go), except
 	// those AlwaysAwake names (PD's own region: its followers must notice
 	// a dead leader without asking PD).
@@ -229,27 +243,28 @@ func BootstrapRegion(eng engine.Engines, region *kvpb.Region) error {
 func Open(eng engine.Engines, cfg Config) (*Store, error) {
 	db := eng.KV
 	s := &Store{
-		db:          db,
-		raftDB:      eng.Raft,
-		fs:          eng.FS,
-		snapDir:     eng.FS.PathJoin(eng.Dir, "snap"),
-		storeID:     cfg.StoreID,
-		log:         cfg.Logger,
-		obs:         cfg.Observer,
-		peers:       make(map[uint64]*Peer),
-		tombstones:  make(map[uint64]uint64),
-		transport:   cfg.Transport,
-		manualTicks: cfg.ManualTicks,
-		onLeader:    cfg.OnLeaderChange,
-		clockRate:   cfg.ClockRate,
-		hibernate:   cfg.Hibernate,
-		alwaysAwake: cfg.AlwaysAwake,
-		start:       time.Now(),
-		snapGen:     make(map[uint64]bool),
-		tick:        make(chan struct{}, 1),
-		notify:      make(chan struct{}, 1),
-		stop:        make(chan struct{}),
-		stopped:     make(chan struct{}),
+		db:              db,
+		raftDB:          eng.Raft,
+		fs:              eng.FS,
+		snapDir:         eng.FS.PathJoin(eng.Dir, "snap"),
+		storeID:         cfg.StoreID,
+		log:             cfg.Logger,
+		obs:             cfg.Observer,
+		peers:           make(map[uint64]*Peer),
+		tombstones:      make(map[uint64]uint64),
+		transport:       cfg.Transport,
+		manualTicks:     cfg.ManualTicks,
+		onLeader:        cfg.OnLeaderChange,
+		onMergePrepared: cfg.OnMergePrepared,
+		clockRate:       cfg.ClockRate,
+		hibernate:       cfg.Hibernate,
+		alwaysAwake:     cfg.AlwaysAwake,
+		start:           time.Now(),
+		snapGen:         make(map[uint64]bool),
+		tick:            make(chan struct{}, 1),
+		notify:          make(chan struct{}, 1),
+		stop:            make(chan struct{}),
+		stopped:         make(chan struct{}),
 	}
 	if s.fs == nil {
 		s.fs = vfs.Default
@@ -399,8 +414,13 @@ func (s *Store) newPeer(r *kvpb.Region) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
+	ms, err := loadMergeState(s.db, r.Id)
+	if err != nil {
+		return nil, err
+	}
 	p := &Peer{id: local.Id, regionID: r.Id, storage: ps, store: s, rn: rn,
 		proposals: make(map[uint64]*proposal), peerStores: make(map[uint64]uint64)}
+	p.merge.Store(ms)
 	p.region.Store(r)
 	p.initialized.Store(true)
 	p.heardAt.Store(time.Now().UnixNano())
