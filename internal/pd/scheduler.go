@@ -149,6 +149,11 @@ func (s *Server) schedule(ctx context.Context, st *leaderState, regions []*kvpb.
 // long, or until the source is gone (merged).
 var mergeTimeout = 30 * time.Second
 
+type pendingMerge struct {
+	target uint64
+	at     time.Time
+}
+
 type regionAge struct {
 	start, end []byte
 	since      time.Time
@@ -177,12 +182,12 @@ func (st *leaderState) mergeLocked(c *Cluster, cfg MergeConfig, regions []*kvpb.
 			delete(st.ages, id)
 		}
 	}
-	for id, at := range st.merging {
-		if seen[id] == nil || now.Sub(at) > mergeTimeout {
-			delete(st.merging, id)
+	for src, m := range st.merging {
+		if seen[src] == nil || now.Sub(m.at) > mergeTimeout {
+			delete(st.merging, src) // merged (or given up)
 			continue
 		}
-		c.Busy[id] = true
+		c.Busy[src], c.Busy[m.target] = true, true
 	}
 	led := make(map[uint64]bool, len(regions))
 	for _, r := range regions {
@@ -200,7 +205,7 @@ func (st *leaderState) mergeLocked(c *Cluster, cfg MergeConfig, regions []*kvpb.
 		src, tgt := seen[md.Source], seen[md.Target]
 		out = append(out, Decision{Op: &kvpb.Operator{RegionId: md.Source, Epoch: src.Region.Epoch,
 			Kind: kvpb.OperatorKind_Merge, Target: tgt.Region, Reason: "merge into region " + strconv.FormatUint(md.Target, 10) + ": " + md.Reason}})
-		st.merging[md.Source], st.merging[md.Target] = now, now
+		st.merging[md.Source] = pendingMerge{target: md.Target, at: now}
 	}
 	return out
 }
