@@ -378,6 +378,31 @@ func (s *Store) snapshotOverlaps(r *kvpb.Region) bool {
 	return false
 }
 
+// destroyMergedAway queues for destruction the local replicas a snapshot
+// of r overlaps that r's range covers at a newer version: r took their
+// range in by a merge this store did not apply in its log (its replica of
+// r was too far behind and gets the merged region by snapshot). A region
+// split off r later would have a newer version than r's, and a region r
+// was split from an older version but a wider range, so neither is
+// touched. The snapshot is refused until they are gone (the leader sends
+// it again), and it brings their data back.
+func (s *Store) destroyMergedAway(r *kvpb.Region) {
+	for _, q := range s.Peers() {
+		if q.regionID == r.Id || !q.Initialized() || q.removed.Load() {
+			continue
+		}
+		qr := q.Region()
+		if !s.dataOverlaps(qr, r) {
+			continue
+		}
+		inside := bytes.Compare(qr.StartKey, r.StartKey) >= 0 &&
+			(len(r.EndKey) == 0 || (len(qr.EndKey) > 0 && bytes.Compare(qr.EndKey, r.EndKey) <= 0))
+		if inside && qr.Epoch.GetVersion() < r.Epoch.GetVersion() {
+			s.queueStale(q, 0, fmt.Sprintf("a snapshot of region %d at version %d covers its range", r.Id, r.Epoch.GetVersion()))
+		}
+	}
+}
+
 // dataOverlaps reports whether two regions' data share engine keys (their
 // Observer spans overlap). Regions of different kinds (the system region
 // and the data regions) may cover the same user keys without sharing any

@@ -95,6 +95,7 @@ func (s *Store) Receive(env *kvpb.RaftMessage) error {
 			return fmt.Errorf("raftstore: corrupt snapshot header: %w", err)
 		}
 		if h.Region.GetId() != env.RegionId || s.snapshotOverlaps(h.Region) {
+			s.destroyMergedAway(h.Region)
 			return fmt.Errorf("raftstore: snapshot of region %d overlaps a local region; refused", env.RegionId)
 		}
 	}
