@@ -232,14 +232,14 @@ func (n *Node) onLeaderChange(regionID uint64, leader bool) {
 	n.triggerHeartbeat()
 }
 
-// onMergePrepared is the raft store's callback: a local replica of r
-// applied a PrepareMerge and r serves nothing more. Its pessimistic locks
-// are this store's memory only; the merged region's leader will not know
-// them, so they go now, as on a loss of leadership (a transaction that
+// onMergeCommitted is the raft store's callback: a local replica took
+// region source in by a merge. The source's pessimistic locks this store
+// holds (its leader was here) stay valid when this store leads the merged
+// region; otherwise they go, as on a loss of leadership (a transaction that
 // finds its lock gone re-checks the key at prewrite).
-func (n *Node) onMergePrepared(r *kvpb.Region) {
-	if r.Id != pd.SystemRegionID {
-		n.locks.PessimisticLocks().DropRange(r.StartKey, r.EndKey)
+func (n *Node) onMergeCommitted(source *kvpb.Region, targetLeads bool) {
+	if !targetLeads {
+		n.locks.PessimisticLocks().DropRange(source.StartKey, source.EndKey)
 	}
 	n.triggerHeartbeat()
 }

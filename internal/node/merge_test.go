@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -60,6 +61,15 @@ func TestMergeColdRegions(t *testing.T) {
 		t.Fatalf("%d data regions after SPLIT TABLE ... REGIONS 8", before)
 	}
 	must("DELETE FROM t WHERE id >= 100")
+	// A pessimistic transaction locks a row of a region that will merge
+	// (the lock lives in the leader's memory only) and holds it through
+	// the merges.
+	locker := n.SQL().NewSession("root", "localhost")
+	for _, q := range []string{"USE d", "INSERT INTO t VALUES (500, 0)", "BEGIN PESSIMISTIC", "SELECT v FROM t WHERE id = 500 FOR UPDATE"} {
+		if _, err := locker.Execute(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
 
 	// A writer on its own session: each acknowledged UPDATE sets v of one
 	// row to its sequence number.
@@ -103,10 +113,32 @@ func TestMergeColdRegions(t *testing.T) {
 		t.Fatalf("%d data regions 60 s after the table's regions went cold (were %d)", after, before)
 	}
 	t.Logf("data regions %d -> %d; %d writes acknowledged, %d statements failed meanwhile", before, after, writes.Load(), failures.Load())
+	// The lock taken before the merges still keeps other writers off the
+	// row: the merged region's leader is the store that held it.
+	other := n.SQL().NewSession("root", "localhost")
+	for _, q := range []string{"USE d", "SET innodb_lock_wait_timeout = 1"} {
+		if _, err := other.Execute(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := other.Execute(ctx, "UPDATE t SET v = 1 WHERE id = 500"); err == nil || !strings.Contains(err.Error(), "1205") {
+		t.Fatalf("an UPDATE of the row locked before the merges: %v, want a lock wait timeout (1205)", err)
+	}
+	for _, q := range []string{"UPDATE t SET v = 7 WHERE id = 500", "COMMIT"} {
+		if _, err := locker.Execute(ctx, q); err != nil {
+			t.Fatalf("the locking transaction after the merges: %s: %v", q, err)
+		}
+	}
+	if _, err := other.Execute(ctx, "UPDATE t SET v = v + 1 WHERE id = 500"); err != nil {
+		t.Fatal(err)
+	}
+	if rows := must("SELECT v FROM t WHERE id = 500"); rows[0][0] != "8" {
+		t.Fatalf("row 500: v=%s, want 8", rows[0][0])
+	}
 	if writes.Load() == 0 {
 		t.Fatal("no write was acknowledged during the merges")
 	}
-	rows := must("SELECT id, v FROM t ORDER BY id")
+	rows := must("SELECT id, v FROM t WHERE id < 100 ORDER BY id")
 	if len(rows) != 100 {
 		t.Fatalf("%d rows, want 100", len(rows))
 	}

@@ -324,8 +324,8 @@ func (n *Node) open(ctx context.Context) error {
 	n.transport = transport.New(n.clusterID, n.storeID, resolver, n.log, n.dialOpts...)
 	store, err := raftstore.Open(eng, raftstore.Config{StoreID: n.storeID, Logger: n.log,
 		Observer: storeObserver{locks}, Transport: n.transport, OnLeaderChange: n.onLeaderChange,
-		OnMergePrepared: n.onMergePrepared,
-		ClockRate:       n.cfg.TestClockRate, Hibernate: n.cfg.HibernateRegions,
+		OnMergeCommitted: n.onMergeCommitted,
+		ClockRate:        n.cfg.TestClockRate, Hibernate: n.cfg.HibernateRegions,
 		AlwaysAwake: func(id uint64) bool { return id == pd.SystemRegionID }})
 	if err != nil {
 		return err

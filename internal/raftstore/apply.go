@@ -358,6 +358,9 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 			if err := s.destroyMergedSource(src); err != nil {
 				return err
 			}
+			if s.onMergeCommitted != nil {
+				s.onMergeCommitted(src.Region(), a.p.leaderReady.Load())
+			}
 		}
 		for _, repr := range a.caughtUp {
 			if err := s.obs.AfterApply(repr); err != nil {
@@ -401,9 +404,6 @@ func (s *Store) finishApply(p *Peer, plan applyPlan, isLeader bool, term uint64)
 			p.mu.Lock()
 			p.revokeLeaseLocked()
 			p.mu.Unlock()
-			if s.onMergePrepared != nil {
-				s.onMergePrepared(plan.region)
-			}
 		}
 	}
 	for _, out := range plan.outcomes {

@@ -51,9 +51,12 @@ import (
 //     source unfreezes at version + 1.
 //
 // Replicas of a frozen source refuse requests, so nothing it served can
-// be missed by the target's conflict checks: its in-memory pessimistic
-// locks are dropped when PrepareMerge applies (Config.OnMergePrepared; a
-// transaction that finds its lock gone re-checks at prewrite), and a target
+// be missed by the target's conflict checks. The in-memory pessimistic
+// locks its leader took stay valid on a store that leads the merged
+// region when CommitMerge applies there (nothing wrote the source's keys
+// since, and the driver commits on the store of both leaders), and go
+// on every other store (Config.OnMergeCommitted; a store that stops
+// leading the source drops them as on any loss of leadership). A target
 // replica that applied CommitMerge forgets its max_ts sync
 // (SetMaxTSSynced(0)), so the KV service fetches a fresh timestamp before
 // its next one-phase commit over the source's keys.

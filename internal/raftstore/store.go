@@ -127,10 +127,10 @@ type Store struct {
 	clockOffset atomic.Int64 // tests: added to the store clock
 	clockRate   float64      // fault tests: rate of the store clock
 	onLeader    func(regionID uint64, leader bool)
-	// onMergePrepared: Config.OnMergePrepared; mergeDrivers counts the
+	// onMergeCommitted: Config.OnMergeCommitted; mergeDrivers counts the
 	// merge drivers running (merge.go).
-	onMergePrepared func(r *kvpb.Region)
-	mergeDrivers    atomic.Int64
+	onMergeCommitted func(source *kvpb.Region, targetLeads bool)
+	mergeDrivers     atomic.Int64
 
 	// Log truncation waits for a KV-engine flush (truncate.go): flushDone
 	// is the pending flush, flushCompact the index up to which each
@@ -179,12 +179,14 @@ type Config struct {
 	// OnLeaderChange, when set, is called on the store loop whenever a
 	// local replica becomes a ready leader (true) or stops leading (false).
 	OnLeaderChange func(regionID uint64, leader bool)
-	// OnMergePrepared, when set, is called on the store loop when a
-	// replica here applies a PrepareMerge: region r (the frozen source)
-	// serves nothing more, and the layer above forgets what it kept in
-	// memory for r's keys (pessimistic locks) that the merged region's
-	// leader would not know.
-	OnMergePrepared func(r *kvpb.Region)
+	// OnMergeCommitted, when set, is called on the store loop when a
+	// replica here applies a CommitMerge that took region source in:
+	// targetLeads tells whether this store's replica of the merged region
+	// is its ready leader. What the layer above keeps in memory for the
+	// source's keys (pessimistic locks, taken while this store led the
+	// source, which has served nothing since its PrepareMerge) stays
+	// valid only then; otherwise it must go, as on a loss of leadership.
+	OnMergeCommitted func(source *kvpb.Region, targetLeads bool)
 	// Hibernate lets idle regions stop ticking (hibernate.go), except
 	// those AlwaysAwake names (PD's own region: its followers must notice
 	// a dead leader without asking PD).
@@ -243,28 +245,28 @@ func BootstrapRegion(eng engine.Engines, region *kvpb.Region) error {
 func Open(eng engine.Engines, cfg Config) (*Store, error) {
 	db := eng.KV
 	s := &Store{
-		db:              db,
-		raftDB:          eng.Raft,
-		fs:              eng.FS,
-		snapDir:         eng.FS.PathJoin(eng.Dir, "snap"),
-		storeID:         cfg.StoreID,
-		log:             cfg.Logger,
-		obs:             cfg.Observer,
-		peers:           make(map[uint64]*Peer),
-		tombstones:      make(map[uint64]uint64),
-		transport:       cfg.Transport,
-		manualTicks:     cfg.ManualTicks,
-		onLeader:        cfg.OnLeaderChange,
-		onMergePrepared: cfg.OnMergePrepared,
-		clockRate:       cfg.ClockRate,
-		hibernate:       cfg.Hibernate,
-		alwaysAwake:     cfg.AlwaysAwake,
-		start:           time.Now(),
-		snapGen:         make(map[uint64]bool),
-		tick:            make(chan struct{}, 1),
-		notify:          make(chan struct{}, 1),
-		stop:            make(chan struct{}),
-		stopped:         make(chan struct{}),
+		db:               db,
+		raftDB:           eng.Raft,
+		fs:               eng.FS,
+		snapDir:          eng.FS.PathJoin(eng.Dir, "snap"),
+		storeID:          cfg.StoreID,
+		log:              cfg.Logger,
+		obs:              cfg.Observer,
+		peers:            make(map[uint64]*Peer),
+		tombstones:       make(map[uint64]uint64),
+		transport:        cfg.Transport,
+		manualTicks:      cfg.ManualTicks,
+		onLeader:         cfg.OnLeaderChange,
+		onMergeCommitted: cfg.OnMergeCommitted,
+		clockRate:        cfg.ClockRate,
+		hibernate:        cfg.Hibernate,
+		alwaysAwake:      cfg.AlwaysAwake,
+		start:            time.Now(),
+		snapGen:          make(map[uint64]bool),
+		tick:             make(chan struct{}, 1),
+		notify:           make(chan struct{}, 1),
+		stop:             make(chan struct{}),
+		stopped:          make(chan struct{}),
 	}
 	if s.fs == nil {
 		s.fs = vfs.Default
