@@ -315,12 +315,12 @@ func (s *Store) PrepareMerge(ctx context.Context, p *Peer, epoch *kvpb.RegionEpo
 	p.mu.Unlock()
 	last := p.storage.lastIndex()
 	minMatch := last
-	for id := range r.Peers {
-		pr, ok := st.Progress[r.Peers[id].Id]
+	for _, rp := range r.Peers {
+		pr, ok := st.Progress[rp.Id]
 		if !ok {
-			return fmt.Errorf("raftstore: merge of region %d: no progress of peer %d", r.Id, r.Peers[id].Id)
+			return fmt.Errorf("raftstore: merge of region %d: no progress of peer %d", r.Id, rp.Id)
 		}
-		if r.Peers[id].Id != p.id && pr.Match < minMatch {
+		if rp.Id != p.id && pr.Match < minMatch {
 			minMatch = pr.Match
 		}
 	}
