@@ -266,18 +266,14 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 				if err := stageRegion(ab, out.region); err != nil {
 					return err
 				}
-				data, err := proto.Marshal(out.prepared)
-				if err != nil {
-					return err
-				}
-				if err := ab.Set(engine.MergeStateKey(region.Id), data, nil); err != nil {
+				if err := stageMergeState(ab, region.Id, out.prepared); err != nil {
 					return err
 				}
 			case out.region != nil: // a rollback
 				if err := stageRegion(ab, out.region); err != nil {
 					return err
 				}
-				if err := ab.Delete(engine.MergeStateKey(region.Id), nil); err != nil {
+				if err := stageMergeState(ab, region.Id, nil); err != nil {
 					return err
 				}
 			case out.repr != nil:

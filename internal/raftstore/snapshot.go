@@ -115,7 +115,11 @@ func (s *Store) buildSnapshot(p *Peer) (*pb.Snapshot, error) {
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	header := &kvpb.SnapshotHeader{Region: region, ObserverMeta: meta, Id: id}
+	ms, err := loadMergeState(snap, p.regionID)
+	if err != nil {
+		return nil, err
+	}
+	header := &kvpb.SnapshotHeader{Region: region, ObserverMeta: meta, Id: id, MergeState: ms}
 	for i, sp := range s.obs.Spans(region) {
 		f, err := s.writeSpan(snap, sp, s.fs.PathJoin(dir, fmt.Sprintf("%d.sst", i)))
 		if err != nil {
@@ -259,6 +263,7 @@ func (s *Store) applySnapshot(p *Peer, snap *pb.Snapshot) error {
 	if err := s.ingestSnapshot(h, index); err != nil {
 		return fmt.Errorf("raftstore: region %d: apply snapshot %s: %w", p.regionID, h.Id, err)
 	}
+	p.merge.Store(h.MergeState)
 	p.region.Store(h.Region)
 	p.initialized.Store(true)
 	p.storage.setApplied(index)
@@ -303,6 +308,9 @@ func (s *Store) ingestSnapshot(h *kvpb.SnapshotHeader, index uint64) error {
 	if err := b.Set(engine.ApplyStateKey(h.Region.Id), engine.EncodeAppliedIndex(index), nil); err != nil {
 		return err
 	}
+	if err := stageMergeState(b, h.Region.Id, h.MergeState); err != nil {
+		return err
+	}
 	if err := s.obs.SnapshotApplied(spans, h.ObserverMeta, b); err != nil {
 		return err
 	}
@@ -316,6 +324,18 @@ func (s *Store) ingestSnapshot(h *kvpb.SnapshotHeader, index uint64) error {
 		return err
 	}
 	return s.fs.RemoveAll(dir)
+}
+
+// stageMergeState writes a region's merge state (nil: deletes it).
+func stageMergeState(b *pebble.Batch, regionID uint64, ms *kvpb.MergeState) error {
+	if ms == nil {
+		return b.Delete(engine.MergeStateKey(regionID), nil)
+	}
+	data, err := proto.Marshal(ms)
+	if err != nil {
+		return err
+	}
+	return b.Set(engine.MergeStateKey(regionID), data, nil)
 }
 
 // finishPendingSnapshots ingests the snapshots a crash interrupted (Open).
