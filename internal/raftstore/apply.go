@@ -411,6 +411,7 @@ func (s *Store) finishApply(p *Peer, plan applyPlan, isLeader bool, term uint64)
 	}
 	if plan.region != nil {
 		p.region.Store(plan.region)
+		s.layoutChanged()
 		// A snapshot taken before carries the old descriptor: a replica
 		// added since would not find itself in its configuration.
 		p.storage.setSnapshot(nil)

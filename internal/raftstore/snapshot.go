@@ -266,6 +266,7 @@ func (s *Store) applySnapshot(p *Peer, snap *pb.Snapshot) error {
 	p.merge.Store(h.MergeState)
 	p.region.Store(h.Region)
 	p.initialized.Store(true)
+	s.layoutChanged()
 	p.storage.setApplied(index)
 	p.mu.Lock()
 	for _, rp := range h.Region.Peers {
@@ -387,15 +388,7 @@ func (s *Store) removeStaleSnapshotFiles() {
 // region this store has not seen split yet, say): such a snapshot is
 // refused until the local replica catches up, as TiKV does.
 func (s *Store) snapshotOverlaps(r *kvpb.Region) bool {
-	for _, q := range s.Peers() {
-		if q.regionID == r.Id || !q.Initialized() || q.removed.Load() {
-			continue
-		}
-		if s.dataOverlaps(q.Region(), r) {
-			return true
-		}
-	}
-	return false
+	return s.overlappingPeer(r, r.Id) != nil
 }
 
 // destroyMergedAway queues for destruction the local replicas a snapshot

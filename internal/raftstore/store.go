@@ -107,6 +107,8 @@ type Store struct {
 	// peerSnap is a copy of peers for Peer, which every request calls:
 	// replaced (under mu) whenever peers changes, read without a lock.
 	peerSnap atomic.Pointer[map[uint64]*Peer]
+	// overlap finds the replica holding a range's data (overlap.go).
+	overlap overlapState
 	// tombstones: regions whose replica here was removed, with the id of
 	// that replica; messages to it (or an older one) are dropped.
 	tombstones map[uint64]uint64
@@ -461,6 +463,7 @@ func (s *Store) publishPeers() {
 		snap[id] = p
 	}
 	s.peerSnap.Store(&snap)
+	s.layoutChanged()
 }
 
 // addPeer registers p (replacing an uninitialized replica of its region).
