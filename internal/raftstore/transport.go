@@ -119,7 +119,7 @@ func (s *Store) Receive(env *kvpb.RaftMessage) error {
 	if err != nil && err != raft.ErrStepPeerNotFound && err != raft.ErrStepLocalMsg {
 		return err
 	}
-	s.wake()
+	s.poke(p)
 	return nil
 }
 
@@ -215,6 +215,7 @@ func (s *Store) ReportUnreachable(regionID, peerID uint64) {
 		p.mu.Lock()
 		p.rn.ReportUnreachable(peerID)
 		p.mu.Unlock()
+		p.poll.Store(true)
 	}
 }
 
@@ -228,6 +229,6 @@ func (s *Store) ReportSnapshot(regionID, peerID uint64, ok bool) {
 		p.mu.Lock()
 		p.rn.ReportSnapshot(peerID, st)
 		p.mu.Unlock()
-		s.wake()
+		s.poke(p)
 	}
 }
