@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -169,7 +170,13 @@ func start(args []string) error {
 	downAfter := fs.Duration("down-after", 5*time.Minute, "a node without a heartbeat for this long has its replicas replaced on other nodes")
 	scheduleLimit := fs.Int("schedule-limit", 4, "balancing operators (replica moves) in flight per node")
 	hibernate := fs.Bool("hibernate-regions", true, "regions without traffic stop ticking and heartbeating until a request or message wakes them")
+	mutexProfile := fs.Int("mutex-profile-fraction", 0, "sample 1 in this many mutex contention events for /debug/pprof/mutex (0: off)")
+	blockProfile := fs.Duration("block-profile-rate", 0, "sample blocking events for /debug/pprof/block, about one per this much time blocked (0: off; 1ns: every event)")
 	fs.Parse(args)
+	runtime.SetMutexProfileFraction(*mutexProfile)
+	if *blockProfile > 0 {
+		runtime.SetBlockProfileRate(int(*blockProfile))
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
 	}
