@@ -356,3 +356,51 @@ wait_cluster_replicated() {
 rss_kib() {
 	awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || true
 }
+
+# bench_setup NAME: the start every side-by-side script shares. WORK_DIR is the
+# given one or a new temporary directory (removed at exit unless KEEP_WORK=1);
+# at exit the processes in CHILD_PID, STRATA_PID and MARIADB_PID are stopped;
+# INT and TERM exit with 130 and 143.
+bench_setup() {
+	OWN_WORK_DIR=0
+	if [[ -z ${WORK_DIR:-} ]]; then
+		WORK_DIR=$(mktemp -d -t "strata-$1.XXXXXX")
+		OWN_WORK_DIR=1
+	fi
+	STRATA_PID=
+	MARIADB_PID=
+	CHILD_PID=
+	trap bench_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+bench_cleanup() {
+	local rc=$?
+	[[ -n ${CHILD_PID:-} ]] && stop_pid "$CHILD_PID" 10
+	[[ -n ${STRATA_PID:-} ]] && stop_pid "$STRATA_PID" 60
+	[[ -n ${MARIADB_PID:-} ]] && stop_pid "$MARIADB_PID" 60
+	if ((OWN_WORK_DIR)) && [[ ${KEEP_WORK:-0} != 1 ]]; then
+		rm -rf "$WORK_DIR"
+	fi
+	exit "$rc"
+}
+
+# bench_build: builds STRATA_BIN from this checkout unless SKIP_BUILD=1.
+bench_build() {
+	if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+		log "building $STRATA_BIN"
+		(cd "$REPO_ROOT" && go build -o "$STRATA_BIN" ./cmd/strata)
+	fi
+}
+
+# bg runs a command as a background child and waits, so that a signal is handled at
+# once and bench_cleanup can stop the child.
+bg() {
+	"$@" &
+	CHILD_PID=$!
+	local rc=0
+	wait "$CHILD_PID" || rc=$?
+	CHILD_PID=
+	return "$rc"
+}

@@ -62,34 +62,10 @@ RESULTS_DIR=${RESULTS_DIR:-$REPO_ROOT/bench/results}
 STRATA_BIN=${STRATA_BIN:-$REPO_ROOT/bin/strata}
 SKIP_BUILD=${SKIP_BUILD:-0}
 NOTE=${NOTE:-}
-OWN_WORK_DIR=0
-if [[ -z ${WORK_DIR:-} ]]; then
-	WORK_DIR=$(mktemp -d -t strata-olap.XXXXXX)
-	OWN_WORK_DIR=1
-fi
-STRATA_PID=
-MARIADB_PID=
-CHILD_PID=
-
-cleanup() {
-	local rc=$?
-	[[ -n $CHILD_PID ]] && stop_pid "$CHILD_PID" 10
-	[[ -n $STRATA_PID ]] && stop_pid "$STRATA_PID" 60
-	[[ -n $MARIADB_PID ]] && stop_pid "$MARIADB_PID" 60
-	if ((OWN_WORK_DIR)) && [[ $KEEP_WORK != 1 ]]; then
-		rm -rf "$WORK_DIR"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_setup olap
 
 ensure_debian_packages mariadbd mariadb sysbench -- mariadb-server mariadb-client sysbench
-if [[ $SKIP_BUILD != 1 ]]; then
-	log "building $STRATA_BIN"
-	(cd "$REPO_ROOT" && go build -o "$STRATA_BIN" ./cmd/strata)
-fi
+bench_build
 COMMIT=$(git -C "$REPO_ROOT" rev-parse --short HEAD)
 
 start_mariadb "$WORK_DIR/mariadb" "$MARIADB_PORT" "$MARIADB_BUFFER_POOL"
@@ -98,16 +74,6 @@ start_strata "$STRATA_BIN" "$WORK_DIR/strata" "$STRATA_PORT" "$STRATA_HTTP_PORT"
 declare -A PORT_OF=([mariadb]=$MARIADB_PORT [strata]=$STRATA_PORT)
 TARGETS="mariadb strata"
 
-# bg runs a command as a background child and waits, so that a signal is handled at once
-# and cleanup can stop the child.
-bg() {
-	"$@" &
-	CHILD_PID=$!
-	local rc=0
-	wait "$CHILD_PID" || rc=$?
-	CHILD_PID=
-	return "$rc"
-}
 
 sql() { # <server> <database or ""> <query>: runs a query, rows to stdout
 	local db=()

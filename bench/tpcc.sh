@@ -53,32 +53,10 @@ RESULTS_DIR=${RESULTS_DIR:-$REPO_ROOT/bench/results}
 STRATA_BIN=${STRATA_BIN:-$REPO_ROOT/bin/strata}
 SKIP_BUILD=${SKIP_BUILD:-0}
 NOTE=${NOTE:-}
-OWN_WORK_DIR=0
-if [[ -z ${WORK_DIR:-} ]]; then
-	WORK_DIR=$(mktemp -d -t strata-tpcc.XXXXXX)
-	OWN_WORK_DIR=1
-fi
-STRATA_PID=
-MARIADB_PID=
-
-cleanup() {
-	local rc=$?
-	[[ -n $STRATA_PID ]] && stop_pid "$STRATA_PID" 60
-	[[ -n $MARIADB_PID ]] && stop_pid "$MARIADB_PID" 60
-	if ((OWN_WORK_DIR)) && [[ $KEEP_WORK != 1 ]]; then
-		rm -rf "$WORK_DIR"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_setup tpcc
 
 ensure_debian_packages mariadbd mariadb -- mariadb-server mariadb-client
-if [[ $SKIP_BUILD != 1 ]]; then
-	log "building $STRATA_BIN"
-	(cd "$REPO_ROOT" && go build -o "$STRATA_BIN" ./cmd/strata)
-fi
+bench_build
 COMMIT=$(git -C "$REPO_ROOT" rev-parse --short HEAD)
 
 start_mariadb "$WORK_DIR/mariadb" "$MARIADB_PORT" "$MARIADB_BUFFER_POOL"

@@ -307,6 +307,9 @@ const (
 	OperatorKind_RemovePeer     OperatorKind = 3
 	OperatorKind_TransferLeader OperatorKind = 4
 	OperatorKind_DemoteVoter    OperatorKind = 5
+	// Merge: the region (the source) merges into its neighbour
+	// Operator.target, whose replicas are on the same stores.
+	OperatorKind_Merge OperatorKind = 6
 )
 
 // Enum value maps for OperatorKind.
@@ -318,6 +321,7 @@ var (
 		3: "RemovePeer",
 		4: "TransferLeader",
 		5: "DemoteVoter",
+		6: "Merge",
 	}
 	OperatorKind_value = map[string]int32{
 		"AddLearner":     0,
@@ -326,6 +330,7 @@ var (
 		"RemovePeer":     3,
 		"TransferLeader": 4,
 		"DemoteVoter":    5,
+		"Merge":          6,
 	}
 )
 
@@ -4889,6 +4894,7 @@ type Operator struct {
 	Kind          OperatorKind           `protobuf:"varint,3,opt,name=kind,proto3,enum=kvpb.OperatorKind" json:"kind,omitempty"`
 	Peer          *Peer                  `protobuf:"bytes,4,opt,name=peer,proto3" json:"peer,omitempty"`
 	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	Target        *Region                `protobuf:"bytes,6,opt,name=target,proto3" json:"target,omitempty"` // Merge: the region to merge into, as PD knows it
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4958,6 +4964,76 @@ func (x *Operator) GetReason() string {
 	return ""
 }
 
+func (x *Operator) GetTarget() *Region {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+// MergeState is a merge source's state between PrepareMerge and its
+// CommitMerge (or RollbackMerge), kept in the KV engine with the region's
+// descriptor so that a restart resumes the merge.
+type MergeState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PrepareIndex  uint64                 `protobuf:"varint,1,opt,name=prepare_index,json=prepareIndex,proto3" json:"prepare_index,omitempty"` // the log index of the applied PrepareMerge
+	MinIndex      uint64                 `protobuf:"varint,2,opt,name=min_index,json=minIndex,proto3" json:"min_index,omitempty"`             // the lowest index any replica had when it was proposed
+	Target        *Region                `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`                                  // the target as it was when PrepareMerge was proposed
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeState) Reset() {
+	*x = MergeState{}
+	mi := &file_kvpb_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeState) ProtoMessage() {}
+
+func (x *MergeState) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeState.ProtoReflect.Descriptor instead.
+func (*MergeState) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *MergeState) GetPrepareIndex() uint64 {
+	if x != nil {
+		return x.PrepareIndex
+	}
+	return 0
+}
+
+func (x *MergeState) GetMinIndex() uint64 {
+	if x != nil {
+		return x.MinIndex
+	}
+	return 0
+}
+
+func (x *MergeState) GetTarget() *Region {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
 // StoreHeartbeatRequest is one store's report, sent every second: itself,
 // and every region it leads. Batched per store (never per region).
 type StoreHeartbeatRequest struct {
@@ -4972,7 +5048,7 @@ type StoreHeartbeatRequest struct {
 
 func (x *StoreHeartbeatRequest) Reset() {
 	*x = StoreHeartbeatRequest{}
-	mi := &file_kvpb_proto_msgTypes[69]
+	mi := &file_kvpb_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4984,7 +5060,7 @@ func (x *StoreHeartbeatRequest) String() string {
 func (*StoreHeartbeatRequest) ProtoMessage() {}
 
 func (x *StoreHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[69]
+	mi := &file_kvpb_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4997,7 +5073,7 @@ func (x *StoreHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*StoreHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{69}
+	return file_kvpb_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *StoreHeartbeatRequest) GetClusterId() uint64 {
@@ -5045,7 +5121,7 @@ type StoreHeartbeatResponse struct {
 
 func (x *StoreHeartbeatResponse) Reset() {
 	*x = StoreHeartbeatResponse{}
-	mi := &file_kvpb_proto_msgTypes[70]
+	mi := &file_kvpb_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5057,7 +5133,7 @@ func (x *StoreHeartbeatResponse) String() string {
 func (*StoreHeartbeatResponse) ProtoMessage() {}
 
 func (x *StoreHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[70]
+	mi := &file_kvpb_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5070,7 +5146,7 @@ func (x *StoreHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*StoreHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{70}
+	return file_kvpb_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *StoreHeartbeatResponse) GetError() *PDError {
@@ -5116,7 +5192,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_kvpb_proto_msgTypes[71]
+	mi := &file_kvpb_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5128,7 +5204,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[71]
+	mi := &file_kvpb_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5141,7 +5217,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{71}
+	return file_kvpb_proto_rawDescGZIP(), []int{72}
 }
 
 type StoreStatus struct {
@@ -5164,7 +5240,7 @@ type StoreStatus struct {
 
 func (x *StoreStatus) Reset() {
 	*x = StoreStatus{}
-	mi := &file_kvpb_proto_msgTypes[72]
+	mi := &file_kvpb_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5176,7 +5252,7 @@ func (x *StoreStatus) String() string {
 func (*StoreStatus) ProtoMessage() {}
 
 func (x *StoreStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[72]
+	mi := &file_kvpb_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5189,7 +5265,7 @@ func (x *StoreStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreStatus.ProtoReflect.Descriptor instead.
 func (*StoreStatus) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{72}
+	return file_kvpb_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *StoreStatus) GetStore() *Store {
@@ -5297,7 +5373,7 @@ type RegionStatus struct {
 
 func (x *RegionStatus) Reset() {
 	*x = RegionStatus{}
-	mi := &file_kvpb_proto_msgTypes[73]
+	mi := &file_kvpb_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5309,7 +5385,7 @@ func (x *RegionStatus) String() string {
 func (*RegionStatus) ProtoMessage() {}
 
 func (x *RegionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[73]
+	mi := &file_kvpb_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5322,7 +5398,7 @@ func (x *RegionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionStatus.ProtoReflect.Descriptor instead.
 func (*RegionStatus) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{73}
+	return file_kvpb_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *RegionStatus) GetRegion() *Region {
@@ -5432,7 +5508,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_kvpb_proto_msgTypes[74]
+	mi := &file_kvpb_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5444,7 +5520,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[74]
+	mi := &file_kvpb_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5457,7 +5533,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{74}
+	return file_kvpb_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ClusterStatusResponse) GetError() *PDError {
@@ -5528,7 +5604,7 @@ type OperatorRecord struct {
 
 func (x *OperatorRecord) Reset() {
 	*x = OperatorRecord{}
-	mi := &file_kvpb_proto_msgTypes[75]
+	mi := &file_kvpb_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5540,7 +5616,7 @@ func (x *OperatorRecord) String() string {
 func (*OperatorRecord) ProtoMessage() {}
 
 func (x *OperatorRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[75]
+	mi := &file_kvpb_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5553,7 +5629,7 @@ func (x *OperatorRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorRecord.ProtoReflect.Descriptor instead.
 func (*OperatorRecord) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{75}
+	return file_kvpb_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *OperatorRecord) GetOperator() *Operator {
@@ -5588,7 +5664,7 @@ type SetStoreStateRequest struct {
 
 func (x *SetStoreStateRequest) Reset() {
 	*x = SetStoreStateRequest{}
-	mi := &file_kvpb_proto_msgTypes[76]
+	mi := &file_kvpb_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5600,7 +5676,7 @@ func (x *SetStoreStateRequest) String() string {
 func (*SetStoreStateRequest) ProtoMessage() {}
 
 func (x *SetStoreStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[76]
+	mi := &file_kvpb_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5613,7 +5689,7 @@ func (x *SetStoreStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetStoreStateRequest.ProtoReflect.Descriptor instead.
 func (*SetStoreStateRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{76}
+	return file_kvpb_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *SetStoreStateRequest) GetStoreId() uint64 {
@@ -5640,7 +5716,7 @@ type SetStoreStateResponse struct {
 
 func (x *SetStoreStateResponse) Reset() {
 	*x = SetStoreStateResponse{}
-	mi := &file_kvpb_proto_msgTypes[77]
+	mi := &file_kvpb_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5652,7 +5728,7 @@ func (x *SetStoreStateResponse) String() string {
 func (*SetStoreStateResponse) ProtoMessage() {}
 
 func (x *SetStoreStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[77]
+	mi := &file_kvpb_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5665,7 +5741,7 @@ func (x *SetStoreStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetStoreStateResponse.ProtoReflect.Descriptor instead.
 func (*SetStoreStateResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{77}
+	return file_kvpb_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *SetStoreStateResponse) GetError() *PDError {
@@ -5691,7 +5767,7 @@ type GCSafePointRequest struct {
 
 func (x *GCSafePointRequest) Reset() {
 	*x = GCSafePointRequest{}
-	mi := &file_kvpb_proto_msgTypes[78]
+	mi := &file_kvpb_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5703,7 +5779,7 @@ func (x *GCSafePointRequest) String() string {
 func (*GCSafePointRequest) ProtoMessage() {}
 
 func (x *GCSafePointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[78]
+	mi := &file_kvpb_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5716,7 +5792,7 @@ func (x *GCSafePointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCSafePointRequest.ProtoReflect.Descriptor instead.
 func (*GCSafePointRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{78}
+	return file_kvpb_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *GCSafePointRequest) GetSafePoint() uint64 {
@@ -5736,7 +5812,7 @@ type GCSafePointResponse struct {
 
 func (x *GCSafePointResponse) Reset() {
 	*x = GCSafePointResponse{}
-	mi := &file_kvpb_proto_msgTypes[79]
+	mi := &file_kvpb_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5748,7 +5824,7 @@ func (x *GCSafePointResponse) String() string {
 func (*GCSafePointResponse) ProtoMessage() {}
 
 func (x *GCSafePointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[79]
+	mi := &file_kvpb_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5761,7 +5837,7 @@ func (x *GCSafePointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCSafePointResponse.ProtoReflect.Descriptor instead.
 func (*GCSafePointResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{79}
+	return file_kvpb_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *GCSafePointResponse) GetError() *PDError {
@@ -5788,7 +5864,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_kvpb_proto_msgTypes[80]
+	mi := &file_kvpb_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5800,7 +5876,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[80]
+	mi := &file_kvpb_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5813,7 +5889,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{80}
+	return file_kvpb_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *KeyRange) GetStart() []byte {
@@ -5847,7 +5923,7 @@ type CopRequest struct {
 
 func (x *CopRequest) Reset() {
 	*x = CopRequest{}
-	mi := &file_kvpb_proto_msgTypes[81]
+	mi := &file_kvpb_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5859,7 +5935,7 @@ func (x *CopRequest) String() string {
 func (*CopRequest) ProtoMessage() {}
 
 func (x *CopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[81]
+	mi := &file_kvpb_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5872,7 +5948,7 @@ func (x *CopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopRequest.ProtoReflect.Descriptor instead.
 func (*CopRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{81}
+	return file_kvpb_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *CopRequest) GetContext() *Context {
@@ -5928,7 +6004,7 @@ type CopResponse struct {
 
 func (x *CopResponse) Reset() {
 	*x = CopResponse{}
-	mi := &file_kvpb_proto_msgTypes[82]
+	mi := &file_kvpb_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5940,7 +6016,7 @@ func (x *CopResponse) String() string {
 func (*CopResponse) ProtoMessage() {}
 
 func (x *CopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[82]
+	mi := &file_kvpb_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5953,7 +6029,7 @@ func (x *CopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopResponse.ProtoReflect.Descriptor instead.
 func (*CopResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{82}
+	return file_kvpb_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *CopResponse) GetRegionError() *RegionError {
@@ -6017,7 +6093,7 @@ type CopError struct {
 
 func (x *CopError) Reset() {
 	*x = CopError{}
-	mi := &file_kvpb_proto_msgTypes[83]
+	mi := &file_kvpb_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6029,7 +6105,7 @@ func (x *CopError) String() string {
 func (*CopError) ProtoMessage() {}
 
 func (x *CopError) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[83]
+	mi := &file_kvpb_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6042,7 +6118,7 @@ func (x *CopError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopError.ProtoReflect.Descriptor instead.
 func (*CopError) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{83}
+	return file_kvpb_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *CopError) GetCode() uint32 {
@@ -6086,7 +6162,7 @@ type CopDAG struct {
 
 func (x *CopDAG) Reset() {
 	*x = CopDAG{}
-	mi := &file_kvpb_proto_msgTypes[84]
+	mi := &file_kvpb_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6098,7 +6174,7 @@ func (x *CopDAG) String() string {
 func (*CopDAG) ProtoMessage() {}
 
 func (x *CopDAG) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[84]
+	mi := &file_kvpb_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6111,7 +6187,7 @@ func (x *CopDAG) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopDAG.ProtoReflect.Descriptor instead.
 func (*CopDAG) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{84}
+	return file_kvpb_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *CopDAG) GetScan() *CopScan {
@@ -6185,7 +6261,7 @@ type CopScan struct {
 
 func (x *CopScan) Reset() {
 	*x = CopScan{}
-	mi := &file_kvpb_proto_msgTypes[85]
+	mi := &file_kvpb_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6197,7 +6273,7 @@ func (x *CopScan) String() string {
 func (*CopScan) ProtoMessage() {}
 
 func (x *CopScan) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[85]
+	mi := &file_kvpb_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6210,7 +6286,7 @@ func (x *CopScan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopScan.ProtoReflect.Descriptor instead.
 func (*CopScan) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{85}
+	return file_kvpb_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *CopScan) GetTableId() int64 {
@@ -6276,7 +6352,7 @@ type CopColumnInfo struct {
 
 func (x *CopColumnInfo) Reset() {
 	*x = CopColumnInfo{}
-	mi := &file_kvpb_proto_msgTypes[86]
+	mi := &file_kvpb_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6288,7 +6364,7 @@ func (x *CopColumnInfo) String() string {
 func (*CopColumnInfo) ProtoMessage() {}
 
 func (x *CopColumnInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[86]
+	mi := &file_kvpb_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6301,7 +6377,7 @@ func (x *CopColumnInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopColumnInfo.ProtoReflect.Descriptor instead.
 func (*CopColumnInfo) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{86}
+	return file_kvpb_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *CopColumnInfo) GetId() int64 {
@@ -6347,7 +6423,7 @@ type CopFieldType struct {
 
 func (x *CopFieldType) Reset() {
 	*x = CopFieldType{}
-	mi := &file_kvpb_proto_msgTypes[87]
+	mi := &file_kvpb_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6359,7 +6435,7 @@ func (x *CopFieldType) String() string {
 func (*CopFieldType) ProtoMessage() {}
 
 func (x *CopFieldType) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[87]
+	mi := &file_kvpb_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6372,7 +6448,7 @@ func (x *CopFieldType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopFieldType.ProtoReflect.Descriptor instead.
 func (*CopFieldType) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{87}
+	return file_kvpb_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *CopFieldType) GetTp() int32 {
@@ -6441,7 +6517,7 @@ type CopExpr struct {
 
 func (x *CopExpr) Reset() {
 	*x = CopExpr{}
-	mi := &file_kvpb_proto_msgTypes[88]
+	mi := &file_kvpb_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6453,7 +6529,7 @@ func (x *CopExpr) String() string {
 func (*CopExpr) ProtoMessage() {}
 
 func (x *CopExpr) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[88]
+	mi := &file_kvpb_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6466,7 +6542,7 @@ func (x *CopExpr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopExpr.ProtoReflect.Descriptor instead.
 func (*CopExpr) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{88}
+	return file_kvpb_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *CopExpr) GetKind() CopExprKind {
@@ -6547,7 +6623,7 @@ type CopAgg struct {
 
 func (x *CopAgg) Reset() {
 	*x = CopAgg{}
-	mi := &file_kvpb_proto_msgTypes[89]
+	mi := &file_kvpb_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6559,7 +6635,7 @@ func (x *CopAgg) String() string {
 func (*CopAgg) ProtoMessage() {}
 
 func (x *CopAgg) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[89]
+	mi := &file_kvpb_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6572,7 +6648,7 @@ func (x *CopAgg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopAgg.ProtoReflect.Descriptor instead.
 func (*CopAgg) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{89}
+	return file_kvpb_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *CopAgg) GetGroupBy() []*CopExpr {
@@ -6606,7 +6682,7 @@ type CopAggFunc struct {
 
 func (x *CopAggFunc) Reset() {
 	*x = CopAggFunc{}
-	mi := &file_kvpb_proto_msgTypes[90]
+	mi := &file_kvpb_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6618,7 +6694,7 @@ func (x *CopAggFunc) String() string {
 func (*CopAggFunc) ProtoMessage() {}
 
 func (x *CopAggFunc) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[90]
+	mi := &file_kvpb_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6631,7 +6707,7 @@ func (x *CopAggFunc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopAggFunc.ProtoReflect.Descriptor instead.
 func (*CopAggFunc) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{90}
+	return file_kvpb_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *CopAggFunc) GetName() string {
@@ -6658,7 +6734,7 @@ type CopSortKey struct {
 
 func (x *CopSortKey) Reset() {
 	*x = CopSortKey{}
-	mi := &file_kvpb_proto_msgTypes[91]
+	mi := &file_kvpb_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6670,7 +6746,7 @@ func (x *CopSortKey) String() string {
 func (*CopSortKey) ProtoMessage() {}
 
 func (x *CopSortKey) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[91]
+	mi := &file_kvpb_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6683,7 +6759,7 @@ func (x *CopSortKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopSortKey.ProtoReflect.Descriptor instead.
 func (*CopSortKey) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{91}
+	return file_kvpb_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *CopSortKey) GetExpr() *CopExpr {
@@ -6711,7 +6787,7 @@ type CopBatch struct {
 
 func (x *CopBatch) Reset() {
 	*x = CopBatch{}
-	mi := &file_kvpb_proto_msgTypes[92]
+	mi := &file_kvpb_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6723,7 +6799,7 @@ func (x *CopBatch) String() string {
 func (*CopBatch) ProtoMessage() {}
 
 func (x *CopBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[92]
+	mi := &file_kvpb_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6736,7 +6812,7 @@ func (x *CopBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopBatch.ProtoReflect.Descriptor instead.
 func (*CopBatch) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{92}
+	return file_kvpb_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *CopBatch) GetRows() uint32 {
@@ -6770,7 +6846,7 @@ type CopColumn struct {
 
 func (x *CopColumn) Reset() {
 	*x = CopColumn{}
-	mi := &file_kvpb_proto_msgTypes[93]
+	mi := &file_kvpb_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6782,7 +6858,7 @@ func (x *CopColumn) String() string {
 func (*CopColumn) ProtoMessage() {}
 
 func (x *CopColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[93]
+	mi := &file_kvpb_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6795,7 +6871,7 @@ func (x *CopColumn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopColumn.ProtoReflect.Descriptor instead.
 func (*CopColumn) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{93}
+	return file_kvpb_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *CopColumn) GetKinds() []byte {
@@ -7171,14 +7247,20 @@ const file_kvpb_proto_rawDesc = "" +
 	"\fread_queries\x18\r \x01(\x04R\vreadQueries\x12#\n" +
 	"\rwrite_queries\x18\x0e \x01(\x04R\fwriteQueries\x12\x1f\n" +
 	"\vinterval_ms\x18\x0f \x01(\x04R\n" +
-	"intervalMs\"\xb0\x01\n" +
+	"intervalMs\"\xd6\x01\n" +
 	"\bOperator\x12\x1b\n" +
 	"\tregion_id\x18\x01 \x01(\x04R\bregionId\x12'\n" +
 	"\x05epoch\x18\x02 \x01(\v2\x11.kvpb.RegionEpochR\x05epoch\x12&\n" +
 	"\x04kind\x18\x03 \x01(\x0e2\x12.kvpb.OperatorKindR\x04kind\x12\x1e\n" +
 	"\x04peer\x18\x04 \x01(\v2\n" +
 	".kvpb.PeerR\x04peer\x12\x16\n" +
-	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xaa\x01\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12$\n" +
+	"\x06target\x18\x06 \x01(\v2\f.kvpb.RegionR\x06target\"t\n" +
+	"\n" +
+	"MergeState\x12#\n" +
+	"\rprepare_index\x18\x01 \x01(\x04R\fprepareIndex\x12\x1b\n" +
+	"\tmin_index\x18\x02 \x01(\x04R\bminIndex\x12$\n" +
+	"\x06target\x18\x03 \x01(\v2\f.kvpb.RegionR\x06target\"\xaa\x01\n" +
 	"\x15StoreHeartbeatRequest\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\x04R\tclusterId\x12!\n" +
@@ -7365,7 +7447,7 @@ const file_kvpb_proto_rawDesc = "" +
 	"\n" +
 	"\x06Detect\x10\x00\x12\x12\n" +
 	"\x0eCleanUpWaitFor\x10\x01\x12\v\n" +
-	"\aCleanUp\x10\x02*w\n" +
+	"\aCleanUp\x10\x02*\x82\x01\n" +
 	"\fOperatorKind\x12\x0e\n" +
 	"\n" +
 	"AddLearner\x10\x00\x12\x12\n" +
@@ -7375,7 +7457,8 @@ const file_kvpb_proto_rawDesc = "" +
 	"\n" +
 	"RemovePeer\x10\x03\x12\x12\n" +
 	"\x0eTransferLeader\x10\x04\x12\x0f\n" +
-	"\vDemoteVoter\x10\x05*\xb8\x01\n" +
+	"\vDemoteVoter\x10\x05\x12\t\n" +
+	"\x05Merge\x10\x06*\xb8\x01\n" +
 	"\vCopExprKind\x12\x10\n" +
 	"\fCopColumnRef\x10\x00\x12\x0f\n" +
 	"\vCopConstant\x10\x01\x12\x0e\n" +
@@ -7441,7 +7524,7 @@ func file_kvpb_proto_rawDescGZIP() []byte {
 }
 
 var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 94)
+var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
 var file_kvpb_proto_goTypes = []any{
 	(PeerRole)(0),                       // 0: kvpb.PeerRole
 	(StoreState)(0),                     // 1: kvpb.StoreState
@@ -7519,31 +7602,32 @@ var file_kvpb_proto_goTypes = []any{
 	(*PeerProgress)(nil),                // 73: kvpb.PeerProgress
 	(*RegionStat)(nil),                  // 74: kvpb.RegionStat
 	(*Operator)(nil),                    // 75: kvpb.Operator
-	(*StoreHeartbeatRequest)(nil),       // 76: kvpb.StoreHeartbeatRequest
-	(*StoreHeartbeatResponse)(nil),      // 77: kvpb.StoreHeartbeatResponse
-	(*ClusterStatusRequest)(nil),        // 78: kvpb.ClusterStatusRequest
-	(*StoreStatus)(nil),                 // 79: kvpb.StoreStatus
-	(*RegionStatus)(nil),                // 80: kvpb.RegionStatus
-	(*ClusterStatusResponse)(nil),       // 81: kvpb.ClusterStatusResponse
-	(*OperatorRecord)(nil),              // 82: kvpb.OperatorRecord
-	(*SetStoreStateRequest)(nil),        // 83: kvpb.SetStoreStateRequest
-	(*SetStoreStateResponse)(nil),       // 84: kvpb.SetStoreStateResponse
-	(*GCSafePointRequest)(nil),          // 85: kvpb.GCSafePointRequest
-	(*GCSafePointResponse)(nil),         // 86: kvpb.GCSafePointResponse
-	(*KeyRange)(nil),                    // 87: kvpb.KeyRange
-	(*CopRequest)(nil),                  // 88: kvpb.CopRequest
-	(*CopResponse)(nil),                 // 89: kvpb.CopResponse
-	(*CopError)(nil),                    // 90: kvpb.CopError
-	(*CopDAG)(nil),                      // 91: kvpb.CopDAG
-	(*CopScan)(nil),                     // 92: kvpb.CopScan
-	(*CopColumnInfo)(nil),               // 93: kvpb.CopColumnInfo
-	(*CopFieldType)(nil),                // 94: kvpb.CopFieldType
-	(*CopExpr)(nil),                     // 95: kvpb.CopExpr
-	(*CopAgg)(nil),                      // 96: kvpb.CopAgg
-	(*CopAggFunc)(nil),                  // 97: kvpb.CopAggFunc
-	(*CopSortKey)(nil),                  // 98: kvpb.CopSortKey
-	(*CopBatch)(nil),                    // 99: kvpb.CopBatch
-	(*CopColumn)(nil),                   // 100: kvpb.CopColumn
+	(*MergeState)(nil),                  // 76: kvpb.MergeState
+	(*StoreHeartbeatRequest)(nil),       // 77: kvpb.StoreHeartbeatRequest
+	(*StoreHeartbeatResponse)(nil),      // 78: kvpb.StoreHeartbeatResponse
+	(*ClusterStatusRequest)(nil),        // 79: kvpb.ClusterStatusRequest
+	(*StoreStatus)(nil),                 // 80: kvpb.StoreStatus
+	(*RegionStatus)(nil),                // 81: kvpb.RegionStatus
+	(*ClusterStatusResponse)(nil),       // 82: kvpb.ClusterStatusResponse
+	(*OperatorRecord)(nil),              // 83: kvpb.OperatorRecord
+	(*SetStoreStateRequest)(nil),        // 84: kvpb.SetStoreStateRequest
+	(*SetStoreStateResponse)(nil),       // 85: kvpb.SetStoreStateResponse
+	(*GCSafePointRequest)(nil),          // 86: kvpb.GCSafePointRequest
+	(*GCSafePointResponse)(nil),         // 87: kvpb.GCSafePointResponse
+	(*KeyRange)(nil),                    // 88: kvpb.KeyRange
+	(*CopRequest)(nil),                  // 89: kvpb.CopRequest
+	(*CopResponse)(nil),                 // 90: kvpb.CopResponse
+	(*CopError)(nil),                    // 91: kvpb.CopError
+	(*CopDAG)(nil),                      // 92: kvpb.CopDAG
+	(*CopScan)(nil),                     // 93: kvpb.CopScan
+	(*CopColumnInfo)(nil),               // 94: kvpb.CopColumnInfo
+	(*CopFieldType)(nil),                // 95: kvpb.CopFieldType
+	(*CopExpr)(nil),                     // 96: kvpb.CopExpr
+	(*CopAgg)(nil),                      // 97: kvpb.CopAgg
+	(*CopAggFunc)(nil),                  // 98: kvpb.CopAggFunc
+	(*CopSortKey)(nil),                  // 99: kvpb.CopSortKey
+	(*CopBatch)(nil),                    // 100: kvpb.CopBatch
+	(*CopColumn)(nil),                   // 101: kvpb.CopColumn
 }
 var file_kvpb_proto_depIdxs = []int32{
 	0,   // 0: kvpb.Peer.role:type_name -> kvpb.PeerRole
@@ -7636,107 +7720,109 @@ var file_kvpb_proto_depIdxs = []int32{
 	7,   // 87: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
 	5,   // 88: kvpb.Operator.kind:type_name -> kvpb.OperatorKind
 	8,   // 89: kvpb.Operator.peer:type_name -> kvpb.Peer
-	10,  // 90: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
-	74,  // 91: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
-	59,  // 92: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
-	75,  // 93: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
-	10,  // 94: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
-	10,  // 95: kvpb.StoreStatus.store:type_name -> kvpb.Store
-	9,   // 96: kvpb.RegionStatus.region:type_name -> kvpb.Region
-	8,   // 97: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
-	73,  // 98: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
-	59,  // 99: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
-	79,  // 100: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
-	80,  // 101: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
-	82,  // 102: kvpb.ClusterStatusResponse.operators:type_name -> kvpb.OperatorRecord
-	75,  // 103: kvpb.OperatorRecord.operator:type_name -> kvpb.Operator
-	1,   // 104: kvpb.SetStoreStateRequest.state:type_name -> kvpb.StoreState
-	59,  // 105: kvpb.SetStoreStateResponse.error:type_name -> kvpb.PDError
-	10,  // 106: kvpb.SetStoreStateResponse.store:type_name -> kvpb.Store
-	59,  // 107: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
-	11,  // 108: kvpb.CopRequest.context:type_name -> kvpb.Context
-	87,  // 109: kvpb.CopRequest.ranges:type_name -> kvpb.KeyRange
-	91,  // 110: kvpb.CopRequest.dag:type_name -> kvpb.CopDAG
-	12,  // 111: kvpb.CopResponse.region_error:type_name -> kvpb.RegionError
-	24,  // 112: kvpb.CopResponse.error:type_name -> kvpb.KeyError
-	90,  // 113: kvpb.CopResponse.eval_error:type_name -> kvpb.CopError
-	99,  // 114: kvpb.CopResponse.batch:type_name -> kvpb.CopBatch
-	90,  // 115: kvpb.CopResponse.warnings:type_name -> kvpb.CopError
-	92,  // 116: kvpb.CopDAG.scan:type_name -> kvpb.CopScan
-	95,  // 117: kvpb.CopDAG.filter:type_name -> kvpb.CopExpr
-	96,  // 118: kvpb.CopDAG.agg:type_name -> kvpb.CopAgg
-	98,  // 119: kvpb.CopDAG.top_n:type_name -> kvpb.CopSortKey
-	93,  // 120: kvpb.CopScan.columns:type_name -> kvpb.CopColumnInfo
-	94,  // 121: kvpb.CopColumnInfo.type:type_name -> kvpb.CopFieldType
-	99,  // 122: kvpb.CopColumnInfo.origin_default:type_name -> kvpb.CopBatch
-	6,   // 123: kvpb.CopExpr.kind:type_name -> kvpb.CopExprKind
-	94,  // 124: kvpb.CopExpr.type:type_name -> kvpb.CopFieldType
-	99,  // 125: kvpb.CopExpr.value:type_name -> kvpb.CopBatch
-	95,  // 126: kvpb.CopExpr.args:type_name -> kvpb.CopExpr
-	95,  // 127: kvpb.CopAgg.group_by:type_name -> kvpb.CopExpr
-	97,  // 128: kvpb.CopAgg.funcs:type_name -> kvpb.CopAggFunc
-	95,  // 129: kvpb.CopAggFunc.args:type_name -> kvpb.CopExpr
-	95,  // 130: kvpb.CopSortKey.expr:type_name -> kvpb.CopExpr
-	100, // 131: kvpb.CopBatch.columns:type_name -> kvpb.CopColumn
-	52,  // 132: kvpb.Kv.KvBatchCommands:input_type -> kvpb.BatchRequest
-	50,  // 133: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
-	26,  // 134: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
-	28,  // 135: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
-	30,  // 136: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
-	32,  // 137: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
-	34,  // 138: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
-	36,  // 139: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
-	38,  // 140: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
-	40,  // 141: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
-	42,  // 142: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
-	44,  // 143: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
-	46,  // 144: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
-	48,  // 145: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
-	88,  // 146: kvpb.Kv.KvCoprocessor:input_type -> kvpb.CopRequest
-	57,  // 147: kvpb.DeadlockDetector.Detect:input_type -> kvpb.DeadlockRequest
-	71,  // 148: kvpb.PD.Join:input_type -> kvpb.JoinRequest
-	76,  // 149: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
-	78,  // 150: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
-	85,  // 151: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
-	60,  // 152: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
-	62,  // 153: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
-	63,  // 154: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
-	65,  // 155: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
-	67,  // 156: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
-	69,  // 157: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
-	83,  // 158: kvpb.PD.SetStoreState:input_type -> kvpb.SetStoreStateRequest
-	54,  // 159: kvpb.Kv.KvBatchCommands:output_type -> kvpb.BatchResponse
-	51,  // 160: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
-	27,  // 161: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
-	29,  // 162: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
-	31,  // 163: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
-	33,  // 164: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
-	35,  // 165: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
-	37,  // 166: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
-	39,  // 167: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
-	41,  // 168: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
-	43,  // 169: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
-	45,  // 170: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
-	47,  // 171: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
-	49,  // 172: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
-	89,  // 173: kvpb.Kv.KvCoprocessor:output_type -> kvpb.CopResponse
-	58,  // 174: kvpb.DeadlockDetector.Detect:output_type -> kvpb.DeadlockResponse
-	72,  // 175: kvpb.PD.Join:output_type -> kvpb.JoinResponse
-	77,  // 176: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
-	81,  // 177: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
-	86,  // 178: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
-	61,  // 179: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
-	64,  // 180: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
-	64,  // 181: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
-	66,  // 182: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
-	68,  // 183: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
-	70,  // 184: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
-	84,  // 185: kvpb.PD.SetStoreState:output_type -> kvpb.SetStoreStateResponse
-	159, // [159:186] is the sub-list for method output_type
-	132, // [132:159] is the sub-list for method input_type
-	132, // [132:132] is the sub-list for extension type_name
-	132, // [132:132] is the sub-list for extension extendee
-	0,   // [0:132] is the sub-list for field type_name
+	9,   // 90: kvpb.Operator.target:type_name -> kvpb.Region
+	9,   // 91: kvpb.MergeState.target:type_name -> kvpb.Region
+	10,  // 92: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
+	74,  // 93: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
+	59,  // 94: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
+	75,  // 95: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
+	10,  // 96: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
+	10,  // 97: kvpb.StoreStatus.store:type_name -> kvpb.Store
+	9,   // 98: kvpb.RegionStatus.region:type_name -> kvpb.Region
+	8,   // 99: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
+	73,  // 100: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
+	59,  // 101: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
+	80,  // 102: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
+	81,  // 103: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
+	83,  // 104: kvpb.ClusterStatusResponse.operators:type_name -> kvpb.OperatorRecord
+	75,  // 105: kvpb.OperatorRecord.operator:type_name -> kvpb.Operator
+	1,   // 106: kvpb.SetStoreStateRequest.state:type_name -> kvpb.StoreState
+	59,  // 107: kvpb.SetStoreStateResponse.error:type_name -> kvpb.PDError
+	10,  // 108: kvpb.SetStoreStateResponse.store:type_name -> kvpb.Store
+	59,  // 109: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
+	11,  // 110: kvpb.CopRequest.context:type_name -> kvpb.Context
+	88,  // 111: kvpb.CopRequest.ranges:type_name -> kvpb.KeyRange
+	92,  // 112: kvpb.CopRequest.dag:type_name -> kvpb.CopDAG
+	12,  // 113: kvpb.CopResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 114: kvpb.CopResponse.error:type_name -> kvpb.KeyError
+	91,  // 115: kvpb.CopResponse.eval_error:type_name -> kvpb.CopError
+	100, // 116: kvpb.CopResponse.batch:type_name -> kvpb.CopBatch
+	91,  // 117: kvpb.CopResponse.warnings:type_name -> kvpb.CopError
+	93,  // 118: kvpb.CopDAG.scan:type_name -> kvpb.CopScan
+	96,  // 119: kvpb.CopDAG.filter:type_name -> kvpb.CopExpr
+	97,  // 120: kvpb.CopDAG.agg:type_name -> kvpb.CopAgg
+	99,  // 121: kvpb.CopDAG.top_n:type_name -> kvpb.CopSortKey
+	94,  // 122: kvpb.CopScan.columns:type_name -> kvpb.CopColumnInfo
+	95,  // 123: kvpb.CopColumnInfo.type:type_name -> kvpb.CopFieldType
+	100, // 124: kvpb.CopColumnInfo.origin_default:type_name -> kvpb.CopBatch
+	6,   // 125: kvpb.CopExpr.kind:type_name -> kvpb.CopExprKind
+	95,  // 126: kvpb.CopExpr.type:type_name -> kvpb.CopFieldType
+	100, // 127: kvpb.CopExpr.value:type_name -> kvpb.CopBatch
+	96,  // 128: kvpb.CopExpr.args:type_name -> kvpb.CopExpr
+	96,  // 129: kvpb.CopAgg.group_by:type_name -> kvpb.CopExpr
+	98,  // 130: kvpb.CopAgg.funcs:type_name -> kvpb.CopAggFunc
+	96,  // 131: kvpb.CopAggFunc.args:type_name -> kvpb.CopExpr
+	96,  // 132: kvpb.CopSortKey.expr:type_name -> kvpb.CopExpr
+	101, // 133: kvpb.CopBatch.columns:type_name -> kvpb.CopColumn
+	52,  // 134: kvpb.Kv.KvBatchCommands:input_type -> kvpb.BatchRequest
+	50,  // 135: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
+	26,  // 136: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
+	28,  // 137: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
+	30,  // 138: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
+	32,  // 139: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
+	34,  // 140: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
+	36,  // 141: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
+	38,  // 142: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
+	40,  // 143: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
+	42,  // 144: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
+	44,  // 145: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
+	46,  // 146: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
+	48,  // 147: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
+	89,  // 148: kvpb.Kv.KvCoprocessor:input_type -> kvpb.CopRequest
+	57,  // 149: kvpb.DeadlockDetector.Detect:input_type -> kvpb.DeadlockRequest
+	71,  // 150: kvpb.PD.Join:input_type -> kvpb.JoinRequest
+	77,  // 151: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
+	79,  // 152: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
+	86,  // 153: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
+	60,  // 154: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
+	62,  // 155: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
+	63,  // 156: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
+	65,  // 157: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
+	67,  // 158: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
+	69,  // 159: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
+	84,  // 160: kvpb.PD.SetStoreState:input_type -> kvpb.SetStoreStateRequest
+	54,  // 161: kvpb.Kv.KvBatchCommands:output_type -> kvpb.BatchResponse
+	51,  // 162: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
+	27,  // 163: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
+	29,  // 164: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
+	31,  // 165: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
+	33,  // 166: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
+	35,  // 167: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
+	37,  // 168: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
+	39,  // 169: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
+	41,  // 170: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
+	43,  // 171: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
+	45,  // 172: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
+	47,  // 173: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
+	49,  // 174: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
+	90,  // 175: kvpb.Kv.KvCoprocessor:output_type -> kvpb.CopResponse
+	58,  // 176: kvpb.DeadlockDetector.Detect:output_type -> kvpb.DeadlockResponse
+	72,  // 177: kvpb.PD.Join:output_type -> kvpb.JoinResponse
+	78,  // 178: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
+	82,  // 179: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
+	87,  // 180: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
+	61,  // 181: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
+	64,  // 182: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
+	64,  // 183: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
+	66,  // 184: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
+	68,  // 185: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
+	70,  // 186: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
+	85,  // 187: kvpb.PD.SetStoreState:output_type -> kvpb.SetStoreStateResponse
+	161, // [161:188] is the sub-list for method output_type
+	134, // [134:161] is the sub-list for method input_type
+	134, // [134:134] is the sub-list for extension type_name
+	134, // [134:134] is the sub-list for extension extendee
+	0,   // [0:134] is the sub-list for field type_name
 }
 
 func init() { file_kvpb_proto_init() }
@@ -7750,7 +7836,7 @@ func file_kvpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvpb_proto_rawDesc), len(file_kvpb_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   94,
+			NumMessages:   95,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

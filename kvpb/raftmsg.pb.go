@@ -326,7 +326,10 @@ type SnapshotHeader struct {
 	// the GC safe point of its data).
 	ObserverMeta []byte `protobuf:"bytes,3,opt,name=observer_meta,json=observerMeta,proto3" json:"observer_meta,omitempty"`
 	// id names the snapshot's files on both stores.
-	Id            string `protobuf:"bytes,4,opt,name=id,proto3" json:"id,omitempty"`
+	Id string `protobuf:"bytes,4,opt,name=id,proto3" json:"id,omitempty"`
+	// merge_state: the region is a merge source frozen by a PrepareMerge
+	// (raftstore/merge.go); the receiver is frozen too.
+	MergeState    *MergeState `protobuf:"bytes,5,opt,name=merge_state,json=mergeState,proto3" json:"merge_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -387,6 +390,13 @@ func (x *SnapshotHeader) GetId() string {
 		return x.Id
 	}
 	return ""
+}
+
+func (x *SnapshotHeader) GetMergeState() *MergeState {
+	if x != nil {
+		return x.MergeState
+	}
+	return nil
 }
 
 // SnapshotChunk is one write of a snapshot stream: the first chunk
@@ -617,12 +627,14 @@ const file_raftmsg_proto_rawDesc = "" +
 	"\fSnapshotFile\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x04R\x04size\x12\x16\n" +
-	"\x06crc32c\x18\x03 \x01(\rR\x06crc32c\"\x95\x01\n" +
+	"\x06crc32c\x18\x03 \x01(\rR\x06crc32c\"\xc8\x01\n" +
 	"\x0eSnapshotHeader\x12$\n" +
 	"\x06region\x18\x01 \x01(\v2\f.kvpb.RegionR\x06region\x12(\n" +
 	"\x05files\x18\x02 \x03(\v2\x12.kvpb.SnapshotFileR\x05files\x12#\n" +
 	"\robserver_meta\x18\x03 \x01(\fR\fobserverMeta\x12\x0e\n" +
-	"\x02id\x18\x04 \x01(\tR\x02id\"o\n" +
+	"\x02id\x18\x04 \x01(\tR\x02id\x121\n" +
+	"\vmerge_state\x18\x05 \x01(\v2\x10.kvpb.MergeStateR\n" +
+	"mergeState\"o\n" +
 	"\rSnapshotChunk\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\x04R\tclusterId\x12+\n" +
@@ -669,6 +681,7 @@ var file_raftmsg_proto_goTypes = []any{
 	(*Peer)(nil),                // 8: kvpb.Peer
 	(*RegionEpoch)(nil),         // 9: kvpb.RegionEpoch
 	(*Region)(nil),              // 10: kvpb.Region
+	(*MergeState)(nil),          // 11: kvpb.MergeState
 }
 var file_raftmsg_proto_depIdxs = []int32{
 	8,  // 0: kvpb.RaftMessage.from_peer:type_name -> kvpb.Peer
@@ -677,20 +690,21 @@ var file_raftmsg_proto_depIdxs = []int32{
 	0,  // 3: kvpb.RaftMessageBatch.msgs:type_name -> kvpb.RaftMessage
 	10, // 4: kvpb.SnapshotHeader.region:type_name -> kvpb.Region
 	3,  // 5: kvpb.SnapshotHeader.files:type_name -> kvpb.SnapshotFile
-	0,  // 6: kvpb.SnapshotChunk.message:type_name -> kvpb.RaftMessage
-	10, // 7: kvpb.SplitRegionResponse.left:type_name -> kvpb.Region
-	10, // 8: kvpb.SplitRegionResponse.right:type_name -> kvpb.Region
-	1,  // 9: kvpb.Raft.Raft:input_type -> kvpb.RaftMessageBatch
-	5,  // 10: kvpb.Raft.Snapshot:input_type -> kvpb.SnapshotChunk
-	6,  // 11: kvpb.Raft.SplitRegion:input_type -> kvpb.SplitRegionRequest
-	2,  // 12: kvpb.Raft.Raft:output_type -> kvpb.RaftDone
-	2,  // 13: kvpb.Raft.Snapshot:output_type -> kvpb.RaftDone
-	7,  // 14: kvpb.Raft.SplitRegion:output_type -> kvpb.SplitRegionResponse
-	12, // [12:15] is the sub-list for method output_type
-	9,  // [9:12] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	11, // 6: kvpb.SnapshotHeader.merge_state:type_name -> kvpb.MergeState
+	0,  // 7: kvpb.SnapshotChunk.message:type_name -> kvpb.RaftMessage
+	10, // 8: kvpb.SplitRegionResponse.left:type_name -> kvpb.Region
+	10, // 9: kvpb.SplitRegionResponse.right:type_name -> kvpb.Region
+	1,  // 10: kvpb.Raft.Raft:input_type -> kvpb.RaftMessageBatch
+	5,  // 11: kvpb.Raft.Snapshot:input_type -> kvpb.SnapshotChunk
+	6,  // 12: kvpb.Raft.SplitRegion:input_type -> kvpb.SplitRegionRequest
+	2,  // 13: kvpb.Raft.Raft:output_type -> kvpb.RaftDone
+	2,  // 14: kvpb.Raft.Snapshot:output_type -> kvpb.RaftDone
+	7,  // 15: kvpb.Raft.SplitRegion:output_type -> kvpb.SplitRegionResponse
+	13, // [13:16] is the sub-list for method output_type
+	10, // [10:13] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_raftmsg_proto_init() }

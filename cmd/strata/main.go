@@ -169,6 +169,9 @@ func start(args []string) error {
 	splitTable := fs.Bool("split-table", false, "give every table regions of its own (split at each table's first key)")
 	downAfter := fs.Duration("down-after", 5*time.Minute, "a node without a heartbeat for this long has its replicas replaced on other nodes")
 	scheduleLimit := fs.Int("schedule-limit", 4, "balancing operators (replica moves) in flight per node")
+	maxMergeSize := fs.String("max-merge-region-size", "20MiB", "a cold region smaller than this (and than --max-merge-region-keys) merges into a neighbour (bytes, or with KiB, MiB, GiB; 0 disables merges)")
+	maxMergeKeys := fs.Int64("max-merge-region-keys", 200000, "a cold region with fewer keys than this (and smaller than --max-merge-region-size) merges into a neighbour")
+	splitMergeInterval := fs.Duration("split-merge-interval", time.Hour, "a region merges no sooner than this after its range last changed (a split, a merge)")
 	hibernate := fs.Bool("hibernate-regions", true, "regions without traffic stop ticking and heartbeating until a request or message wakes them")
 	mutexProfile := fs.Int("mutex-profile-fraction", 0, "sample 1 in this many mutex contention events for /debug/pprof/mutex (0: off)")
 	blockProfile := fs.Duration("block-profile-rate", 0, "sample blocking events for /debug/pprof/block, about one per this much time blocked (0: off; 1ns: every event)")
@@ -183,6 +186,19 @@ func start(args []string) error {
 	maxSize, err := parseSize(*regionMaxSize)
 	if err != nil || maxSize < 1024 {
 		return fmt.Errorf("--region-max-size: want a size of at least 1KiB such as 96MiB, not %q", *regionMaxSize)
+	}
+	mergeSize, err := parseSize(*maxMergeSize)
+	if err != nil {
+		return fmt.Errorf("--max-merge-region-size: want a size such as 20MiB (0 disables merges), not %q", *maxMergeSize)
+	}
+	if mergeSize == 0 {
+		mergeSize = -1
+	}
+	if *maxMergeKeys < 1 {
+		return fmt.Errorf("--max-merge-region-keys must be at least 1, not %d", *maxMergeKeys)
+	}
+	if *splitMergeInterval < time.Second {
+		return fmt.Errorf("--split-merge-interval must be at least 1s, not %v", *splitMergeInterval)
 	}
 	if *downAfter < time.Second {
 		return fmt.Errorf("--down-after must be at least 1s, not %v", *downAfter)
@@ -244,6 +260,9 @@ func start(args []string) error {
 		DownAfter:          *downAfter,
 		ScheduleLimit:      *scheduleLimit,
 		HibernateRegions:   *hibernate,
+		MaxMergeRegionSize: mergeSize,
+		MaxMergeRegionKeys: *maxMergeKeys,
+		SplitMergeInterval: *splitMergeInterval,
 	})
 	if err != nil {
 		return err

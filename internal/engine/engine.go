@@ -262,6 +262,7 @@ const (
 	// 0x04 is RaftLogEnd, the exclusive end of the log span.
 	truncatedStateSuffix  byte = 0x05
 	pendingSnapshotSuffix byte = 0x06
+	mergeStateSuffix      byte = 0x07
 	tombstoneSuffix       byte = 0x04
 )
 
@@ -291,6 +292,10 @@ func HardStateKey(regionID uint64) []byte { return raftPrefix(regionID, hardStat
 
 // ApplyStateKey holds the replica's apply state.
 func ApplyStateKey(regionID uint64) []byte { return raftPrefix(regionID, applyStateSuffix) }
+
+// MergeStateKey holds a merge source's kvpb.MergeState (KV engine), from
+// its PrepareMerge until the merge commits or rolls back.
+func MergeStateKey(regionID uint64) []byte { return raftPrefix(regionID, mergeStateSuffix) }
 
 // RaftLogKey is the key of the log entry at index.
 func RaftLogKey(regionID, index uint64) []byte {

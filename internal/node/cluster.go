@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -17,6 +18,7 @@ import (
 	"github.com/strata-db/strata/internal/engine"
 	"github.com/strata-db/strata/internal/pd"
 	"github.com/strata-db/strata/internal/raftstore"
+	"github.com/strata-db/strata/internal/sql/tablecodec"
 	"github.com/strata-db/strata/kvpb"
 )
 
@@ -230,6 +232,51 @@ func (n *Node) onLeaderChange(regionID uint64, leader bool) {
 	n.triggerHeartbeat()
 }
 
+// onMergeCommitted is the raft store's callback: a local replica took
+// region source in by a merge. The source's pessimistic locks this store
+// holds (its leader was here) stay valid when this store leads the merged
+// region; otherwise they go, as on a loss of leadership (a transaction that
+// finds its lock gone re-checks the key at prewrite).
+func (n *Node) onMergeCommitted(source *kvpb.Region, targetLeads bool) {
+	if !targetLeads {
+		n.locks.PessimisticLocks().DropRange(source.StartKey, source.EndKey)
+	}
+	n.triggerHeartbeat()
+}
+
+// mergeConfig is PD's merge checker configuration (nil: no merges).
+func (n *Node) mergeConfig() *pd.MergeConfig {
+	if n.cfg.MaxMergeRegionSize < 0 {
+		return nil
+	}
+	cfg := pd.DefaultMergeConfig()
+	if n.cfg.MaxMergeRegionSize > 0 {
+		cfg.MaxSize = uint64(n.cfg.MaxMergeRegionSize)
+	}
+	if n.cfg.MaxMergeRegionKeys > 0 {
+		cfg.MaxKeys = uint64(n.cfg.MaxMergeRegionKeys)
+	}
+	if n.cfg.SplitMergeInterval > 0 {
+		cfg.MinAge = n.cfg.SplitMergeInterval
+	}
+	// The merged region must stay below what the split checker splits.
+	maxSize := n.cfg.RegionMaxSize
+	if maxSize <= 0 {
+		maxSize = DefaultRegionMaxSize
+	}
+	cfg.MaxMergedSize = uint64(maxSize)
+	if cfg.MaxSize > cfg.MaxMergedSize/2 {
+		cfg.MaxSize = cfg.MaxMergedSize / 2
+	}
+	if n.cfg.SplitTable {
+		cfg.Boundary = func(key []byte) bool {
+			tid, ok := tablecodec.TableIDOf(key)
+			return ok && bytes.Equal(key, tablecodec.TablePrefix(tid))
+		}
+	}
+	return &cfg
+}
+
 func (n *Node) triggerHeartbeat() {
 	select {
 	case n.hbNow <- struct{}{}:
@@ -376,6 +423,15 @@ func (n *Node) applyOperator(ctx context.Context, op *kvpb.Operator) error {
 	}
 	var kind raftstore.ChangeKind
 	switch op.Kind {
+	case kvpb.OperatorKind_Merge:
+		if p.Merging() != nil {
+			return nil // prepared already; the store finishes it
+		}
+		err := n.store.PrepareMerge(ctx, p, r.Epoch, op.Target.GetId())
+		if err == nil {
+			n.log.Info("merging regions", "source", op.RegionId, "target", op.Target.GetId(), "reason", op.Reason)
+		}
+		return err
 	case kvpb.OperatorKind_TransferLeader:
 		return n.store.TransferLeader(p, op.Peer.GetId())
 	case kvpb.OperatorKind_AddLearner:

@@ -161,6 +161,15 @@ type Config struct {
 	// HibernateRegions: regions without traffic stop ticking
 	// (raftstore/hibernate.go).
 	HibernateRegions bool
+	// MaxMergeRegionSize and MaxMergeRegionKeys: a cold region below both
+	// merges into a neighbour (PD's merge checker, raftstore/merge.go;
+	// defaults 20 MiB and 200,000 keys; a negative size disables merges).
+	// SplitMergeInterval: a region is merged no sooner than this after its
+	// range last changed (default 1 hour). PD's leader's settings are the
+	// ones in force.
+	MaxMergeRegionSize int64
+	MaxMergeRegionKeys int64
+	SplitMergeInterval time.Duration
 }
 
 // DefaultVersionCacheSize is the version cache's default memory: enough
@@ -315,7 +324,8 @@ func (n *Node) open(ctx context.Context) error {
 	n.transport = transport.New(n.clusterID, n.storeID, resolver, n.log, n.dialOpts...)
 	store, err := raftstore.Open(eng, raftstore.Config{StoreID: n.storeID, Logger: n.log,
 		Observer: storeObserver{locks}, Transport: n.transport, OnLeaderChange: n.onLeaderChange,
-		ClockRate: n.cfg.TestClockRate, Hibernate: n.cfg.HibernateRegions,
+		OnMergeCommitted: n.onMergeCommitted,
+		ClockRate:        n.cfg.TestClockRate, Hibernate: n.cfg.HibernateRegions,
 		AlwaysAwake: func(id uint64) bool { return id == pd.SystemRegionID }})
 	if err != nil {
 		return err
@@ -325,7 +335,7 @@ func (n *Node) open(ctx context.Context) error {
 	n.transport.SetStore(store)
 	n.transport.SetSplitter(n.splitForPeer) // admin.go
 	n.pd = pd.New(store, pd.Config{Join: n.cfg.Join, Logger: n.log, DialOptions: n.dialOpts,
-		Schedule: pd.ScheduleConfig{DownAfter: n.cfg.DownAfter, StoreLimit: n.cfg.ScheduleLimit}})
+		Schedule: pd.ScheduleConfig{DownAfter: n.cfg.DownAfter, StoreLimit: n.cfg.ScheduleLimit}, Merge: n.mergeConfig()})
 	n.pdReady.Store(n.pd)
 	resolver.pd.Store(n.pd)
 	n.kv = kvserver.New(store, locks, n.pd.NextTimestampAnywhere)

@@ -50,6 +50,11 @@ type leaderState struct {
 	moves map[uint64]moveState
 	// opLog is the most recent operators handed out, oldest first.
 	opLog []*kvpb.OperatorRecord
+	// ages: since when each region has had its range (the merge
+	// checker's split-merge interval); merging: the merges handed out, by
+	// source, until the source is seen gone or mergeTimeout passed.
+	ages    map[uint64]regionAge
+	merging map[uint64]pendingMerge
 
 	// detector is the cluster's deadlock detector (deadlock.go), empty
 	// at every new term.
@@ -131,6 +136,7 @@ func (s *Server) LeaderChanged(leader bool) {
 func (s *Server) load(term uint64) (*leaderState, error) {
 	db := s.store.Engine()
 	st := &leaderState{term: term, since: time.Now(), stores: map[uint64]*storeState{}, ops: map[uint64]*inflightOp{}, moves: map[uint64]moveState{},
+		ages: map[uint64]regionAge{}, merging: map[uint64]pendingMerge{},
 		detector: deadlock.New(0)}
 	limit, err := readUint(db, tsoLimitKey)
 	if err != nil {

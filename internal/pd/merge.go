@@ -14,9 +14,9 @@ import (
 // TiKV's PD merge checker decides it. It is a pure function like the
 // schedulers, pinned by testdata/scheduler/merge.
 //
-// NOT YET EXECUTED: the raft store has no merge command yet (prepare on
-// the source, commit on the target), so the server does not run this
-// checker; see docs/architecture.md, "Region merge".
+// The server runs it on every store heartbeat when Config.Merge is set
+// (scheduler.go, mergeLocked) and hands a Merge operator to the source's
+// leader, which carries it out through the raft store (raftstore/merge.go).
 //
 // A region is a merge source when it is
 //

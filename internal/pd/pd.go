@@ -78,6 +78,9 @@ type Config struct {
 	// Schedule configures the schedulers (zero: DefaultScheduleConfig;
 	// a zero field takes its default).
 	Schedule ScheduleConfig
+	// Merge, when set, runs the merge checker (merge.go) with these
+	// thresholds on every store heartbeat; nil: regions never merge.
+	Merge *MergeConfig
 }
 
 // Server implements kvpb.PDServer on one node.
@@ -88,6 +91,7 @@ type Server struct {
 	join  []string
 	dial  []grpc.DialOption // Config.DialOptions
 	sched ScheduleConfig
+	merge *MergeConfig
 
 	// lead is the state of this server while it is PD's leader; nil
 	// otherwise.
@@ -110,7 +114,7 @@ type Server struct {
 // forwards.
 func New(store *raftstore.Store, cfg Config) *Server {
 	s := &Server{store: store, log: cfg.Logger, join: cfg.Join, dial: cfg.DialOptions, stores: map[uint64]*kvpb.Store{},
-		sched: withDefaults(cfg.Schedule)}
+		sched: withDefaults(cfg.Schedule), merge: cfg.Merge}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

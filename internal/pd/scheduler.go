@@ -1,8 +1,10 @@
 package pd
 
 import (
+	"bytes"
 	"context"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/strata-db/strata/kvpb"
@@ -111,6 +113,9 @@ func (s *Server) schedule(ctx context.Context, st *leaderState, regions []*kvpb.
 	st.storesMu.Lock()
 	c := s.clusterLocked(st, now)
 	decisions := c.Schedule(regions)
+	if s.merge != nil {
+		decisions = append(decisions, st.mergeLocked(c, *s.merge, regions, now)...)
+	}
 	st.storesMu.Unlock()
 	var out []*kvpb.Operator
 	for _, d := range decisions {
@@ -136,6 +141,71 @@ func (s *Server) schedule(ctx context.Context, st *leaderState, regions []*kvpb.
 		s.log.Info("pd: operator", "region", op.RegionId, "kind", op.Kind.String(), "peer", op.Peer.GetId(),
 			"store", op.Peer.GetStoreId(), "reason", op.Reason)
 		out = append(out, op)
+	}
+	return out
+}
+
+// mergeTimeout: the regions of a merge handed out are left alone for this
+// long, or until the source is gone (merged).
+var mergeTimeout = 30 * time.Second
+
+type pendingMerge struct {
+	target uint64
+	at     time.Time
+}
+
+type regionAge struct {
+	start, end []byte
+	since      time.Time
+}
+
+// mergeLocked runs the merge checker (merge.go) and returns its decisions
+// for the sources among regions (the store that reported them leads
+// them): a Merge operator, or the replica move that must come first. The
+// regions of a merge handed out are busy until the merge is seen done.
+// storesMu held.
+func (st *leaderState) mergeLocked(c *Cluster, cfg MergeConfig, regions []*kvpb.RegionStat, now time.Time) []Decision {
+	ages := make(map[uint64]time.Duration, len(c.Regions))
+	seen := make(map[uint64]*kvpb.RegionStat, len(c.Regions))
+	for _, r := range c.Regions {
+		id := r.Region.Id
+		seen[id] = r
+		a, ok := st.ages[id]
+		if !ok || !bytes.Equal(a.start, r.Region.StartKey) || !bytes.Equal(a.end, r.Region.EndKey) {
+			a = regionAge{start: r.Region.StartKey, end: r.Region.EndKey, since: now}
+			st.ages[id] = a
+		}
+		ages[id] = now.Sub(a.since)
+	}
+	for id := range st.ages {
+		if seen[id] == nil {
+			delete(st.ages, id)
+		}
+	}
+	for src, m := range st.merging {
+		if seen[src] == nil || now.Sub(m.at) > mergeTimeout {
+			delete(st.merging, src) // merged (or given up)
+			continue
+		}
+		c.Busy[src], c.Busy[m.target] = true, true
+	}
+	led := make(map[uint64]bool, len(regions))
+	for _, r := range regions {
+		led[r.Region.Id] = true
+	}
+	var out []Decision
+	for _, md := range MergeCheck(c, cfg, ages) {
+		if !led[md.Source] {
+			continue
+		}
+		if md.Move != nil {
+			out = append(out, *md.Move)
+			continue
+		}
+		src, tgt := seen[md.Source], seen[md.Target]
+		out = append(out, Decision{Op: &kvpb.Operator{RegionId: md.Source, Epoch: src.Region.Epoch,
+			Kind: kvpb.OperatorKind_Merge, Target: tgt.Region, Reason: "merge into region " + strconv.FormatUint(md.Target, 10) + ": " + md.Reason}})
+		st.merging[md.Source] = pendingMerge{target: md.Target, at: now}
 	}
 	return out
 }

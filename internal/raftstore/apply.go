@@ -41,6 +41,12 @@ type entryOutcome struct {
 	cc      *pb.ConfChangeV2
 	conf    *kvpb.Region
 	removed bool
+	// region is the descriptor a merge command (prepare, commit,
+	// rollback) left; prepared is the merge state a PrepareMerge set,
+	// commit the CommitMerge applied (merge.go).
+	region   *kvpb.Region
+	prepared *kvpb.MergeState
+	commit   *commitMergeCmd
 }
 
 // applyPlan is what a run of committed entries does to one region.
@@ -56,13 +62,18 @@ type applyPlan struct {
 	// removed: the local replica was removed by a membership change.
 	removed bool
 	writes  int
+	// merge is the merge state after the entries; mergeSet reports that
+	// the entries changed it (a PrepareMerge, a RollbackMerge).
+	merge    *kvpb.MergeState
+	mergeSet bool
 }
 
 // planApply decides what ents (committed, in order) do to region, on the
-// replica of store. exists reports whether a region id is already in use
-// on the store (a split must create a new region).
-func planApply(region *kvpb.Region, store uint64, ents []*pb.Entry, exists func(uint64) bool) (applyPlan, error) {
-	var plan applyPlan
+// replica of store; merge is the region's merge state (nil: not merging).
+// exists reports whether a region id is already in use on the store (a
+// split must create a new region).
+func planApply(region *kvpb.Region, merge *kvpb.MergeState, store uint64, ents []*pb.Entry, exists func(uint64) bool) (applyPlan, error) {
+	plan := applyPlan{merge: merge}
 	created := map[uint64]bool{}
 	for _, e := range ents {
 		plan.applied = e.GetIndex()
@@ -82,9 +93,43 @@ func planApply(region *kvpb.Region, store uint64, ents []*pb.Entry, exists func(
 					out.err = errEpochChanged
 					break
 				}
+				if merge != nil {
+					out.err = errFrozen
+					break
+				}
 				out.repr = cmd.repr
 				plan.writes++
+			case cmdPrepareMerge:
+				r, ms, err := prepareMergeRegion(region, merge, cmd.prepare, e.GetIndex())
+				if err != nil {
+					out.err = err
+					break
+				}
+				out.region, out.prepared = r, ms
+				region, plan.region = r, r
+				merge, plan.merge, plan.mergeSet = ms, ms, true
+			case cmdRollbackMerge:
+				r, err := rollbackMergeRegion(region, merge, cmd.rollback)
+				if err != nil {
+					out.err = err
+					break
+				}
+				out.region = r
+				region, plan.region = r, r
+				merge, plan.merge, plan.mergeSet = nil, nil, true
+			case cmdCommitMerge:
+				r, err := commitMergeRegion(region, merge, cmd.commit)
+				if err != nil {
+					out.err = err
+					break
+				}
+				out.region, out.commit = r, cmd.commit
+				region, plan.region = r, r
 			case cmdSplit:
+				if merge != nil {
+					out.err = errFrozen
+					break
+				}
 				left, right, err := splitRegion(region, cmd.split)
 				if err == nil && created[right.Id] {
 					err = fmt.Errorf("raftstore: split of region %d: region %d already exists", region.Id, right.Id)
@@ -112,6 +157,9 @@ func planApply(region *kvpb.Region, store uint64, ents []*pb.Entry, exists func(
 			}
 			out := entryOutcome{index: e.GetIndex(), id: cmd.id}
 			next, err := applyConfChangeToRegion(region, cc, cmd)
+			if err == nil && merge != nil {
+				err = errFrozen
+			}
 			if err != nil {
 				out.err = err
 			} else {
@@ -166,8 +214,17 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 		plan     applyPlan
 		isLeader bool
 		term     uint64
+		// merged are the source replicas this plan's CommitMerges
+		// took in, caughtUp the writes their catch-up staged.
+		merged   []*Peer
+		caughtUp [][]byte
 	}
 	var done []applied
+	// planned: each replica's state as the plans so far leave it;
+	// consumed: sources merged in this round, whose own entries are
+	// not applied any more.
+	planned := map[*Peer]plannedSource{}
+	consumed := map[*Peer]bool{}
 	var raftBatch *pebble.Batch // new regions' initial Raft state
 	defer func() {
 		if raftBatch != nil {
@@ -179,14 +236,14 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 		return ok && q.Initialized()
 	}
 	for i, r := range readies {
-		if len(ents[i]) == 0 || r.p.removed.Load() {
+		if len(ents[i]) == 0 || r.p.removed.Load() || consumed[r.p] {
 			continue
 		}
 		r.p.mu.Lock()
 		a := applied{p: r.p, isLeader: r.p.isLeader, term: r.p.term}
 		r.p.mu.Unlock()
 		region := r.p.Region()
-		plan, err := planApply(region, s.storeID, ents[i], exists)
+		plan, err := planApply(region, r.p.merge.Load(), s.storeID, ents[i], exists)
 		if err != nil {
 			return err
 		}
@@ -194,6 +251,31 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 		for _, out := range plan.outcomes {
 			switch {
 			case out.err != nil:
+			case out.commit != nil:
+				src, reprs, err := s.catchUpSource(ab, out.commit, planned)
+				if err != nil {
+					return err
+				}
+				consumed[src] = true
+				a.merged = append(a.merged, src)
+				a.caughtUp = append(a.caughtUp, reprs...)
+				if err := stageRegion(ab, out.region); err != nil {
+					return err
+				}
+			case out.prepared != nil:
+				if err := stageRegion(ab, out.region); err != nil {
+					return err
+				}
+				if err := stageMergeState(ab, region.Id, out.prepared); err != nil {
+					return err
+				}
+			case out.region != nil: // a rollback
+				if err := stageRegion(ab, out.region); err != nil {
+					return err
+				}
+				if err := stageMergeState(ab, region.Id, nil); err != nil {
+					return err
+				}
 			case out.repr != nil:
 				if err := applyWriteBatch(ab, out.id, out.repr); err != nil {
 					return fmt.Errorf("region %d entry %d: %w", region.Id, out.index, err)
@@ -225,6 +307,14 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 				return err
 			}
 		}
+		ps := plannedSource{region: region, merge: r.p.merge.Load(), applied: plan.applied}
+		if plan.region != nil {
+			ps.region = plan.region
+		}
+		if plan.mergeSet {
+			ps.merge = plan.merge
+		}
+		planned[r.p] = ps
 		done = append(done, a)
 	}
 	if len(done) == 0 {
@@ -236,6 +326,11 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 		}
 	}
 	for _, a := range done {
+		for _, repr := range a.caughtUp {
+			if err := s.obs.BeforeApply(repr); err != nil {
+				return err
+			}
+		}
 		for _, out := range a.plan.outcomes {
 			if out.repr != nil && out.err == nil {
 				if err := s.obs.BeforeApply(out.repr); err != nil {
@@ -252,6 +347,22 @@ func (s *Store) applyRound(readies []readyPeer, ents [][]*pb.Entry) error {
 	}
 	s.memtableBytes += uint64(ab.Len())
 	for _, a := range done {
+		if a.p.removed.Load() {
+			continue // a source a later plan of the round merged
+		}
+		for _, src := range a.merged {
+			if err := s.destroyMergedSource(src); err != nil {
+				return err
+			}
+			if s.onMergeCommitted != nil {
+				s.onMergeCommitted(src.Region(), a.p.leaderReady.Load())
+			}
+		}
+		for _, repr := range a.caughtUp {
+			if err := s.obs.AfterApply(repr); err != nil {
+				return err
+			}
+		}
 		if err := s.finishApply(a.p, a.plan, a.isLeader, a.term); err != nil {
 			return err
 		}
@@ -282,8 +393,25 @@ func (s *Store) finishApply(p *Peer, plan applyPlan, isLeader bool, term uint64)
 		}
 		p.storage.setConf(cs)
 	}
+	if plan.mergeSet {
+		// Frozen (or unfrozen) before the new descriptor shows.
+		p.merge.Store(plan.merge)
+		if plan.merge != nil {
+			p.mu.Lock()
+			p.revokeLeaseLocked()
+			p.mu.Unlock()
+		}
+	}
+	for _, out := range plan.outcomes {
+		if out.commit != nil && out.err == nil {
+			// The source's keys join the range: the KV service syncs
+			// its max_ts again before its next one-phase commit.
+			p.maxTSTerm.Store(0)
+		}
+	}
 	if plan.region != nil {
 		p.region.Store(plan.region)
+		s.layoutChanged()
 		// A snapshot taken before carries the old descriptor: a replica
 		// added since would not find itself in its configuration.
 		p.storage.setSnapshot(nil)
@@ -311,12 +439,16 @@ func (s *Store) finishApply(p *Peer, plan applyPlan, isLeader bool, term uint64)
 				stale = p.epochNotMatch(p.Region())
 			}
 			err = &RegionErr{E: stale}
+		} else if errors.Is(err, errFrozen) {
+			err = &RegionErr{E: p.mergingError(p.Region())}
 		}
 		switch {
 		case out.right != nil:
 			prop.regions = []*kvpb.Region{out.left, out.right}
 		case out.conf != nil:
 			prop.regions = []*kvpb.Region{out.conf}
+		case out.region != nil:
+			prop.regions = []*kvpb.Region{out.region}
 		}
 		if prop.acked && err != nil {
 			// ackCommitted promised this entry would apply.

@@ -21,15 +21,25 @@ import (
 //	<index> split key=<k> new=<id> peers=<id,...> [version=<n>] [confver=<n>]
 //	<index> add-learner|promote|demote|remove peer=<id@store> [version=<n>] [confver=<n>]
 //	<index> leave-joint [confver=<n>]
+//	<index> prepare-merge target=<id>:<start>:<end>:<version> [version=<n>] [confver=<n>]
+//	                     (the target's replicas are the region's peer ids + 100, same stores)
+//	<index> commit-merge source=<id>:<start>:<end>:<version>:<confver> prepare=<index> [version=<n>] [confver=<n>]
+//	                     (the source's replicas are the region's peer ids + 100)
+//	<index> rollback-merge prepare=<index>
 //	<index> empty
 //	----
 //	one line per entry's outcome, then the region after them
 //
 // Each entries command continues from the region the previous one left.
 func TestPlanApplyDataDriven(t *testing.T) {
+	datadriven.Walk(t, "testdata/apply", testPlanApply)
+}
+
+func testPlanApply(t *testing.T, path string) {
 	var region *kvpb.Region
+	var merge *kvpb.MergeState
 	store := uint64(1)
-	datadriven.RunTest(t, "testdata/apply", func(t *testing.T, d *datadriven.TestData) string {
+	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 		switch d.Cmd {
 		case "region":
 			var id uint64
@@ -58,7 +68,7 @@ func TestPlanApplyDataDriven(t *testing.T) {
 			for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
 				ents = append(ents, parseEntry(t, region, line))
 			}
-			plan, err := planApply(region, store, ents, func(id uint64) bool { return exists[id] })
+			plan, err := planApply(region, merge, store, ents, func(id uint64) bool { return exists[id] })
 			if err != nil {
 				return "error: " + err.Error()
 			}
@@ -69,7 +79,13 @@ func TestPlanApplyDataDriven(t *testing.T) {
 			if plan.region != nil {
 				region = plan.region
 			}
+			if plan.mergeSet {
+				merge = plan.merge
+			}
 			out = append(out, fmt.Sprintf("applied %d; region %s", plan.applied, fmtRegion(region)))
+			if merge != nil {
+				out = append(out, fmt.Sprintf("merging into r%d, prepared at %d", merge.Target.GetId(), merge.PrepareIndex))
+			}
 			if plan.removed {
 				out = append(out, "this store's replica was removed")
 			}
@@ -94,6 +110,12 @@ func fmtOutcome(o entryOutcome) string {
 		return s
 	case o.conf != nil:
 		return fmt.Sprintf("%d: membership -> %s", o.index, fmtRegion(o.conf))
+	case o.prepared != nil:
+		return fmt.Sprintf("%d: prepare merge -> %s", o.index, fmtRegion(o.region))
+	case o.commit != nil:
+		return fmt.Sprintf("%d: commit merge of r%d -> %s", o.index, o.commit.source.Id, fmtRegion(o.region))
+	case o.region != nil:
+		return fmt.Sprintf("%d: rollback merge -> %s", o.index, fmtRegion(o.region))
 	}
 	return fmt.Sprintf("%d: ?", o.index)
 }
@@ -148,6 +170,33 @@ func parseEntry(t *testing.T, r *kvpb.Region, line string) *pb.Entry {
 		data, _ := proto.Marshal(cc)
 		e.Type = pb.EntryType_EntryConfChangeV2.Enum()
 		e.Data = data
+	case "prepare-merge", "commit-merge":
+		key := map[string]string{"prepare-merge": "target", "commit-merge": "source"}[f[1]]
+		p := strings.Split(args[key], ":")
+		if len(p) < 4 {
+			t.Fatalf("bad %s %q", key, args[key])
+		}
+		other := &kvpb.Region{StartKey: []byte(p[1]), EndKey: []byte(p[2]), Epoch: &kvpb.RegionEpoch{ConfVer: 1}}
+		other.Id, _ = strconv.ParseUint(p[0], 10, 64)
+		other.Epoch.Version, _ = strconv.ParseUint(p[3], 10, 64)
+		if len(p) > 4 {
+			other.Epoch.ConfVer, _ = strconv.ParseUint(p[4], 10, 64)
+		}
+		for _, rp := range r.Peers {
+			other.Peers = append(other.Peers, &kvpb.Peer{Id: rp.Id + 100, StoreId: rp.StoreId, Role: rp.Role})
+		}
+		var err error
+		if f[1] == "prepare-merge" {
+			e.Data, err = encodePrepareMerge(id, &prepareMergeCmd{confVer: confVer, version: version, target: other})
+		} else {
+			e.Data, err = encodeCommitMerge(id, &commitMergeCmd{confVer: confVer, version: version,
+				prepareIndex: u("prepare", 0), source: other, entries: []*pb.Entry{{Index: proto.Uint64(3), Term: proto.Uint64(6)}}})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	case "rollback-merge":
+		e.Data = encodeRollbackMerge(id, u("prepare", 0))
 	default:
 		t.Fatalf("unknown entry %q", f[1])
 	}

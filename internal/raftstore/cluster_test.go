@@ -220,6 +220,8 @@ type testStore struct {
 //	add-learner|promote|demote|remove store=<s> region=<id> peer=<p@s>
 //	leave-joint store=<s> region=<id>
 //	transfer-leader store=<s> region=<id> to=<peer>
+//	prepare-merge store=<s> region=<id> target=<id>
+//	                                       Store.PrepareMerge: freeze the region for a merge into target
 //	isolate store=<s>                      cut every link to and from s
 //	block from=<s> to=<s>                  cut one direction
 //	heal                                   restore every link
@@ -544,7 +546,11 @@ func (h *clusterHarness) run(d *datadriven.TestData) string {
 			}
 			for _, p := range ts.s.Peers() {
 				if p.Initialized() {
-					lines = append(lines, fmt.Sprintf("s%d: %s", ts.id, fmtRegion(p.Region())))
+					line := fmt.Sprintf("s%d: %s", ts.id, fmtRegion(p.Region()))
+					if ms := p.Merging(); ms != nil {
+						line += fmt.Sprintf(" merging into r%d at %d", ms.Target.GetId(), ms.PrepareIndex)
+					}
+					lines = append(lines, line)
 				} else {
 					lines = append(lines, fmt.Sprintf("s%d: r%d uninitialized peer=%d", ts.id, p.regionID, p.id))
 				}
@@ -664,6 +670,16 @@ func (h *clusterHarness) run(d *datadriven.TestData) string {
 			return fmtErr(err)
 		}
 		return fmtRegion(l) + "\n" + fmtRegion(r)
+	case "prepare-merge":
+		ts, p := h.peer(d)
+		var target uint64
+		d.ScanArgs(h.t, "target", &target)
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if err := ts.s.PrepareMerge(cctx, p, p.Region().Epoch, target); err != nil {
+			return fmtErr(err)
+		}
+		return "ok"
 	case "transfer-leader":
 		ts, p := h.peer(d)
 		var to uint64

@@ -15,6 +15,10 @@ import (
 //	cmdSplit       2 | id | conf_ver | version | new region id | peer count (4) | peer ids | split key
 //	cmdWrite       3 | id | version | batch repr
 //	cmdConfChange  4 | id | ...                             (the context of a ConfChangeV2 entry; conf.go)
+//	cmdPrepareMerge  5 | id | conf_ver | version | min index | target region   (merge.go)
+//	cmdCommitMerge   6 | id | conf_ver | version | prepare index | source len (4) | source region |
+//	                 entry count (4) | entries, each length (4) | entry
+//	cmdRollbackMerge 7 | id | prepare index
 //
 // A write carries the region epoch version it was computed under; it is
 // applied only if the region still has that version when the entry is
@@ -26,6 +30,10 @@ const (
 	cmdSplit      byte = 2
 	cmdWrite      byte = 3
 	cmdConfChange byte = 4
+
+	cmdPrepareMerge  byte = 5
+	cmdCommitMerge   byte = 6
+	cmdRollbackMerge byte = 7
 )
 
 const cmdHeaderLen = 9 // type + proposal id
@@ -38,6 +46,10 @@ type command struct {
 	version uint64
 	repr    []byte // cmdWrite, cmdWriteBatch
 	split   *splitCmd
+	prepare *prepareMergeCmd
+	commit  *commitMergeCmd
+	// rollback is the PrepareMerge index a cmdRollbackMerge undoes.
+	rollback uint64
 }
 
 // splitCmd splits a region at splitKey: the region keeps [start, splitKey),
@@ -114,6 +126,23 @@ func decodeCommand(data []byte) (command, error) {
 		}
 		s.splitKey = body[8*n:]
 		c.split = s
+	case cmdPrepareMerge:
+		pm, err := decodePrepareMerge(body)
+		if err != nil {
+			return command{}, fmt.Errorf("raftstore: prepare-merge command %d: %w", c.id, err)
+		}
+		c.prepare = pm
+	case cmdCommitMerge:
+		cm, err := decodeCommitMerge(body)
+		if err != nil {
+			return command{}, fmt.Errorf("raftstore: commit-merge command %d: %w", c.id, err)
+		}
+		c.commit = cm
+	case cmdRollbackMerge:
+		if len(body) != 8 {
+			return command{}, fmt.Errorf("raftstore: rollback-merge command %d is truncated", c.id)
+		}
+		c.rollback = binary.BigEndian.Uint64(body)
 	default:
 		return command{}, fmt.Errorf("raftstore: unknown command type %d", c.kind)
 	}

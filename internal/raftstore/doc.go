@@ -22,6 +22,8 @@
 //	apply.go      what committed entries do: a pure plan (planApply),
 //	              then one batch for the round and the in-memory changes
 //	command.go    the encoding of log commands; splits
+//	merge.go      region merge: PrepareMerge, CommitMerge (with the
+//	              source's catch-up), RollbackMerge, the merge driver
 //	conf.go       membership changes: roles, joint consensus, ConfState
 //	read.go       reads on the leader: lease, ReadIndex
 //	storage.go    raft.Storage of a replica: log, HardState, entry cache

@@ -116,7 +116,7 @@ func (s *Store) fatal(what string, err error) {
 // round running, no replica with a Ready, no snapshot being generated,
 // no read waiting to be sent (tests wait for it).
 func (s *Store) idle() bool {
-	if s.busy.Load() || len(s.notify) > 0 || len(s.tick) > 0 {
+	if s.busy.Load() || len(s.notify) > 0 || len(s.tick) > 0 || s.mergeDrivers.Load() > 0 {
 		return false
 	}
 	s.snapMu.Lock()
@@ -144,9 +144,13 @@ func (s *Store) idle() bool {
 
 func (s *Store) tickAll() {
 	var out []*kvpb.RaftMessage
+	var merging []*Peer
 	asleep := 0
 	s.mu.RLock()
 	for _, p := range s.peers {
+		if p.merge.Load() != nil {
+			merging = append(merging, p)
+		}
 		if p.asleep.Load() {
 			asleep++
 			continue
@@ -161,6 +165,9 @@ func (s *Store) tickAll() {
 	}
 	if len(out) > 0 && s.transport != nil {
 		s.transport.Send(out)
+	}
+	if len(merging) > 0 {
+		s.checkMerges(merging)
 	}
 }
 
@@ -353,8 +360,8 @@ func (s *Store) ackEntries(p *Peer, ents []*pb.Entry) {
 			continue
 		}
 		kind := e.Data[0]
-		if kind == cmdSplit {
-			break // later writes wait for their apply
+		if kind != cmdWrite && kind != cmdWriteBatch {
+			break // a split or merge: later writes wait for their apply
 		}
 		if kind != cmdWrite || len(e.Data) < cmdHeaderLen+8 ||
 			binary.BigEndian.Uint64(e.Data[cmdHeaderLen:]) != version {

@@ -75,6 +75,10 @@ type Peer struct {
 	// leader's idle ticks (store loop, mu held).
 	asleep    atomic.Bool
 	idleTicks int
+	// merge is set while a merge freezes the region (merge.go);
+	// driving while a merge driver runs for it.
+	merge   atomic.Pointer[kvpb.MergeState]
+	driving atomic.Bool
 }
 
 // Region returns the replica's current region descriptor (do not mutate).
@@ -113,6 +117,9 @@ func (p *Peer) Check(ctx *kvpb.Context, keys ...[]byte) (*kvpb.Region, *kvpb.Reg
 	if p.removed.Load() || !p.initialized.Load() {
 		return nil, &kvpb.RegionError{Message: fmt.Sprintf("region %d not found", p.regionID),
 			RegionNotFound: &kvpb.RegionNotFound{RegionId: p.regionID}}
+	}
+	if p.merge.Load() != nil {
+		return nil, p.mergingError(p.Region())
 	}
 	r := p.Region()
 	if ctx != nil && ctx.RegionEpoch != nil {

@@ -59,6 +59,8 @@ func (s *Store) Propose(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoch, b
 	}
 	if r := p.Region(); epoch.GetVersion() != r.Epoch.GetVersion() {
 		return &RegionErr{E: p.epochNotMatch(r)}
+	} else if p.merge.Load() != nil {
+		return &RegionErr{E: p.mergingError(r)}
 	}
 	id := s.nextProp.Add(1)
 	prop, err := s.startProposal(p, id, encodeWrite(id, epoch.GetVersion(), batch.Repr()))
@@ -86,6 +88,9 @@ func (s *Store) ProposeCommitted(ctx context.Context, p *Peer, epoch *kvpb.Regio
 	if r := p.Region(); epoch.GetVersion() != r.Epoch.GetVersion() {
 		release()
 		return &RegionErr{E: p.epochNotMatch(r)}
+	} else if p.merge.Load() != nil {
+		release()
+		return &RegionErr{E: p.mergingError(r)}
 	}
 	id := s.nextProp.Add(1)
 	prop := &proposal{done: make(chan error, 1), early: true, release: release}
@@ -115,6 +120,9 @@ func (s *Store) Split(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoch, spl
 	}
 	if err := validSplitKey(r, splitKey); err != nil {
 		return nil, nil, err
+	}
+	if p.merge.Load() != nil {
+		return nil, nil, &RegionErr{E: p.mergingError(r)}
 	}
 	cmd := &splitCmd{confVer: epoch.GetConfVer(), version: epoch.GetVersion(), newRegionID: newRegionID,
 		newPeerIDs: newPeerIDs, splitKey: splitKey}
@@ -149,6 +157,9 @@ func (s *Store) ChangePeers(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoc
 	r := p.Region()
 	if epoch.GetVersion() != r.Epoch.GetVersion() || epoch.GetConfVer() != r.Epoch.GetConfVer() {
 		return nil, &RegionErr{E: p.epochNotMatch(r)}
+	}
+	if p.merge.Load() != nil {
+		return nil, &RegionErr{E: p.mergingError(r)}
 	}
 	for _, c := range changes {
 		if c.Peer != nil && c.Peer.Id == p.id && (c.Kind == RemovePeer || c.Kind == DemoteVoter) {

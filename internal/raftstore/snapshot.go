@@ -115,7 +115,11 @@ func (s *Store) buildSnapshot(p *Peer) (*pb.Snapshot, error) {
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	header := &kvpb.SnapshotHeader{Region: region, ObserverMeta: meta, Id: id}
+	ms, err := loadMergeState(snap, p.regionID)
+	if err != nil {
+		return nil, err
+	}
+	header := &kvpb.SnapshotHeader{Region: region, ObserverMeta: meta, Id: id, MergeState: ms}
 	for i, sp := range s.obs.Spans(region) {
 		f, err := s.writeSpan(snap, sp, s.fs.PathJoin(dir, fmt.Sprintf("%d.sst", i)))
 		if err != nil {
@@ -259,8 +263,10 @@ func (s *Store) applySnapshot(p *Peer, snap *pb.Snapshot) error {
 	if err := s.ingestSnapshot(h, index); err != nil {
 		return fmt.Errorf("raftstore: region %d: apply snapshot %s: %w", p.regionID, h.Id, err)
 	}
+	p.merge.Store(h.MergeState)
 	p.region.Store(h.Region)
 	p.initialized.Store(true)
+	s.layoutChanged()
 	p.storage.setApplied(index)
 	p.mu.Lock()
 	for _, rp := range h.Region.Peers {
@@ -303,6 +309,9 @@ func (s *Store) ingestSnapshot(h *kvpb.SnapshotHeader, index uint64) error {
 	if err := b.Set(engine.ApplyStateKey(h.Region.Id), engine.EncodeAppliedIndex(index), nil); err != nil {
 		return err
 	}
+	if err := stageMergeState(b, h.Region.Id, h.MergeState); err != nil {
+		return err
+	}
 	if err := s.obs.SnapshotApplied(spans, h.ObserverMeta, b); err != nil {
 		return err
 	}
@@ -316,6 +325,18 @@ func (s *Store) ingestSnapshot(h *kvpb.SnapshotHeader, index uint64) error {
 		return err
 	}
 	return s.fs.RemoveAll(dir)
+}
+
+// stageMergeState writes a region's merge state (nil: deletes it).
+func stageMergeState(b *pebble.Batch, regionID uint64, ms *kvpb.MergeState) error {
+	if ms == nil {
+		return b.Delete(engine.MergeStateKey(regionID), nil)
+	}
+	data, err := proto.Marshal(ms)
+	if err != nil {
+		return err
+	}
+	return b.Set(engine.MergeStateKey(regionID), data, nil)
 }
 
 // finishPendingSnapshots ingests the snapshots a crash interrupted (Open).
@@ -367,15 +388,32 @@ func (s *Store) removeStaleSnapshotFiles() {
 // region this store has not seen split yet, say): such a snapshot is
 // refused until the local replica catches up, as TiKV does.
 func (s *Store) snapshotOverlaps(r *kvpb.Region) bool {
+	return s.overlappingPeer(r, r.Id) != nil
+}
+
+// destroyMergedAway queues for destruction the local replicas a snapshot
+// of r overlaps that r's range covers at a newer version: r took their
+// range in by a merge this store did not apply in its log (its replica of
+// r was too far behind and gets the merged region by snapshot). A region
+// split off r later would have a newer version than r's, and a region r
+// was split from an older version but a wider range, so neither is
+// touched. The snapshot is refused until they are gone (the leader sends
+// it again), and it brings their data back.
+func (s *Store) destroyMergedAway(r *kvpb.Region) {
 	for _, q := range s.Peers() {
 		if q.regionID == r.Id || !q.Initialized() || q.removed.Load() {
 			continue
 		}
-		if s.dataOverlaps(q.Region(), r) {
-			return true
+		qr := q.Region()
+		if !s.dataOverlaps(qr, r) {
+			continue
+		}
+		inside := bytes.Compare(qr.StartKey, r.StartKey) >= 0 &&
+			(len(r.EndKey) == 0 || (len(qr.EndKey) > 0 && bytes.Compare(qr.EndKey, r.EndKey) <= 0))
+		if inside && qr.Epoch.GetVersion() < r.Epoch.GetVersion() {
+			s.queueStale(q, 0, fmt.Sprintf("a snapshot of region %d at version %d covers its range", r.Id, r.Epoch.GetVersion()))
 		}
 	}
-	return false
 }
 
 // dataOverlaps reports whether two regions' data share engine keys (their
@@ -452,6 +490,9 @@ func (s *Store) destroyData(r *kvpb.Region) error {
 		return err
 	}
 	if err := b.Delete(engine.ApplyStateKey(r.Id), nil); err != nil {
+		return err
+	}
+	if err := b.Delete(engine.MergeStateKey(r.Id), nil); err != nil {
 		return err
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {

@@ -47,6 +47,10 @@ var ErrInvalidSplitKey = errors.New("raftstore: invalid split key")
 // epoch moved on since it was proposed; the proposer gets EpochNotMatch.
 var errEpochChanged = errors.New("raftstore: region epoch changed")
 
+// errFrozen marks a write, split or membership change refused at apply
+// because a merge froze the region (merge.go).
+var errFrozen = fmt.Errorf("%w: the region is frozen", ErrMerging)
+
 var (
 	metricFsyncSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "strata", Subsystem: "raftstore", Name: "fsync_seconds",
@@ -103,6 +107,8 @@ type Store struct {
 	// peerSnap is a copy of peers for Peer, which every request calls:
 	// replaced (under mu) whenever peers changes, read without a lock.
 	peerSnap atomic.Pointer[map[uint64]*Peer]
+	// overlap finds the replica holding a range's data (overlap.go).
+	overlap overlapState
 	// tombstones: regions whose replica here was removed, with the id of
 	// that replica; messages to it (or an older one) are dropped.
 	tombstones map[uint64]uint64
@@ -123,6 +129,10 @@ type Store struct {
 	clockOffset atomic.Int64 // tests: added to the store clock
 	clockRate   float64      // fault tests: rate of the store clock
 	onLeader    func(regionID uint64, leader bool)
+	// onMergeCommitted: Config.OnMergeCommitted; mergeDrivers counts the
+	// merge drivers running (merge.go).
+	onMergeCommitted func(source *kvpb.Region, targetLeads bool)
+	mergeDrivers     atomic.Int64
 
 	// Log truncation waits for a KV-engine flush (truncate.go): flushDone
 	// is the pending flush, flushCompact the index up to which each
@@ -171,6 +181,14 @@ type Config struct {
 	// OnLeaderChange, when set, is called on the store loop whenever a
 	// local replica becomes a ready leader (true) or stops leading (false).
 	OnLeaderChange func(regionID uint64, leader bool)
+	// OnMergeCommitted, when set, is called on the store loop when a
+	// replica here applies a CommitMerge that took region source in:
+	// targetLeads tells whether this store's replica of the merged region
+	// is its ready leader. What the layer above keeps in memory for the
+	// source's keys (pessimistic locks, taken while this store led the
+	// source, which has served nothing since its PrepareMerge) stays
+	// valid only then; otherwise it must go, as on a loss of leadership.
+	OnMergeCommitted func(source *kvpb.Region, targetLeads bool)
 	// Hibernate lets idle regions stop ticking (hibernate.go), except
 	// those AlwaysAwake names (PD's own region: its followers must notice
 	// a dead leader without asking PD).
@@ -229,27 +247,28 @@ func BootstrapRegion(eng engine.Engines, region *kvpb.Region) error {
 func Open(eng engine.Engines, cfg Config) (*Store, error) {
 	db := eng.KV
 	s := &Store{
-		db:          db,
-		raftDB:      eng.Raft,
-		fs:          eng.FS,
-		snapDir:     eng.FS.PathJoin(eng.Dir, "snap"),
-		storeID:     cfg.StoreID,
-		log:         cfg.Logger,
-		obs:         cfg.Observer,
-		peers:       make(map[uint64]*Peer),
-		tombstones:  make(map[uint64]uint64),
-		transport:   cfg.Transport,
-		manualTicks: cfg.ManualTicks,
-		onLeader:    cfg.OnLeaderChange,
-		clockRate:   cfg.ClockRate,
-		hibernate:   cfg.Hibernate,
-		alwaysAwake: cfg.AlwaysAwake,
-		start:       time.Now(),
-		snapGen:     make(map[uint64]bool),
-		tick:        make(chan struct{}, 1),
-		notify:      make(chan struct{}, 1),
-		stop:        make(chan struct{}),
-		stopped:     make(chan struct{}),
+		db:               db,
+		raftDB:           eng.Raft,
+		fs:               eng.FS,
+		snapDir:          eng.FS.PathJoin(eng.Dir, "snap"),
+		storeID:          cfg.StoreID,
+		log:              cfg.Logger,
+		obs:              cfg.Observer,
+		peers:            make(map[uint64]*Peer),
+		tombstones:       make(map[uint64]uint64),
+		transport:        cfg.Transport,
+		manualTicks:      cfg.ManualTicks,
+		onLeader:         cfg.OnLeaderChange,
+		onMergeCommitted: cfg.OnMergeCommitted,
+		clockRate:        cfg.ClockRate,
+		hibernate:        cfg.Hibernate,
+		alwaysAwake:      cfg.AlwaysAwake,
+		start:            time.Now(),
+		snapGen:          make(map[uint64]bool),
+		tick:             make(chan struct{}, 1),
+		notify:           make(chan struct{}, 1),
+		stop:             make(chan struct{}),
+		stopped:          make(chan struct{}),
 	}
 	if s.fs == nil {
 		s.fs = vfs.Default
@@ -399,8 +418,13 @@ func (s *Store) newPeer(r *kvpb.Region) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
+	ms, err := loadMergeState(s.db, r.Id)
+	if err != nil {
+		return nil, err
+	}
 	p := &Peer{id: local.Id, regionID: r.Id, storage: ps, store: s, rn: rn,
 		proposals: make(map[uint64]*proposal), peerStores: make(map[uint64]uint64)}
+	p.merge.Store(ms)
 	p.region.Store(r)
 	p.initialized.Store(true)
 	p.heardAt.Store(time.Now().UnixNano())
@@ -439,6 +463,7 @@ func (s *Store) publishPeers() {
 		snap[id] = p
 	}
 	s.peerSnap.Store(&snap)
+	s.layoutChanged()
 }
 
 // addPeer registers p (replacing an uninitialized replica of its region).

@@ -95,6 +95,7 @@ func (s *Store) Receive(env *kvpb.RaftMessage) error {
 			return fmt.Errorf("raftstore: corrupt snapshot header: %w", err)
 		}
 		if h.Region.GetId() != env.RegionId || s.snapshotOverlaps(h.Region) {
+			s.destroyMergedAway(h.Region)
 			return fmt.Errorf("raftstore: snapshot of region %d overlaps a local region; refused", env.RegionId)
 		}
 	}
@@ -157,16 +158,11 @@ func (s *Store) peerFor(env *kvpb.RaftMessage, m *pb.Message) (*Peer, error) {
 	// creates (addSplitPeer), as TiKV does, instead of leaving the new
 	// region leaderless for an election timeout.
 	probe := &kvpb.Region{Id: env.RegionId, StartKey: env.StartKey, EndKey: env.EndKey}
-	for _, q := range s.peers {
-		if !q.Initialized() || q.removed.Load() {
-			continue
+	if s.overlappingPeer(probe, 0) != nil {
+		if isVote(m) && len(s.pendingVotes) < maxPendingVotes {
+			s.pendingVotes = append(s.pendingVotes, env)
 		}
-		if s.dataOverlaps(q.Region(), probe) {
-			if isVote(m) && len(s.pendingVotes) < maxPendingVotes {
-				s.pendingVotes = append(s.pendingVotes, env)
-			}
-			return nil, nil
-		}
+		return nil, nil
 	}
 	switch m.GetType() {
 	case pb.MessageType_MsgApp, pb.MessageType_MsgHeartbeat, pb.MessageType_MsgSnap:

@@ -76,8 +76,11 @@ func (p *Peer) compactIndex(applied uint64) uint64 {
 		return applied
 	}
 	to := applied
+	merging := p.merge.Load() != nil
 	p.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
-		if id == p.id || !pr.RecentActive || pr.Match+maxLagEntries < applied {
+		// A merging source keeps what every replica lacks: its
+		// CommitMerge carries those entries (merge.go).
+		if id == p.id || (!merging && (!pr.RecentActive || pr.Match+maxLagEntries < applied)) {
 			return
 		}
 		if pr.Match < to {

@@ -49,19 +49,8 @@ func tpccMain(ctx context.Context, command string, args []string, stdout, stderr
 	fs.BoolVar(&initFirst, "init", false, "run: load the warehouses first")
 	fs.BoolVar(&drop, "drop", false, "with init: drop the database first")
 	fs.IntVar(&cfg.Scale, "scale", 1, "divide the item, customer and order counts by this (tests only: the data is no longer TPC-C's)")
-	if err := fs.Parse(args); err != nil {
-		fmt.Fprint(stderr, tpccUsage)
-		fs.SetOutput(stderr)
-		fs.PrintDefaults()
-		if errors.Is(err, flag.ErrHelp) {
-			return ErrUsage
-		}
-		fmt.Fprintf(stderr, "\nstrata workload %s tpcc: %v\n", command, err)
-		return ErrUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "strata workload %s tpcc: unexpected argument %q\n", command, fs.Arg(0))
-		return ErrUsage
+	if err := parseSQLWorkloadFlags(fs, args, tpccUsage, "tpcc", command, stderr); err != nil {
+		return err
 	}
 	if cfg.Warehouses < 1 {
 		return fmt.Errorf("--warehouses must be at least 1")
@@ -98,6 +87,26 @@ func tpccMain(ctx context.Context, command string, args []string, stdout, stderr
 	}
 	if res.NewOrders == 0 && res.Errors > 0 {
 		return fmt.Errorf("%w (%d errors)", ErrAllFailed, res.Errors)
+	}
+	return nil
+}
+
+// parseSQLWorkloadFlags parses the flags of `strata workload COMMAND
+// NAME` (tpcc, tpch): on an error or -h it prints the usage text and the
+// flags to stderr and returns ErrUsage; so it does for a stray argument.
+func parseSQLWorkloadFlags(fs *flag.FlagSet, args []string, usage, name, command string, stderr io.Writer) error {
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprint(stderr, usage)
+		fs.SetOutput(stderr)
+		fs.PrintDefaults()
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "\nstrata workload %s %s: %v\n", command, name, err)
+		}
+		return ErrUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "strata workload %s %s: unexpected argument %q\n", command, name, fs.Arg(0))
+		return ErrUsage
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,19 +58,8 @@ func tpchMain(ctx context.Context, command string, args []string, stdout, stderr
 	fs.StringVar(&against, "against", "", "check: host:port of a second server loaded with the same data, to compare every answer with")
 	fs.StringVar(&againstUser, "against-user", "", "check: user on the --against server (default --user)")
 	fs.StringVar(&againstPassword, "against-password", "", "check: password on the --against server (default --password)")
-	if err := fs.Parse(args); err != nil {
-		fmt.Fprint(stderr, tpchUsage)
-		fs.SetOutput(stderr)
-		fs.PrintDefaults()
-		if errors.Is(err, flag.ErrHelp) {
-			return ErrUsage
-		}
-		fmt.Fprintf(stderr, "\nstrata workload %s tpch: %v\n", command, err)
-		return ErrUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "strata workload %s tpch: unexpected argument %q\n", command, fs.Arg(0))
-		return ErrUsage
+	if err := parseSQLWorkloadFlags(fs, args, tpchUsage, "tpch", command, stderr); err != nil {
+		return err
 	}
 	if cfg.ScaleFactor < 0.01 || cfg.ScaleFactor > 1000 {
 		// Below 0.01 PARTSUPP's supplier formula repeats suppliers of a part.

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/strata-db/strata/internal/workload"
 )
 
 // tables are the TPC-C tables (clause 1.3), with the keys the transactions
@@ -162,47 +163,17 @@ func Init(ctx context.Context, cfg Config, drop bool, log io.Writer) error {
 		}
 	}
 	var rows atomic.Int64
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, cfg.Threads)
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	begin := time.Now()
-	for t := 0; t < max(cfg.Threads, 1); t++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := newRng(cfg.Seed, 1000+t)
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(units) || lctx.Err() != nil {
-					return
-				}
-				if err := units[i](r, &rows); err != nil {
-					errs <- err
-					cancel()
-					return
-				}
-			}
-		}()
+	threads := max(cfg.Threads, 1)
+	rngs := make([]rng, threads)
+	for t := range rngs {
+		rngs[t] = newRng(cfg.Seed, 1000+t)
 	}
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				fmt.Fprintf(log, "loading: %d rows in %s\n", rows.Load(), time.Since(begin).Round(time.Second))
-			}
-		}
-	}()
-	wg.Wait()
-	close(done)
-	close(errs)
-	if err := <-errs; err != nil {
+	run := make([]func(int) error, len(units))
+	for i, u := range units {
+		run[i] = func(w int) error { return u(rngs[w], &rows) }
+	}
+	begin := time.Now()
+	if err := workload.RunUnits(ctx, threads, run, &rows, log, 5*time.Second); err != nil {
 		return err
 	}
 	fmt.Fprintf(log, "loaded %d warehouses (%d rows) in %s\n", cfg.Warehouses, rows.Load(), time.Since(begin).Round(time.Millisecond))

@@ -25,12 +25,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/strata-db/strata/internal/workload"
 )
 
 // Config describes a TPC-C database and run.
@@ -92,32 +92,10 @@ const (
 // open returns a pool of connections to cfg's server (database may be
 // empty).
 func open(ctx context.Context, cfg Config, database string, conns int) (*sql.DB, error) {
-	mc := mysql.NewConfig()
-	mc.User = cfg.User
-	if mc.User == "" {
-		mc.User = "root"
-	}
-	mc.Passwd = cfg.Password
-	mc.Net = "tcp"
-	mc.Addr = cfg.Addr
-	mc.DBName = database
-	mc.Timeout = cfg.Timeout
-	mc.ReadTimeout = 5 * time.Minute
-	mc.WriteTimeout = 5 * time.Minute
+	mc := workload.MySQLConfig(cfg.User, cfg.Password, cfg.Addr, database, cfg.Timeout, 5*time.Minute)
 	mc.InterpolateParams = false
 	mc.ParseTime = true
-	connector, err := mysql.NewConnector(mc)
-	if err != nil {
-		return nil, err
-	}
-	db := sql.OpenDB(connector)
-	db.SetMaxOpenConns(conns)
-	db.SetMaxIdleConns(conns)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("server at %s: %w", cfg.Addr, err)
-	}
-	return db, nil
+	return workload.OpenMySQL(ctx, mc, conns)
 }
 
 func quote(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

@@ -7,9 +7,10 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/strata-db/strata/internal/workload"
 )
 
 // Tables are the eight tables of clause 1.4 with their primary keys
@@ -157,46 +158,12 @@ func Init(ctx context.Context, cfg Config, drop bool, log io.Writer) error {
 	}
 	units = append(units, func() error { return loadNations(ctx, db, &rows) })
 
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, threads)
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	begin := time.Now()
-	for t := 0; t < threads; t++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(units) || lctx.Err() != nil {
-					return
-				}
-				if err := units[i](); err != nil {
-					errs <- err
-					cancel()
-					return
-				}
-			}
-		}()
+	run := make([]func(int) error, len(units))
+	for i, u := range units {
+		run[i] = func(int) error { return u() }
 	}
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(10 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				fmt.Fprintf(log, "loading: %d rows in %s\n", rows.Load(), time.Since(begin).Round(time.Second))
-			}
-		}
-	}()
-	wg.Wait()
-	close(done)
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := workload.RunUnits(ctx, threads, run, &rows, log, 10*time.Second); err != nil {
 		return err
 	}
 	el := time.Since(begin)

@@ -33,7 +33,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/strata-db/strata/internal/workload"
 )
 
 // Config describes a TPC-H database.
@@ -52,31 +52,9 @@ type Config struct {
 const DefaultSeed = 19920101
 
 func open(ctx context.Context, cfg Config, database string, conns int) (*sql.DB, error) {
-	mc := mysql.NewConfig()
-	mc.User = cfg.User
-	if mc.User == "" {
-		mc.User = "root"
-	}
-	mc.Passwd = cfg.Password
-	mc.Net = "tcp"
-	mc.Addr = cfg.Addr
-	mc.DBName = database
-	mc.Timeout = cfg.Timeout
-	mc.ReadTimeout = 0
-	mc.WriteTimeout = 5 * time.Minute
+	mc := workload.MySQLConfig(cfg.User, cfg.Password, cfg.Addr, database, cfg.Timeout, 0)
 	mc.MaxAllowedPacket = 0
-	connector, err := mysql.NewConnector(mc)
-	if err != nil {
-		return nil, err
-	}
-	db := sql.OpenDB(connector)
-	db.SetMaxOpenConns(conns)
-	db.SetMaxIdleConns(conns)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("server at %s: %w", cfg.Addr, err)
-	}
-	return db, nil
+	return workload.OpenMySQL(ctx, mc, conns)
 }
 
 func quote(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
