@@ -705,6 +705,9 @@ type leaf struct {
 	plan  Plan
 	scope *scope
 	scan  *Scan // set when the leaf is a base table (access path candidate)
+	// sel is the share of its rows the leaf's own conditions are
+	// guessed to keep (selectivity; 1: no condition).
+	sel float64
 }
 
 // buildFrom plans the FROM clause into sc. Conjuncts of WHERE (conds) that
@@ -733,6 +736,17 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		used, opaque := refs(c, scopes)
 		cs[i] = &cond{node: c, used: used, opaque: opaque}
 	}
+	if len(leaves) > 1 {
+		for _, c := range cs[:len(conds)] {
+			if c.opaque {
+				continue
+			}
+			for _, d := range orImplied(c.node, scopes) {
+				used, opaque := refs(d, scopes)
+				cs = append(cs, &cond{node: d, used: used, opaque: opaque})
+			}
+		}
+	}
 	// Single-table conjuncts: filter (and access path) on the leaf.
 	filtered := make([]bool, len(leaves))
 	for i, l := range leaves {
@@ -758,6 +772,13 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			continue
 		}
 		filtered[i] = true
+		l.sel = 1
+		for _, m := range mine {
+			l.sel *= selectivity(m)
+		}
+		for range subq {
+			l.sel *= selUnknown
+		}
 		var byRange []ast.ExprNode
 		if l.scan != nil && len(mine) > 0 {
 			byRange = b.chooseAccess(l.scan, l.scope, mine)
