@@ -54,6 +54,12 @@ func (p *Peer) wakeLocked() {
 	p.idleTicks = 0
 }
 
+// poke has the store loop look at p in its next round, asleep or not.
+func (s *Store) poke(p *Peer) {
+	p.poll.Store(true)
+	s.wake()
+}
+
 // touch records a proposal or read now (store clock): an active replica
 // does not hibernate.
 func (p *Peer) touch() { p.lastActive.Store(int64(p.store.now())) }

@@ -82,6 +82,15 @@ func (s *Store) run() {
 				if p.removed.Load() {
 					continue
 				}
+				// A sleeping replica has no Ready unless something
+				// stepped it or queued work for it (poke): thousands of
+				// idle regions then cost the loop an atomic load each.
+				if p.asleep.Load() && !p.poll.Swap(false) {
+					if p.storage.takeSnapshotRequest() {
+						s.generateSnapshot(p)
+					}
+					continue
+				}
 				p.mu.Lock()
 				p.requestReadIndexLocked()
 				if p.rn.HasReady() {

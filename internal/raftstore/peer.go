@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-db/strata/kvpb"
 	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/tracker"
 )
 
 // Peer is a replica of one region on this store. Its job: hold the
@@ -73,7 +74,11 @@ type Peer struct {
 	heardAt atomic.Int64
 	// asleep: the replica hibernates (hibernate.go); idleTicks counts a
 	// leader's idle ticks (store loop, mu held).
-	asleep    atomic.Bool
+	asleep atomic.Bool
+	// poll asks the store loop to look at a sleeping replica's Ready in
+	// its next round (the loop skips sleeping replicas otherwise): set by
+	// whatever steps its raft or queues work for it without waking it.
+	poll      atomic.Bool
 	idleTicks int
 	// merge is set while a merge freezes the region (merge.go);
 	// driving while a merge driver runs for it.
@@ -248,10 +253,14 @@ type RaftStatus struct {
 func (p *Peer) Status() RaftStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st := p.rn.Status()
+	// BasicStatus and WithProgress copy no progress map (Status does):
+	// the node reports every region it leads each second.
+	st := p.rn.BasicStatus()
 	out := RaftStatus{Term: st.HardState.GetTerm(), Commit: st.HardState.GetCommit(), Applied: st.Applied}
-	for id, pr := range st.Progress {
-		out.Progress = append(out.Progress, ReplicaProgress{PeerID: id, Match: pr.Match, Active: pr.RecentActive || id == p.id})
+	if st.RaftState == raft.StateLeader {
+		p.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+			out.Progress = append(out.Progress, ReplicaProgress{PeerID: id, Match: pr.Match, Active: pr.RecentActive || id == p.id})
+		})
 	}
 	sort.Slice(out.Progress, func(i, j int) bool { return out.Progress[i].PeerID < out.Progress[j].PeerID })
 	return out

@@ -119,7 +119,7 @@ func (s *Store) ReadReady(ctx context.Context, p *Peer) error {
 			p.mu.Lock()
 			p.reads.renew = true
 			p.mu.Unlock()
-			s.wake()
+			s.poke(p)
 		}
 		return nil
 	}
@@ -131,7 +131,7 @@ func (s *Store) ReadReady(ctx context.Context, p *Peer) error {
 	}
 	p.reads.waiting = append(p.reads.waiting, ch)
 	p.mu.Unlock()
-	s.wake()
+	s.poke(p)
 	select {
 	case err := <-ch:
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/strata-db/strata/internal/engine"
@@ -45,8 +46,9 @@ type peerStorage struct {
 	// handed to raft by Snapshot.
 	snapshot *pb.Snapshot
 	// snapshotRequested is set when raft asked for a snapshot that is not
-	// ready; the store loop starts generating one.
-	snapshotRequested bool
+	// ready; the store loop starts generating one. Atomic: the loop checks
+	// every replica each round.
+	snapshotRequested atomic.Bool
 }
 
 // newPeerStorage is the storage of a replica with nothing persisted yet
@@ -278,18 +280,14 @@ func (ps *peerStorage) Snapshot() (*pb.Snapshot, error) {
 	if s := ps.snapshot; s != nil && s.GetMetadata().GetIndex() >= ps.apply.TruncatedIndex {
 		return s, nil
 	}
-	ps.snapshotRequested = true
+	ps.snapshotRequested.Store(true)
 	return nil, raft.ErrSnapshotTemporarilyUnavailable
 }
 
 // takeSnapshotRequest reports (and clears) whether raft asked for a
 // snapshot it could not have.
 func (ps *peerStorage) takeSnapshotRequest() bool {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	r := ps.snapshotRequested
-	ps.snapshotRequested = false
-	return r
+	return ps.snapshotRequested.Load() && ps.snapshotRequested.Swap(false)
 }
 
 func (ps *peerStorage) setSnapshot(s *pb.Snapshot) {

@@ -123,7 +123,7 @@ func (s *Store) Receive(env *kvpb.RaftMessage) error {
 	if err != nil && err != raft.ErrStepPeerNotFound && err != raft.ErrStepLocalMsg {
 		return err
 	}
-	s.wake()
+	s.poke(p)
 	return nil
 }
 
@@ -219,6 +219,7 @@ func (s *Store) ReportUnreachable(regionID, peerID uint64) {
 		p.mu.Lock()
 		p.rn.ReportUnreachable(peerID)
 		p.mu.Unlock()
+		p.poll.Store(true)
 	}
 }
 
@@ -232,6 +233,6 @@ func (s *Store) ReportSnapshot(regionID, peerID uint64, ok bool) {
 		p.mu.Lock()
 		p.rn.ReportSnapshot(peerID, st)
 		p.mu.Unlock()
-		s.wake()
+		s.poke(p)
 	}
 }

@@ -154,3 +154,51 @@ func containsKey(keys []string, k string) bool {
 }
 
 func containsKeyBefore(keys []string, k string, j int) bool { return containsKey(keys[:j], k) }
+
+// orImplied derives, from an OR over several tables of a join, the
+// condition it implies on each table alone: for a table every branch
+// has conjuncts on (and only on), the OR of those conjuncts. From TPC-H
+// Q7's (n1.n_name = 'FRANCE' AND n2.n_name = 'GERMANY') OR (n1.n_name =
+// 'GERMANY' AND n2.n_name = 'FRANCE') come n1.n_name = 'FRANCE' OR
+// n1.n_name = 'GERMANY' and the same on n2, which filter the two nation
+// tables before the joins and let them drive index joins. A row the OR
+// keeps has a branch that is true, so every conjunct of that branch is
+// true: the derived conditions keep it too, and adding them changes no
+// result (the OR itself stays, as the join's filter).
+func orImplied(c ast.ExprNode, leaves []*scope) []ast.ExprNode {
+	branches := splitOr(c, nil)
+	if len(branches) < 2 {
+		return nil
+	}
+	used, _ := refs(c, leaves)
+	var out []ast.ExprNode
+	for i := range leaves {
+		if !used[i] || onlyUses(used, i) {
+			continue // the OR is this table's alone already, or not its at all
+		}
+		var derived ast.ExprNode
+		for _, br := range branches {
+			var mine ast.ExprNode
+			for _, t := range splitAnd(br, nil) {
+				tu, opaque := refs(t, leaves)
+				if opaque || factorKey(t) == "" || !onlyUses(tu, i) {
+					continue
+				}
+				mine = and(mine, t)
+			}
+			if mine == nil {
+				derived = nil // a branch says nothing of this table
+				break
+			}
+			if derived == nil {
+				derived = &ast.ParenthesesExpr{Expr: mine}
+			} else {
+				derived = &ast.BinaryOperationExpr{Op: opcode.LogicOr, L: derived, R: &ast.ParenthesesExpr{Expr: mine}}
+			}
+		}
+		if derived != nil {
+			out = append(out, derived)
+		}
+	}
+	return out
+}
