@@ -42,6 +42,8 @@ import (
 //	  loses the region's leadership, after the request read its generation
 //	  and before it applies: PessimisticLockAsOf)
 //	pessimistic_rollback K... start=TS for_update=TS
+//	drop_locks  (the in-memory table drops every lock, as when the store
+//	  loses the region's leadership: PessimisticLocks.DropRange)
 //	heartbeat primary=K start=TS ttl=MS
 //	gc [start=K] [end=K] safe_point=TS [limit=N]
 //	destroy_range [start=K] [end=K]
@@ -420,6 +422,10 @@ func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.Te
 		if err := DestroyRange(b, args.key("start"), args.key("end")); err != nil {
 			t.Fatalf("destroy_range: %v", err)
 		}
+		return "ok"
+
+	case "drop_locks":
+		pessimisticLocksOf(r).DropRange(nil, nil)
 		return "ok"
 
 	case "dump", "lockset":

@@ -30,11 +30,17 @@ import (
 // Nothing in the table survives a restart or a change of leader, so a
 // transaction may find, at prewrite, that a pessimistic lock it took is
 // gone. Prewrite then checks the key as the lock did: no commit of another
-// transaction after the for-update ts, no other lock. If that holds, no
-// other writer changed the key since the transaction read it, which is
-// all the lock was for, and the prewrite goes on; otherwise it fails
-// (*PessimisticLockNotFoundError) and so does the transaction's commit.
-// The lock only ever bought the waiting; the correctness is the prewrite's.
+// transaction after the for-update ts the transaction first locked the key
+// at (the request's lock_for_update_ts, which the client keeps per key),
+// no other lock. If that holds, no other writer changed the key since the
+// transaction read it, which is all the lock was for, and the prewrite
+// goes on; otherwise it fails (*PessimisticLockNotFoundError) and so does
+// the transaction's commit. A lock found held but taken at a later ts than
+// that first one is no proof either (the first was lost and the key locked
+// again, which a lock request alone cannot tell from a first lock; or a
+// lock request was answered twice): the prewrite checks the commits before
+// it the same way (*WriteConflictError). The lock only ever bought the
+// waiting; the correctness is the prewrite's.
 //
 // When the table holds maxBytes, new pessimistic locks go to the engine
 // through Raft as before. A store that loses the leadership of a region
