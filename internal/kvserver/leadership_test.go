@@ -257,3 +257,55 @@ func TestPessimisticLockResentAfterConflictReportsItAgain(t *testing.T) {
 		}
 	}
 }
+
+// Locks persisted before a handover of the leadership (a transfer PD asks
+// for, a merge into a region led elsewhere) outlive it: the step-down
+// drops the in-memory table, but the locks are in the engine, replicated,
+// and keep other writers off their keys; their transaction commits as if
+// nothing happened.
+func TestPersistedPessimisticLocksOutliveLeadershipLoss(t *testing.T) {
+	ctx := context.Background()
+	l := newSoloLeader(t)
+	s := l.s
+	k, m := []byte("k"), []byte("m")
+	resp, err := s.KvPessimisticLock(ctx, &kvpb.PessimisticLockRequest{Context: rctx(), StartVersion: 10, ForUpdateTs: 10,
+		PrimaryLock: k, LockTtl: 3000, Mutations: []*kvpb.Mutation{{Op: kvpb.Op_PessimisticLock, Key: k}, {Op: kvpb.Op_PessimisticLock, Key: m}}})
+	if err != nil || resp.RegionError != nil || len(resp.Errors) > 0 {
+		t.Fatalf("lock of txn 10: %v %v %v", err, resp.GetRegionError(), resp.GetErrors())
+	}
+	moved, err := s.PersistPessimisticLocks(ctx, 2)
+	if err != nil || moved != 2 {
+		t.Fatalf("persisted %d locks: %v; want 2", moved, err)
+	}
+	if n := l.table.Len(); n != 0 {
+		t.Fatalf("%d locks still in memory after they were persisted", n)
+	}
+	// Nothing left to move: no proposal.
+	if moved, err := s.PersistPessimisticLocks(ctx, 2); err != nil || moved != 0 {
+		t.Fatalf("a second persist moved %d: %v", moved, err)
+	}
+
+	l.stepDown()
+	l.waitLeader()
+
+	// Transaction 20 finds k locked by 10.
+	pw, err := s.KvPrewrite(ctx, &kvpb.PrewriteRequest{Context: rctx(), StartVersion: 20, PrimaryLock: k, LockTtl: 3000,
+		Mutations: []*kvpb.Mutation{{Op: kvpb.Op_Put, Key: k, Value: []byte("v20")}}})
+	if err != nil || pw.RegionError != nil {
+		t.Fatalf("prewrite of txn 20: %v %v", err, pw.GetRegionError())
+	}
+	if len(pw.Errors) == 0 || pw.Errors[0].GetLocked().GetLockVersion() != 10 {
+		t.Fatalf("prewrite of txn 20 over a persisted lock of txn 10: %v, want locked by 10", pw.Errors)
+	}
+	// Transaction 10 commits.
+	pw, err = s.KvPrewrite(ctx, &kvpb.PrewriteRequest{Context: rctx(), StartVersion: 10, PrimaryLock: k, LockTtl: 3000, ForUpdateTs: 10,
+		Mutations:         []*kvpb.Mutation{{Op: kvpb.Op_Put, Key: k, Value: []byte("v10")}, {Op: kvpb.Op_Lock, Key: m}},
+		IsPessimisticLock: []bool{true, true}, LockForUpdateTs: []uint64{10, 10}})
+	if err != nil || pw.RegionError != nil || len(pw.Errors) > 0 {
+		t.Fatalf("prewrite of txn 10: %v %v %v", err, pw.GetRegionError(), pw.GetErrors())
+	}
+	cm, err := s.KvCommit(ctx, &kvpb.CommitRequest{Context: rctx(), StartVersion: 10, Keys: [][]byte{k, m}, CommitVersion: 11})
+	if err != nil || cm.RegionError != nil || cm.Error != nil {
+		t.Fatalf("commit of txn 10: %v %v %v", err, cm.GetRegionError(), cm.GetError())
+	}
+}
