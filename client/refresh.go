@@ -24,11 +24,24 @@ const maxRefreshKeys = 256
 
 var refreshSeed = maphash.MakeSeed()
 
-// pointRead is what a point read at the snapshot saw.
+// pointRead is what a point read at the snapshot saw: the hash of the
+// value, or digest's sum of it when digest is not nil.
 type pointRead struct {
-	hash  uint64
-	found bool
+	hash   uint64
+	found  bool
+	digest kv.ReadDigest
 }
+
+// sum is the hash a point read records of value under digest d.
+func sum(d kv.ReadDigest, value []byte) uint64 {
+	if d != nil {
+		return d.Sum(value)
+	}
+	return maphash.Bytes(refreshSeed, value)
+}
+
+// SetReadDigest implements kv.ReadDigester.
+func (t *Txn) SetReadDigest(d kv.ReadDigest) { t.readDigest = d }
 
 // readSet is the reads a refresh has to check.
 type readSet struct {
@@ -51,14 +64,23 @@ func (t *Txn) notePoint(key, value []byte, found bool) {
 	if t.reads.points == nil {
 		t.reads.points = make(map[string]pointRead, 8)
 	}
-	if _, ok := t.reads.points[string(key)]; ok {
+	d := t.readDigest
+	if !found {
+		d = nil
+	}
+	if r, ok := t.reads.points[string(key)]; ok {
+		// Read again at the same snapshot, so the same value: when the two
+		// reads used different parts of it, the whole value must stay.
+		if r.digest != nil && (d == nil || !d.Same(r.digest)) {
+			t.reads.points[string(key)] = pointRead{hash: sum(nil, value), found: found}
+		}
 		return
 	}
 	if len(t.reads.points) >= maxRefreshKeys {
 		t.reads.final, t.reads.points = true, nil
 		return
 	}
-	t.reads.points[string(key)] = pointRead{hash: maphash.Bytes(refreshSeed, value), found: found}
+	t.reads.points[string(key)] = pointRead{hash: sum(d, value), found: found, digest: d}
 }
 
 // rangeView is view for a range read, which makes the snapshot final.
@@ -102,7 +124,7 @@ func (t *Txn) refresh(ctx context.Context) (bool, error) {
 	if len(keys) > 0 {
 		bo := newBackoffer(ctx, t.c.opts.BackoffBudget)
 		err = t.c.batchGet(&bo, readView{ts: ts, startTS: t.startTS}, keys, func(k, v []byte) {
-			h := maphash.Bytes(refreshSeed, v)
+			h := sum(t.reads.points[string(k)].digest, v)
 			mu.Lock()
 			now[string(k)] = h
 			mu.Unlock()

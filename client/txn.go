@@ -39,10 +39,12 @@ type Txn struct {
 	// instead of running the statement again at a newer timestamp.
 	snapTS   uint64
 	snapRead bool
-	// reads are the snapshot reads a refresh checks (refresh.go).
-	reads readSet
-	began time.Time
-	buf   memBuffer
+	// reads are the snapshot reads a refresh checks (refresh.go);
+	// readDigest is the part of values the current reads use (nil: all).
+	reads      readSet
+	readDigest kv.ReadDigest
+	began      time.Time
+	buf        memBuffer
 
 	// Pessimistic locks taken by LockKeys: each key with the for-update
 	// ts its lock checked newer commits up to, the primary (the first key

@@ -216,6 +216,28 @@ type StatementTxn interface {
 	BeginStatement(ctx context.Context, forUpdate, retry bool) error
 }
 
+// ReadDigest names the part of a value a reader uses. A transaction that
+// may move its snapshot forward after a lock conflict (a snapshot refresh,
+// see StatementTxn) checks that every value it read at the snapshot is the
+// same at the newer timestamp; with a digest it compares only the part the
+// reader used, so a row whose other columns changed does not stop the
+// refresh. The digest must cover everything the reader's result depends
+// on (for a row: every column the statement decodes).
+type ReadDigest interface {
+	// Sum returns a hash of the part of value the reader uses.
+	Sum(value []byte) uint64
+	// Same reports whether other uses exactly the same part of a value.
+	Same(other ReadDigest) bool
+}
+
+// ReadDigester is implemented by transactions that remember their snapshot
+// reads for a refresh. SetReadDigest makes the point reads that follow,
+// until it is called again (nil: whole values), record d's digest of each
+// value read.
+type ReadDigester interface {
+	SetReadDigest(d ReadDigest)
+}
+
 // Savepointer is implemented by transactions that can undo the writes
 // buffered after a point (SQL's SAVEPOINT / ROLLBACK TO SAVEPOINT). Locks
 // taken after the point stay held until the transaction ends, as InnoDB

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -172,7 +173,13 @@ func start(args []string) error {
 	maxMergeKeys := fs.Int64("max-merge-region-keys", 200000, "a cold region with fewer keys than this (and smaller than --max-merge-region-size) merges into a neighbour")
 	splitMergeInterval := fs.Duration("split-merge-interval", time.Hour, "a region merges no sooner than this after its range last changed (a split, a merge)")
 	hibernate := fs.Bool("hibernate-regions", true, "regions without traffic stop ticking and heartbeating until a request or message wakes them")
+	mutexProfile := fs.Int("mutex-profile-fraction", 0, "sample 1 in this many mutex contention events for /debug/pprof/mutex (0: off)")
+	blockProfile := fs.Duration("block-profile-rate", 0, "sample blocking events for /debug/pprof/block, about one per this much time blocked (0: off; 1ns: every event)")
 	fs.Parse(args)
+	runtime.SetMutexProfileFraction(*mutexProfile)
+	if *blockProfile > 0 {
+		runtime.SetBlockProfileRate(int(*blockProfile))
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
 	}

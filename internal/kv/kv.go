@@ -25,6 +25,8 @@ type (
 	RetryableError = pub.RetryableError
 	Savepointer    = pub.Savepointer
 	StatementTxn   = pub.StatementTxn
+	ReadDigest     = pub.ReadDigest
+	ReadDigester   = pub.ReadDigester
 )
 
 var (

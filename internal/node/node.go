@@ -213,7 +213,13 @@ type Node struct {
 	// storeReady is store once Open returned, for the same callbacks.
 	storeReady atomic.Pointer[raftstore.Store]
 	hbNow      chan struct{}
-	stop       chan struct{}
+	// sleepStats: the last report of each region whose leader hibernates
+	// (cluster.go regionStat).
+	sleepStats struct {
+		sync.Mutex
+		m map[uint64]sleepStat
+	}
+	stop chan struct{}
 	// grpcServerOpts and dialOpts carry the cluster's mutual TLS
 	// (security.go).
 	grpcServerOpts []grpc.ServerOption

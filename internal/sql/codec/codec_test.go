@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"hash/maphash"
 	"math"
 	"math/rand"
 	"sort"
@@ -431,5 +432,36 @@ func TestDecodeKeyRejectsNaN(t *testing.T) {
 	b := []byte{flagFloat, 0xff, 0xff, 0x30, 0x30, 0x30, 0x30, 0x30, 0x30}
 	if ds, _, err := DecodeKey(b, 1); err != ErrCorrupt {
 		t.Fatalf("DecodeKey(%x) = %v, %v; want ErrCorrupt", b, ds, err)
+	}
+}
+
+// SumColumns depends on the requested columns only: changing another
+// column keeps the sum, changing one of them (or its presence) does not.
+func TestSumColumns(t *testing.T) {
+	seed := maphash.MakeSeed()
+	enc := func(ids []int64, ds ...types.Datum) []byte {
+		b, err := EncodeRow(nil, ids, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ids := []int64{1, 2, 3}
+	a := enc(ids, types.NewInt(7), types.NewInt(0), types.NewString("x"))
+	b := enc(ids, types.NewInt(7), types.NewInt(10), types.NewString("x"))
+	c := enc(ids, types.NewInt(7), types.NewInt(0), types.NewString("y"))
+	d := enc([]int64{1, 2}, types.NewInt(7), types.NewInt(0))
+	used := []int64{1, 3}
+	if SumColumns(seed, a, used) != SumColumns(seed, b, used) {
+		t.Error("a change to an unused column changed the sum")
+	}
+	if SumColumns(seed, a, used) == SumColumns(seed, c, used) {
+		t.Error("a change to a used column kept the sum")
+	}
+	if SumColumns(seed, a, used) == SumColumns(seed, d, used) {
+		t.Error("a used column missing from the row kept the sum")
+	}
+	if SumColumns(seed, []byte("junk"), used) == SumColumns(seed, []byte("junk2"), used) {
+		t.Error("unparsable values hashed alike")
 	}
 }

@@ -3,8 +3,10 @@ package codec
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"math/big"
+	"slices"
 
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 	"github.com/strata-db/strata/internal/sql/types"
@@ -267,4 +269,66 @@ func kindOf(kinds []types.Kind, fts []*ptypes.FieldType, i int) types.Kind {
 		return kinds[i]
 	}
 	return types.KindForFieldType(fts[i])
+}
+
+// SumColumns returns a hash, under seed, of the encoded values of the
+// columns colIDs in the row value b, in the order given; a column the row
+// does not hold hashes as absent. Two row values with the same sum hold the
+// same values in those columns (up to hash collisions), whatever their
+// other columns hold. A value that does not parse hashes whole.
+func SumColumns(seed maphash.Seed, b []byte, colIDs []int64) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	if len(b) == 0 || b[0] != rowVersion {
+		h.Write(b)
+		return h.Sum64()
+	}
+	p := b[1:]
+	n64, k := binary.Uvarint(p)
+	if k <= 0 || n64 > uint64(len(p)) {
+		h.Write(b)
+		return h.Sum64()
+	}
+	p = p[k:]
+	n := int(n64)
+	var idsArr, endsArr [maxStackCols]uint64
+	ids, ends := idsArr[:0], endsArr[:0]
+	if n > maxStackCols {
+		ids, ends = make([]uint64, 0, n), make([]uint64, 0, n)
+	}
+	for range 2 * n {
+		v, k := binary.Uvarint(p)
+		if k <= 0 {
+			h.Write(b)
+			return h.Sum64()
+		}
+		if len(ids) < n {
+			ids = append(ids, v)
+		} else {
+			ends = append(ends, v)
+		}
+		p = p[k:]
+	}
+	var lenBuf [binary.MaxVarintLen64 + 1]byte
+	for _, want := range colIDs {
+		j := slices.Index(ids, uint64(want))
+		if j < 0 {
+			h.WriteByte(0) // absent
+			continue
+		}
+		var start uint64
+		if j > 0 {
+			start = ends[j-1]
+		}
+		if start > ends[j] || ends[j] > uint64(len(p)) {
+			h.Reset()
+			h.Write(b)
+			return h.Sum64()
+		}
+		lb := append(lenBuf[:0], 1)
+		lb = binary.AppendUvarint(lb, ends[j]-start)
+		h.Write(lb)
+		h.Write(p[start:ends[j]])
+	}
+	return h.Sum64()
 }

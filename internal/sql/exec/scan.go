@@ -3,6 +3,8 @@ package exec
 import (
 	"bytes"
 	"errors"
+	"hash/maphash"
+	"slices"
 	"sort"
 	"sync"
 
@@ -39,6 +41,24 @@ type rowLayout struct {
 	// (prunedLayout), by the mask of their column offsets.
 	prunedMu sync.RWMutex
 	pruned   map[uint64]*rowLayout
+
+	// digest, for a pruned layout, names the columns it decodes to a
+	// snapshot refresh (kv.ReadDigest); nil for the full layout.
+	digest kv.ReadDigest
+}
+
+// digestSeed seeds the hashes of rowDigest.
+var digestSeed = maphash.MakeSeed()
+
+// rowDigest is the kv.ReadDigest of a statement that uses only the stored
+// columns ids of a table's rows.
+type rowDigest struct{ ids []int64 }
+
+func (d *rowDigest) Sum(value []byte) uint64 { return codec.SumColumns(digestSeed, value, d.ids) }
+
+func (d *rowDigest) Same(other kv.ReadDigest) bool {
+	o, ok := other.(*rowDigest)
+	return ok && slices.Equal(d.ids, o.ids)
 }
 
 // maxPrunedLayouts bounds how many column subsets a table's layout caches.
@@ -82,8 +102,11 @@ func (l *rowLayout) prunedLayout(needed []bool) *rowLayout {
 	}
 	if len(p.offsets) == len(l.offsets) {
 		p = l
-	} else if len(p.offsets) > 0 && p.offsets[len(p.offsets)-1]-p.offsets[0] == len(p.offsets)-1 {
-		p.first = p.offsets[0] // adjacent columns: decoded in place
+	} else {
+		p.digest = &rowDigest{ids: p.ids}
+		if len(p.offsets) > 0 && p.offsets[len(p.offsets)-1]-p.offsets[0] == len(p.offsets)-1 {
+			p.first = p.offsets[0] // adjacent columns: decoded in place
+		}
 	}
 	l.prunedMu.Lock()
 	if l.pruned == nil {
@@ -528,6 +551,13 @@ func (s *scanExec) rowHandle(r []types.Datum) (int64, error) {
 func (s *scanExec) fetch(c *Context, handles []int64) ([][]types.Datum, error) {
 	if len(handles) == 0 {
 		return nil, nil
+	}
+	if s.layout.digest != nil {
+		// A snapshot refresh need only compare the columns decoded here.
+		if d, ok := c.Txn.(kv.ReadDigester); ok {
+			d.SetReadDigest(s.layout.digest)
+			defer d.SetReadDigest(nil)
+		}
 	}
 	if len(handles) == 1 {
 		// Point get: one Get, no maps.

@@ -73,6 +73,20 @@ func (b *Builder) BuildQuery(node ast.ResultSetNode) (Plan, error) {
 		if Coprocessor && !b.NoCoprocessor {
 			p = pushCoprocessor(p)
 		}
+		// An uncorrelated subquery's plan reads nothing of the outer row:
+		// its scans are pruned and pushed like the main plan's (TPC-H
+		// Q18's GROUP BY over lineitem runs in the coprocessor). A
+		// correlated one runs once per outer row, where a fragment's
+		// round trip would cost more than it saves.
+		for _, sq := range b.Subqueries {
+			if sq.Correlated {
+				continue
+			}
+			pruneColumns(sq.Plan)
+			if Coprocessor && !b.NoCoprocessor {
+				sq.Plan = pushCoprocessor(sq.Plan)
+			}
+		}
 	}
 	return p, err
 }
@@ -723,19 +737,29 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 	filtered := make([]bool, len(leaves))
 	for i, l := range leaves {
 		var mine []ast.ExprNode
+		var subq []expr.Expr // compiled conjuncts with uncorrelated subqueries
 		for _, c := range cs {
-			if c.opaque || c.done || !onlyUses(c.used, i) {
+			if c.done || !onlyUses(c.used, i) {
+				continue
+			}
+			if c.opaque {
+				e, ok := b.compileUncorrelated(c.node, l.scope)
+				if !ok {
+					continue
+				}
+				subq = append(subq, e)
+				c.done = true
 				continue
 			}
 			mine = append(mine, c.node)
 			c.done = true
 		}
-		if len(mine) == 0 {
+		if len(mine) == 0 && len(subq) == 0 {
 			continue
 		}
 		filtered[i] = true
 		var byRange []ast.ExprNode
-		if l.scan != nil {
+		if l.scan != nil && len(mine) > 0 {
 			byRange = b.chooseAccess(l.scan, l.scope, mine)
 		}
 		for _, m := range mine {
@@ -744,6 +768,11 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 				return nil, nil, err
 			}
 			l.plan = &Filter{base: base{l.plan.Columns()}, Child: l.plan, Cond: e, ByRange: slices.Contains(byRange, m)}
+		}
+		// After the sargable filters: a subquery's condition is tested
+		// on the rows they leave.
+		for _, e := range subq {
+			l.plan = &Filter{base: base{l.plan.Columns()}, Child: l.plan, Cond: e}
 		}
 	}
 	// Join order (joinorder.go).
@@ -827,6 +856,70 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 	}
 	return p, rest, nil
 }
+
+// compileUncorrelated compiles a conjunct that refs found opaque for one
+// leaf, when what made it opaque is only subqueries that read nothing
+// outside themselves (x IN (SELECT ...), EXISTS (SELECT ...) over other
+// tables): such a condition filters the leaf's rows before any join
+// instead of the joined rows (TPC-H Q18's IN subquery ran on 600,000
+// joined rows instead of 150,000 orders). An aggregate, a variable or
+// RAND(), or a subquery reading any outer column, keeps the conjunct
+// where it was (ok false, the builder's state as before).
+func (b *Builder) compileUncorrelated(node ast.ExprNode, sc *scope) (expr.Expr, bool) {
+	v := &opaqueKinds{}
+	node.Accept(v)
+	if !v.subquery || v.other {
+		return nil, false
+	}
+	nsub, clause, nctes, straight, depth := len(b.Subqueries), b.clause, len(b.ctes), b.straight, b.viewDepth
+	e, err := expr.Compile(node, sc)
+	ok := err == nil && len(b.Subqueries) > nsub
+	for _, sq := range b.Subqueries[nsub:] {
+		ok = ok && !sq.Correlated
+	}
+	if !ok {
+		clear(b.Subqueries[nsub:])
+		b.Subqueries = b.Subqueries[:nsub]
+		b.clause, b.ctes, b.straight, b.viewDepth = clause, b.ctes[:nctes], straight, depth
+		return nil, false
+	}
+	return e, true
+}
+
+// opaqueKinds tells what of a conjunct refVisitor finds opaque: its
+// subqueries, and anything else (aggregates, variables, RAND()).
+type opaqueKinds struct{ subquery, other bool }
+
+func (v *opaqueKinds) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+		v.subquery = true
+		if c, ok := x.(*ast.CompareSubqueryExpr); ok {
+			// Its left operand is outside the subquery.
+			c.L.Accept(v)
+		}
+		return n, true
+	case *ast.PatternInExpr:
+		if x.Sel != nil {
+			v.subquery = true
+			x.Expr.Accept(v)
+			for _, e := range x.List {
+				e.Accept(v)
+			}
+			return n, true
+		}
+	case *ast.AggregateFuncExpr, *ast.VariableExpr:
+		v.other = true
+		return n, true
+	case *ast.FuncCallExpr:
+		if strings.EqualFold(x.FnName.L, "rand") {
+			v.other = true
+		}
+	}
+	return n, false
+}
+
+func (v *opaqueKinds) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // BaseScan returns the table scan under a chain of filters, with the
 // filters' conditions (nil if p is not such a chain).

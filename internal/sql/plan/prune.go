@@ -81,6 +81,39 @@ func prune(p Plan, need []bool) {
 			}
 		}
 		prune(n.Child, child)
+	case *Join:
+		// The output is the left row followed by the right row; Cond
+		// reads the combined row, the keys each side's own.
+		nl, nr := len(n.Left.Columns()), len(n.Right.Columns())
+		if need == nil || len(need) != nl+nr {
+			prune(n.Left, nil)
+			prune(n.Right, nil)
+			return
+		}
+		both := append([]bool(nil), need...)
+		if !exprCols(n.Cond, func(i int) bool {
+			if i < 0 || i >= len(both) {
+				return false
+			}
+			both[i] = true
+			return true
+		}) {
+			prune(n.Left, nil)
+			prune(n.Right, nil)
+			return
+		}
+		left, right := both[:nl:nl], both[nl:]
+		for _, k := range n.LeftKeys {
+			left = addExprCols(left, n.Left, k)
+		}
+		for _, k := range n.RightKey {
+			right = addExprCols(right, n.Right, k)
+		}
+		if n.Lookup >= 0 {
+			right = nil // an index join reads its right table its own way
+		}
+		prune(n.Left, left)
+		prune(n.Right, right)
 	default:
 		for _, c := range p.Children() {
 			prune(c, nil)

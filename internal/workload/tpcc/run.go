@@ -170,6 +170,9 @@ loop:
 	for _, c := range cum[:len(cum)-1] {
 		f = append(f, fmt.Sprintf("%s_p95_ms=%.3f", c.Name, float64(c.P95)/float64(time.Millisecond)))
 	}
+	for t, n := range res.RetriesOfType {
+		f = append(f, fmt.Sprintf("%s_retries=%d", txNames[t], n))
+	}
 	fmt.Fprintln(out, strings.Join(f, " "))
 	return res, nil
 }
