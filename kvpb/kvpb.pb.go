@@ -2126,9 +2126,12 @@ type PrewriteRequest struct {
 	TryOnePc          bool                   `protobuf:"varint,9,opt,name=try_one_pc,json=tryOnePc,proto3" json:"try_one_pc,omitempty"` // all of the transaction's keys are in this request: commit in one step
 	MinCommitTs       uint64                 `protobuf:"varint,10,opt,name=min_commit_ts,json=minCommitTs,proto3" json:"min_commit_ts,omitempty"`
 	// Parallel to mutations, for pessimistic ones: the for-update ts the
-	// key's lock was taken at (it checked for newer commits up to there). A
-	// prewrite that finds the lock gone (it lived in a leader's memory)
-	// checks the key again from this ts; zero means for_update_ts.
+	// transaction first locked the key at (its statement read the key there,
+	// and the lock checked for newer commits up to there). A prewrite that
+	// finds the lock gone (it lived in a leader's memory), or finds one taken
+	// at a later ts (the first was lost and the key locked again), checks
+	// the key for other transactions' commits from this ts; zero means
+	// for_update_ts.
 	LockForUpdateTs []uint64 `protobuf:"varint,11,rep,packed,name=lock_for_update_ts,json=lockForUpdateTs,proto3" json:"lock_for_update_ts,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
@@ -2842,7 +2845,9 @@ type PessimisticLockRequest struct {
 	// lock_with_conflict: a key committed by another transaction after
 	// for_update_ts is locked all the same (at that commit's ts) and its
 	// conflict reported, so that the caller keeps the lock while it reads the
-	// key again, instead of losing it to whoever asks first.
+	// key again, instead of losing it to whoever asks first. A key the
+	// transaction holds already at a later ts (this request sent again after
+	// its answer was lost) reports the conflict again.
 	LockWithConflict bool `protobuf:"varint,9,opt,name=lock_with_conflict,json=lockWithConflict,proto3" json:"lock_with_conflict,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache

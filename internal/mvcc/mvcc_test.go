@@ -42,6 +42,11 @@ import (
 //	  loses the region's leadership, after the request read its generation
 //	  and before it applies: PessimisticLockAsOf)
 //	pessimistic_rollback K... start=TS for_update=TS
+//	drop_locks  (the in-memory table drops every lock, as when the store
+//	  loses the region's leadership: PessimisticLocks.DropRange)
+//	persist_locks [start=K] [end=K] [drop_before_apply]
+//	  (the in-memory locks in the range move to the engine, as before a
+//	  leader transfer: PersistPessimisticLocks)
 //	heartbeat primary=K start=TS ttl=MS
 //	gc [start=K] [end=K] safe_point=TS [limit=N]
 //	destroy_range [start=K] [end=K]
@@ -421,6 +426,23 @@ func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.Te
 			t.Fatalf("destroy_range: %v", err)
 		}
 		return "ok"
+
+	case "drop_locks":
+		pessimisticLocksOf(r).DropRange(nil, nil)
+		return "ok"
+
+	case "persist_locks":
+		table := pessimisticLocksOf(r)
+		gen := table.Generation()
+		keys := table.Keys(args.key("start"), args.key("end"), DefaultPessimisticLockBytes)
+		if args.has("drop_before_apply") {
+			table.DropRange(nil, nil)
+		}
+		n, err := PersistPessimisticLocks(r, b, keys, gen)
+		if err != nil {
+			return result(t, err)
+		}
+		return fmt.Sprintf("moved %d", n)
 
 	case "dump", "lockset":
 		return ""

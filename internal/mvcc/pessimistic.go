@@ -30,11 +30,17 @@ import (
 // Nothing in the table survives a restart or a change of leader, so a
 // transaction may find, at prewrite, that a pessimistic lock it took is
 // gone. Prewrite then checks the key as the lock did: no commit of another
-// transaction after the for-update ts, no other lock. If that holds, no
-// other writer changed the key since the transaction read it, which is
-// all the lock was for, and the prewrite goes on; otherwise it fails
-// (*PessimisticLockNotFoundError) and so does the transaction's commit.
-// The lock only ever bought the waiting; the correctness is the prewrite's.
+// transaction after the for-update ts the transaction first locked the key
+// at (the request's lock_for_update_ts, which the client keeps per key),
+// no other lock. If that holds, no other writer changed the key since the
+// transaction read it, which is all the lock was for, and the prewrite
+// goes on; otherwise it fails (*PessimisticLockNotFoundError) and so does
+// the transaction's commit. A lock found held but taken at a later ts than
+// that first one is no proof either (the first was lost and the key locked
+// again, which a lock request alone cannot tell from a first lock; or a
+// lock request was answered twice): the prewrite checks the commits before
+// it the same way (*WriteConflictError). The lock only ever bought the
+// waiting; the correctness is the prewrite's.
 //
 // When the table holds maxBytes, new pessimistic locks go to the engine
 // through Raft as before. A store that loses the leadership of a region
@@ -270,4 +276,72 @@ func (s *staged) newPessimisticLock(r pebble.Reader, key []byte, l *lock) {
 		return
 	}
 	s.set(lockKey(key), l.encode())
+}
+
+// Keys returns the keys in [start, end) (an empty end: no upper bound)
+// holding a lock in the table, in key order, as many as fit in maxBytes of
+// the table's accounting (at least one).
+func (p *PessimisticLocks) Keys(start, end []byte, maxBytes int64) [][]byte {
+	if p == nil || p.n.Load() == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	var keys [][]byte
+	for k := range p.m {
+		if inRange([]byte(k), start, end) {
+			keys = append(keys, []byte(k))
+		}
+	}
+	p.mu.Unlock()
+	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
+	var used int64
+	for i, k := range keys {
+		if l := p.get(k); l != nil {
+			used += entryBytes(k, l)
+		}
+		if used > maxBytes && i > 0 {
+			return keys[:i]
+		}
+	}
+	return keys
+}
+
+// PersistPessimisticLocks stages in b the move of the in-memory locks on
+// keys into the engine: each leaves the table and becomes the same lock in
+// the engine's lock column, which the batch, proposed through Raft,
+// writes on every replica. The locks then outlive this store's leadership
+// of their region (a leader transfer, a merge into a region led elsewhere),
+// instead of being lost with it and leaving the transactions that hold
+// them to check their keys again at prewrite. It returns how many locks it
+// moved.
+//
+// The caller holds the keys' latches from before it stages until the batch
+// is applied or its proposal failed (no other command may see a key
+// without its lock in between), and read gen = Generation() before it
+// checked its leadership: if the table dropped locks since,
+// PersistPessimisticLocks moves none and fails with ErrLocksDropped. A
+// batch that never applies loses the locks it moved, as a loss of
+// leadership would have.
+func PersistPessimisticLocks(r pebble.Reader, b *pebble.Batch, keys [][]byte, gen uint64) (int, error) {
+	p := pessimisticLocksOf(r)
+	var s staged
+	n := 0
+	for _, key := range keys {
+		l := p.get(key)
+		if l == nil || !l.mem {
+			continue
+		}
+		s.delLock(r, key, l)
+		l.mem = false
+		s.set(lockKey(key), l.encode())
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	s.checkGen, s.memGen = true, gen
+	if err := s.applyTo(b); err != nil {
+		return 0, err
+	}
+	return n, nil
 }

@@ -250,6 +250,22 @@ func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation,
 		return nil, false, nil, nil // prewritten already: idempotent
 	case l != nil:
 		held = l // which checked conflicts up to its for-update ts
+		if pessimistic && l.forUpdateTS > lockTS {
+			// The lock was taken at a later ts than the one the
+			// transaction locked the key at first (lockTS), when
+			// its statement read the key: that lock was lost and the
+			// key locked again, or a lock request's answer (a
+			// conflict) was lost and the request sent again. It
+			// guards the key only from its own ts; check the commits
+			// before it, as for a lock that is gone.
+			fresh, err = checkNewerWrites(r, key, req.PrimaryLock, startTS, lockTS)
+			if err == errAlreadyCommitted {
+				return nil, false, nil, nil
+			}
+			if err != nil {
+				return nil, false, nil, err
+			}
+		}
 	case pessimistic:
 		// The pessimistic lock is gone: it lived in the memory of a
 		// leader that restarted or lost the region, or another
@@ -324,8 +340,9 @@ func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation,
 //
 // Per mutation: another transaction's lock -> *LockedError; a Put/Del/Lock
 // committed by another transaction after the start ts -> *WriteConflictError
-// (not checked for keys holding this transaction's pessimistic lock, which
-// checked up to its for-update ts); this transaction's rollback record ->
+// (for keys holding this transaction's pessimistic lock, which checked up to
+// its for-update ts, only when that lock is newer than the key's
+// LockForUpdateTs: then after that ts); this transaction's rollback record ->
 // *AlreadyRolledBackError; Insert/CheckNotExists over a visible value ->
 // *AlreadyExistError; a key flagged in IsPessimisticLock whose pessimistic
 // lock is gone -> *PessimisticLockNotFoundError. A key this transaction has
@@ -596,7 +613,10 @@ func ResolveLock(r pebble.Reader, b *pebble.Batch, startTS, commitTS uint64, key
 // transaction after req.ForUpdateTs -> *WriteConflictError; the transaction
 // already rolled back or committed on the key -> *AlreadyRolledBackError /
 // *AlreadyCommittedError. A lock the transaction already holds is kept (its
-// for-update ts raised). The locks do not block readers. When
+// for-update ts raised); held at a later for-update ts than the request's
+// (the request is a copy sent again after its answer was lost), the commits
+// after the request's ts are reported again, as *LockedWithConflictError
+// with req.LockWithConflict. The locks do not block readers. When
 // req.ReturnValues is set, values holds each key's latest committed value
 // (nil if none). Locks reach b only if every key succeeds.
 func PessimisticLock(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLockRequest) (errs []error, values [][]byte, err error) {
@@ -656,6 +676,26 @@ func pessimisticLockKey(r pebble.Reader, s *staged, req *kvpb.PessimisticLockReq
 	if l != nil {
 		if l.startTS != startTS {
 			return &LockedError{Lock: l.info(key)}, nil
+		}
+		if l.typ == kvpb.Op_PessimisticLock && l.forUpdateTS > req.ForUpdateTs {
+			// The lock is the transaction's but newer than this
+			// request: an earlier copy of the request locked the key
+			// with a conflict and its answer was lost. The requester
+			// read the key at req.ForUpdateTs: report the commits
+			// since then again, or it would take the lock for a clean
+			// one and write over a commit it never read.
+			_, err := checkNewerWrites(r, key, req.PrimaryLock, startTS, req.ForUpdateTs)
+			var wc *WriteConflictError
+			switch {
+			case err == nil, err == errAlreadyCommitted:
+				return nil, nil
+			case errors.As(err, &wc) && req.LockWithConflict:
+				return &LockedWithConflictError{Conflict: wc.Conflict}, nil
+			case isKeyError(err):
+				return err, nil
+			default:
+				return nil, err
+			}
 		}
 		if l.typ == kvpb.Op_PessimisticLock && l.forUpdateTS < req.ForUpdateTs {
 			l.forUpdateTS = req.ForUpdateTs

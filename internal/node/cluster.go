@@ -233,6 +233,19 @@ func (n *Node) onLeaderChange(regionID uint64, leader bool) {
 	n.triggerHeartbeat()
 }
 
+// persistLocks moves region regionID's in-memory pessimistic locks into the
+// engine through Raft before this store hands the region's leadership over
+// (kvserver.PersistPessimisticLocks). A failure only loses the locks, as the
+// handover would have: their transactions re-check their keys at prewrite.
+func (n *Node) persistLocks(ctx context.Context, regionID uint64) {
+	moved, err := n.kv.PersistPessimisticLocks(ctx, regionID)
+	if err != nil {
+		n.log.Warn("pessimistic locks not persisted before a leadership handover", "region", regionID, "err", err)
+	} else if moved > 0 {
+		n.log.Debug("pessimistic locks persisted before a leadership handover", "region", regionID, "locks", moved)
+	}
+}
+
 // onMergeCommitted is the raft store's callback: a local replica took
 // region source in by a merge. The source's pessimistic locks this store
 // holds (its leader was here) stay valid when this store leads the merged
@@ -479,12 +492,17 @@ func (n *Node) applyOperator(ctx context.Context, op *kvpb.Operator) error {
 		if p.Merging() != nil {
 			return nil // prepared already; the store finishes it
 		}
+		// The source's leadership may have to move to the target's
+		// store, and a frozen source proposes nothing: its in-memory
+		// locks go to the engine first, where the merge carries them.
+		n.persistLocks(ctx, op.RegionId)
 		err := n.store.PrepareMerge(ctx, p, r.Epoch, op.Target.GetId())
 		if err == nil {
 			n.log.Info("merging regions", "source", op.RegionId, "target", op.Target.GetId(), "reason", op.Reason)
 		}
 		return err
 	case kvpb.OperatorKind_TransferLeader:
+		n.persistLocks(ctx, op.RegionId) // the next leader has them
 		return n.store.TransferLeader(p, op.Peer.GetId())
 	case kvpb.OperatorKind_AddLearner:
 		kind = raftstore.AddLearner

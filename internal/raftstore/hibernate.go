@@ -1,6 +1,8 @@
 package raftstore
 
 import (
+	"time"
+
 	"github.com/strata-db/strata/kvpb"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -61,8 +63,18 @@ func (s *Store) poke(p *Peer) {
 }
 
 // touch records a proposal or read now (store clock): an active replica
-// does not hibernate.
-func (p *Peer) touch() { p.lastActive.Store(int64(p.store.now())) }
+// does not hibernate. It writes only when the recorded time is more than
+// touchEvery old: every read of a busy region from every core would
+// otherwise write the same cache line.
+func (p *Peer) touch() {
+	now := int64(p.store.now())
+	if now-p.lastActive.Load() >= int64(touchEvery) {
+		p.lastActive.Store(now)
+	}
+}
+
+// touchEvery is the resolution of Peer.lastActive, far below sleepAfter.
+const touchEvery = 50 * time.Millisecond
 
 // tickLocked ticks an awake replica; a leader idle long enough hibernates
 // (the messages to its followers are returned). Store loop, p.mu held.

@@ -605,18 +605,7 @@ func (s *Store) destroyMergedSource(p *Peer) error {
 	if err := s.db.Flush(); err != nil {
 		return err
 	}
-	wb := s.raftDB.NewBatch()
-	defer wb.Close()
-	if err := wb.Set(engine.TombstoneKey(p.regionID), binary.BigEndian.AppendUint64(nil, p.id), nil); err != nil {
-		return err
-	}
-	if err := wb.DeleteRange(engine.RaftStatePrefix(p.regionID), engine.RaftStatePrefix(p.regionID+1), nil); err != nil {
-		return err
-	}
-	if err := wb.Delete(engine.PendingSnapshotKey(p.regionID), nil); err != nil {
-		return err
-	}
-	if err := wb.Commit(pebble.Sync); err != nil {
+	if err := s.writeTombstone(p); err != nil {
 		return err
 	}
 	if wasReady && s.onLeader != nil {

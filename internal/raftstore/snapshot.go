@@ -452,18 +452,7 @@ func (s *Store) destroyPeer(p *Peer) error {
 	}
 	s.tombstones[p.regionID] = p.id
 	s.mu.Unlock()
-	wb := s.raftDB.NewBatch()
-	defer wb.Close()
-	if err := wb.Set(engine.TombstoneKey(p.regionID), binary.BigEndian.AppendUint64(nil, p.id), nil); err != nil {
-		return err
-	}
-	if err := wb.DeleteRange(engine.RaftStatePrefix(p.regionID), engine.RaftStatePrefix(p.regionID+1), nil); err != nil {
-		return err
-	}
-	if err := wb.Delete(engine.PendingSnapshotKey(p.regionID), nil); err != nil {
-		return err
-	}
-	if err := wb.Commit(pebble.Sync); err != nil {
+	if err := s.writeTombstone(p); err != nil {
 		return err
 	}
 	if !p.Initialized() {
@@ -517,4 +506,21 @@ func (s *Store) loadTombstones() error {
 		s.tombstones[binary.BigEndian.Uint64(k[len(prefix):])] = binary.BigEndian.Uint64(v)
 	}
 	return it.Close()
+}
+
+// writeTombstone durably replaces p's Raft state with a tombstone (late
+// messages to it are then dropped, and a restart does not load it).
+func (s *Store) writeTombstone(p *Peer) error {
+	wb := s.raftDB.NewBatch()
+	defer wb.Close()
+	if err := wb.Set(engine.TombstoneKey(p.regionID), binary.BigEndian.AppendUint64(nil, p.id), nil); err != nil {
+		return err
+	}
+	if err := wb.DeleteRange(engine.RaftStatePrefix(p.regionID), engine.RaftStatePrefix(p.regionID+1), nil); err != nil {
+		return err
+	}
+	if err := wb.Delete(engine.PendingSnapshotKey(p.regionID), nil); err != nil {
+		return err
+	}
+	return wb.Commit(pebble.Sync)
 }

@@ -107,6 +107,12 @@ func (s *Store) maybeRequestFlush(peers []*Peer) {
 		if !p.Initialized() || p.removed.Load() {
 			continue
 		}
+		// A sleeping replica's log does not grow: it is looked at when
+		// the memtable is flushed for its age (or on request), not every
+		// round.
+		if p.Asleep() && !aged && !force {
+			continue
+		}
 		st := p.storage.applyState()
 		n, size := p.storage.logSize()
 		if st.AppliedIndex <= st.TruncatedIndex ||

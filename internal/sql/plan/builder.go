@@ -705,9 +705,6 @@ type leaf struct {
 	plan  Plan
 	scope *scope
 	scan  *Scan // set when the leaf is a base table (access path candidate)
-	// sel is the share of its rows the leaf's own conditions are
-	// guessed to keep (selectivity; 1: no condition).
-	sel float64
 }
 
 // buildFrom plans the FROM clause into sc. Conjuncts of WHERE (conds) that
@@ -772,13 +769,6 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			continue
 		}
 		filtered[i] = true
-		l.sel = 1
-		for _, m := range mine {
-			l.sel *= selectivity(m)
-		}
-		for range subq {
-			l.sel *= selUnknown
-		}
 		var byRange []ast.ExprNode
 		if l.scan != nil && len(mine) > 0 {
 			byRange = b.chooseAccess(l.scan, l.scope, mine)

@@ -210,9 +210,7 @@ func joinOrder(leaves []*leaf, filtered []bool, conds []joinCond, straight bool)
 	}
 	first, best := 0, -1
 	for i, l := range leaves {
-		// Between tables ranked alike, the one whose conditions are
-		// guessed to keep the least (selectivity).
-		if r := startRank(l, filtered[i]); r > best || r == best && filtered[i] && l.sel < leaves[first].sel {
+		if r := startRank(l, filtered[i]); r > best {
 			first, best = i, r
 		}
 	}
@@ -303,72 +301,6 @@ func hasStraightJoin(n ast.ResultSetNode) bool {
 	}
 	if j.Tp == ast.CrossJoin && !j.NaturalJoin && len(j.Using) == 0 {
 		return hasStraightJoin(j.Left) || hasStraightJoin(j.Right)
-	}
-	return false
-}
-
-// Selectivity without statistics: the share of a table's rows a
-// condition is guessed to keep, by its form alone (System R's defaults):
-// an equality with a constant a tenth, a range a third, BETWEEN a
-// quarter; AND multiplies, OR adds. Only used to choose between tables
-// whose conditions give them the same access rank (joinOrder).
-const (
-	selEq      = 0.1
-	selRange   = 1.0 / 3
-	selBetween = 0.25
-	selLike    = 0.25
-	selUnknown = 0.5
-)
-
-func selectivity(e ast.ExprNode) float64 {
-	switch x := unparen(e).(type) {
-	case *ast.BinaryOperationExpr:
-		switch x.Op {
-		case opcode.LogicAnd:
-			return selectivity(x.L) * selectivity(x.R)
-		case opcode.LogicOr:
-			return min(1, selectivity(x.L)+selectivity(x.R))
-		case opcode.EQ, opcode.NullEQ:
-			if isConstant(x.L) || isConstant(x.R) {
-				return selEq
-			}
-		case opcode.NE:
-			return 1 - selEq
-		case opcode.LT, opcode.LE, opcode.GT, opcode.GE:
-			return selRange
-		}
-	case *ast.BetweenExpr:
-		if x.Not {
-			return 1 - selBetween
-		}
-		return selBetween
-	case *ast.PatternInExpr:
-		if x.Sel == nil {
-			s := min(1, selEq*float64(len(x.List)))
-			if x.Not {
-				return 1 - s
-			}
-			return s
-		}
-	case *ast.PatternLikeOrIlikeExpr:
-		if x.Not {
-			return 1 - selLike
-		}
-		return selLike
-	case *ast.IsNullExpr:
-		if x.Not {
-			return 1 - selEq
-		}
-		return selEq
-	}
-	return selUnknown
-}
-
-// isConstant reports whether e is a literal or a parameter.
-func isConstant(e ast.ExprNode) bool {
-	switch unparen(e).(type) {
-	case ast.ValueExpr, ast.ParamMarkerExpr:
-		return true
 	}
 	return false
 }
