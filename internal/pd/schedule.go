@@ -358,7 +358,7 @@ func RegionStep(c *Cluster, r *kvpb.RegionStat) *kvpb.Operator {
 			if p.Id != r.Leader.Id || (p.Role != kvpb.PeerRole_DemotingVoter && p.Role != kvpb.PeerRole_Learner) {
 				continue
 			}
-			if to := c.leaderTarget(r, func(q *kvpb.Peer) bool { return !bad(q) }); to != nil {
+			if to := c.leaderOffTarget(r, func(q *kvpb.Peer) bool { return !bad(q) }); to != nil {
 				return op(region, kvpb.OperatorKind_TransferLeader, to, fmt.Sprintf("the leader is a %s", p.Role))
 			}
 			return nil
@@ -429,7 +429,7 @@ func RegionStep(c *Cluster, r *kvpb.RegionStat) *kvpb.Operator {
 		}
 	}
 	if victim != nil && r.Leader != nil && victim.Id == r.Leader.Id {
-		if to := c.leaderTarget(r, func(p *kvpb.Peer) bool { return !bad(p) }); to != nil {
+		if to := c.leaderOffTarget(r, func(p *kvpb.Peer) bool { return !bad(p) }); to != nil {
 			return op(region, kvpb.OperatorKind_TransferLeader, to, "leader on "+c.why(region, victim))
 		}
 		return nil
@@ -506,6 +506,22 @@ func (c *Cluster) target(r *kvpb.Region, ok func(*StoreInfo) bool) uint64 {
 // leaderTarget picks a voter of r, other than its leader, that is up,
 // serving, active and caught up, and passes ok, with the fewest leaders.
 func (c *Cluster) leaderTarget(r *kvpb.RegionStat, ok func(*kvpb.Peer) bool) *kvpb.Peer {
+	return c.leaderTargetOf(r, ok, true)
+}
+
+// leaderOffTarget is leaderTarget for a leader that must hand over (on a
+// replica being moved or demoted): a caught-up voter raft does not count
+// recently active will do when no active one does. A leader whose region
+// hibernates stops refreshing raft's activity flags, and such a region
+// was left with a voter too many for good (TestScaleOut, 2026-11-27).
+func (c *Cluster) leaderOffTarget(r *kvpb.RegionStat, ok func(*kvpb.Peer) bool) *kvpb.Peer {
+	if to := c.leaderTargetOf(r, ok, true); to != nil {
+		return to
+	}
+	return c.leaderTargetOf(r, ok, false)
+}
+
+func (c *Cluster) leaderTargetOf(r *kvpb.RegionStat, ok func(*kvpb.Peer) bool, active bool) *kvpb.Peer {
 	prog := func(id uint64) *kvpb.PeerProgress {
 		for _, pr := range r.Progress {
 			if pr.PeerId == id {
@@ -520,7 +536,7 @@ func (c *Cluster) leaderTarget(r *kvpb.RegionStat, ok func(*kvpb.Peer) bool) *kv
 		if p.Role != kvpb.PeerRole_Voter || (r.Leader != nil && p.Id == r.Leader.Id) || s == nil || !s.serving() || !ok(p) {
 			continue
 		}
-		if pr := prog(p.Id); pr == nil || !pr.Active || pr.Match+caughtUpLag < r.CommitIndex {
+		if pr := prog(p.Id); pr == nil || (active && !pr.Active) || pr.Match+caughtUpLag < r.CommitIndex {
 			continue
 		}
 		if best == nil || c.leaderLoad(r, s) < c.leaderLoad(r, c.Stores[best.StoreId]) {

@@ -169,6 +169,8 @@ func (h *schedHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		d.MaybeScanArgs(t, "read", &read)
 		d.MaybeScanArgs(t, "write", &write)
 		d.MaybeScanArgs(t, "move-from", &moveFrom)
+		var inactive string // peers raft does not count recently active
+		d.MaybeScanArgs(t, "inactive", &inactive)
 		r := &kvpb.RegionStat{Region: &kvpb.Region{Id: id, Epoch: &kvpb.RegionEpoch{ConfVer: 4, Version: 1},
 			Peers: parsePeers(t, d, peers), StartKey: []byte(start), EndKey: []byte(end)}, CommitIndex: commit,
 			ApproximateSize: size, ApproximateKeys: keys,
@@ -191,6 +193,14 @@ func (h *schedHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 		} else {
 			for _, p := range r.Region.Peers {
 				r.Progress = append(r.Progress, &kvpb.PeerProgress{PeerId: p.Id, Match: commit, Active: true})
+			}
+		}
+		for _, a := range strings.Split(inactive, ",") {
+			pid, _ := strconv.ParseUint(a, 10, 64)
+			for _, pr := range r.Progress {
+				if pr.PeerId == pid {
+					pr.Active = false
+				}
 			}
 		}
 		h.regions[id] = r
