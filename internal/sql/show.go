@@ -373,20 +373,6 @@ func (s *Session) runExplain(ctx context.Context, n *ast.ExplainStmt) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	if isTreeFormat(n) {
-		var p plan.Plan
-		switch {
-		case c.query != nil:
-			p = c.query
-		case c.insert != nil:
-			p = c.insert
-		case c.update != nil:
-			p = c.update
-		case c.delete != nil:
-			p = c.delete
-		}
-		return explainTree(p, c.subqueries, an), nil
-	}
 	var p plan.Plan
 	switch {
 	case c.query != nil:
@@ -397,6 +383,9 @@ func (s *Session) runExplain(ctx context.Context, n *ast.ExplainStmt) (*Result, 
 		p = c.update
 	case c.delete != nil:
 		p = c.delete
+	}
+	if isTreeFormat(n) {
+		return explainTree(p, c.subqueries, an), nil
 	}
 	res := &Result{Columns: textColumns("plan")}
 	for _, line := range plan.Explain(p) {

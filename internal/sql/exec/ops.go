@@ -920,19 +920,9 @@ func (j *joinExec) Next(c *Context) ([][]types.Datum, error) {
 		return j.par.next(c)
 	}
 	var out [][]types.Datum
-	var slab []types.Datum
+	var cat rowConcat
 	var key []byte
-	emit := func(l, r []types.Datum) []types.Datum {
-		w := len(l) + j.rightWidth
-		if len(slab) < w {
-			slab = make([]types.Datum, w*64)
-		}
-		row := slab[:w:w]
-		slab = slab[w:]
-		copy(row, l)
-		copy(row[len(l):], r)
-		return row
-	}
+	emit := func(l, r []types.Datum) []types.Datum { return cat.concat(l, r, j.rightWidth) }
 	for len(out) < BatchSize {
 		if j.li >= len(j.batch) {
 			if j.leftDone {
@@ -1205,4 +1195,20 @@ func (s *setOpExec) union(c *Context) ([][]types.Datum, error) {
 			return out, nil
 		}
 	}
+}
+
+// rowConcat builds joined rows (a left row followed by a right row of
+// rightWidth columns) in shared slabs of 64 rows, one allocation per 64.
+type rowConcat struct{ slab []types.Datum }
+
+func (c *rowConcat) concat(l, r []types.Datum, rightWidth int) []types.Datum {
+	w := len(l) + rightWidth
+	if len(c.slab) < w {
+		c.slab = make([]types.Datum, w*64)
+	}
+	row := c.slab[:w:w]
+	c.slab = c.slab[w:]
+	copy(row, l)
+	copy(row[len(l):], r)
+	return row
 }

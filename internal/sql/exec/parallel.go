@@ -148,18 +148,8 @@ func (p *joinPar) finish(c *Context) {
 func (j *joinExec) probeBatch(c *Context, ev *expr.EvalContext, batch [][]types.Datum) ([][]types.Datum, error) {
 	var out [][]types.Datum
 	var key []byte
-	var slab []types.Datum
-	emit := func(l, r []types.Datum) []types.Datum {
-		w := len(l) + j.rightWidth
-		if len(slab) < w {
-			slab = make([]types.Datum, w*64)
-		}
-		row := slab[:w:w]
-		slab = slab[w:]
-		copy(row, l)
-		copy(row[len(l):], r)
-		return row
-	}
+	var cat rowConcat
+	emit := func(l, r []types.Datum) []types.Datum { return cat.concat(l, r, j.rightWidth) }
 	for _, l := range batch {
 		k, ok, err := joinKeyEv(ev, key[:0], j.p.LeftKeys, l, j.colls)
 		if err != nil {
