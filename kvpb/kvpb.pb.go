@@ -5041,14 +5041,21 @@ func (x *MergeState) GetTarget() *Region {
 
 // StoreHeartbeatRequest is one store's report, sent every second: itself,
 // and every region it leads. Batched per store (never per region).
+// A store's heartbeat, once a second. regions carries the regions the
+// store leads whose report changed since the store last sent one (or was
+// sent longer ago than the store's refresh interval): an idle region is
+// reported rarely, and PD keeps its last report meanwhile.
 type StoreHeartbeatRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ClusterId     uint64                 `protobuf:"varint,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
-	Store         *Store                 `protobuf:"bytes,2,opt,name=store,proto3" json:"store,omitempty"`
-	Regions       []*RegionStat          `protobuf:"bytes,3,rep,name=regions,proto3" json:"regions,omitempty"`
-	ReplicaCount  uint32                 `protobuf:"varint,4,opt,name=replica_count,json=replicaCount,proto3" json:"replica_count,omitempty"` // replicas the store holds, led or not
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId    uint64                 `protobuf:"varint,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Store        *Store                 `protobuf:"bytes,2,opt,name=store,proto3" json:"store,omitempty"`
+	Regions      []*RegionStat          `protobuf:"bytes,3,rep,name=regions,proto3" json:"regions,omitempty"`
+	ReplicaCount uint32                 `protobuf:"varint,4,opt,name=replica_count,json=replicaCount,proto3" json:"replica_count,omitempty"` // replicas the store holds, led or not
+	// regions_complete: regions carries every region the store leads.
+	RegionsComplete bool   `protobuf:"varint,5,opt,name=regions_complete,json=regionsComplete,proto3" json:"regions_complete,omitempty"`
+	LeaderCount     uint32 `protobuf:"varint,6,opt,name=leader_count,json=leaderCount,proto3" json:"leader_count,omitempty"` // regions the store leads, reported or not
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *StoreHeartbeatRequest) Reset() {
@@ -5109,6 +5116,20 @@ func (x *StoreHeartbeatRequest) GetReplicaCount() uint32 {
 	return 0
 }
 
+func (x *StoreHeartbeatRequest) GetRegionsComplete() bool {
+	if x != nil {
+		return x.RegionsComplete
+	}
+	return false
+}
+
+func (x *StoreHeartbeatRequest) GetLeaderCount() uint32 {
+	if x != nil {
+		return x.LeaderCount
+	}
+	return 0
+}
+
 type StoreHeartbeatResponse struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Error     *PDError               `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
@@ -5119,9 +5140,12 @@ type StoreHeartbeatResponse struct {
 	PdLeaderStore uint64   `protobuf:"varint,4,opt,name=pd_leader_store,json=pdLeaderStore,proto3" json:"pd_leader_store,omitempty"`
 	// down_stores are the stores PD counts down (no heartbeat within its
 	// liveness window): a node wakes its hibernating replicas they led.
-	DownStores    []uint64 `protobuf:"varint,5,rep,packed,name=down_stores,json=downStores,proto3" json:"down_stores,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DownStores []uint64 `protobuf:"varint,5,rep,packed,name=down_stores,json=downStores,proto3" json:"down_stores,omitempty"`
+	// report_all_regions: PD has no complete report from this store (a new
+	// PD leader): the store's next heartbeat carries every region it leads.
+	ReportAllRegions bool `protobuf:"varint,6,opt,name=report_all_regions,json=reportAllRegions,proto3" json:"report_all_regions,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *StoreHeartbeatResponse) Reset() {
@@ -5187,6 +5211,13 @@ func (x *StoreHeartbeatResponse) GetDownStores() []uint64 {
 		return x.DownStores
 	}
 	return nil
+}
+
+func (x *StoreHeartbeatResponse) GetReportAllRegions() bool {
+	if x != nil {
+		return x.ReportAllRegions
+	}
+	return false
 }
 
 type ClusterStatusRequest struct {
@@ -7265,20 +7296,23 @@ const file_kvpb_proto_rawDesc = "" +
 	"MergeState\x12#\n" +
 	"\rprepare_index\x18\x01 \x01(\x04R\fprepareIndex\x12\x1b\n" +
 	"\tmin_index\x18\x02 \x01(\x04R\bminIndex\x12$\n" +
-	"\x06target\x18\x03 \x01(\v2\f.kvpb.RegionR\x06target\"\xaa\x01\n" +
+	"\x06target\x18\x03 \x01(\v2\f.kvpb.RegionR\x06target\"\xf8\x01\n" +
 	"\x15StoreHeartbeatRequest\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\x04R\tclusterId\x12!\n" +
 	"\x05store\x18\x02 \x01(\v2\v.kvpb.StoreR\x05store\x12*\n" +
 	"\aregions\x18\x03 \x03(\v2\x10.kvpb.RegionStatR\aregions\x12#\n" +
-	"\rreplica_count\x18\x04 \x01(\rR\freplicaCount\"\xd9\x01\n" +
+	"\rreplica_count\x18\x04 \x01(\rR\freplicaCount\x12)\n" +
+	"\x10regions_complete\x18\x05 \x01(\bR\x0fregionsComplete\x12!\n" +
+	"\fleader_count\x18\x06 \x01(\rR\vleaderCount\"\x87\x02\n" +
 	"\x16StoreHeartbeatResponse\x12#\n" +
 	"\x05error\x18\x01 \x01(\v2\r.kvpb.PDErrorR\x05error\x12,\n" +
 	"\toperators\x18\x02 \x03(\v2\x0e.kvpb.OperatorR\toperators\x12#\n" +
 	"\x06stores\x18\x03 \x03(\v2\v.kvpb.StoreR\x06stores\x12&\n" +
 	"\x0fpd_leader_store\x18\x04 \x01(\x04R\rpdLeaderStore\x12\x1f\n" +
 	"\vdown_stores\x18\x05 \x03(\x04R\n" +
-	"downStores\"\x16\n" +
+	"downStores\x12,\n" +
+	"\x12report_all_regions\x18\x06 \x01(\bR\x10reportAllRegions\"\x16\n" +
 	"\x14ClusterStatusRequest\"\xbf\x03\n" +
 	"\vStoreStatus\x12!\n" +
 	"\x05store\x18\x01 \x01(\v2\v.kvpb.StoreR\x05store\x12\x0e\n" +

@@ -320,15 +320,19 @@ func (n *Node) heartbeatLoop() {
 func (n *Node) heartbeat(ctx context.Context) {
 	info := n.describeStore()
 	req := &kvpb.StoreHeartbeatRequest{ClusterId: n.clusterID, Store: info}
+	var led []*kvpb.RegionStat
 	for _, p := range n.store.Peers() {
 		if !p.Initialized() {
 			continue
 		}
 		req.ReplicaCount++
 		if p.IsLeaderReady() {
-			req.Regions = append(req.Regions, n.regionStat(p))
+			led = append(led, n.regionStat(p))
 		}
 	}
+	now := time.Now()
+	req.LeaderCount = uint32(len(led))
+	req.Regions, req.RegionsComplete = n.reports.pick(led, now) // report.go
 	resp, err := n.pd.StoreHeartbeat(ctx, req)
 	if err != nil || resp.Error != nil {
 		if err == nil {
@@ -336,6 +340,11 @@ func (n *Node) heartbeat(ctx context.Context) {
 		}
 		n.log.Debug("heartbeat to PD failed", "err", err)
 		return
+	}
+	n.reports.sent(req.Regions, led, now)
+	if resp.ReportAllRegions {
+		n.reports.reportAll()
+		n.triggerHeartbeat()
 	}
 	n.pd.ObserveHeartbeat(resp)
 	// Hibernating replicas whose leader's store is down elect another.

@@ -219,7 +219,9 @@ type Node struct {
 		sync.Mutex
 		m map[uint64]sleepStat
 	}
-	stop chan struct{}
+	// reports: what the heartbeats reported of each region (report.go).
+	reports regionReports
+	stop    chan struct{}
 	// grpcServerOpts and dialOpts carry the cluster's mutual TLS
 	// (security.go).
 	grpcServerOpts []grpc.ServerOption

@@ -12,6 +12,11 @@ import (
 
 func openPD(t *testing.T, dir string, bootstrap bool) (*Server, func()) {
 	t.Helper()
+	return openPDWith(t, dir, bootstrap, Config{})
+}
+
+func openPDWith(t *testing.T, dir string, bootstrap bool, cfg Config) (*Server, func()) {
+	t.Helper()
 	eng, err := engine.OpenEngines(dir, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +37,7 @@ func openPD(t *testing.T, dir string, bootstrap bool) (*Server, func()) {
 			t.Fatal("no leader")
 		}
 	}
-	s := New(store, Config{})
+	s := New(store, cfg)
 	for deadline := time.Now().Add(10 * time.Second); !s.IsLeader(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("PD did not take the lead")

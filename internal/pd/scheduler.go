@@ -3,6 +3,7 @@ package pd
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -10,13 +11,26 @@ import (
 	"github.com/strata-db/strata/kvpb"
 )
 
-// Scheduling on the server. Every store heartbeat builds a Cluster from
-// PD's state (the stores with their liveness and states, the region
-// directory with the traffic each leader reported, the operators in
-// flight) and runs the schedulers (schedule.go) over the regions the
-// store leads: only their leader can carry an operator out, and it gets
-// them in the heartbeat's response. Every region's leader reports once a
-// second, so every region is considered once a second.
+// Scheduling on the server. A store heartbeat builds a Cluster from PD's
+// state (the stores with their liveness and states, the region directory
+// with the traffic each leader reported, the operators in flight) and
+// runs the schedulers (schedule.go) over regions the store leads: only
+// their leader can carry an operator out, and it gets them in the
+// heartbeat's response. Which ones:
+//
+//   - the regions the heartbeat reported (their report changed: a
+//     membership step, a new leader, traffic, a new size);
+//   - every region the store leads, by the directory, on a patrol: while
+//     anything is in flight (operators, replica moves, merges) or the
+//     store's previous patrol decided something, when a store went up,
+//     down, dead or changed its state since the store's previous patrol,
+//     and otherwise every patrolInterval. The merge checker runs on
+//     patrols only.
+//
+// A cluster that is busy balancing, repairing or merging is thus looked
+// at as a whole every second, and one that is settled and idle every
+// patrolInterval, without a Cluster built for the heartbeats that report
+// nothing.
 //
 // One operator at a time per region: one handed out is remembered until
 // it is seen done (the region's conf version moved past it, or its
@@ -24,6 +38,10 @@ import (
 // passed (a leader that lost the operator, or a leader change). A replica
 // move spans several operators; its source store is remembered until the
 // region has no replica there any more (or moveTimeout).
+
+// patrolInterval: how often a settled cluster's schedulers and merge
+// checker run over every region a store leads.
+var patrolInterval = 10 * time.Second
 
 // operatorTimeout: an operator not seen done by then may be handed out
 // again.
@@ -107,14 +125,74 @@ func onStore(r *kvpb.Region, store uint64) bool {
 	return false
 }
 
-// schedule decides the operators for the regions one store reported.
-func (s *Server) schedule(ctx context.Context, st *leaderState, regions []*kvpb.RegionStat, now time.Time) []*kvpb.Operator {
-	sort.Slice(regions, func(i, j int) bool { return regions[i].Region.Id < regions[j].Region.Id })
+// shapeLocked sums up the stores' states the schedulers react to: up,
+// dead (down longer than DownAfter), serving or draining. storesMu held.
+func (st *leaderState) shapeLocked(now time.Time, downAfter time.Duration) string {
+	ids := make([]uint64, 0, len(st.stores))
+	for id := range st.stores {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	b := make([]byte, 0, 16*len(ids))
+	for _, id := range ids {
+		ss := st.stores[id]
+		b = strconv.AppendUint(b, id, 10)
+		switch {
+		case ss.up:
+			b = append(b, 'u')
+		case now.Sub(ss.lastHeartbeat) >= downAfter:
+			b = append(b, 'x')
+		default:
+			b = append(b, 'd')
+		}
+		b = strconv.AppendInt(b, int64(ss.info.State), 10)
+		b = append(b, ' ')
+	}
+	return string(b)
+}
+
+// patrolDueLocked: the heartbeat of store ss runs the schedulers over
+// every region it leads (see above). storesMu held.
+func (s *Server) patrolDueLocked(st *leaderState, ss *storeState, now time.Time) (bool, string) {
+	shape := st.shapeLocked(now, s.sched.DownAfter)
+	return ss.lastPatrol.IsZero() || ss.patrolDecided || shape != ss.patrolShape ||
+		len(st.ops) > 0 || len(st.moves) > 0 || len(st.merging) > 0 ||
+		now.Sub(ss.lastPatrol) >= patrolInterval, shape
+}
+
+// schedule decides the operators for the regions store leads: those its
+// heartbeat reported, or all of them on a patrol.
+func (s *Server) schedule(ctx context.Context, st *leaderState, store uint64, reported []*kvpb.RegionStat, now time.Time) []*kvpb.Operator {
 	st.storesMu.Lock()
+	ss := st.stores[store]
+	patrol, shape := s.patrolDueLocked(st, ss, now)
+	if !patrol && len(reported) == 0 {
+		st.storesMu.Unlock()
+		return nil
+	}
 	c := s.clusterLocked(st, now)
+	var regions []*kvpb.RegionStat
+	if patrol {
+		for _, r := range c.Regions {
+			if r.Leader.GetStoreId() == store {
+				regions = append(regions, r)
+			}
+		}
+	} else {
+		for _, r := range reported {
+			// The directory's entry: the report, unless it was stale.
+			if e := c.byID[r.Region.Id]; e != nil && e.Leader.GetStoreId() == store {
+				regions = append(regions, e)
+			}
+		}
+	}
+	sort.Slice(regions, func(i, j int) bool { return regions[i].Region.Id < regions[j].Region.Id })
 	decisions := c.Schedule(regions)
-	if s.merge != nil {
+	if s.merge != nil && patrol {
 		decisions = append(decisions, st.mergeLocked(c, *s.merge, regions, now)...)
+	}
+	if patrol {
+		ss.lastPatrol, ss.patrolShape, ss.patrolDecided = now, shape, len(decisions) > 0
 	}
 	st.storesMu.Unlock()
 	var out []*kvpb.Operator

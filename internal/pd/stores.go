@@ -30,6 +30,17 @@ type storeState struct {
 	since         time.Time // when it last went up or down
 	replicaCount  uint32
 	leaderCount   uint32
+	// complete: this leader has had a report of every region the store
+	// leads (a heartbeat with regions_complete); until then it asks for
+	// one. Its later heartbeats carry only the regions whose report
+	// changed.
+	complete bool
+	// lastPatrol: when the schedulers last ran over every region the
+	// store leads (scheduler.go); patrolShape, the stores' states then;
+	// patrolDecided, whether that round decided anything.
+	lastPatrol    time.Time
+	patrolShape   string
+	patrolDecided bool
 }
 
 func storeKey(id uint64) []byte {
@@ -240,8 +251,10 @@ func (st *leaderState) refreshLivenessLocked(now time.Time, liveness time.Durati
 }
 
 // StoreHeartbeat implements kvpb.PDServer: a store's report of itself
-// and of the regions it leads; the response carries the operators for
-// those regions and the store directory.
+// and of the regions it leads whose report changed (the directory keeps
+// the others' last report); the response carries the operators for the
+// regions it leads and the store directory, and asks for a report of
+// every region the store leads while this leader has none.
 func (s *Server) StoreHeartbeat(ctx context.Context, req *kvpb.StoreHeartbeatRequest) (*kvpb.StoreHeartbeatResponse, error) {
 	st, err := s.leading(ctx)
 	if err != nil {
@@ -266,14 +279,18 @@ func (s *Server) StoreHeartbeat(ctx context.Context, req *kvpb.StoreHeartbeatReq
 	st.storesMu.Lock()
 	ss := st.stores[req.Store.Id]
 	ss.replicaCount = req.ReplicaCount
-	ss.leaderCount = uint32(len(req.Regions))
+	ss.leaderCount = max(req.LeaderCount, uint32(len(req.Regions)))
+	if req.RegionsComplete {
+		ss.complete = true
+	}
+	reportAll := !ss.complete
 	st.refreshLivenessLocked(now, s.liveness())
 	st.storesMu.Unlock()
 	for _, r := range req.Regions {
 		st.dir.update(r)
 	}
 	s.retireEmpty(ctx, st)
-	resp := &kvpb.StoreHeartbeatResponse{PdLeaderStore: s.store.StoreID(), Stores: s.Stores()}
+	resp := &kvpb.StoreHeartbeatResponse{PdLeaderStore: s.store.StoreID(), Stores: s.Stores(), ReportAllRegions: reportAll}
 	st.storesMu.Lock()
 	for id, ss := range st.stores {
 		if !ss.up {
@@ -281,7 +298,7 @@ func (s *Server) StoreHeartbeat(ctx context.Context, req *kvpb.StoreHeartbeatReq
 		}
 	}
 	st.storesMu.Unlock()
-	resp.Operators = s.schedule(ctx, st, req.Regions, now)
+	resp.Operators = s.schedule(ctx, st, req.Store.Id, req.Regions, now)
 	return resp, nil
 }
 

@@ -1,0 +1,194 @@
+package pd
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/strata-db/strata/kvpb"
+)
+
+// A PD server (a real one, on a one-store raft store) fed store heartbeats
+// of four stores that hold four regions, one led by each: as the stores
+// report only the regions whose report changed (node/report.go), PD keeps
+// the others' last reports and runs its checkers over every region a
+// store leads only on a patrol.
+
+type hbCluster struct {
+	t   *testing.T
+	s   *Server
+	led map[uint64][]*kvpb.RegionStat // by leader store
+}
+
+// testRegion: region id on the stores, led by the first one's peer.
+func testRegion(id uint64, stores ...uint64) *kvpb.RegionStat {
+	r := &kvpb.Region{Id: id, StartKey: []byte(fmt.Sprintf("k%03d", id)), EndKey: []byte(fmt.Sprintf("k%03d", id+1)),
+		Epoch: &kvpb.RegionEpoch{ConfVer: 5, Version: 5}}
+	st := &kvpb.RegionStat{Region: r, Term: 6, CommitIndex: 10, AppliedIndex: 10, ApproximateSize: 1 << 10, ApproximateKeys: 7}
+	for _, s := range stores {
+		p := &kvpb.Peer{Id: id*10 + s, StoreId: s}
+		r.Peers = append(r.Peers, p)
+		st.Progress = append(st.Progress, &kvpb.PeerProgress{PeerId: p.Id, Match: 10, Active: true})
+	}
+	st.Leader = r.Peers[0]
+	return st
+}
+
+func startHBCluster(t *testing.T, cfg Config) *hbCluster {
+	s, stop := openPDWith(t, t.TempDir(), true, cfg)
+	t.Cleanup(stop)
+	c := &hbCluster{t: t, s: s, led: map[uint64][]*kvpb.RegionStat{
+		1: {testRegion(SystemRegionID, 1, 2, 3), testRegion(100, 1, 2, 3)},
+		2: {testRegion(101, 2, 1, 4)},
+		3: {testRegion(102, 3, 1, 4)},
+		4: {testRegion(103, 4, 2, 3)},
+	}}
+	// A first heartbeat without every region: PD asks for them all.
+	for store := uint64(1); store <= 4; store++ {
+		if resp := c.heartbeat(store, false); !resp.ReportAllRegions {
+			t.Fatalf("PD without a complete report from store %d did not ask for one", store)
+		}
+	}
+	for store := uint64(4); store >= 1; store-- {
+		resp := c.heartbeat(store, true, c.led[store]...)
+		if resp.ReportAllRegions || len(resp.Operators) > 0 {
+			t.Fatalf("store %d's complete report: %v", store, resp)
+		}
+	}
+	return c
+}
+
+func (c *hbCluster) heartbeat(store uint64, complete bool, regions ...*kvpb.RegionStat) *kvpb.StoreHeartbeatResponse {
+	c.t.Helper()
+	resp, err := c.s.StoreHeartbeat(context.Background(), &kvpb.StoreHeartbeatRequest{
+		Store:   &kvpb.Store{Id: store, Address: fmt.Sprintf("127.0.0.1:%d", 1000+store)},
+		Regions: regions, RegionsComplete: complete, LeaderCount: uint32(len(c.led[store])), ReplicaCount: 3})
+	if err != nil || resp.Error != nil {
+		c.t.Fatalf("heartbeat of store %d: %v %v", store, err, resp.GetError())
+	}
+	return resp
+}
+
+func (c *hbCluster) status() *kvpb.ClusterStatusResponse {
+	c.t.Helper()
+	resp, err := c.s.ClusterStatus(context.Background(), &kvpb.ClusterStatusRequest{})
+	if err != nil || resp.Error != nil {
+		c.t.Fatalf("cluster status: %v %v", err, resp.GetError())
+	}
+	return resp
+}
+
+func (c *hbCluster) lead() *leaderState {
+	c.s.leadMu.Lock()
+	defer c.s.leadMu.Unlock()
+	return c.s.lead
+}
+
+func opsString(ops []*kvpb.Operator) string {
+	out := ""
+	for _, op := range ops {
+		out += fmt.Sprintf("[region %d %s store %d] ", op.RegionId, op.Kind, op.Peer.GetStoreId())
+	}
+	return out
+}
+
+// Heartbeats that report no region keep the directory's reports: the
+// regions, their leaders, sizes and keys stay in the cluster status, and
+// the leader counts are the stores' own.
+func TestHeartbeatWithoutRegionsKeepsReports(t *testing.T) {
+	c := startHBCluster(t, Config{})
+	for store := uint64(1); store <= 4; store++ {
+		if resp := c.heartbeat(store, false); resp.ReportAllRegions || len(resp.Operators) > 0 {
+			t.Fatalf("store %d's heartbeat without regions: %v", store, resp)
+		}
+	}
+	st := c.status()
+	if len(st.Regions) != 5 {
+		t.Fatalf("%d regions in the status, want 5", len(st.Regions))
+	}
+	for _, r := range st.Regions {
+		found := false
+		for _, w := range c.led[r.Leader.GetStoreId()] {
+			found = found || w.Region.Id == r.Region.Id
+		}
+		if !found || r.ApproximateSize != 1<<10 || r.ApproximateKeys != 7 || r.CommitIndex != 10 || len(r.Progress) != 3 {
+			t.Fatalf("region %d in the status: %v", r.Region.Id, r)
+		}
+	}
+	for _, ss := range st.Stores {
+		if int(ss.LeaderCount) != len(c.led[ss.Store.Id]) || !ss.Up {
+			t.Fatalf("store %d in the status: %v", ss.Store.Id, ss)
+		}
+	}
+	// A region's traffic is reported while it lasts, and its end.
+	hot := testRegion(100, 1, 2, 3)
+	hot.ReadBytes, hot.ReadQueries, hot.IntervalMs = 4000, 10, 1000
+	c.heartbeat(1, true, hot)
+	if r := c.status().Regions[1]; r.Region.Id != 100 || r.ReadBytesPerSec != 4000 || r.ReadQps != 10 {
+		t.Fatalf("region with traffic: %v", r)
+	}
+	c.heartbeat(1, true, testRegion(100, 1, 2, 3))
+	c.heartbeat(1, false)
+	if r := c.status().Regions[1]; r.Region.Id != 100 || r.ReadBytesPerSec != 0 || r.ReadQps != 0 {
+		t.Fatalf("region whose traffic ended: %v", r)
+	}
+}
+
+// A settled cluster's checkers run over the regions nobody reported only
+// every patrolInterval: a region that needs a replica, known to the
+// directory but not in the heartbeat, gets its operator at the next
+// patrol, not before.
+func TestPatrolRunsOnTimer(t *testing.T) {
+	c := startHBCluster(t, Config{})
+	// Region 100 as if its report had lost a replica (a report the
+	// heartbeat did not carry).
+	c.lead().dir.update(testRegion(100, 1, 2))
+	if resp := c.heartbeat(1, false); len(resp.Operators) > 0 {
+		t.Fatalf("operators before the patrol was due: %s", opsString(resp.Operators))
+	}
+	c.lead().storesMu.Lock()
+	c.lead().stores[1].lastPatrol = time.Now().Add(-patrolInterval)
+	c.lead().storesMu.Unlock()
+	resp := c.heartbeat(1, false)
+	if len(resp.Operators) != 1 || resp.Operators[0].RegionId != 100 || resp.Operators[0].Kind != kvpb.OperatorKind_AddLearner {
+		t.Fatalf("patrol: %s, want a learner for region 100", opsString(resp.Operators))
+	}
+	// With an operator in flight every heartbeat patrols, and decides
+	// no second one for the region.
+	if resp := c.heartbeat(1, false); len(resp.Operators) > 0 {
+		t.Fatalf("second operator: %s", opsString(resp.Operators))
+	}
+}
+
+// A store down longer than DownAfter has its replicas replaced although no
+// region's report changed: the stores' states changed, so the next
+// heartbeat of each leader patrols its regions.
+func TestDownStoreRepairedWithoutReports(t *testing.T) {
+	downAfter := 2 * time.Second
+	c := startHBCluster(t, Config{Schedule: ScheduleConfig{DownAfter: downAfter}})
+	// Store 4 stops; the others keep heartbeating without regions.
+	want := map[uint64]uint64{101: 3, 102: 2} // region -> the store that gets a learner
+	deadline := time.Now().Add(4 * downAfter)
+	for len(want) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no repair of %v", want)
+		}
+		for store := uint64(1); store <= 3; store++ {
+			resp := c.heartbeat(store, false)
+			for _, op := range resp.Operators {
+				if op.Kind != kvpb.OperatorKind_AddLearner || want[op.RegionId] != op.Peer.GetStoreId() {
+					t.Fatalf("store %d got %s", store, opsString(resp.Operators))
+				}
+				delete(want, op.RegionId)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	st := c.status()
+	for _, ss := range st.Stores {
+		if ss.Up != (ss.Store.Id != 4) {
+			t.Fatalf("store %d up=%v", ss.Store.Id, ss.Up)
+		}
+	}
+}
