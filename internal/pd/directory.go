@@ -26,6 +26,19 @@ func epochOlder(a, b *kvpb.RegionEpoch) bool {
 	return a.GetVersion() < b.GetVersion() || (a.GetVersion() == b.GetVersion() && a.GetConfVer() < b.GetConfVer())
 }
 
+// staleReport: report st of a region is older than the directory's entry
+// e for it: an older epoch, or the same epoch from an older Raft term (a
+// leader's report that left before its successor's arrived after it).
+// Leaders report a region only when its report changed (node/report.go),
+// so a stale report would otherwise stand until the next change.
+func staleReport(st, e *kvpb.RegionStat) bool {
+	r, o := st.Region.Epoch, e.Region.Epoch
+	if epochOlder(r, o) {
+		return true
+	}
+	return r.GetVersion() == o.GetVersion() && r.GetConfVer() == o.GetConfVer() && st.Term < e.Term
+}
+
 func overlaps(a, b *kvpb.Region) bool {
 	return (len(a.EndKey) == 0 || bytes.Compare(b.StartKey, a.EndKey) < 0) &&
 		(len(b.EndKey) == 0 || bytes.Compare(a.StartKey, b.EndKey) < 0)
@@ -50,8 +63,8 @@ func (d *directory) update(st *kvpb.RegionStat) {
 	if i < len(d.regions) {
 		if e := d.regions[i]; e.Region.Id == r.Id && bytes.Equal(e.Region.StartKey, r.StartKey) &&
 			bytes.Equal(e.Region.EndKey, r.EndKey) {
-			if epochOlder(r.Epoch, e.Region.Epoch) {
-				return // stale report
+			if staleReport(st, e) {
+				return
 			}
 			if st.Leader == nil {
 				st.Leader = e.Leader
@@ -66,8 +79,8 @@ func (d *directory) update(st *kvpb.RegionStat) {
 			keep = append(keep, e)
 			continue
 		}
-		if e.Region.Id == r.Id && epochOlder(r.Epoch, e.Region.Epoch) {
-			return // stale report
+		if e.Region.Id == r.Id && staleReport(st, e) {
+			return
 		}
 		if e.Region.Id != r.Id && e.Region.Epoch.GetVersion() > r.Epoch.GetVersion() {
 			// A newer region (split off later) covers part of this

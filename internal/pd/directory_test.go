@@ -55,3 +55,30 @@ func TestDirectoryUpdate(t *testing.T) {
 		t.Fatalf("leader lost: %v", d.byID(4).Leader)
 	}
 }
+
+// TestDirectoryIgnoresOlderTerm: of two reports of a region at the same
+// epoch, the one from an older Raft term (a leader's report that arrives
+// after its successor's) does not replace the newer one; a newer epoch
+// always does.
+func TestDirectoryIgnoresOlderTerm(t *testing.T) {
+	d := &directory{}
+	report := func(version, term, leader uint64) *kvpb.RegionStat {
+		st := dirRegion(2, "", "m", version, 1)
+		st.Term, st.Leader = term, &kvpb.Peer{Id: leader, StoreId: leader}
+		return st
+	}
+	for i, s := range []struct {
+		r          *kvpb.RegionStat
+		wantLeader uint64
+	}{
+		{report(1, 5, 1), 1},
+		{report(1, 6, 2), 2}, // the new leader
+		{report(1, 5, 1), 2}, // the old leader's late report
+		{report(2, 7, 3), 3}, // a newer epoch
+	} {
+		d.update(s.r)
+		if got := d.byID(2).Leader.GetId(); got != s.wantLeader {
+			t.Fatalf("step %d: leader %d, want %d", i, got, s.wantLeader)
+		}
+	}
+}
