@@ -820,7 +820,8 @@ type GCStats struct {
 // from applied state in chunks of at most chunk keys (<= 0: 4096), each
 // proposed through the region's Raft log under the region's epoch, so every
 // replica applies the same deletions and a crash replays them. Each chunk
-// also records the safe point (mvcc.PutGCSafePoint).
+// also records the safe point (mvcc.PutGCSafePoint). A region with nothing
+// to delete proposes nothing.
 //
 // Before the first chunk it raises the store's GC safe point: from then on
 // reads below safePoint fail. safePoint must not be below the store's
@@ -851,9 +852,17 @@ func (s *Server) GC(ctx context.Context, regionID, safePoint uint64, chunk int) 
 		}
 		b := s.engine.NewBatch()
 		res, err := mvcc.GC(s.db, b, start, r.EndKey, safePoint, chunk)
-		if err == nil && (res.Versions > 0 || st.Chunks == 0) {
-			// The record goes with the first chunk even when it deletes
-			// nothing, so the region's safe point is known after a restart.
+		if err == nil && res.Versions == 0 {
+			// Nothing (more) to delete: nothing is proposed. An idle
+			// region's GC is then a read of its applied state, which
+			// neither writes its Raft log nor wakes it from hibernation
+			// every pass; reads below safePoint see what they always saw,
+			// and the record of the last chunk that deleted something
+			// keeps the safe point of those deletions across restarts.
+			b.Close()
+			return st, nil
+		}
+		if err == nil {
 			err = mvcc.PutGCSafePoint(b, r.Id, safePoint)
 		}
 		if err != nil {
