@@ -3,6 +3,7 @@ package pd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,5 +191,41 @@ func TestDownStoreRepairedWithoutReports(t *testing.T) {
 		if ss.Up != (ss.Store.Id != 4) {
 			t.Fatalf("store %d up=%v", ss.Store.Id, ss.Up)
 		}
+	}
+}
+
+// Two small regions split apart merge back once they are MinAge old, at
+// the first heartbeat after, not at the next timed patrol: the patrol is
+// due when a region comes of age.
+func TestMergeWhenRegionsComeOfAge(t *testing.T) {
+	minAge := time.Second
+	c := startHBCluster(t, Config{Merge: &MergeConfig{MaxSize: 1 << 20, MaxKeys: 1000, MaxMergedSize: 1 << 30,
+		MaxMergedKeys: 1 << 20, MaxRate: 1 << 20, MinAge: minAge,
+		// The test regions' own boundaries (k101...) are not merged across.
+		Boundary: func(key []byte) bool { return len(key) == 4 }}})
+	// The right half on other stores, led from store 2: the stores stay
+	// balanced, and the merge's first step is a replica move.
+	left, right := testRegion(100, 1, 2, 3), testRegion(110, 2, 1, 4)
+	left.Region.EndKey, right.Region.StartKey, right.Region.EndKey = []byte("k1005"), []byte("k1005"), []byte("k101")
+	left.Region.Epoch.Version, right.Region.Epoch.Version = 6, 6
+	split := time.Now()
+	c.heartbeat(1, false, left)
+	c.heartbeat(2, false, right)
+	for {
+		resp := c.heartbeat(1, false)
+		if len(resp.Operators) > 0 {
+			op := resp.Operators[0]
+			if len(resp.Operators) != 1 || op.RegionId != 100 || !strings.HasPrefix(op.Reason, "merge into region 110") {
+				t.Fatalf("after the split: %s", opsString(resp.Operators))
+			}
+			if took := time.Since(split); took < minAge || took > minAge+patrolInterval/2 {
+				t.Fatalf("merge decided %v after the split (MinAge %v)", took, minAge)
+			}
+			return
+		}
+		if time.Since(split) > minAge+patrolInterval {
+			t.Fatal("no merge")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -55,6 +55,10 @@ type leaderState struct {
 	// source, until the source is seen gone or mergeTimeout passed.
 	ages    map[uint64]regionAge
 	merging map[uint64]pendingMerge
+	// mergeNext: when the next region becomes old enough to merge;
+	// mergePassed: the last such time passed. A store that has not
+	// patrolled since patrols (scheduler.go).
+	mergeNext, mergePassed time.Time
 
 	// detector is the cluster's deadlock detector (deadlock.go), empty
 	// at every new term.

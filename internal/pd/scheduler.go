@@ -24,8 +24,9 @@ import (
 //     anything is in flight (operators, replica moves, merges) or the
 //     store's previous patrol decided something, when a store went up,
 //     down, dead or changed its state since the store's previous patrol,
-//     and otherwise every patrolInterval. The merge checker runs on
-//     patrols only.
+//     when a region it leads becomes old enough to merge (MinAge), and
+//     otherwise every patrolInterval. The merge checker runs on patrols
+//     only.
 //
 // A cluster that is busy balancing, repairing or merging is thus looked
 // at as a whole every second, and one that is settled and idle every
@@ -155,8 +156,9 @@ func (st *leaderState) shapeLocked(now time.Time, downAfter time.Duration) strin
 // every region it leads (see above). storesMu held.
 func (s *Server) patrolDueLocked(st *leaderState, ss *storeState, now time.Time) (bool, string) {
 	shape := st.shapeLocked(now, s.sched.DownAfter)
+	merge := (!st.mergeNext.IsZero() && !now.Before(st.mergeNext)) || ss.lastPatrol.Before(st.mergePassed)
 	return ss.lastPatrol.IsZero() || ss.patrolDecided || shape != ss.patrolShape ||
-		len(st.ops) > 0 || len(st.moves) > 0 || len(st.merging) > 0 ||
+		len(st.ops) > 0 || len(st.moves) > 0 || len(st.merging) > 0 || merge ||
 		now.Sub(ss.lastPatrol) >= patrolInterval, shape
 }
 
@@ -190,6 +192,12 @@ func (s *Server) schedule(ctx context.Context, st *leaderState, store uint64, re
 	decisions := c.Schedule(regions)
 	if s.merge != nil && patrol {
 		decisions = append(decisions, st.mergeLocked(c, *s.merge, regions, now)...)
+	} else if s.merge != nil {
+		// A region reported with a new range starts its merge age now,
+		// and the patrol after it comes of age is due then.
+		for _, r := range regions {
+			st.ageLocked(r, now, s.merge.MinAge)
+		}
 	}
 	if patrol {
 		ss.lastPatrol, ss.patrolShape, ss.patrolDecided = now, shape, len(decisions) > 0
@@ -245,16 +253,17 @@ type regionAge struct {
 func (st *leaderState) mergeLocked(c *Cluster, cfg MergeConfig, regions []*kvpb.RegionStat, now time.Time) []Decision {
 	ages := make(map[uint64]time.Duration, len(c.Regions))
 	seen := make(map[uint64]*kvpb.RegionStat, len(c.Regions))
+	var next time.Time // when the next region comes of age
 	for _, r := range c.Regions {
 		id := r.Region.Id
 		seen[id] = r
-		a, ok := st.ages[id]
-		if !ok || !bytes.Equal(a.start, r.Region.StartKey) || !bytes.Equal(a.end, r.Region.EndKey) {
-			a = regionAge{start: r.Region.StartKey, end: r.Region.EndKey, since: now}
-			st.ages[id] = a
+		ages[id] = st.ageLocked(r, now, 0)
+		if at := st.ages[id].since.Add(cfg.MinAge); ages[id] < cfg.MinAge && (next.IsZero() || at.Before(next)) {
+			next = at
 		}
-		ages[id] = now.Sub(a.since)
 	}
+	st.passMergeLocked(now)
+	st.mergeNext = next
 	for id := range st.ages {
 		if seen[id] == nil {
 			delete(st.ages, id)
@@ -286,6 +295,35 @@ func (st *leaderState) mergeLocked(c *Cluster, cfg MergeConfig, regions []*kvpb.
 		st.merging[md.Source] = pendingMerge{target: md.Target, at: now}
 	}
 	return out
+}
+
+// ageLocked returns how long r has had its range, starting the count now
+// for a region new or with a new range. With minAge, a region that comes
+// of age before the next one known to makes the patrol due then.
+// storesMu held.
+func (st *leaderState) ageLocked(r *kvpb.RegionStat, now time.Time, minAge time.Duration) time.Duration {
+	id := r.Region.Id
+	a, ok := st.ages[id]
+	if !ok || !bytes.Equal(a.start, r.Region.StartKey) || !bytes.Equal(a.end, r.Region.EndKey) {
+		a = regionAge{start: r.Region.StartKey, end: r.Region.EndKey, since: now}
+		st.ages[id] = a
+		if at := now.Add(minAge); minAge > 0 {
+			st.passMergeLocked(now)
+			if st.mergeNext.IsZero() || at.Before(st.mergeNext) {
+				st.mergeNext = at
+			}
+		}
+	}
+	return now.Sub(a.since)
+}
+
+// passMergeLocked records that the time a region came of age passed:
+// every store patrols once after it (the region may be a merge's source,
+// or its neighbour's target), not patrolInterval later. storesMu held.
+func (st *leaderState) passMergeLocked(now time.Time) {
+	if !st.mergeNext.IsZero() && !now.Before(st.mergeNext) {
+		st.mergePassed, st.mergeNext = st.mergeNext, time.Time{}
+	}
 }
 
 func (s *Server) leaderStoreOf(regions []*kvpb.RegionStat, id uint64) uint64 {
