@@ -315,8 +315,8 @@ func (n *Node) heartbeatLoop() {
 	}
 }
 
-// heartbeat reports this store and the regions it leads to PD, and starts
-// the operators PD answers with.
+// heartbeat reports this store and the regions it leads whose report
+// changed (report.go) to PD, and starts the operators PD answers with.
 func (n *Node) heartbeat(ctx context.Context) {
 	info := n.describeStore()
 	req := &kvpb.StoreHeartbeatRequest{ClusterId: n.clusterID, Store: info}
@@ -361,10 +361,11 @@ func (n *Node) heartbeat(ctx context.Context) {
 // load-based split checker).
 //
 // A hibernating leader's Raft state cannot change while it sleeps, so its
-// last report is sent again as it was while no traffic reached it, for up
-// to sleepStatTTL (then it is read afresh, for the size): 2,000 idle
-// regions cost the node a fifth of its idle CPU in Status and encoding
-// otherwise (bench/idle.sh).
+// last report is reused as it was while no traffic reached it, for up to
+// sleepStatTTL (then it is read afresh, for the size): 2,000 idle regions
+// cost the node a fifth of its idle CPU in Status otherwise
+// (bench/idle.sh). The heartbeat then sends it only when it differs from
+// the one last sent (report.go).
 func (n *Node) regionStat(p *raftstore.Peer) *kvpb.RegionStat {
 	r := p.Region()
 	var f kvserver.Flow

@@ -14,7 +14,7 @@ import (
 // TiKV's PD merge checker decides it. It is a pure function like the
 // schedulers, pinned by testdata/scheduler/merge.
 //
-// The server runs it on every store heartbeat when Config.Merge is set
+// The server runs it on a store's patrols when Config.Merge is set
 // (scheduler.go, mergeLocked) and hands a Merge operator to the source's
 // leader, which carries it out through the raft store (raftstore/merge.go).
 //

@@ -16,13 +16,17 @@
 // old leader that does not know it was replaced stops before a new one
 // can start.
 //
-// The region directory is soft state: every store reports the regions it
-// leads once a second (StoreHeartbeat, one RPC per store, not per
-// region), and a new leader seeds it from its own store's replicas. A
-// region reported at a newer epoch replaces every entry it overlaps, so
-// regions that no longer exist drop out. The heartbeat response carries
-// the operators the scheduler (scheduler.go) decided for the store's
-// regions: add a learner, promote it, leave a joint configuration.
+// The region directory is soft state: every store heartbeats once a
+// second (StoreHeartbeat, one RPC per store, not per region) with the
+// regions it leads whose report changed since it last sent one (an idle
+// region's report stands until it changes, or for a minute), and a new
+// leader seeds it from its own store's replicas and asks every store for
+// a complete report. A region reported at a newer epoch replaces every
+// entry it overlaps, so regions that no longer exist drop out; a report
+// from an older Raft term than the entry's is ignored. The heartbeat
+// response carries the operators the scheduler (scheduler.go) decided for
+// the store's regions: add a learner, promote it, leave a joint
+// configuration.
 package pd
 
 import (
@@ -79,7 +83,8 @@ type Config struct {
 	// a zero field takes its default).
 	Schedule ScheduleConfig
 	// Merge, when set, runs the merge checker (merge.go) with these
-	// thresholds on every store heartbeat; nil: regions never merge.
+	// thresholds on the stores' patrols (scheduler.go); nil: regions
+	// never merge.
 	Merge *MergeConfig
 }
 
