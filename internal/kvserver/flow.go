@@ -87,6 +87,12 @@ func (s *Server) noteWrite(region uint64, key []byte, keys, bytes int) {
 func (s *Server) TakeFlow(region uint64) Flow {
 	f := s.flowOf(region)
 	now := time.Now().UnixNano()
+	if f.readQueries.Load() == 0 && f.writeQueries.Load() == 0 {
+		// Nothing served since the previous take, the usual case of an
+		// idle region: loads instead of swaps, no lock (no request, no
+		// sample). A request counted meanwhile waits for the next take.
+		return Flow{Interval: time.Duration(now - f.since.Swap(now))}
+	}
 	out := Flow{
 		ReadBytes: f.readBytes.Swap(0), ReadKeys: f.readKeys.Swap(0), ReadQueries: f.readQueries.Swap(0),
 		WriteBytes: f.writeBytes.Swap(0), WriteKeys: f.writeKeys.Swap(0), WriteQueries: f.writeQueries.Swap(0),

@@ -120,6 +120,12 @@ func (rr *regionReports) pick(stats []*kvpb.RegionStat, now time.Time) (out []*k
 		prev, ok := rr.last[s.Region.Id]
 		if reportReason(prev, ok, s, now) != "" {
 			out = append(out, s)
+		} else if prev.stat != s {
+			// The same report: keep this one, so that the next
+			// comparison with a sleeping leader's reused report is
+			// one of pointers.
+			prev.stat = s
+			rr.last[s.Region.Id] = prev
 		}
 	}
 	return out, len(out) == len(stats)
