@@ -62,10 +62,17 @@ HTTP_PORTS=()
 for ((i = 0; i < NODES; i++)); do
 	join=""
 	((i == 0)) || join=127.0.0.1:$(port 0 3)
-	start_cluster_node "$STRATA_BIN" "$WORK_DIR/n$i" "$(port "$i" 0)" "$(port "$i" 1)" "$(port "$i" 2)" "$(port "$i" 3)" "$join"
+	# On REUSE every node starts before any is waited for: the first one
+	# serves only once a quorum of the system region's replicas runs.
+	NODE_NO_WAIT=$REUSE start_cluster_node "$STRATA_BIN" "$WORK_DIR/n$i" "$(port "$i" 0)" "$(port "$i" 1)" "$(port "$i" 2)" "$(port "$i" 3)" "$join"
 	PIDS+=("$NODE_PID")
 	HTTP_PORTS+=("$(port "$i" 2)")
 done
+if [[ $REUSE == 1 ]]; then
+	for i in "${!PIDS[@]}"; do
+		wait_for_sql 127.0.0.1 "$(port "$i" 0)" "${PIDS[i]}" 120 || { log "node $((i + 1)) did not start"; exit 1; }
+	done
+fi
 replicas=$((NODES < 3 ? NODES : 3))
 wait_cluster_replicated "$replicas" 120 "${HTTP_PORTS[@]}"
 

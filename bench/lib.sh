@@ -306,6 +306,9 @@ start_cluster_node() {
 	echo "=== $(date -u +%FT%T.%3NZ) $bin ${args[*]}" >>"$dir/strata.log"
 	"$bin" "${args[@]}" >>"$dir/strata.log" 2>&1 &
 	NODE_PID=$!
+	# NODE_NO_WAIT=1: return at once (nodes restarted on their data
+	# directories answer only once a quorum of them runs); wait_for_sql later.
+	[[ ${NODE_NO_WAIT:-0} != 1 ]] || return 0
 	if ! wait_for_sql 127.0.0.1 "$sql" "$NODE_PID" 60; then
 		log "Strata node on 127.0.0.1:$sql did not start; last lines of $dir/strata.log:"
 		tail -n 20 "$dir/strata.log" >&2 || true
