@@ -138,6 +138,9 @@ func (e *Engine) Tick(ctx context.Context) error {
 	if err == nil {
 		err = e.refreshPrivileges(ctx, txn)
 	}
+	if err == nil {
+		err = e.refreshStats(ctx, txn)
+	}
 	txn.Rollback(ctx)
 	if err != nil {
 		return err

@@ -65,6 +65,7 @@ type compiled struct {
 	subqueries  []*plan.Subquery
 	version     int64
 	tempVersion int64 // the session's temporary tables when planned
+	stats       *catalog.Stats // the table statistics it was planned with
 	forUpdate   bool
 	columns     []*Column // result columns of query
 	// needs are the privileges the statement needs (privcheck.go);
@@ -486,6 +487,11 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 		return s.runAdmin(ctx, n)
 	case *ast.SplitRegionStmt:
 		return s.runSplit(ctx, n)
+	case *ast.AnalyzeTableStmt:
+		if err := s.checkStmt(ctx, st); err != nil {
+			return nil, err
+		}
+		return s.runAnalyze(ctx, n)
 	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt,
 		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt, *ast.CreateViewStmt, *ast.AlterTableStmt:
 		if err := s.checkStmt(ctx, st); err != nil {
@@ -532,7 +538,8 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 	b.Processes = func() [][]types.Datum { return processRows(s.visibleProcesses(), true) }
 	b.Privileges = s.privilegeRows
 	b.Visible = infoVisibility{s}
-	c := &compiled{version: s.schema.Version, tempVersion: s.x.tempVersion}
+	b.Stats = s.e.stats.Load()
+	c := &compiled{version: s.schema.Version, tempVersion: s.x.tempVersion, stats: b.Stats}
 	var err error
 	switch n := st.(type) {
 	case *ast.SelectStmt:
@@ -583,7 +590,7 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 		}
 	}()
 	var c *compiled
-	if p != nil && p.cached != nil && p.cached.version == s.schema.Version && p.cached.tempVersion == s.x.tempVersion {
+	if p != nil && p.cached != nil && p.cached.version == s.schema.Version && p.cached.tempVersion == s.x.tempVersion && p.cached.stats == s.e.stats.Load() {
 		c = p.cached
 	} else {
 		if c, err = s.compile(st); err != nil {
