@@ -64,7 +64,7 @@ type compiled struct {
 	delete      *plan.Delete
 	subqueries  []*plan.Subquery
 	version     int64
-	tempVersion int64 // the session's temporary tables when planned
+	tempVersion int64          // the session's temporary tables when planned
 	stats       *catalog.Stats // the table statistics it was planned with
 	forUpdate   bool
 	columns     []*Column // result columns of query
