@@ -210,13 +210,16 @@ type statsCollector struct {
 	colls []*collate.Collation
 	ndv   []*hyperloglog.Sketch // per column
 	nulls []int64
-	ix    [][]*hyperloglog.Sketch // per index, per prefix
-	key   []byte
+	// ranges hold the least and greatest values of the columns with
+	// values on a linear scale.
+	ranges []catalog.ColumnStats
+	ix     [][]*hyperloglog.Sketch // per index, per prefix
+	key    []byte
 }
 
 func newStatsCollector(t *catalog.TableInfo) *statsCollector {
 	c := &statsCollector{t: t, colls: make([]*collate.Collation, len(t.Columns)), ndv: make([]*hyperloglog.Sketch, len(t.Columns)),
-		nulls: make([]int64, len(t.Columns)), ix: make([][]*hyperloglog.Sketch, len(t.Indexes))}
+		nulls: make([]int64, len(t.Columns)), ranges: make([]catalog.ColumnStats, len(t.Columns)), ix: make([][]*hyperloglog.Sketch, len(t.Indexes))}
 	for i, col := range t.Columns {
 		c.colls[i] = collate.Lookup(col.Type.GetCollate())
 		c.ndv[i] = hyperloglog.New16()
@@ -239,6 +242,14 @@ func (c *statsCollector) add(row []types.Datum) {
 		}
 		c.key = d.AppendHashKeyCollated(c.key[:0], c.colls[i])
 		c.ndv[i].Insert(c.key)
+		if v, ok := plan.StatPos(d); ok {
+			r := &c.ranges[i]
+			if !r.HasRange {
+				r.HasRange, r.Min, r.Max = true, v, v
+			} else {
+				r.Min, r.Max = min(r.Min, v), max(r.Max, v)
+			}
+		}
 	}
 	for i, ix := range c.t.Indexes {
 		c.key = c.key[:0]
@@ -257,7 +268,8 @@ func (c *statsCollector) result() *catalog.TableStats {
 		// The sketch's estimate may pass the count of non-NULL values
 		// by its error: a column cannot have more.
 		ndv := min(int64(c.ndv[i].Estimate()), c.rows-c.nulls[i])
-		st.Columns[col.ID] = &catalog.ColumnStats{NDV: ndv, Nulls: c.nulls[i]}
+		r := c.ranges[i]
+		st.Columns[col.ID] = &catalog.ColumnStats{NDV: ndv, Nulls: c.nulls[i], HasRange: r.HasRange, Min: r.Min, Max: r.Max}
 	}
 	for i, ix := range c.t.Indexes {
 		card := make([]int64, len(ix.Columns))

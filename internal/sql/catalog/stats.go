@@ -52,6 +52,12 @@ type ColumnStats struct {
 	NDV int64 `json:"ndv"`
 	// Nulls is the number of NULLs.
 	Nulls int64 `json:"nulls"`
+	// Min and Max are the least and greatest values on a linear scale
+	// (numbers as they are, dates and times in seconds; plan.StatPos),
+	// for columns of such types that have a non-NULL value (HasRange).
+	HasRange bool    `json:"has_range,omitempty"`
+	Min      float64 `json:"min,omitempty"`
+	Max      float64 `json:"max,omitempty"`
 }
 
 // Column returns the statistics of column id, or nil.
