@@ -82,25 +82,6 @@ func (s *Stats) Table(id int64) *TableStats {
 	return s.byTable[id]
 }
 
-// With returns a copy of s in which t replaces the table's statistics.
-func (s *Stats) With(t *TableStats) *Stats {
-	out := &Stats{Version: max(s.versionOrZero(), t.Version), byTable: map[int64]*TableStats{}}
-	if s != nil {
-		for id, v := range s.byTable {
-			out.byTable[id] = v
-		}
-	}
-	out.byTable[t.TableID] = t
-	return out
-}
-
-func (s *Stats) versionOrZero() int64 {
-	if s == nil {
-		return 0
-	}
-	return s.Version
-}
-
 func statsKey(tableID int64) []byte {
 	return tablecodec.AppendInt(append([]byte(nil), prefixStats...), tableID)
 }
@@ -152,20 +133,4 @@ func PutStats(ctx context.Context, txn kv.Txn, t *TableStats) (int64, error) {
 		return 0, err
 	}
 	return ver, txn.Set(statsKey(t.TableID), b)
-}
-
-// GetStats reads one table's statistics (nil when it has none).
-func GetStats(ctx context.Context, txn kv.Txn, tableID int64) (*TableStats, error) {
-	v, err := txn.Get(ctx, statsKey(tableID))
-	if errors.Is(err, kv.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var t TableStats
-	if err := json.Unmarshal(v, &t); err != nil {
-		return nil, fmt.Errorf("catalog: corrupt statistics of table %d: %w", tableID, err)
-	}
-	return &t, nil
 }
