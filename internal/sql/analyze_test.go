@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-db/strata/internal/sql/plan"
 	"github.com/strata-db/strata/internal/sql/types"
@@ -59,4 +60,47 @@ func explainText(p plan.Plan) string {
 	}
 	walk(p, 0)
 	return b.String()
+}
+
+// TestAutoAnalyze: once the rows changed in an analyzed table pass half of
+// those its statistics counted, the engine analyzes it again by itself; a
+// table never analyzed is left alone.
+func TestAutoAnalyze(t *testing.T) {
+	s := newTestSession(t)
+	mustExec(t, s, "CREATE DATABASE a; USE a; CREATE TABLE t (id INT PRIMARY KEY, v INT); CREATE TABLE u (id INT PRIMARY KEY)")
+	insert := func(table string, from, to int) {
+		var vals []string
+		for i := from; i < to; i++ {
+			if table == "t" {
+				vals = append(vals, "("+strconv.Itoa(i)+",1)")
+			} else {
+				vals = append(vals, "("+strconv.Itoa(i)+")")
+			}
+		}
+		mustExec(t, s, "INSERT INTO "+table+" VALUES "+strings.Join(vals, ","))
+	}
+	insert("t", 0, 2000)
+	insert("u", 0, 2000)
+	mustExec(t, s, "ANALYZE TABLE t")
+	rows := func(table string) string {
+		r := mustExec(t, s, "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'a' AND TABLE_NAME = '"+table+"'")
+		return rowsText(r[0].Rows)
+	}
+	insert("t", 2000, 2500) // a quarter: not yet
+	insert("u", 2000, 4000)
+	time.Sleep(300 * time.Millisecond)
+	if got := rows("t"); got != "2000" {
+		t.Fatalf("TABLE_ROWS %s after a quarter changed, want 2000 (no automatic ANALYZE yet)", got)
+	}
+	insert("t", 2500, 3100) // more than half now
+	deadline := time.Now().Add(10 * time.Second)
+	for rows("t") != "3100" {
+		if time.Now().After(deadline) {
+			t.Fatalf("TABLE_ROWS %s, want 3100 after an automatic ANALYZE", rows("t"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := rows("u"); got != "0" {
+		t.Fatalf("a table never analyzed got statistics: TABLE_ROWS %s", got)
+	}
 }

@@ -162,6 +162,9 @@ func (e *Engine) Tick(ctx context.Context) error {
 	if e.isOwner() {
 		e.kickOwner()
 	}
+	if !e.manual {
+		e.autoAnalyze(e.gcCtx)
+	}
 	return nil
 }
 

@@ -49,6 +49,7 @@ type Engine struct {
 	schema  atomic.Pointer[catalog.Schema]
 	privs   atomic.Pointer[privilege.Snapshot] // accounts (privileges.go)
 	stats   atomic.Pointer[catalog.Stats]      // table statistics (analyze.go)
+	mods    modCounts                          // rows changed since (autoanalyze.go)
 	ids     *idAllocator
 	cluster infoschema.ClusterSource
 	regions RegionAdmin

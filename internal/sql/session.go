@@ -234,8 +234,11 @@ func (s *Session) finish(ctx context.Context, commit bool) error {
 				return err
 			}
 		}
-		return txn.Commit(ctx)
+		err := txn.Commit(ctx)
+		s.commitMods(err == nil)
+		return err
 	}
+	s.commitMods(false)
 	return txn.Rollback(ctx)
 }
 
@@ -677,9 +680,11 @@ func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datu
 			return nil, ec, err
 		}
 	}
+	written := ec.Writes.Tables()
 	if err := ec.Writes.Flush(); err != nil {
 		return nil, ec, err
 	}
+	s.noteMods(written, ec.AffectedRows)
 	if ec.LastInsertID != 0 {
 		s.lastInsertID = ec.LastInsertID
 	}
