@@ -392,9 +392,11 @@ func (s *Store) snapshotOverlaps(r *kvpb.Region) bool {
 }
 
 // destroyMergedAway queues for destruction the local replicas a snapshot
-// of r overlaps that r's range covers at a newer version: r took their
-// range in by a merge this store did not apply in its log (its replica of
-// r was too far behind and gets the merged region by snapshot). A region
+// of r (or a leader's message for r, which this store has no replica of)
+// overlaps that r's range covers at a newer version: r took their range
+// in by a merge this store did not apply in its log (its replica of r was
+// too far behind and gets the merged region by snapshot, or was removed
+// before it took a frozen source in). A region
 // split off r later would have a newer version than r's, and a region r
 // was split from an older version but a wider range, so neither is
 // touched. The snapshot is refused until they are gone (the leader sends
@@ -405,15 +407,18 @@ func (s *Store) destroyMergedAway(r *kvpb.Region) {
 			continue
 		}
 		qr := q.Region()
-		if !s.dataOverlaps(qr, r) {
-			continue
-		}
-		inside := bytes.Compare(qr.StartKey, r.StartKey) >= 0 &&
-			(len(r.EndKey) == 0 || (len(qr.EndKey) > 0 && bytes.Compare(qr.EndKey, r.EndKey) <= 0))
-		if inside && qr.Epoch.GetVersion() < r.Epoch.GetVersion() {
-			s.queueStale(q, 0, fmt.Sprintf("a snapshot of region %d at version %d covers its range", r.Id, r.Epoch.GetVersion()))
+		if s.dataOverlaps(qr, r) && coveredAtNewer(qr, r) {
+			s.queueStale(q, 0, fmt.Sprintf("region %d at version %d covers its range", r.Id, r.Epoch.GetVersion()))
 		}
 	}
+}
+
+// coveredAtNewer reports whether r's range covers q's and r's version is
+// newer than q's.
+func coveredAtNewer(q, r *kvpb.Region) bool {
+	inside := bytes.Compare(q.StartKey, r.StartKey) >= 0 &&
+		(len(r.EndKey) == 0 || (len(q.EndKey) > 0 && bytes.Compare(q.EndKey, r.EndKey) <= 0))
+	return inside && q.Epoch.GetVersion() < r.Epoch.GetVersion()
 }
 
 // dataOverlaps reports whether two regions' data share engine keys (their
