@@ -104,3 +104,20 @@ func TestAutoAnalyze(t *testing.T) {
 		t.Fatalf("a table never analyzed got statistics: TABLE_ROWS %s", got)
 	}
 }
+
+// TestAnalyzeNeedsSelectAndInsert: as in MySQL, ANALYZE TABLE needs SELECT
+// and INSERT on the table (1142 otherwise).
+func TestAnalyzeNeedsSelectAndInsert(t *testing.T) {
+	root := newTestSession(t)
+	mustExec(t, root, "CREATE DATABASE g; CREATE TABLE g.t (id INT PRIMARY KEY); CREATE USER u; GRANT SELECT ON g.t TO u")
+	u := root.e.NewSession("u", "localhost")
+	defer u.Close()
+	_, err := u.Execute(context.Background(), "ANALYZE TABLE g.t")
+	if err == nil || !strings.Contains(err.Error(), "1142") {
+		t.Fatalf("ANALYZE TABLE with SELECT only: %v, want 1142", err)
+	}
+	mustExec(t, root, "GRANT INSERT ON g.t TO u")
+	if r := mustExec(t, u, "ANALYZE TABLE g.t"); rowsText(r[0].Rows) != "g.t analyze status OK" {
+		t.Fatalf("ANALYZE TABLE with SELECT and INSERT: %q", rowsText(r[0].Rows))
+	}
+}
