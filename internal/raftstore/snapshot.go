@@ -401,16 +401,41 @@ func (s *Store) snapshotOverlaps(r *kvpb.Region) bool {
 // was split from an older version but a wider range, so neither is
 // touched. The snapshot is refused until they are gone (the leader sends
 // it again), and it brings their data back.
-func (s *Store) destroyMergedAway(r *kvpb.Region) {
+//
+// With orphansOnly (a leader's message, not a snapshot), only frozen merge
+// sources whose target has no initialized replica here go: a target
+// replica here that has still to apply the merge needs its source.
+func (s *Store) destroyMergedAway(r *kvpb.Region, orphansOnly bool) {
 	for _, q := range s.Peers() {
 		if q.regionID == r.Id || !q.Initialized() || q.removed.Load() {
 			continue
+		}
+		if orphansOnly {
+			s.mu.RLock()
+			orphan := s.orphanedSourceLocked(q)
+			s.mu.RUnlock()
+			if !orphan {
+				continue
+			}
 		}
 		qr := q.Region()
 		if s.dataOverlaps(qr, r) && coveredAtNewer(qr, r) {
 			s.queueStale(q, 0, fmt.Sprintf("region %d at version %d covers its range", r.Id, r.Epoch.GetVersion()))
 		}
 	}
+}
+
+// orphanedSourceLocked reports whether q is a merge's source frozen here
+// whose target has no initialized replica on this store: nothing here
+// will apply the CommitMerge that takes it in (a target replica that will
+// needs its store's source replica, catchUpSource). s.mu held.
+func (s *Store) orphanedSourceLocked(q *Peer) bool {
+	ms := q.merge.Load()
+	if ms == nil {
+		return false
+	}
+	t, ok := s.peers[ms.Target.GetId()]
+	return !ok || !t.Initialized() || t.removed.Load()
 }
 
 // coveredAtNewer reports whether r's range covers q's and r's version is

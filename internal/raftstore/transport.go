@@ -99,7 +99,7 @@ func (s *Store) Receive(env *kvpb.RaftMessage) error {
 			return fmt.Errorf("raftstore: corrupt snapshot header: %w", err)
 		}
 		if h.Region.GetId() != env.RegionId || s.snapshotOverlaps(h.Region) {
-			s.destroyMergedAway(h.Region)
+			s.destroyMergedAway(h.Region, false)
 			return fmt.Errorf("raftstore: snapshot of region %d overlaps a local region; refused", env.RegionId)
 		}
 	}
@@ -131,7 +131,7 @@ func (s *Store) Receive(env *kvpb.RaftMessage) error {
 func (s *Store) peerFor(env *kvpb.RaftMessage, m *pb.Message) (*Peer, error) {
 	p, covering, err := s.findOrCreatePeer(env, m)
 	if covering != nil {
-		s.destroyMergedAway(covering)
+		s.destroyMergedAway(covering, true)
 	}
 	return p, err
 }
@@ -177,14 +177,13 @@ func (s *Store) findOrCreatePeer(env *kvpb.RaftMessage, m *pb.Message) (_ *Peer,
 		if isVote(m) && len(s.pendingVotes) < maxPendingVotes {
 			s.pendingVotes = append(s.pendingVotes, env)
 		}
-		if isLeaderMessage(m) && coveredAtNewer(q.Region(), probe) {
+		if isLeaderMessage(m) && coveredAtNewer(q.Region(), probe) && s.orphanedSourceLocked(q) {
 			// A leader places a replica of a region here whose range
-			// may cover, at a newer version, replicas this store still
-			// holds: regions merged into it that this store never
-			// took in (a merge's source whose target replica here was
-			// removed before it applied the merge). They go, and the
-			// leader's next message creates the replica, which gets
-			// their data back by snapshot.
+			// covers, at a newer version, a merge's source frozen here
+			// whose target has no replica on this store to take it in
+			// (it was removed before it applied the merge). The source
+			// goes, and the leader's next message creates the replica,
+			// which gets the data back by snapshot.
 			return nil, probe, nil
 		}
 		return nil, nil, nil
