@@ -62,6 +62,19 @@ const (
 	minSortRun = 256
 )
 
+// spillCounters count, for the whole process, the temporary files
+// statements created and the bytes written to them (SpillStats).
+var spillCounters struct {
+	files, bytes atomic.Int64
+}
+
+// SpillStats returns how many temporary files statements past their
+// memory quota have created since the process started, and how many bytes
+// they wrote to them (counted when a file is removed).
+func SpillStats() (files, bytes int64) {
+	return spillCounters.files.Load(), spillCounters.bytes.Load()
+}
+
 // tmpFiles are the temporary files of one statement.
 type tmpFiles struct {
 	used    atomic.Bool // a file or closer was registered
@@ -122,6 +135,7 @@ func (c *Context) newSpillFile() (*spillFile, error) {
 	if err != nil {
 		return nil, spillErr(err)
 	}
+	spillCounters.files.Add(1)
 	c.tmp.used.Store(true)
 	c.tmp.mu.Lock()
 	if c.tmp.files == nil {
@@ -155,6 +169,7 @@ func (s *spillFile) write(row []types.Datum) error {
 
 // remove deletes the file.
 func (s *spillFile) remove(c *Context) {
+	spillCounters.bytes.Add(s.bytes)
 	c.tmp.mu.Lock()
 	delete(c.tmp.files, s.f)
 	c.tmp.mu.Unlock()

@@ -1,0 +1,94 @@
+package sql
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/strata-db/strata/internal/sql/exec"
+)
+
+// spillCase is a query that holds more rows than a small quota.
+type spillCase struct {
+	q string
+	// unsorted: the query has no ORDER BY, and a spilled run returns its
+	// rows in another order.
+	unsorted bool
+	// noSpill: the operator cannot spill this query; past the quota it
+	// fails with 8175 even when spilling is on.
+	noSpill bool
+}
+
+// runSpillCases runs each query without a quota and with quota bytes:
+// spilled, it returns the same rows, creates temporary files (the process
+// counter moves) and leaves none behind; with spilling off it fails with
+// 8175.
+func runSpillCases(t *testing.T, s *Session, dir string, quota string, cases []spillCase) {
+	t.Helper()
+	for _, tc := range cases {
+		mustExec(t, s, "SET tidb_mem_quota_query = DEFAULT")
+		mustExec(t, s, "SET tidb_enable_tmp_storage_on_oom = ON")
+		want, err := queryText(t, s, tc.q)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.q, err)
+		}
+		mustExec(t, s, "SET tidb_mem_quota_query = "+quota)
+		files, _ := exec.SpillStats()
+		got, err := queryText(t, s, tc.q)
+		if tc.noSpill {
+			if !is8175(err) {
+				t.Errorf("%s past the quota: err = %v, want 8175", tc.q, err)
+			}
+		} else {
+			if err != nil {
+				t.Fatalf("%s with a small quota: %v", tc.q, err)
+			}
+			if tc.unsorted {
+				want, got = sortedLines(want), sortedLines(got)
+			}
+			if got != want {
+				t.Errorf("%s spilled:\n%s\nwant:\n%s", tc.q, trimText(got), trimText(want))
+			}
+			if after, _ := exec.SpillStats(); after == files {
+				t.Errorf("%s: no temporary file was created", tc.q)
+			}
+		}
+		if left, _ := os.ReadDir(dir); len(left) > 0 {
+			t.Errorf("%s left %d temporary files", tc.q, len(left))
+		}
+		mustExec(t, s, "SET tidb_enable_tmp_storage_on_oom = OFF")
+		if _, err := queryText(t, s, tc.q); !is8175(err) {
+			t.Errorf("%s without spilling: err = %v, want 8175", tc.q, err)
+		}
+	}
+}
+
+func trimText(s string) string {
+	if len(s) > 2000 {
+		return s[:2000] + "..."
+	}
+	return s
+}
+
+// TestSpillWindow: window functions over more rows than the quota, in
+// many partitions and in one partition larger than the quota.
+func TestSpillWindow(t *testing.T) {
+	s, dir := spillSession(t, 20000)
+	sum := func(inner string) string {
+		return "SELECT COUNT(*), SUM(a), SUM(b), SUM(c), MAX(x), MIN(x) FROM (" + inner + ") z"
+	}
+	runSpillCases(t, s, dir, "300000", []spillCase{
+		// Many partitions (5000 values of g), each small.
+		{q: sum("SELECT id AS x, ROW_NUMBER() OVER (PARTITION BY g ORDER BY id) a, RANK() OVER (PARTITION BY g ORDER BY s) b, SUM(v) OVER (PARTITION BY g ORDER BY s) c FROM t")},
+		{q: "SELECT id, g, LAG(v) OVER w, LEAD(s, 2) OVER w, FIRST_VALUE(s) OVER w, COUNT(*) OVER (PARTITION BY g) FROM t WINDOW w AS (PARTITION BY g ORDER BY id) ORDER BY id LIMIT 10 OFFSET 12000"},
+		// One partition of every row.
+		{q: sum("SELECT id AS x, ROW_NUMBER() OVER (ORDER BY s, id) a, RANK() OVER (ORDER BY g) b, DENSE_RANK() OVER (ORDER BY g) c FROM t")},
+		{q: sum("SELECT id AS x, SUM(v) OVER (ORDER BY g) a, COUNT(s) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) b, AVG(f) OVER () c FROM t")},
+		{q: sum("SELECT s AS x, NTILE(7) OVER (ORDER BY id) a, MAX(v) OVER (ORDER BY id DESC) b, MIN(id) OVER (ORDER BY g RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) c FROM t")},
+		{q: "SELECT id, PERCENT_RANK() OVER w, CUME_DIST() OVER w, FIRST_VALUE(id) OVER w, LAST_VALUE(id) OVER w, NTH_VALUE(id, 3) OVER w FROM t WINDOW w AS (ORDER BY g DESC) ORDER BY id LIMIT 10 OFFSET 9000"},
+		// LAG over a partition larger than the quota cannot spill.
+		{q: sum("SELECT id AS x, LAG(id) OVER (ORDER BY id) a, 1 b, 1 c FROM t"), noSpill: true},
+	})
+}
+
+var _ = strings.Join
