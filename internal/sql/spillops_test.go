@@ -2,7 +2,6 @@ package sql
 
 import (
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/strata-db/strata/internal/sql/exec"
@@ -91,4 +90,31 @@ func TestSpillWindow(t *testing.T) {
 	})
 }
 
-var _ = strings.Join
+// TestSpillSetOps: UNION (distinct), EXCEPT and INTERSECT, with and
+// without ALL, over more distinct rows than the quota holds.
+func TestSpillSetOps(t *testing.T) {
+	s, dir := spillSession(t, 20000)
+	sum := func(inner string) string { return "SELECT COUNT(*), SUM(a), SUM(LENGTH(b)), MAX(b) FROM (" + inner + ") z" }
+	runSpillCases(t, s, dir, "300000", []spillCase{
+		{q: sum("SELECT id AS a, s AS b FROM t UNION SELECT k, name FROM u")},
+		{q: sum("SELECT g AS a, s AS b FROM t UNION SELECT g, name FROM u UNION SELECT id % 7000, s FROM t")},
+		{q: "SELECT id, s FROM t WHERE id % 2 = 0 UNION SELECT k, name FROM u ORDER BY id DESC, s LIMIT 5 OFFSET 8000"},
+		{q: sum("SELECT id AS a, s AS b FROM t EXCEPT SELECT k, name FROM u")},
+		{q: sum("SELECT g AS a, s AS b FROM t EXCEPT SELECT g, s FROM t WHERE id % 3 = 0")},
+		{q: sum("SELECT g % 3000 AS a, id % 5 AS b FROM t EXCEPT ALL SELECT g, w FROM u")},
+		{q: sum("SELECT g AS a, id % 5 AS b FROM t INTERSECT SELECT g, w FROM u")},
+		{q: sum("SELECT g % 3000 AS a, id % 5 AS b FROM t INTERSECT ALL SELECT g, w FROM u")},
+		{q: sum("SELECT id AS a, s AS b FROM t INTERSECT SELECT id, s FROM t WHERE id % 4 <> 1")},
+	})
+}
+
+// TestSpillNestedLoop: a join without an equality keeps its inner side
+// on disk past the quota (inner and left joins).
+func TestSpillNestedLoop(t *testing.T) {
+	s, dir := spillSession(t, 3000)
+	runSpillCases(t, s, dir, "150000", []spillCase{
+		{q: "SELECT COUNT(*), SUM(t.v), SUM(u.w) FROM t JOIN u ON t.g < u.g AND u.k % 97 = t.id % 89"},
+		{q: "SELECT COUNT(*), COUNT(u.k), SUM(u.w), MAX(u.name) FROM t LEFT JOIN u ON u.k BETWEEN t.id * 2 AND t.id * 2 + 1 AND u.w <> 3"},
+		{q: "SELECT t.id, u.k, u.name FROM t JOIN u ON u.k BETWEEN t.id * 2 - 2 AND t.id * 2 AND t.s > u.name WHERE t.id % 100 = 7", unsorted: true},
+	})
+}
