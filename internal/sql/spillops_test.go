@@ -94,7 +94,9 @@ func TestSpillWindow(t *testing.T) {
 // without ALL, over more distinct rows than the quota holds.
 func TestSpillSetOps(t *testing.T) {
 	s, dir := spillSession(t, 20000)
-	sum := func(inner string) string { return "SELECT COUNT(*), SUM(a), SUM(LENGTH(b)), MAX(b) FROM (" + inner + ") z" }
+	sum := func(inner string) string {
+		return "SELECT COUNT(*), SUM(a), SUM(LENGTH(b)), MAX(b) FROM (" + inner + ") z"
+	}
 	runSpillCases(t, s, dir, "300000", []spillCase{
 		{q: sum("SELECT id AS a, s AS b FROM t UNION SELECT k, name FROM u")},
 		{q: sum("SELECT g AS a, s AS b FROM t UNION SELECT g, name FROM u UNION SELECT id % 7000, s FROM t")},
