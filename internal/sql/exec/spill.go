@@ -43,6 +43,7 @@ import (
 	"sync/atomic"
 
 	"github.com/strata-db/strata/internal/sql/codec"
+	"github.com/strata-db/strata/internal/sql/plan"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
 )
@@ -327,3 +328,133 @@ type memStater interface {
 }
 
 func (a *memAcct) memStats() (peak, disk int64) { return a.peak, a.disk }
+
+// Spool holds the rows of a query's result past what the statement's
+// quota holds, in a temporary file, for the caller to read after the
+// statement has ended (the MySQL front end sends a result while reading
+// it). The caller must Close it.
+type Spool struct {
+	file *spillFile
+	r    *spillReader
+	n    int64
+}
+
+// QuerySpooled is Query for a caller that reads a large result as a
+// stream: once the rows take the statement past its quota (and it may
+// spill), they all move to a Spool, so that the operators still running
+// have the quota, and the rest follow there. rows are those held in
+// memory (none when spooled).
+func QuerySpooled(c *Context, p plan.Plan) (rows [][]types.Datum, sp *Spool, err error) {
+	e, err := Build(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	var acct memAcct
+	defer func() {
+		if err != nil && sp != nil {
+			sp.file.remove(c)
+			sp = nil
+		}
+	}()
+	for {
+		if err := c.Ctx.Err(); err != nil {
+			return nil, sp, err
+		}
+		batch, err := e.Next(c)
+		if err != nil {
+			return nil, sp, err
+		}
+		if batch == nil {
+			break
+		}
+		if sp != nil {
+			for _, r := range batch {
+				if err := sp.file.write(r); err != nil {
+					return nil, sp, err
+				}
+			}
+			continue
+		}
+		for _, r := range batch {
+			if acct.grow(c, RowSize(r)) && sp == nil {
+				if !c.canSpill() {
+					return nil, nil, c.Mem.overErr()
+				}
+				f, err := c.newSpillFile()
+				if err != nil {
+					return nil, nil, err
+				}
+				sp = &Spool{file: f}
+				for _, r := range rows {
+					if err := f.write(r); err != nil {
+						return nil, sp, err
+					}
+				}
+				rows = nil
+				acct.release(c)
+			}
+			if sp != nil {
+				if err := sp.file.write(r); err != nil {
+					return nil, sp, err
+				}
+				continue
+			}
+			rows = append(rows, r)
+		}
+	}
+	if sp == nil {
+		return rows, nil, nil
+	}
+	// The file outlives the statement: Close removes it.
+	c.tmp.mu.Lock()
+	delete(c.tmp.files, sp.file.f)
+	c.tmp.mu.Unlock()
+	r, err := sp.file.reader()
+	if err != nil {
+		sp.Close()
+		return nil, nil, err
+	}
+	sp.r, sp.n = r, sp.file.rows
+	return nil, sp, nil
+}
+
+// Len is the number of rows in the spool.
+func (s *Spool) Len() int64 {
+	if s == nil {
+		return 0
+	}
+	return s.n
+}
+
+// Next returns the next batch of rows, nil at the end.
+func (s *Spool) Next() ([][]types.Datum, error) {
+	if s == nil || s.r == nil {
+		return nil, nil
+	}
+	var out [][]types.Datum
+	for len(out) < BatchSize {
+		row, err := s.r.next()
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			break
+		}
+		out = append(out, row)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// Close removes the spool's file.
+func (s *Spool) Close() {
+	if s == nil || s.file == nil {
+		return
+	}
+	spillCounters.bytes.Add(s.file.bytes)
+	s.file.f.Close()
+	os.Remove(s.file.f.Name())
+	s.file, s.r = nil, nil
+}
