@@ -120,3 +120,15 @@ func TestSpillNestedLoop(t *testing.T) {
 		{q: "SELECT t.id, u.k, u.name FROM t JOIN u ON u.k BETWEEN t.id * 2 - 2 AND t.id * 2 AND t.s > u.name WHERE t.id % 100 = 7", unsorted: true},
 	})
 }
+
+// TestSpillRecursiveCTE: a recursive CTE keeps two rounds in memory and
+// its earlier rounds on disk; the keys of UNION (distinct) cannot spill.
+func TestSpillRecursiveCTE(t *testing.T) {
+	s, dir := spillSession(t, 1000)
+	runSpillCases(t, s, dir, "300000", []spillCase{
+		{q: "WITH RECURSIVE r (n, s) AS (SELECT id, s FROM t UNION ALL SELECT n + 1000, s FROM r WHERE n < 29000) SELECT COUNT(*), SUM(n), MAX(s), MIN(s) FROM r"},
+		{q: "WITH RECURSIVE r (n, s) AS (SELECT id, s FROM t UNION ALL SELECT n + 1000, s FROM r WHERE n < 29000) SELECT n, s FROM r ORDER BY n DESC LIMIT 3 OFFSET 20000"},
+		// Every row's key is held to drop repeats: 30000 keys do not fit.
+		{q: "WITH RECURSIVE r (n, s) AS (SELECT id, s FROM t UNION SELECT n + 1000, s FROM r WHERE n < 29000) SELECT COUNT(*), SUM(n), MAX(s), MIN(s) FROM r", noSpill: true},
+	})
+}
