@@ -2,8 +2,9 @@ package exec
 
 // Spilling to disk.
 //
-// Operators that hold rows (hash aggregation, hash join, sort, DISTINCT)
-// charge them to the statement's MemTracker. When a charge takes the
+// Operators that hold rows (hash aggregation, hash join, nested loop,
+// sort, DISTINCT, set operations, window functions, recursive CTEs, a
+// result being spooled) charge them to the statement's MemTracker. When a charge takes the
 // statement past its quota and spilling is allowed (Context.NoSpill false,
 // tidb_enable_tmp_storage_on_oom), the operator moves rows to temporary
 // files instead of failing:
@@ -17,8 +18,15 @@ package exec
 //   - hash join moves its build side to partition files by the hash of
 //     the join key, writes the probe side to files partitioned alike, and
 //     joins partition by partition;
-//   - DISTINCT writes rows whose key it does not hold to partition files
-//     and deduplicates each file on its own.
+//   - DISTINCT (and UNION, a DISTINCT over UNION ALL) writes rows whose
+//     key it does not hold to partition files and deduplicates each file on
+//     its own;
+//   - EXCEPT and INTERSECT partition both inputs' rows of keys not held
+//     (setopspill.go); a nested loop moves its inner rows to one file
+//     (joinspill.go); window functions sort by window externally and
+//     compute partitions larger than the quota from a file
+//     (windowspill.go); a recursive CTE moves its earlier rounds to a file
+//     (cte.go); QuerySpooled moves a result to a file (Spool).
 //
 // A partition that still does not fit is partitioned again with another
 // hash seed, at most maxSpillDepth times; past that (one join key or one
