@@ -83,8 +83,11 @@ func TestSpillWindow(t *testing.T) {
 		// One partition of every row.
 		{q: sum("SELECT id AS x, ROW_NUMBER() OVER (ORDER BY s, id) a, RANK() OVER (ORDER BY g) b, DENSE_RANK() OVER (ORDER BY g) c FROM t")},
 		{q: sum("SELECT id AS x, SUM(v) OVER (ORDER BY g) a, COUNT(s) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) b, AVG(f) OVER () c FROM t")},
+		{q: sum("SELECT id AS x, SUM(id) OVER (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) a, COUNT(*) OVER (RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) b, LAST_VALUE(g) OVER (ROWS UNBOUNDED PRECEDING) c FROM t")},
 		{q: sum("SELECT s AS x, NTILE(7) OVER (ORDER BY id) a, MAX(v) OVER (ORDER BY id DESC) b, MIN(id) OVER (ORDER BY g RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) c FROM t")},
 		{q: "SELECT id, PERCENT_RANK() OVER w, CUME_DIST() OVER w, FIRST_VALUE(id) OVER w, LAST_VALUE(id) OVER w, NTH_VALUE(id, 3) OVER w FROM t WINDOW w AS (ORDER BY g DESC) ORDER BY id LIMIT 10 OFFSET 9000"},
+		// Two large partitions and a small one; NULLs in the ORDER BY key.
+		{q: sum("SELECT id AS x, SUM(v) OVER (PARTITION BY g < 4000, g >= 4990 ORDER BY s DESC) a, CAST(CUME_DIST() OVER (PARTITION BY id % 2 ORDER BY s) * 100000 AS SIGNED) b, DENSE_RANK() OVER (PARTITION BY id % 2 ORDER BY s) c FROM t")},
 		// LAG over a partition larger than the quota cannot spill.
 		{q: sum("SELECT id AS x, LAG(id) OVER (ORDER BY id) a, 1 b, 1 c FROM t"), noSpill: true},
 	})

@@ -347,15 +347,14 @@ func bigFrame(f *plan.WindowFunc) (kind int, ok bool) {
 	switch {
 	case fr.End.Unbounded && !fr.End.Preceding:
 		return frameWhole, true
-	case fr.End.Current && (!fr.Rows || len(f.Order) == 0):
+	case fr.End.Current && fr.Rows:
+		return frameToRow, true
+	case fr.End.Current && len(f.Order) == 0:
 		// RANGE to the current row is to its last peer; without ORDER
 		// BY every row is a peer.
-		if len(f.Order) == 0 {
-			return frameWhole, true
-		}
-		return frameToPeers, true
+		return frameWhole, true
 	case fr.End.Current:
-		return frameToRow, true
+		return frameToPeers, true
 	}
 	return 0, false
 }
