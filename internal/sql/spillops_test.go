@@ -88,8 +88,12 @@ func TestSpillWindow(t *testing.T) {
 		{q: "SELECT id, PERCENT_RANK() OVER w, CUME_DIST() OVER w, FIRST_VALUE(id) OVER w, LAST_VALUE(id) OVER w, NTH_VALUE(id, 3) OVER w FROM t WINDOW w AS (ORDER BY g DESC) ORDER BY id LIMIT 10 OFFSET 9000"},
 		// Two large partitions and a small one; NULLs in the ORDER BY key.
 		{q: sum("SELECT id AS x, SUM(v) OVER (PARTITION BY g < 4000, g >= 4990 ORDER BY s DESC) a, CAST(CUME_DIST() OVER (PARTITION BY id % 2 ORDER BY s) * 100000 AS SIGNED) b, DENSE_RANK() OVER (PARTITION BY id % 2 ORDER BY s) c FROM t")},
-		// LAG over a partition larger than the quota cannot spill.
-		{q: sum("SELECT id AS x, LAG(id) OVER (ORDER BY id) a, 1 b, 1 c FROM t"), noSpill: true},
+		// LAG and LEAD read the partition's file a second time.
+		{q: sum("SELECT id AS x, LAG(id) OVER (ORDER BY id) a, LEAD(g, 3, -1) OVER (ORDER BY s, id) b, LAG(LENGTH(s), 2, 7) OVER (PARTITION BY id < 19990 ORDER BY f, id) c FROM t")},
+		{q: "SELECT id, LAG(s, 0) OVER w, LEAD(s) OVER w, LAG(s, 5) OVER w FROM t WINDOW w AS (ORDER BY g, id) ORDER BY id LIMIT 5 OFFSET 15000"},
+		// A frame with offsets over a partition larger than the quota
+		// cannot spill.
+		{q: sum("SELECT id AS x, SUM(id) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING) a, 1 b, 1 c FROM t"), noSpill: true},
 	})
 }
 

@@ -203,6 +203,16 @@ func (s *spillFile) reader() (*spillReader, error) {
 	return &spillReader{file: s, r: bufio.NewReaderSize(s.f, 64<<10)}, nil
 }
 
+// readerAt flushes the file and returns a reader from its start that
+// reads at offsets of its own (io.SectionReader), so that several read
+// the file at once.
+func (s *spillFile) readerAt() (*spillReader, error) {
+	if err := s.w.Flush(); err != nil {
+		return nil, spillErr(err)
+	}
+	return &spillReader{file: s, r: bufio.NewReaderSize(io.NewSectionReader(s.f, 0, s.bytes), 16<<10)}, nil
+}
+
 // next returns the next row, or nil at the end.
 func (r *spillReader) next() ([]types.Datum, error) {
 	n, err := binary.ReadUvarint(r.r)

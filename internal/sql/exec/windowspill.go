@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"io"
 	"strings"
 
 	"github.com/strata-db/strata/internal/sql/collate"
@@ -26,12 +27,14 @@ import (
 // them, rather than in input order.
 //
 // Over a partition larger than the quota, the functions computed are
-// ROW_NUMBER, RANK, DENSE_RANK, PERCENT_RANK, CUME_DIST, NTILE, and the
-// aggregates, FIRST_VALUE, LAST_VALUE and NTH_VALUE over the default frame
-// or over a frame from UNBOUNDED PRECEDING to CURRENT ROW or UNBOUNDED
-// FOLLOWING; with ORDER BY, one group of peers (rows with equal ORDER BY
-// values) is held at a time. LAG, LEAD and frames with offsets or starting
-// after the partition's first row fail with 8175 there.
+// ROW_NUMBER, RANK, DENSE_RANK, PERCENT_RANK, CUME_DIST, NTILE, LAG and
+// LEAD (which read the file a second time, offset rows ahead or behind),
+// and the aggregates, FIRST_VALUE, LAST_VALUE and NTH_VALUE over the
+// default frame or over a frame from UNBOUNDED PRECEDING to CURRENT ROW or
+// UNBOUNDED FOLLOWING; with ORDER BY, one group of peers (rows with equal
+// ORDER BY values) is held at a time when a value depends on the last
+// peer. Frames with offsets or starting after the partition's first row
+// fail with 8175 there, as does a group of peers larger than the quota.
 
 // winSource gives windowExec's rows to the first pass: the rows it held,
 // the rest of the batch it was reading, then the rest of its input, each
@@ -379,10 +382,8 @@ func newBigPartition(c *Context, p *winPass) (*bigPartition, error) {
 		vals: make([]types.Datum, len(p.funcs)), nth: make([]int64, len(p.funcs)), ntile: make([]int64, len(p.funcs))}
 	for i, f := range p.funcs {
 		switch f.Name {
-		case "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile":
+		case "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead":
 			continue
-		case "lag", "lead":
-			return nil, c.Mem.overErr()
 		}
 		k, ok := bigFrame(f)
 		if !ok {
@@ -413,6 +414,18 @@ func (b *bigPartition) add(c *Context, row []types.Datum) error {
 				b.nth[i], err = windowIntArg(c, f, 1, in)
 			case "ntile":
 				b.ntile[i], err = windowIntArg(c, f, 0, in)
+			case "lag", "lead":
+				// The offset (default 1), kept in ntile's slot.
+				b.ntile[i] = 1
+				if len(f.Args) > 1 {
+					d, derr := f.Args[1].Eval(c.Eval, in)
+					if derr != nil {
+						return derr
+					}
+					if b.ntile[i], derr = d.ToInt64(); derr != nil || d.IsNull() || b.ntile[i] < 0 {
+						return errWrongArguments(f.Name)
+					}
+				}
 			}
 			if err != nil {
 				return err
@@ -459,8 +472,26 @@ func (b *bigPartition) finish(c *Context) (*bigPartitionRead, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd := &bigPartitionRead{b: b, r: r, accs: make([]expr.Accumulator, len(b.p.funcs)), vals: make([]types.Datum, len(b.p.funcs))}
+	rd := &bigPartitionRead{b: b, r: r, accs: make([]expr.Accumulator, len(b.p.funcs)), vals: make([]types.Datum, len(b.p.funcs)),
+		cursors: make([]*spillReader, len(b.p.funcs))}
 	for i, f := range b.p.funcs {
+		if f.Name == "lag" || f.Name == "lead" {
+			// A second reader of the file, offset rows ahead of the
+			// current row (LEAD) or behind it (LAG).
+			cur, err := b.file.readerAt()
+			if err != nil {
+				return nil, err
+			}
+			if f.Name == "lead" {
+				for k := int64(0); k < b.ntile[i] && k < b.n; k++ {
+					if _, err := cur.next(); err != nil {
+						return nil, err
+					}
+				}
+			}
+			rd.cursors[i] = cur
+			continue
+		}
 		if f.Agg != nil && b.kinds[i] != frameWhole {
 			rd.accs[i] = f.Agg.NewAccumulator()
 		}
@@ -497,7 +528,10 @@ type bigPartitionRead struct {
 	ahead []types.Datum   // the first row of the next group, read
 	accs  []expr.Accumulator
 	vals  []types.Datum // per function: its value (whole frames), NTH_VALUE's row once read
-	done  bool
+	// cursors are LAG's and LEAD's readers of the rows offset from the
+	// current one.
+	cursors []*spillReader
+	done    bool
 }
 
 func (rd *bigPartitionRead) order(c *Context, row []types.Datum) ([]types.Datum, error) {
@@ -646,6 +680,11 @@ func (rd *bigPartitionRead) compute(c *Context, g [][]types.Datum) error {
 				v = types.NewFloat(float64(peerEnd+1) / float64(n))
 			case "ntile":
 				v = types.NewInt(ntileOf(idx, n, b.ntile[i]))
+			case "lag", "lead":
+				var err error
+				if v, err = rd.offsetValue(c, i, f, row, idx); err != nil {
+					return err
+				}
 			default:
 				switch b.kinds[i] {
 				case frameWhole:
@@ -711,4 +750,28 @@ func ntileOf(idx, n, buckets int64) int64 {
 
 func errWrongArguments(name string) error {
 	return sqlerr.New(sqlerr.ErWrongArguments, "HY000", "Incorrect arguments to %s", name)
+}
+
+// offsetValue is LAG's or LEAD's value for row idx: the argument over the
+// row offset rows before or after it, or the default.
+func (rd *bigPartitionRead) offsetValue(c *Context, i int, f *plan.WindowFunc, row []types.Datum, idx int64) (types.Datum, error) {
+	off, n := rd.b.ntile[i], rd.b.n
+	j := idx + off
+	if f.Name == "lag" {
+		j = idx - off
+	}
+	if j >= 0 && j < n {
+		other, err := rd.cursors[i].next()
+		if err != nil {
+			return types.Datum{}, err
+		}
+		if other == nil {
+			return types.Datum{}, spillErr(io.ErrUnexpectedEOF)
+		}
+		return f.Args[0].Eval(c.Eval, other[:rd.b.p.width])
+	}
+	if len(f.Args) > 2 {
+		return f.Args[2].Eval(c.Eval, row[:rd.b.p.width])
+	}
+	return types.Datum{}, nil
 }
