@@ -46,8 +46,11 @@ type winSource struct {
 	done         bool
 }
 
-func (s *winSource) widen(r []types.Datum) []types.Datum {
-	if cap(r) >= s.width+s.funcs && len(r) == s.width {
+// widen returns r with the function slots: in place for a row windowExec
+// allocated (owned, with their capacity), a copy for the input's rows,
+// whose spare capacity may belong to other rows.
+func (s *winSource) widen(r []types.Datum, owned bool) []types.Datum {
+	if owned && cap(r) >= s.width+s.funcs && len(r) == s.width {
 		r = r[:s.width+s.funcs]
 		clear(r[s.width:])
 		return r
@@ -58,12 +61,12 @@ func (s *winSource) widen(r []types.Datum) []types.Datum {
 }
 
 func (s *winSource) Next(c *Context) ([][]types.Datum, error) {
-	for _, src := range []*[][]types.Datum{&s.held, &s.rest} {
+	for i, src := range []*[][]types.Datum{&s.held, &s.rest} {
 		if len(*src) > 0 {
 			n := min(len(*src), BatchSize)
 			out := make([][]types.Datum, n)
-			for i, r := range (*src)[:n] {
-				out[i] = s.widen(r)
+			for j, r := range (*src)[:n] {
+				out[j] = s.widen(r, i == 0)
 			}
 			*src = (*src)[n:]
 			return out, nil
@@ -79,7 +82,7 @@ func (s *winSource) Next(c *Context) ([][]types.Datum, error) {
 	}
 	out := make([][]types.Datum, len(b))
 	for i, r := range b {
-		out[i] = s.widen(r)
+		out[i] = s.widen(r, false)
 	}
 	return out, nil
 }
