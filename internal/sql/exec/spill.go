@@ -394,7 +394,10 @@ func QuerySpooled(c *Context, p plan.Plan) (rows [][]types.Datum, sp *Spool, err
 			continue
 		}
 		for _, r := range batch {
-			if acct.grow(c, RowSize(r)) && sp == nil {
+			// Fewer than minSortRun rows stay in memory past the quota,
+			// as a sort's run does: a statement whose operators hold the
+			// quota still answers a small result from memory.
+			if acct.grow(c, RowSize(r)) && sp == nil && (!c.canSpill() || len(rows) >= minSortRun) {
 				if !c.canSpill() {
 					return nil, nil, c.Mem.overErr()
 				}
