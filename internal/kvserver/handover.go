@@ -3,6 +3,7 @@ package kvserver
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/strata-db/strata/internal/mvcc"
 	"github.com/strata-db/strata/internal/raftstore"
@@ -15,6 +16,11 @@ import (
 // message). Locks past it stay in memory and go with the leadership.
 const maxPersistLockBytes = 512 << 10
 
+// handoverWindow is how long after PersistPessimisticLocks new locks in the
+// region go to the engine: longer than a leader transfer may take (etcd
+// raft abandons one after an election timeout, 1-2 s here).
+const handoverWindow = 3 * time.Second
+
 // PersistPessimisticLocks moves the in-memory pessimistic locks of region
 // regionID, which this store leads, into the engine through one Raft entry
 // (mvcc.PersistPessimisticLocks), before the store hands the region's
@@ -26,24 +32,32 @@ const maxPersistLockBytes = 512 << 10
 // meanwhile). It returns once the entry is committed; the transferee
 // applies it before it serves.
 //
-// It is an optimization, not a guarantee: locks taken after it looks,
-// locks past maxPersistLockBytes, and every lock of a leader that crashes
-// or is cut off are still lost with the leadership, and a prewrite
-// re-checks their keys (mvcc.PessimisticLocks). It costs nothing when the
-// region holds no lock in memory.
+// From its call until handoverWindow later, new locks in the region go to
+// the engine through Raft as well (mvcc.PessimisticLocks.PersistNewLocks),
+// so a lock taken between the move and the handover is not left behind in
+// memory; after the window (the handover happened, or failed and this
+// store leads on) they go to memory again.
+//
+// It is an optimization, not a guarantee: locks past maxPersistLockBytes
+// and every lock of a leader that crashes or is cut off are still lost
+// with the leadership, and a prewrite re-checks their keys
+// (mvcc.PessimisticLocks).
 func (s *Server) PersistPessimisticLocks(ctx context.Context, regionID uint64) (int, error) {
 	table := s.locks.PessimisticLocks()
+	p, ok := s.store.Peer(regionID)
+	if !ok {
+		return 0, nil
+	}
+	r := p.Region()
+	// Before the look: a lock request that staged its lock for the table
+	// earlier and applies after this writes it to its batch instead.
+	table.PersistNewLocks(r.StartKey, r.EndKey, handoverWindow)
 	if table.Len() == 0 {
 		return 0, nil
 	}
 	// As for a lock request: a loss of leadership after this look drops
 	// the locks, and none may come back through the engine.
 	gen := table.Generation()
-	p, ok := s.store.Peer(regionID)
-	if !ok {
-		return 0, nil
-	}
-	r := p.Region()
 	keys := table.Keys(r.StartKey, r.EndKey, maxPersistLockBytes)
 	if len(keys) == 0 {
 		return 0, nil

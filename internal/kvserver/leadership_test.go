@@ -309,3 +309,36 @@ func TestPersistedPessimisticLocksOutliveLeadershipLoss(t *testing.T) {
 		t.Fatalf("commit of txn 10: %v %v %v", err, cm.GetRegionError(), cm.GetError())
 	}
 }
+
+// A lock taken after the region's locks were persisted but before the
+// leadership is handed over goes to the engine as well, and outlives the
+// step-down; before, it stayed in memory and was lost with the leadership.
+func TestLockTakenDuringHandoverOutlivesLeadershipLoss(t *testing.T) {
+	ctx := context.Background()
+	l := newSoloLeader(t)
+	s := l.s
+	k := []byte("k")
+	if moved, err := s.PersistPessimisticLocks(ctx, 2); err != nil || moved != 0 {
+		t.Fatalf("persist with no locks moved %d: %v", moved, err)
+	}
+	resp, err := s.KvPessimisticLock(ctx, &kvpb.PessimisticLockRequest{Context: rctx(), StartVersion: 10, ForUpdateTs: 10,
+		PrimaryLock: k, LockTtl: 3000, Mutations: []*kvpb.Mutation{{Op: kvpb.Op_PessimisticLock, Key: k}}})
+	if err != nil || resp.RegionError != nil || len(resp.Errors) > 0 {
+		t.Fatalf("lock of txn 10: %v %v %v", err, resp.GetRegionError(), resp.GetErrors())
+	}
+	if n := l.table.Len(); n != 0 {
+		t.Fatalf("the lock taken during the handover is in memory (%d locks), want it in the engine", n)
+	}
+
+	l.stepDown()
+	l.waitLeader()
+
+	pw, err := s.KvPrewrite(ctx, &kvpb.PrewriteRequest{Context: rctx(), StartVersion: 20, PrimaryLock: k, LockTtl: 3000,
+		Mutations: []*kvpb.Mutation{{Op: kvpb.Op_Put, Key: k, Value: []byte("v20")}}})
+	if err != nil || pw.RegionError != nil {
+		t.Fatalf("prewrite of txn 20: %v %v", err, pw.GetRegionError())
+	}
+	if len(pw.Errors) == 0 || pw.Errors[0].GetLocked().GetLockVersion() != 10 {
+		t.Fatalf("prewrite of txn 20 over the lock of txn 10: %v, want locked by 10", pw.Errors)
+	}
+}

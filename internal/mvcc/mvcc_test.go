@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/pebble/v2"
@@ -443,6 +444,10 @@ func runCommand(t *testing.T, r pebble.Reader, b *pebble.Batch, d *datadriven.Te
 			return result(t, err)
 		}
 		return fmt.Sprintf("moved %d", n)
+
+	case "persist_new_locks":
+		pessimisticLocksOf(r).PersistNewLocks(args.key("start"), args.key("end"), time.Hour)
+		return "ok"
 
 	case "dump", "lockset":
 		return ""

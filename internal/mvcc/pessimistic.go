@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/strata-db/strata/kvpb"
@@ -43,7 +44,11 @@ import (
 // waiting; the correctness is the prewrite's.
 //
 // When the table holds maxBytes, new pessimistic locks go to the engine
-// through Raft as before. A store that loses the leadership of a region
+// through Raft as before; so do new locks in a range that PersistNewLocks
+// marked while the store hands its region over (TiKV keeps no new
+// in-memory locks while a leader transfer is pending for the same reason:
+// a lock taken after the region's locks were moved would be lost with the
+// leadership). A store that loses the leadership of a region
 // must drop the region's locks (DropRange): the new leader does not know
 // them, and a stale lock here would block writers if the leadership came
 // back.
@@ -66,6 +71,54 @@ type PessimisticLocks struct {
 	bytes    int64
 	maxBytes int64
 	gen      uint64 // DropRange calls; guarded by mu
+	// handover: ranges whose new locks go to the engine until a deadline
+	// (PersistNewLocks); guarded by mu.
+	handover []handoverSpan
+}
+
+type handoverSpan struct {
+	start, end []byte
+	until      time.Time
+}
+
+// PersistNewLocks makes new pessimistic locks on keys in [start, end) (an
+// empty end: no upper bound) go to the engine, through the command's Raft
+// batch, instead of the table for the next d: the store is about to hand
+// the region's leadership over, and moves the locks the table holds there
+// (PersistPessimisticLocks) after this call. A command that staged a lock
+// for the table before this call and applies after it writes the lock to
+// its batch instead (apply), so no lock lands in the table after the move
+// looked. Once d passes (the handover happened, or failed and the store
+// leads on), new locks go to the table again.
+func (p *PessimisticLocks) PersistNewLocks(start, end []byte, d time.Duration) {
+	if p == nil {
+		return
+	}
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	live := p.handover[:0]
+	for _, h := range p.handover {
+		if now.Before(h.until) {
+			live = append(live, h)
+		}
+	}
+	p.handover = append(live, handoverSpan{start: bytes.Clone(start), end: bytes.Clone(end), until: now.Add(d)})
+}
+
+// handingOverLocked reports whether new locks on key go to the engine
+// (PersistNewLocks). p.mu held.
+func (p *PessimisticLocks) handingOverLocked(key []byte) bool {
+	if len(p.handover) == 0 {
+		return false
+	}
+	now := time.Now()
+	for _, h := range p.handover {
+		if now.Before(h.until) && inRange(key, h.start, h.end) {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrLocksDropped is PessimisticLockAsOf's error when the table dropped
@@ -127,7 +180,7 @@ func (p *PessimisticLocks) get(key []byte) *lock {
 func (p *PessimisticLocks) hasRoom(key []byte, l *lock) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.bytes+entryBytes(key, l) <= p.maxBytes
+	return p.bytes+entryBytes(key, l) <= p.maxBytes && !p.handingOverLocked(key)
 }
 
 // memOp is a staged change of the table: put l on key, or delete key's lock
@@ -142,16 +195,22 @@ type memOp struct {
 }
 
 // apply makes the changes of ops. With checkGen, it makes none and reports
-// false if the generation is no longer gen.
-func (p *PessimisticLocks) apply(ops []memOp, checkGen bool, gen uint64) bool {
+// false if the generation is no longer gen. New locks on keys that
+// PersistNewLocks marked since they were staged are not put in the table:
+// they are returned, for the caller to write to the engine instead.
+func (p *PessimisticLocks) apply(ops []memOp, checkGen bool, gen uint64) (toEngine []memOp, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if checkGen && p.gen != gen {
-		return false
+		return nil, false
 	}
 	for _, op := range ops {
 		k := string(op.key)
 		old := p.m[k]
+		if op.l != nil && !op.update && old == nil && p.handingOverLocked(op.key) {
+			toEngine = append(toEngine, op)
+			continue
+		}
 		if op.update && (old == nil || old.startTS != op.startTS) {
 			continue // dropped meanwhile: stays dropped
 		}
@@ -170,7 +229,7 @@ func (p *PessimisticLocks) apply(ops []memOp, checkGen bool, gen uint64) bool {
 		p.bytes += entryBytes(op.key, op.l)
 	}
 	p.n.Store(int64(len(p.m)))
-	return true
+	return toEngine, true
 }
 
 // DropRange forgets every lock on a key in [start, end) (an empty end: no

@@ -34,8 +34,16 @@ func (s *staged) del(key []byte)        { s.ops = append(s.ops, stagedOp{key: ke
 // applyTo adds the engine writes to b and makes the changes of in-memory
 // locks at once (see PessimisticLocks).
 func (s *staged) applyTo(b *pebble.Batch) error {
-	if len(s.memOps) > 0 && !s.memTable.apply(s.memOps, s.checkGen, s.memGen) {
-		return ErrLocksDropped
+	if len(s.memOps) > 0 {
+		toEngine, ok := s.memTable.apply(s.memOps, s.checkGen, s.memGen)
+		if !ok {
+			return ErrLocksDropped
+		}
+		for _, op := range toEngine {
+			l := *op.l
+			l.mem = false
+			s.set(lockKey(op.key), l.encode())
+		}
 	}
 	for _, op := range s.ops {
 		if invariantsEnabled {
