@@ -139,3 +139,16 @@ func TestSpillRecursiveCTE(t *testing.T) {
 		{q: "WITH RECURSIVE r (n, s) AS (SELECT id, s FROM t UNION SELECT n + 1000, s FROM r WHERE n < 29000) SELECT COUNT(*), SUM(n), MAX(s), MIN(s) FROM r", noSpill: true},
 	})
 }
+
+// TestSpillUnderHungryConsumer: an aggregation whose consumer, a hash
+// join's build, holds nearly the whole quota still ends (the shape of the
+// TPC-C consistency check's customer balances under a small quota: each
+// spilled partition used to hold a handful of groups, and the recursion
+// hit its depth limit with 8175).
+func TestSpillUnderHungryConsumer(t *testing.T) {
+	s, dir := spillSession(t, 20000)
+	runSpillCases(t, s, dir, "300000", []spillCase{
+		{q: "SELECT COUNT(*), SUM(x.c), SUM(y.c) FROM t LEFT JOIN (SELECT g, COUNT(*) c, SUM(v) sv FROM t GROUP BY g) x ON x.g = t.g LEFT JOIN (SELECT id, COUNT(*) c FROM t GROUP BY id) y ON y.id = t.id WHERE t.v <> COALESCE(x.sv, 0) - COALESCE(y.c, 0)"},
+		{q: "SELECT COUNT(*), SUM(y.c) FROM u LEFT JOIN (SELECT k % 20000 AS id, g, COUNT(*) c FROM u GROUP BY k % 20000, g) y ON y.id = u.k AND y.g = u.g"},
+	})
+}

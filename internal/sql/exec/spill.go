@@ -69,6 +69,9 @@ const (
 	// the sort keeps collecting past the quota, so that a statement whose
 	// other operators hold the quota does not write a file per row.
 	minSortRun = 256
+	// minSpillHeld is the least an operator holds before it spills
+	// (memAcct.grow).
+	minSpillHeld = 64 << 10
 )
 
 // spillCounters count, for the whole process, the temporary files
@@ -326,12 +329,20 @@ type memAcct struct {
 
 // grow charges n bytes; over is true when the statement is now past its
 // quota (the charge stays: the caller spills and calls release, or fails).
+// When the operator may spill, it is over only once it holds minSpillHeld
+// itself: an operator whose consumer (or producer) holds nearly the whole
+// quota keeps going a little past it rather than spilling a handful of
+// rows at a time, which would take a spilled partition's recursion to its
+// depth limit without making it smaller.
 func (a *memAcct) grow(c *Context, n int64) (over bool) {
 	a.held += n
 	if a.held > a.peak {
 		a.peak = a.held
 	}
-	return !c.Mem.charge(n)
+	if c.Mem.charge(n) {
+		return false
+	}
+	return !c.canSpill() || a.held >= minSpillHeld
 }
 
 // release gives back everything the operator holds.
