@@ -39,7 +39,37 @@ type Result struct {
 	Rows                       [][]types.Datum
 	AffectedRows, LastInsertID uint64
 	Warnings                   uint16
+
+	// spool holds the rows of a result larger than the statement's memory
+	// quota, in a temporary file (only when the session spools results,
+	// SetSpoolResults): Rows is then empty, and the caller reads them with
+	// NextSpooled and must Close the result.
+	spool *exec.Spool
 }
+
+// RowCount is the number of rows of the result.
+func (r *Result) RowCount() int64 { return int64(len(r.Rows)) + r.spool.Len() }
+
+// Spooled reports whether the rows are in a temporary file.
+func (r *Result) Spooled() bool { return r.spool != nil }
+
+// NextSpooled returns the next batch of a spooled result's rows, nil at
+// the end.
+func (r *Result) NextSpooled() ([][]types.Datum, error) { return r.spool.Next() }
+
+// Close removes a spooled result's temporary file.
+func (r *Result) Close() {
+	if r != nil {
+		r.spool.Close()
+		r.spool = nil
+	}
+}
+
+// SetSpoolResults lets a query's result larger than the statement's
+// memory quota go to a temporary file instead of failing with 8175; the
+// caller then reads results with NextSpooled and closes them. The MySQL
+// front end sets it for its connections.
+func (s *Session) SetSpoolResults(on bool) { s.spoolResults = on }
 
 // PreparedStmt is a statement prepared with Session.Prepare.
 type PreparedStmt struct {
@@ -77,11 +107,12 @@ type compiled struct {
 // Session is one client connection's SQL state. It is used by one
 // goroutine at a time.
 type Session struct {
-	e          *Engine
-	user, host string
-	userHost   string // user@host, for USER() and friends
-	connID     uint32
-	parser     *parser.Parser
+	e            *Engine
+	user, host   string
+	userHost     string // user@host, for USER() and friends
+	connID       uint32
+	spoolResults bool // SetSpoolResults
+	parser       *parser.Parser
 
 	db         string
 	autocommit bool
@@ -587,6 +618,7 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 				if ec != nil {
 					cerr = ec.DeferredDup.Err(cerr)
 				}
+				res.Close()
 				res, err = nil, cerr
 				s.lastInsertID = lastInsertID
 			}
@@ -646,6 +678,13 @@ func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datu
 	// Spill files and parallel workers end with the statement.
 	defer ec.Close()
 	if c.query != nil {
+		if s.spoolResults {
+			rows, sp, err := exec.QuerySpooled(ec, c.query)
+			if err != nil {
+				return nil, ec, err
+			}
+			return &Result{Columns: typedColumns(c.columns, rows), Rows: rows, spool: sp}, ec, nil
+		}
 		rows, err := exec.Query(ec, c.query)
 		if err != nil {
 			return nil, ec, err

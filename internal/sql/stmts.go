@@ -323,7 +323,7 @@ func (s *Session) noteCounts(st ast.StmtNode, r *Result) {
 		s.x.rowCount = int64(r.AffectedRows)
 	case *ast.SelectStmt, *ast.SetOprStmt:
 		s.x.rowCount = -1
-		s.x.foundRows = uint64(len(r.Rows))
+		s.x.foundRows = uint64(r.RowCount())
 	case *ast.CreateTableStmt, *ast.DropTableStmt, *ast.AlterTableStmt, *ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt:
 		s.x.rowCount = 0
 	}

@@ -489,6 +489,7 @@ func (s *Session) selectValue(ctx context.Context, e ast.ExprNode) (types.Datum,
 	if err != nil {
 		return types.Null, err
 	}
+	defer res.Close()
 	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
 		return types.Null, sqlerr.New(sqlerr.ErUnknown, "HY000", "SET expression did not produce one value")
 	}
