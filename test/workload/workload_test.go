@@ -8,10 +8,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -198,6 +200,27 @@ func TestStrataStoreConformance(t *testing.T) {
 		},
 		Scans: true,
 	})
+	// Writers of one key conflict; each write is retried until it lands,
+	// as Strata's SET does, so none fails.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 25; i++ {
+				if err := s.Update(drivertest.Context(t), "user-hot", -1, drivertest.Fields(4, 10, fmt.Sprint(w))); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("update of a contended key: %v", err)
+	}
 	args := []string{"--driver", "strata", "--addr", n.GRPCAddr, "--threads", "4"}
 	mustSucceed(t, 400, append([]string{"run", "ycsb", "--workload", "a", "--init", "--drop", "--records", "300", "--operations", "400"}, args...)...)
 	mustSucceed(t, 100, append([]string{"run", "ycsb", "--workload", "e", "--records", "300", "--operations", "100", "--max-scan-length", "10"}, args...)...)

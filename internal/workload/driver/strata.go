@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 // resp driver read what this driver wrote and the other way round. A read
 // is the newest committed value (client.Client.GetLatest, linearizable for
 // the key, as Strata's GET is); a write is a transaction of one key, which
-// commits in one phase.
+// commits in one phase, run again after a write conflict as SET is.
 type strataStore struct {
 	c       *client.Client
 	schema  Schema
@@ -127,17 +128,33 @@ func (s *strataStore) inTxn(ctx context.Context, fn func(kv.Txn) error) (int, er
 	return n, txn.Commit(ctx)
 }
 
-// put writes records keys[i] = fields[i] in one transaction.
+// put writes records keys[i] = fields[i] in one transaction. A write
+// conflict (another transaction committed one of the keys after this one
+// started) is retried with backoff, as Strata's Redis SET does: the writes
+// read nothing, so running them again is always right.
 func (s *strataStore) put(ctx context.Context, keys []string, fields [][][]byte) error {
-	_, err := s.inTxn(ctx, func(txn kv.Txn) error {
-		for i, k := range keys {
-			if err := txn.Set(resp.MetaKey([]byte(k)), resp.StringRecord(EncodeRecord(fields[i]), txn.StartTS())); err != nil {
-				return err
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	backoff := time.Millisecond
+	for {
+		_, err := s.inTxn(ctx, func(txn kv.Txn) error {
+			for i, k := range keys {
+				if err := txn.Set(resp.MetaKey([]byte(k)), resp.StringRecord(EncodeRecord(fields[i]), txn.StartTS())); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err == nil || !kv.IsRetryable(err) || ctx.Err() != nil {
+			return err
 		}
-		return nil
-	})
-	return err
+		select {
+		case <-time.After(backoff/2 + rand.N(backoff)):
+		case <-ctx.Done():
+			return err
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
 }
 
 func (s *strataStore) Insert(ctx context.Context, key string, fields [][]byte) error {
