@@ -6,8 +6,8 @@ import (
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
-// maxRecursion is MySQL's default cte_max_recursion_depth.
-const maxRecursion = 1000
+// DefaultMaxRecursion is MySQL's default cte_max_recursion_depth.
+const DefaultMaxRecursion = 1000
 
 // valuesExec returns constant rows (copies, since consumers may keep and
 // change them).
@@ -177,8 +177,12 @@ func (r *recursiveCTEExec) run(c *Context) error {
 	if err := r.endRound(c, work); err != nil {
 		return err
 	}
+	limit := c.MaxRecursion
+	if limit <= 0 {
+		limit = DefaultMaxRecursion
+	}
 	for n := 0; len(work) > 0; n++ {
-		if n >= maxRecursion {
+		if n >= limit {
 			return sqlerr.New(3636, "HY000", "Recursive query aborted after %d iterations. Try increasing @@cte_max_recursion_depth to a larger value.", n+1)
 		}
 		r.p.Work.Rows = work
