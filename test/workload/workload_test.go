@@ -150,7 +150,13 @@ func TestRESPStoreConformanceOnStrata(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	drivertest.Conformance(t, s, drivertest.Native{
+	drivertest.Conformance(t, s, redisNative(c, false))
+}
+
+// redisNative reads and writes the records of a Strata node through its
+// Redis port (records in the resp driver's value layout).
+func redisNative(c *redis.Client, scans bool) drivertest.Native {
+	return drivertest.Native{
 		Peek: func(ctx context.Context, key string) ([][]byte, error) {
 			v, err := c.Get(ctx, key).Bytes()
 			if errors.Is(err, redis.Nil) {
@@ -166,7 +172,8 @@ func TestRESPStoreConformanceOnStrata(t *testing.T) {
 			k, err := c.Exists(ctx, key).Result()
 			return k == 1, err
 		},
-	})
+		Scans: scans,
+	}
 }
 
 // The strata driver (Strata's Go client, each request to its region's
@@ -182,24 +189,7 @@ func TestStrataStoreConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	drivertest.Conformance(t, s, drivertest.Native{
-		Peek: func(ctx context.Context, key string) ([][]byte, error) {
-			v, err := c.Get(ctx, key).Bytes()
-			if errors.Is(err, redis.Nil) {
-				return nil, nil
-			}
-			if err != nil {
-				return nil, err
-			}
-			return driver.DecodeRecord(v, 4)
-		},
-		PutRaw: func(ctx context.Context, key string, v []byte) error { return c.Set(ctx, key, v, 0).Err() },
-		Exists: func(ctx context.Context, key string) (bool, error) {
-			k, err := c.Exists(ctx, key).Result()
-			return k == 1, err
-		},
-		Scans: true,
-	})
+	drivertest.Conformance(t, s, redisNative(c, true))
 	// Writers of one key conflict; each write is retried until it lands,
 	// as Strata's SET does, so none fails.
 	var wg sync.WaitGroup
