@@ -14,7 +14,9 @@
 #      round robin), repeated, the order alternating each repeat.
 #   2. YCSB through `strata workload run ycsb` against the cluster (target
 #      "strata": SQL_NODE's Redis port; "strata-all": the three Redis ports, each
-#      operation to the next) and a three-member etcd (etcd's defaults, its client
+#      operation to the next; "strata-client": Strata's Go client, --driver
+#      strata, each operation over gRPC to its key's region leader, as TiKV's
+#      go-ycsb driver runs; all three on the same records) and a three-member etcd (etcd's defaults, its client
 #      given the three endpoints), repeated, alternating. MariaDB is stopped first.
 #   3. Failover, FAILOVERS times: sysbench FAILOVER_WORKLOAD at FAILOVER_THREADS
 #      threads spread over the two nodes that will survive, for FAILOVER_PRE
@@ -31,7 +33,7 @@
 #   WORKLOADS="oltp_point_select oltp_read_write oltp_insert"
 #   TARGETS="mariadb strata strata-all"          (sysbench; any subset)
 #   SQL_NODE=1        the node (1-3) target "strata" connects to
-#   YCSB_WORKLOADS="a c"  YCSB_TARGETS="strata strata-all etcd3"  YCSB_TIME=$TIME
+#   YCSB_WORKLOADS="a c"  YCSB_TARGETS="strata strata-all strata-client etcd3"  YCSB_TIME=$TIME
 #   YCSB_THREADS=64  YCSB_RECORDS=100000
 #   FAILOVERS=20  FAILOVER_WORKLOAD=oltp_read_write  FAILOVER_THREADS=8
 #   FAILOVER_PRE=6  FAILOVER_POST=10   (seconds of load before and after each kill)
@@ -92,7 +94,7 @@ WORKLOADS=${WORKLOADS:-oltp_point_select oltp_read_write oltp_insert}
 TARGETS=${TARGETS:-mariadb strata strata-all}
 SQL_NODE=${SQL_NODE:-1}
 YCSB_WORKLOADS=${YCSB_WORKLOADS:-a c}
-YCSB_TARGETS=${YCSB_TARGETS:-strata strata-all etcd3}
+YCSB_TARGETS=${YCSB_TARGETS:-strata strata-all strata-client etcd3}
 YCSB_TIME=${YCSB_TIME:-$TIME}
 YCSB_THREADS=${YCSB_THREADS:-64}
 YCSB_RECORDS=${YCSB_RECORDS:-100000}
@@ -144,9 +146,9 @@ for t in $TARGETS; do
 done
 for t in $YCSB_TARGETS; do
 	case $t in
-	strata | strata-all | etcd3) ;;
+	strata | strata-all | strata-client | etcd3) ;;
 	*)
-		echo "YCSB_TARGETS may name strata, strata-all and etcd3, got '$t'" >&2
+		echo "YCSB_TARGETS may name strata, strata-all, strata-client and etcd3, got '$t'" >&2
 		exit 2
 		;;
 	esac
@@ -188,6 +190,7 @@ for i in "${NODES[@]}"; do
 done
 ALL_SQL_PORTS="${SQL_PORT[1]},${SQL_PORT[2]},${SQL_PORT[3]}"
 ALL_RESP_ADDRS="127.0.0.1:${RESP_PORT[1]},127.0.0.1:${RESP_PORT[2]},127.0.0.1:${RESP_PORT[3]}"
+ALL_GRPC_ADDRS="127.0.0.1:${GRPC_PORT[1]},127.0.0.1:${GRPC_PORT[2]},127.0.0.1:${GRPC_PORT[3]}"
 ETCD3_ENDPOINTS="127.0.0.1:$ETCD3_PORT,127.0.0.1:$((ETCD3_PORT + 2)),127.0.0.1:$((ETCD3_PORT + 4))"
 
 MARIADB_PID=
@@ -533,6 +536,7 @@ ycsb_driver_args() {
 	case $1 in
 	strata) echo "--driver resp --addr 127.0.0.1:${RESP_PORT[SQL_NODE]}" ;;
 	strata-all) echo "--driver resp --addr $ALL_RESP_ADDRS" ;;
+	strata-client) echo "--driver strata --addr $ALL_GRPC_ADDRS" ;;
 	etcd3) echo "--driver etcd --endpoints $ETCD3_ENDPOINTS" ;;
 	esac
 }
@@ -546,7 +550,7 @@ if has_phase ycsb && [[ -z $ABORTED ]]; then
 	loaded=()
 	for t in "${ycsb_targets[@]}"; do
 		ds=$t
-		[[ $t == strata-all ]] && ds=strata
+		[[ $t == strata-all || $t == strata-client ]] && ds=strata
 		[[ " ${loaded[*]} " == *" $ds "* ]] && continue
 		loaded+=("$ds")
 		log "loading $YCSB_RECORDS YCSB records into $ds"
@@ -803,7 +807,7 @@ summarize() {
 		}
 	}
 	END {
-		name["mariadb"] = "MariaDB"; name["strata"] = "Strata, one node"; name["strata-all"] = "Strata, 3 nodes"
+		name["mariadb"] = "MariaDB"; name["strata"] = "Strata, one node"; name["strata-all"] = "Strata, 3 nodes"; name["strata-client"] = "Strata, Go client"
 		name["etcd3"] = "etcd 3 members"
 		goal["oltp_point_select"] = ">= 1.0"; goal["oltp_insert"] = ">= 0.6"; goal["a"] = ">= 5"
 		nt = split(targets, tg, " ")

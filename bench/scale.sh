@@ -7,15 +7,19 @@
 #      nodes' SQL ports, with a small --region-max-size so the tables split while
 #      they grow. It reports the throughput of each and, sampled every 5 s from
 #      /status, the leaders per node (of the table's regions, and of all).
-#   2. Per-node cost: KV95 through `strata workload run kv` (Redis protocol, every
-#      node's port in turn) on clusters of 1, 3 and 5 nodes, reporting throughput
-#      and the CPU seconds all strata processes used per 1,000 operations. On a
+#   2. Per-node cost: KV95 through `strata workload run kv` on clusters of 1, 3
+#      and 5 nodes, reporting throughput and the CPU seconds all strata processes
+#      used per 1,000 operations, for each of KV_DRIVERS: "resp" (Redis protocol,
+#      every node's port in turn: a node forwards a request for a key another
+#      node leads over gRPC) and "strata" (Strata's Go client, each request
+#      straight to its key's region leader, as TiKV's go-ycsb driver runs). On a
 #      2-core machine the nodes share the cores, so throughput cannot grow with
 #      nodes; the CPU per operation is the number that should stay flat.
 #
 # Run it holding the benchmark lock: flock /tmp/strata-bench.lock bash bench/scale.sh
 #
 # Settings (environment variables): TIME=30  THREADS=16  KV_THREADS=32  KV_KEYS=100000
+#   KV_DRIVERS="resp strata"
 #   REGION_MAX_SIZE=4MiB  NODES_LIST="1 3 5"  PHASES="insert kv"
 #   STRATA_PORT=4000 STRATA_RESP_PORT=6380 STRATA_HTTP_PORT=8080 STRATA_GRPC_PORT=20160
 #   WORK_DIR=<mktemp -d>  KEEP_WORK=0  RESULTS_DIR=bench/results
@@ -30,6 +34,7 @@ TIME=${TIME:-30}
 THREADS=${THREADS:-16}
 KV_THREADS=${KV_THREADS:-32}
 KV_KEYS=${KV_KEYS:-100000}
+KV_DRIVERS=${KV_DRIVERS:-resp strata}
 REGION_MAX_SIZE=${REGION_MAX_SIZE:-4MiB}
 NODES_LIST=${NODES_LIST:-"1 3 5"}
 PHASES=${PHASES:-"insert kv"}
@@ -152,26 +157,34 @@ if [[ " $PHASES " == *" insert "* ]]; then
 fi
 
 if [[ " $PHASES " == *" kv "* ]]; then
-	echo "## KV95 (strata workload run kv, Redis protocol), $KV_THREADS threads, $KV_KEYS keys" >>"$REPORT"
+	echo "## KV95 (strata workload run kv), $KV_THREADS threads, $KV_KEYS keys" >>"$REPORT"
 	echo >>"$REPORT"
-	echo "| nodes | ops/s | p99 ms | CPU s per 1,000 ops (all nodes) |" >>"$REPORT"
-	echo "|---:|---:|---:|---:|" >>"$REPORT"
+	echo "| nodes | driver | ops/s | p99 ms | CPU s per 1,000 ops (all nodes) |" >>"$REPORT"
+	echo "|---:|---|---:|---:|---:|" >>"$REPORT"
 	for n in $NODES_LIST; do
 		log "phase 2: KV95 on $n node(s)"
 		start_nodes "$n" "$WORK_DIR/kv$n"
-		addrs=""
-		for ((i = 0; i < n; i++)); do addrs+="${addrs:+,}127.0.0.1:$((STRATA_RESP_PORT + i))"; done
-		"$STRATA_BIN" workload init kv --driver resp --addr "$addrs" --keys "$KV_KEYS" >"$WORK_DIR/kv$n.init" 2>&1
-		before=$(cpu_seconds)
-		"$STRATA_BIN" workload run kv --read-percent 95 --driver resp --addr "$addrs" --keys "$KV_KEYS" \
-			--threads "$KV_THREADS" --duration "${TIME}s" >"$WORK_DIR/kv$n.run" 2>&1 || true
-		after=$(cpu_seconds)
-		summary=$(grep '^_summary' "$WORK_DIR/kv$n.run" | tail -1)
-		ops=$(sed -n 's/.* ops=\([0-9]*\) .*/\1/p' <<<"$summary")
-		ops_s=$(sed -n 's/.* ops\/sec=\([0-9.]*\) .*/\1/p' <<<"$summary")
-		p99=$(sed -n 's/.* p99_ms=\([0-9.]*\).*/\1/p' <<<"$summary")
-		cpu=$(awk -v a="$after" -v b="$before" -v o="${ops:-0}" 'BEGIN { if (o > 0) printf "%.3f", (a - b) * 1000 / o; else print "?" }')
-		echo "| $n | ${ops_s:-?} | ${p99:-?} | $cpu |" >>"$REPORT"
+		resp_addrs="" grpc_addrs=""
+		for ((i = 0; i < n; i++)); do
+			resp_addrs+="${resp_addrs:+,}127.0.0.1:$((STRATA_RESP_PORT + i))"
+			grpc_addrs+="${grpc_addrs:+,}127.0.0.1:$((STRATA_GRPC_PORT + i))"
+		done
+		# One load (the drivers share the resp layout), then each driver.
+		"$STRATA_BIN" workload init kv --driver resp --addr "$resp_addrs" --keys "$KV_KEYS" >"$WORK_DIR/kv$n.init" 2>&1
+		for drv in $KV_DRIVERS; do
+			addrs=$resp_addrs
+			[[ $drv == strata ]] && addrs=$grpc_addrs
+			before=$(cpu_seconds)
+			"$STRATA_BIN" workload run kv --read-percent 95 --driver "$drv" --addr "$addrs" --keys "$KV_KEYS" \
+				--threads "$KV_THREADS" --duration "${TIME}s" >"$WORK_DIR/kv$n-$drv.run" 2>&1 || true
+			after=$(cpu_seconds)
+			summary=$(grep '^_summary' "$WORK_DIR/kv$n-$drv.run" | tail -1)
+			ops=$(sed -n 's/.* ops=\([0-9]*\) .*/\1/p' <<<"$summary")
+			ops_s=$(sed -n 's/.* ops\/sec=\([0-9.]*\) .*/\1/p' <<<"$summary")
+			p99=$(sed -n 's/.* p99_ms=\([0-9.]*\).*/\1/p' <<<"$summary")
+			cpu=$(awk -v a="$after" -v b="$before" -v o="${ops:-0}" 'BEGIN { if (o > 0) printf "%.3f", (a - b) * 1000 / o; else print "?" }')
+			echo "| $n | $drv | ${ops_s:-?} | ${p99:-?} | $cpu |" >>"$REPORT"
+		done
 		stop_nodes
 	done
 	echo >>"$REPORT"

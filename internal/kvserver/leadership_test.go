@@ -289,16 +289,9 @@ func TestPersistedPessimisticLocksOutliveLeadershipLoss(t *testing.T) {
 	l.waitLeader()
 
 	// Transaction 20 finds k locked by 10.
-	pw, err := s.KvPrewrite(ctx, &kvpb.PrewriteRequest{Context: rctx(), StartVersion: 20, PrimaryLock: k, LockTtl: 3000,
-		Mutations: []*kvpb.Mutation{{Op: kvpb.Op_Put, Key: k, Value: []byte("v20")}}})
-	if err != nil || pw.RegionError != nil {
-		t.Fatalf("prewrite of txn 20: %v %v", err, pw.GetRegionError())
-	}
-	if len(pw.Errors) == 0 || pw.Errors[0].GetLocked().GetLockVersion() != 10 {
-		t.Fatalf("prewrite of txn 20 over a persisted lock of txn 10: %v, want locked by 10", pw.Errors)
-	}
+	prewriteFindsLock(t, s, k, 20, 10)
 	// Transaction 10 commits.
-	pw, err = s.KvPrewrite(ctx, &kvpb.PrewriteRequest{Context: rctx(), StartVersion: 10, PrimaryLock: k, LockTtl: 3000, ForUpdateTs: 10,
+	pw, err := s.KvPrewrite(ctx, &kvpb.PrewriteRequest{Context: rctx(), StartVersion: 10, PrimaryLock: k, LockTtl: 3000, ForUpdateTs: 10,
 		Mutations:         []*kvpb.Mutation{{Op: kvpb.Op_Put, Key: k, Value: []byte("v10")}, {Op: kvpb.Op_Lock, Key: m}},
 		IsPessimisticLock: []bool{true, true}, LockForUpdateTs: []uint64{10, 10}})
 	if err != nil || pw.RegionError != nil || len(pw.Errors) > 0 {
@@ -333,12 +326,19 @@ func TestLockTakenDuringHandoverOutlivesLeadershipLoss(t *testing.T) {
 	l.stepDown()
 	l.waitLeader()
 
-	pw, err := s.KvPrewrite(ctx, &kvpb.PrewriteRequest{Context: rctx(), StartVersion: 20, PrimaryLock: k, LockTtl: 3000,
-		Mutations: []*kvpb.Mutation{{Op: kvpb.Op_Put, Key: k, Value: []byte("v20")}}})
+	prewriteFindsLock(t, s, k, 20, 10)
+}
+
+// prewriteFindsLock checks that transaction start's prewrite of key finds
+// it locked by transaction holder.
+func prewriteFindsLock(t *testing.T, s *Server, key []byte, start, holder uint64) {
+	t.Helper()
+	pw, err := s.KvPrewrite(context.Background(), &kvpb.PrewriteRequest{Context: rctx(), StartVersion: start, PrimaryLock: key, LockTtl: 3000,
+		Mutations: []*kvpb.Mutation{{Op: kvpb.Op_Put, Key: key, Value: []byte("v")}}})
 	if err != nil || pw.RegionError != nil {
-		t.Fatalf("prewrite of txn 20: %v %v", err, pw.GetRegionError())
+		t.Fatalf("prewrite of txn %d: %v %v", start, err, pw.GetRegionError())
 	}
-	if len(pw.Errors) == 0 || pw.Errors[0].GetLocked().GetLockVersion() != 10 {
-		t.Fatalf("prewrite of txn 20 over the lock of txn 10: %v, want locked by 10", pw.Errors)
+	if len(pw.Errors) == 0 || pw.Errors[0].GetLocked().GetLockVersion() != holder {
+		t.Fatalf("prewrite of txn %d: %v, want locked by %d", start, pw.Errors, holder)
 	}
 }

@@ -381,7 +381,7 @@ func (n *Node) regionStat(p *raftstore.Peer) *kvpb.RegionStat {
 	if r.Id != pd.SystemRegionID {
 		out.ReadBytes, out.WrittenBytes, out.ReadKeys, out.WrittenKeys = f.ReadBytes, f.WriteBytes, f.ReadKeys, f.WriteKeys
 		out.ReadQueries, out.WriteQueries, out.IntervalMs = f.ReadQueries, f.WriteQueries, uint64(f.Interval.Milliseconds())
-		out.ApproximateSize, out.ApproximateKeys = n.split.sizeOf(r.Id)
+		out.ApproximateSize, out.ApproximateKeys = n.reportedSize(r)
 	}
 	for _, rp := range r.Peers {
 		if rp.Id == p.ID() {

@@ -56,6 +56,7 @@ type splitState struct {
 	size      uint64 // last measured (0: not yet)
 	keys      uint64
 	estimate  uint64 // Pebble's estimate at the last check
+	estimated bool   // estimate was taken (or size measured)
 	queries   uint64 // since the last check
 	interval  time.Duration
 	samples   [][]byte // request keys sampled since the last check
@@ -105,9 +106,33 @@ func (c *splitChecker) sizeOf(id uint64) (size, keys uint64) {
 		if st.size > 0 {
 			return max(st.size, st.estimate), st.keys
 		}
-		return st.estimate, 0
+		if st.estimated {
+			return max(st.estimate, 1), 0
+		}
 	}
 	return 0, 0
+}
+
+// reportedSize returns region r's size and keys for its report to PD:
+// as last measured or estimated, else Pebble's estimate now (a region
+// whose leadership just came here). The size is at least 1 byte once
+// known: PD reads 0 as unknown (pd.MergeCheck does not merge a region of
+// unknown size, which may be large).
+func (n *Node) reportedSize(r *kvpb.Region) (size, keys uint64) {
+	if size, keys = n.split.sizeOf(r.Id); size > 0 {
+		return size, keys
+	}
+	est, err := n.store.ApproximateSize(r)
+	if err != nil {
+		return 0, 0
+	}
+	n.split.mu.Lock()
+	defer n.split.mu.Unlock()
+	st := n.split.state(r.Id)
+	if !st.estimated {
+		st.estimate, st.estimated = est, true
+	}
+	return max(st.estimate, 1), 0
 }
 
 func (n *Node) regionMaxSize() uint64 {
@@ -201,7 +226,7 @@ func (n *Node) splitKey(p *raftstore.Peer, r *kvpb.Region, unknown *int) (key []
 	if v := r.Epoch.GetVersion(); v != st.version {
 		st.version, st.size, st.keys = v, 0, 0 // changed since: Pebble's estimate is all we know
 	}
-	st.estimate = est
+	st.estimate, st.estimated = est, true
 	// Pebble's estimate misses the memtable; the bytes written since the
 	// last measure (or since the region was first seen here) cover it.
 	measure := max(st.size, est)+st.written > maxSize

@@ -24,11 +24,15 @@ import (
 //     a leader), not PD's own region;
 //   - at least MinAge old (a region just split off is not merged back:
 //     TiKV's split-merge-interval);
-//   - small: below MaxSize bytes and MaxKeys keys (approximate);
+//   - small: below MaxSize bytes and MaxKeys keys (approximate), and
+//     measured: a report of 0 bytes means the leader's node has not
+//     measured or estimated the region yet (it just took the leadership
+//     over; a measured empty region reports at least 1), and it may be
+//     large;
 //   - cold: read and written bytes/s together below MaxRate.
 //
 // Its target is the left or right neighbour (the region whose range
-// touches its own) that is stable, at least MinAge old, and with which
+// touches its own) that is stable, at least MinAge old, measured, and with which
 // the merged region stays below the split thresholds (MaxMergedSize,
 // MaxMergedKeys), so the split checker does not cut it again; a boundary
 // the split checker always splits at (Boundary, a table boundary) is never
@@ -91,14 +95,14 @@ func MergeCheck(c *Cluster, cfg MergeConfig, ages map[uint64]time.Duration) []Me
 	eligible := func(r *kvpb.RegionStat) bool { return !used[r.Region.Id] && old(r) && c.stable(r) }
 	var out []MergeDecision
 	for i, r := range byStart {
-		if !eligible(r) || r.ApproximateSize >= cfg.MaxSize || r.ApproximateKeys >= cfg.MaxKeys {
+		if !eligible(r) || r.ApproximateSize == 0 || r.ApproximateSize >= cfg.MaxSize || r.ApproximateKeys >= cfg.MaxKeys {
 			continue
 		}
 		if rd, wr := RegionRate(r); rd+wr >= cfg.MaxRate {
 			continue
 		}
 		fits := func(t *kvpb.RegionStat, boundary []byte) bool {
-			return eligible(t) && r.ApproximateSize+t.ApproximateSize < cfg.MaxMergedSize &&
+			return eligible(t) && t.ApproximateSize > 0 && r.ApproximateSize+t.ApproximateSize < cfg.MaxMergedSize &&
 				r.ApproximateKeys+t.ApproximateKeys < cfg.MaxMergedKeys &&
 				(cfg.Boundary == nil || !cfg.Boundary(boundary))
 		}

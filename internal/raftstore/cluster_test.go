@@ -233,6 +233,8 @@ type testStore struct {
 //	wake-led-by down=<s> [stores=<s,...>]  Store.WakeLedBy: PD counts store s down
 //	destroy-stale store=<s> region=<id> peer=<id> conf-ver=<n>
 //	                                       Store.DestroyStale: PD's descriptor at conf-ver lacks the peer
+//	destroy-merged store=<s> region=<id> peer=<id>
+//	                                       Store.DestroyMergedAway: PD shows the region merged away
 //	message to=<s> region=<id> peer=<id> from=<p@s> type=<heartbeat|vote>
 //	                                       a raft message from a leader the store has not heard of
 //
@@ -800,6 +802,12 @@ func (h *clusterHarness) run(d *datadriven.TestData) string {
 		d.ScanArgs(h.t, "peer", &peerID)
 		d.ScanArgs(h.t, "conf-ver", &cv)
 		return fmt.Sprint(ts.s.DestroyStale(rid, peerID, cv))
+	case "destroy-merged":
+		ts := h.store(d)
+		var rid, peerID uint64
+		d.ScanArgs(h.t, "region", &rid)
+		d.ScanArgs(h.t, "peer", &peerID)
+		return fmt.Sprint(ts.s.DestroyMergedAway(rid, peerID))
 	case "message":
 		var to, rid, peerID uint64
 		var from, typ string

@@ -392,28 +392,58 @@ func (s *Store) snapshotOverlaps(r *kvpb.Region) bool {
 }
 
 // destroyMergedAway queues for destruction the local replicas a snapshot
-// of r overlaps that r's range covers at a newer version: r took their
-// range in by a merge this store did not apply in its log (its replica of
-// r was too far behind and gets the merged region by snapshot). A region
+// of r (or a leader's message for r, which this store has no replica of)
+// overlaps that r's range covers at a newer version: r took their range
+// in by a merge this store did not apply in its log (its replica of r was
+// too far behind and gets the merged region by snapshot, or was removed
+// before it took a frozen source in). A region
 // split off r later would have a newer version than r's, and a region r
 // was split from an older version but a wider range, so neither is
 // touched. The snapshot is refused until they are gone (the leader sends
 // it again), and it brings their data back.
-func (s *Store) destroyMergedAway(r *kvpb.Region) {
+//
+// With orphansOnly (a leader's message, not a snapshot), only frozen merge
+// sources whose target has no initialized replica here go: a target
+// replica here that has still to apply the merge needs its source.
+func (s *Store) destroyMergedAway(r *kvpb.Region, orphansOnly bool) {
 	for _, q := range s.Peers() {
 		if q.regionID == r.Id || !q.Initialized() || q.removed.Load() {
 			continue
 		}
-		qr := q.Region()
-		if !s.dataOverlaps(qr, r) {
-			continue
+		if orphansOnly {
+			s.mu.RLock()
+			orphan := s.orphanedSourceLocked(q)
+			s.mu.RUnlock()
+			if !orphan {
+				continue
+			}
 		}
-		inside := bytes.Compare(qr.StartKey, r.StartKey) >= 0 &&
-			(len(r.EndKey) == 0 || (len(qr.EndKey) > 0 && bytes.Compare(qr.EndKey, r.EndKey) <= 0))
-		if inside && qr.Epoch.GetVersion() < r.Epoch.GetVersion() {
-			s.queueStale(q, 0, fmt.Sprintf("a snapshot of region %d at version %d covers its range", r.Id, r.Epoch.GetVersion()))
+		qr := q.Region()
+		if s.dataOverlaps(qr, r) && coveredAtNewer(qr, r) {
+			s.queueStale(q, 0, fmt.Sprintf("region %d at version %d covers its range", r.Id, r.Epoch.GetVersion()))
 		}
 	}
+}
+
+// orphanedSourceLocked reports whether q is a merge's source frozen here
+// whose target has no initialized replica on this store: nothing here
+// will apply the CommitMerge that takes it in (a target replica that will
+// needs its store's source replica, catchUpSource). s.mu held.
+func (s *Store) orphanedSourceLocked(q *Peer) bool {
+	ms := q.merge.Load()
+	if ms == nil {
+		return false
+	}
+	t, ok := s.peers[ms.Target.GetId()]
+	return !ok || !t.Initialized() || t.removed.Load()
+}
+
+// coveredAtNewer reports whether r's range covers q's and r's version is
+// newer than q's.
+func coveredAtNewer(q, r *kvpb.Region) bool {
+	inside := bytes.Compare(q.StartKey, r.StartKey) >= 0 &&
+		(len(r.EndKey) == 0 || (len(q.EndKey) > 0 && bytes.Compare(q.EndKey, r.EndKey) <= 0))
+	return inside && q.Epoch.GetVersion() < r.Epoch.GetVersion()
 }
 
 // dataOverlaps reports whether two regions' data share engine keys (their

@@ -21,7 +21,7 @@ import (
 //   - a stale voter campaigns forever and never has a leader, so the node
 //     never reports ready (/healthz).
 //
-// Three ways find it, each proof that it was removed (peer ids are never
+// Four ways find it, each proof that it was removed (peer ids are never
 // reused, and a configuration that does not list a peer was committed
 // after the peer's removal when its conf version is newer):
 //
@@ -35,7 +35,11 @@ import (
 //  3. the layer above asks PD about replicas that have not heard from a
 //     leader for a while (a stale learner sends nothing) and calls
 //     DestroyStale when PD's descriptor, at a newer conf version, does not
-//     list them.
+//     list them;
+//  4. a replica of a region PD no longer knows, whose range PD shows in a
+//     newer region with no replica here that could still take it in (a
+//     merge's source whose store missed the CommitMerge and then lost its
+//     target replica): the layer above calls DestroyMergedAway.
 //
 // The store loop destroys them (destroyPeer), between rounds.
 
@@ -146,6 +150,20 @@ func (s *Store) DestroyStale(regionID, peerID, confVer uint64) bool {
 		return false
 	}
 	s.queueStale(p, confVer, "the placement driver's descriptor does not list it")
+	return true
+}
+
+// DestroyMergedAway destroys the replica of region regionID on this store
+// if it is peer peerID: the caller learned from PD that the region was
+// merged away and that no replica here will take it in (a merge's source
+// whose target replica here was removed before it applied the merge). It
+// reports whether a destruction was queued.
+func (s *Store) DestroyMergedAway(regionID, peerID uint64) bool {
+	p, ok := s.Peer(regionID)
+	if !ok || p.id != peerID || p.removed.Load() || !p.Initialized() {
+		return false
+	}
+	s.queueStale(p, 0, "its region was merged into one with no replica here")
 	return true
 }
 

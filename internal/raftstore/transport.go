@@ -99,7 +99,7 @@ func (s *Store) Receive(env *kvpb.RaftMessage) error {
 			return fmt.Errorf("raftstore: corrupt snapshot header: %w", err)
 		}
 		if h.Region.GetId() != env.RegionId || s.snapshotOverlaps(h.Region) {
-			s.destroyMergedAway(h.Region)
+			s.destroyMergedAway(h.Region, false)
 			return fmt.Errorf("raftstore: snapshot of region %d overlaps a local region; refused", env.RegionId)
 		}
 	}
@@ -129,30 +129,41 @@ func (s *Store) Receive(env *kvpb.RaftMessage) error {
 
 // peerFor finds (or creates) the replica a message addresses.
 func (s *Store) peerFor(env *kvpb.RaftMessage, m *pb.Message) (*Peer, error) {
+	p, covering, err := s.findOrCreatePeer(env, m)
+	if covering != nil {
+		s.destroyMergedAway(covering, true)
+	}
+	return p, err
+}
+
+// findOrCreatePeer is peerFor; covering is set when a leader's message
+// for a region this store has no replica of overlaps local replicas (see
+// destroyMergedAway).
+func (s *Store) findOrCreatePeer(env *kvpb.RaftMessage, m *pb.Message) (_ *Peer, covering *kvpb.Region, _ error) {
 	toID := env.ToPeer.GetId()
 	if p, ok := s.Peer(env.RegionId); ok && !p.removed.Load() {
 		switch {
 		case p.id == toID:
-			return p, nil
+			return p, nil, nil
 		case p.id > toID:
-			return nil, ErrStaleMessage
+			return nil, nil, ErrStaleMessage
 		}
 		// A newer replica of the region is addressed: the local one was
 		// removed without hearing of it. It is destroyed (stale.go), and
 		// the leader's next message creates the new one.
 		s.queueStale(p, 0, fmt.Sprintf("a message addressed peer %d of its region", toID))
-		return nil, ErrStaleMessage
+		return nil, nil, ErrStaleMessage
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.peers[env.RegionId]; ok && !p.removed.Load() {
 		if p.id == toID {
-			return p, nil
+			return p, nil, nil
 		}
-		return nil, ErrStaleMessage
+		return nil, nil, ErrStaleMessage
 	}
 	if tomb, ok := s.tombstones[env.RegionId]; ok && toID <= tomb {
-		return nil, ErrStaleMessage
+		return nil, nil, ErrStaleMessage
 	}
 	// A region this store holds an older version of (it has not applied
 	// the split that made this one) gets its replica from that split.
@@ -161,31 +172,46 @@ func (s *Store) peerFor(env *kvpb.RaftMessage, m *pb.Message) (*Peer, error) {
 	// vote requests are kept and stepped into the replica the split
 	// creates (addSplitPeer), as TiKV does, instead of leaving the new
 	// region leaderless for an election timeout.
-	probe := &kvpb.Region{Id: env.RegionId, StartKey: env.StartKey, EndKey: env.EndKey}
-	if s.overlappingPeer(probe, 0) != nil {
+	probe := &kvpb.Region{Id: env.RegionId, StartKey: env.StartKey, EndKey: env.EndKey, Epoch: env.RegionEpoch}
+	if q := s.overlappingPeer(probe, 0); q != nil {
 		if isVote(m) && len(s.pendingVotes) < maxPendingVotes {
 			s.pendingVotes = append(s.pendingVotes, env)
 		}
-		return nil, nil
+		if isLeaderMessage(m) && coveredAtNewer(q.Region(), probe) && s.orphanedSourceLocked(q) {
+			// A leader places a replica of a region here whose range
+			// covers, at a newer version, a merge's source frozen here
+			// whose target has no replica on this store to take it in
+			// (it was removed before it applied the merge). The source
+			// goes, and the leader's next message creates the replica,
+			// which gets the data back by snapshot.
+			return nil, probe, nil
+		}
+		return nil, nil, nil
 	}
-	switch m.GetType() {
-	case pb.MessageType_MsgApp, pb.MessageType_MsgHeartbeat, pb.MessageType_MsgSnap:
-	default:
-		// Only a leader creates replicas.
-		return nil, nil
+	if !isLeaderMessage(m) {
+		return nil, nil, nil // only a leader creates replicas
 	}
 	p, err := s.newUninitializedPeer(env.RegionId, toID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.peers[env.RegionId] = p
 	s.publishPeers()
-	return p, nil
+	return p, nil, nil
 }
 
 // maxPendingVotes bounds the vote requests kept for regions a split has
 // not created yet.
 const maxPendingVotes = 256
+
+// isLeaderMessage reports whether only a region's leader sends m.
+func isLeaderMessage(m *pb.Message) bool {
+	switch m.GetType() {
+	case pb.MessageType_MsgApp, pb.MessageType_MsgHeartbeat, pb.MessageType_MsgSnap:
+		return true
+	}
+	return false
+}
 
 func isVote(m *pb.Message) bool {
 	return m.GetType() == pb.MessageType_MsgVote || m.GetType() == pb.MessageType_MsgPreVote

@@ -170,3 +170,29 @@ func (m meta) hashLen() int64 {
 }
 
 func hashPayload(n int64) []byte { return binary.AppendUvarint(nil, uint64(n)) }
+
+// StringRecord returns the metadata record (stored at MetaKey(k)) that
+// makes k the Redis string v with no TTL, as written by the transaction
+// with start timestamp stamp. Programs that write Redis strings through
+// Strata's Go client (the workload's strata driver) use it, so that
+// redis-cli reads what they wrote.
+func StringRecord(v []byte, stamp uint64) []byte {
+	return meta{typ: typeString, stamp: stamp, payload: v}.encode()
+}
+
+// StringValue decodes a metadata record read at MetaKey(k) at unix time
+// nowMs: k's string value, or found=false when k is not a live key (its
+// TTL passed). A key of another type is an error.
+func StringValue(b []byte, nowMs int64) (v []byte, found bool, err error) {
+	m, err := decodeMeta(b)
+	if err != nil {
+		return nil, false, err
+	}
+	if m.expired(nowMs) {
+		return nil, false, nil
+	}
+	if m.typ != typeString {
+		return nil, false, errors.New("resp: the key holds a " + m.typ.String() + ", not a string")
+	}
+	return m.payload, true, nil
+}

@@ -138,6 +138,9 @@ func (e *Engine) Tick(ctx context.Context) error {
 	if err == nil {
 		err = e.refreshPrivileges(ctx, txn)
 	}
+	if err == nil {
+		err = e.refreshStats(ctx, txn)
+	}
 	txn.Rollback(ctx)
 	if err != nil {
 		return err
@@ -158,6 +161,9 @@ func (e *Engine) Tick(ctx context.Context) error {
 	}
 	if e.isOwner() {
 		e.kickOwner()
+	}
+	if !e.manual {
+		e.autoAnalyze(e.gcCtx)
 	}
 	return nil
 }

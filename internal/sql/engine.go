@@ -48,6 +48,8 @@ type Engine struct {
 	store   kv.Storage
 	schema  atomic.Pointer[catalog.Schema]
 	privs   atomic.Pointer[privilege.Snapshot] // accounts (privileges.go)
+	stats   atomic.Pointer[catalog.Stats]      // table statistics (analyze.go)
+	mods    modCounts                          // rows changed since (autoanalyze.go)
 	ids     *idAllocator
 	cluster infoschema.ClusterSource
 	regions RegionAdmin
@@ -194,6 +196,9 @@ func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, er
 	}
 	if err := e.loadPrivileges(ctx); err != nil {
 		return nil, fmt.Errorf("sql: load accounts: %w", err)
+	}
+	if err := e.readOnly(ctx, func(txn kv.Txn) error { return e.refreshStats(ctx, txn) }); err != nil {
+		return nil, fmt.Errorf("sql: load table statistics: %w", err)
 	}
 	// Registered and (when nobody is) the DDL owner before the first
 	// statement, so that a single node runs its first DDL at once.

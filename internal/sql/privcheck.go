@@ -479,6 +479,10 @@ func (s *Session) checkStmt(ctx context.Context, st ast.StmtNode) error {
 		needs = append(needs, s.tableNeed(n.Table, privilege.Index))
 	case *ast.TruncateTableStmt:
 		needs = append(needs, s.tableNeed(n.Table, privilege.Drop))
+	case *ast.AnalyzeTableStmt:
+		for _, t := range n.TableNames {
+			needs = append(needs, s.tableNeed(t, privilege.Select|privilege.Insert))
+		}
 	case *ast.CreateViewStmt:
 		p := privilege.CreateView
 		if n.OrReplace {

@@ -39,7 +39,37 @@ type Result struct {
 	Rows                       [][]types.Datum
 	AffectedRows, LastInsertID uint64
 	Warnings                   uint16
+
+	// spool holds the rows of a result larger than the statement's memory
+	// quota, in a temporary file (only when the session spools results,
+	// SetSpoolResults): Rows is then empty, and the caller reads them with
+	// NextSpooled and must Close the result.
+	spool *exec.Spool
 }
+
+// RowCount is the number of rows of the result.
+func (r *Result) RowCount() int64 { return int64(len(r.Rows)) + r.spool.Len() }
+
+// Spooled reports whether the rows are in a temporary file.
+func (r *Result) Spooled() bool { return r.spool != nil }
+
+// NextSpooled returns the next batch of a spooled result's rows, nil at
+// the end.
+func (r *Result) NextSpooled() ([][]types.Datum, error) { return r.spool.Next() }
+
+// Close removes a spooled result's temporary file.
+func (r *Result) Close() {
+	if r != nil {
+		r.spool.Close()
+		r.spool = nil
+	}
+}
+
+// SetSpoolResults lets a query's result larger than the statement's
+// memory quota go to a temporary file instead of failing with 8175; the
+// caller then reads results with NextSpooled and closes them. The MySQL
+// front end sets it for its connections.
+func (s *Session) SetSpoolResults(on bool) { s.spoolResults = on }
 
 // PreparedStmt is a statement prepared with Session.Prepare.
 type PreparedStmt struct {
@@ -64,7 +94,8 @@ type compiled struct {
 	delete      *plan.Delete
 	subqueries  []*plan.Subquery
 	version     int64
-	tempVersion int64 // the session's temporary tables when planned
+	tempVersion int64          // the session's temporary tables when planned
+	stats       *catalog.Stats // the table statistics it was planned with
 	forUpdate   bool
 	columns     []*Column // result columns of query
 	// needs are the privileges the statement needs (privcheck.go);
@@ -76,11 +107,12 @@ type compiled struct {
 // Session is one client connection's SQL state. It is used by one
 // goroutine at a time.
 type Session struct {
-	e          *Engine
-	user, host string
-	userHost   string // user@host, for USER() and friends
-	connID     uint32
-	parser     *parser.Parser
+	e            *Engine
+	user, host   string
+	userHost     string // user@host, for USER() and friends
+	connID       uint32
+	spoolResults bool // SetSpoolResults
+	parser       *parser.Parser
 
 	db         string
 	autocommit bool
@@ -233,8 +265,11 @@ func (s *Session) finish(ctx context.Context, commit bool) error {
 				return err
 			}
 		}
-		return txn.Commit(ctx)
+		err := txn.Commit(ctx)
+		s.commitMods(err == nil)
+		return err
 	}
+	s.commitMods(false)
 	return txn.Rollback(ctx)
 }
 
@@ -486,6 +521,11 @@ func (s *Session) runOnce(ctx context.Context, st ast.StmtNode, params []types.D
 		return s.runAdmin(ctx, n)
 	case *ast.SplitRegionStmt:
 		return s.runSplit(ctx, n)
+	case *ast.AnalyzeTableStmt:
+		if err := s.checkStmt(ctx, st); err != nil {
+			return nil, err
+		}
+		return s.runAnalyze(ctx, n)
 	case *ast.CreateDatabaseStmt, *ast.DropDatabaseStmt, *ast.CreateTableStmt, *ast.DropTableStmt,
 		*ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt, *ast.CreateViewStmt, *ast.AlterTableStmt:
 		if err := s.checkStmt(ctx, st); err != nil {
@@ -532,7 +572,8 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 	b.Processes = func() [][]types.Datum { return processRows(s.visibleProcesses(), true) }
 	b.Privileges = s.privilegeRows
 	b.Visible = infoVisibility{s}
-	c := &compiled{version: s.schema.Version, tempVersion: s.x.tempVersion}
+	b.Stats = s.e.stats.Load()
+	c := &compiled{version: s.schema.Version, tempVersion: s.x.tempVersion, stats: b.Stats}
 	var err error
 	switch n := st.(type) {
 	case *ast.SelectStmt:
@@ -577,13 +618,14 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 				if ec != nil {
 					cerr = ec.DeferredDup.Err(cerr)
 				}
+				res.Close()
 				res, err = nil, cerr
 				s.lastInsertID = lastInsertID
 			}
 		}
 	}()
 	var c *compiled
-	if p != nil && p.cached != nil && p.cached.version == s.schema.Version && p.cached.tempVersion == s.x.tempVersion {
+	if p != nil && p.cached != nil && p.cached.version == s.schema.Version && p.cached.tempVersion == s.x.tempVersion && p.cached.stats == s.e.stats.Load() {
 		c = p.cached
 	} else {
 		if c, err = s.compile(st); err != nil {
@@ -618,7 +660,7 @@ func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datu
 	set := s.execSettings()
 	ec := &exec.Context{
 		Ctx: ctx, Txn: s.txn, Eval: s.evalContext(params), IDs: s.e.ids,
-		Mem: exec.NewMemTracker(set.quota), TmpDir: s.e.tmpDir, NoSpill: !set.spill, Concurrency: set.concurrency,
+		Mem: exec.NewMemTracker(set.quota), TmpDir: s.e.tmpDir, NoSpill: !set.spill, Concurrency: set.concurrency, MaxRecursion: set.recursion,
 		Schema: s.schema, FKChecks: !s.x.fkOff, NonStrict: s.x.nonStrict, FoundRows: s.x.clientFoundRows,
 		// A statement that is its own transaction, with nothing written
 		// before it: its commit follows at once, so an INSERT may leave
@@ -636,6 +678,13 @@ func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datu
 	// Spill files and parallel workers end with the statement.
 	defer ec.Close()
 	if c.query != nil {
+		if s.spoolResults {
+			rows, sp, err := exec.QuerySpooled(ec, c.query)
+			if err != nil {
+				return nil, ec, err
+			}
+			return &Result{Columns: typedColumns(c.columns, rows), Rows: rows, spool: sp}, ec, nil
+		}
 		rows, err := exec.Query(ec, c.query)
 		if err != nil {
 			return nil, ec, err
@@ -670,9 +719,11 @@ func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datu
 			return nil, ec, err
 		}
 	}
+	written := ec.Writes.Tables()
 	if err := ec.Writes.Flush(); err != nil {
 		return nil, ec, err
 	}
+	s.noteMods(written, ec.AffectedRows)
 	if ec.LastInsertID != 0 {
 		s.lastInsertID = ec.LastInsertID
 	}

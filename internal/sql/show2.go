@@ -72,8 +72,8 @@ func (s *Session) runShowExtra(ctx context.Context, n *ast.ShowStmt, schema *cat
 		case ast.ShowIndex:
 			res.Columns = textColumns("Table", "Non_unique", "Key_name", "Seq_in_index", "Column_name", "Collation", "Cardinality",
 				"Sub_part", "Packed", "Null", "Index_type", "Comment", "Index_comment", "Visible", "Expression")
-			for _, r := range infoschema.IndexRows(t) {
-				row := textRow(t.Name, fmt.Sprint(r.NonUnique), r.Name, fmt.Sprint(r.Seq), r.Column, "A", "0", "", "", r.Nullable, "BTREE", "", r.Comment, "YES", "")
+			for _, r := range infoschema.IndexRows(t, s.e.stats.Load().Table(t.ID)) {
+				row := textRow(t.Name, fmt.Sprint(r.NonUnique), r.Name, fmt.Sprint(r.Seq), r.Column, "A", fmt.Sprint(r.Cardinality), "", "", r.Nullable, "BTREE", "", r.Comment, "YES", "")
 				row[7], row[8], row[14] = types.Null, types.Null, types.Null
 				if r.SubPart != nil {
 					row[7] = types.NewString(fmt.Sprint(r.SubPart))

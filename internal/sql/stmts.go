@@ -35,6 +35,9 @@ type sessionExtra struct {
 	rowCount    int64
 	foundRows   uint64
 	fkOff       bool // foreign_key_checks = 0
+	// mods counts the rows the transaction changed per table with
+	// statistics (autoanalyze.go).
+	mods map[int64]int64
 	// copConc caches copConcurrency (0: not read yet, -1: off).
 	copConc         int
 	nonStrict       bool // sql_mode has neither STRICT_TRANS_TABLES nor STRICT_ALL_TABLES
@@ -320,7 +323,7 @@ func (s *Session) noteCounts(st ast.StmtNode, r *Result) {
 		s.x.rowCount = int64(r.AffectedRows)
 	case *ast.SelectStmt, *ast.SetOprStmt:
 		s.x.rowCount = -1
-		s.x.foundRows = uint64(len(r.Rows))
+		s.x.foundRows = uint64(r.RowCount())
 	case *ast.CreateTableStmt, *ast.DropTableStmt, *ast.AlterTableStmt, *ast.CreateIndexStmt, *ast.DropIndexStmt, *ast.TruncateTableStmt:
 		s.x.rowCount = 0
 	}

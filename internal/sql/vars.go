@@ -394,6 +394,7 @@ type execSettings struct {
 	quota       int64
 	spill       bool
 	concurrency int
+	recursion   int // cte_max_recursion_depth
 }
 
 func execGlobalsOf(globals map[string]types.Datum) *execSettings {
@@ -405,7 +406,8 @@ func execGlobalsOf(globals map[string]types.Datum) *execSettings {
 	}
 	return &execSettings{quota: intVar(get("tidb_mem_quota_query"), exec.DefaultMemQuota),
 		spill:       intVar(get("tidb_enable_tmp_storage_on_oom"), 1) != 0,
-		concurrency: int(intVar(get("tidb_executor_concurrency"), int64(defaultExecutorConcurrency)))}
+		concurrency: int(intVar(get("tidb_executor_concurrency"), int64(defaultExecutorConcurrency))),
+		recursion:   int(intVar(get("cte_max_recursion_depth"), exec.DefaultMaxRecursion))}
 }
 
 func intVar(v types.Datum, def int64) int64 {
@@ -433,6 +435,9 @@ func (s *Session) execSettings() execSettings {
 	}
 	if v, ok := s.vars["tidb_executor_concurrency"]; ok {
 		out.concurrency = int(intVar(v, int64(out.concurrency)))
+	}
+	if v, ok := s.vars["cte_max_recursion_depth"]; ok {
+		out.recursion = int(intVar(v, int64(out.recursion)))
 	}
 	if out.quota <= 0 {
 		out.quota = exec.DefaultMemQuota
@@ -489,6 +494,7 @@ func (s *Session) selectValue(ctx context.Context, e ast.ExprNode) (types.Datum,
 	if err != nil {
 		return types.Null, err
 	}
+	defer res.Close()
 	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
 		return types.Null, sqlerr.New(sqlerr.ErUnknown, "HY000", "SET expression did not produce one value")
 	}

@@ -8,10 +8,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -148,7 +150,13 @@ func TestRESPStoreConformanceOnStrata(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	drivertest.Conformance(t, s, drivertest.Native{
+	drivertest.Conformance(t, s, redisNative(c, false))
+}
+
+// redisNative reads and writes the records of a Strata node through its
+// Redis port (records in the resp driver's value layout).
+func redisNative(c *redis.Client, scans bool) drivertest.Native {
+	return drivertest.Native{
 		Peek: func(ctx context.Context, key string) ([][]byte, error) {
 			v, err := c.Get(ctx, key).Bytes()
 			if errors.Is(err, redis.Nil) {
@@ -164,7 +172,49 @@ func TestRESPStoreConformanceOnStrata(t *testing.T) {
 			k, err := c.Exists(ctx, key).Result()
 			return k == 1, err
 		},
-	})
+		Scans: scans,
+	}
+}
+
+// The strata driver (Strata's Go client, each request to its region's
+// leader) keeps records in the resp driver's layout: redis-cli reads what
+// it wrote, and it reads what Redis clients wrote; it scans in key order,
+// so YCSB's workload e runs on it.
+func TestStrataStoreConformance(t *testing.T) {
+	n := integration.StartNode(t)
+	c := redis.NewClient(&redis.Options{Addr: n.RESPAddr, Protocol: 2})
+	defer c.Close()
+	s, err := driver.Open(drivertest.Context(t), driver.Config{Driver: "strata", Addr: n.GRPCAddr, Timeout: 10 * time.Second}, drivertest.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	drivertest.Conformance(t, s, redisNative(c, true))
+	// Writers of one key conflict; each write is retried until it lands,
+	// as Strata's SET does, so none fails.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 25; i++ {
+				if err := s.Update(drivertest.Context(t), "user-hot", -1, drivertest.Fields(4, 10, fmt.Sprint(w))); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("update of a contended key: %v", err)
+	}
+	args := []string{"--driver", "strata", "--addr", n.GRPCAddr, "--threads", "4"}
+	mustSucceed(t, 400, append([]string{"run", "ycsb", "--workload", "a", "--init", "--drop", "--records", "300", "--operations", "400"}, args...)...)
+	mustSucceed(t, 100, append([]string{"run", "ycsb", "--workload", "e", "--records", "300", "--operations", "100", "--max-scan-length", "10"}, args...)...)
+	mustSucceed(t, 400, append([]string{"run", "kv", "--read-percent", "95", "--init", "--keys", "200", "--operations", "400"}, args...)...)
 }
 
 // TPC-C end to end on a scaled-down warehouse: init loads it, run drives

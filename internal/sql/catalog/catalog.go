@@ -14,6 +14,8 @@
 //	mDDLOwner           the engine that runs DDL jobs, and its lease (Owner)
 //	mDDLEngine{id}      an SQL engine's schema version lease (EngineLease)
 //	mDDLReorg{job}{n}   a share of a job's index backfill (ReorgRange)
+//	mStatVersion        statistics version, bumped by every ANALYZE TABLE (stats.go)
+//	mStats{tblID}       TableStats of a table (stats.go)
 //
 // Contract: every change goes through a kv.Txn the caller commits, so each
 // step of a DDL job (one schema version) is atomic. Readers load an
@@ -499,9 +501,12 @@ func (s *Schema) WithoutTable(db, name string) *Schema {
 	return out
 }
 
-// DeleteTable removes a table entry and its id allocator.
+// DeleteTable removes a table entry, its id allocator and its statistics.
 func DeleteTable(txn kv.Txn, t *TableInfo) error {
 	if err := txn.Delete(tableKey(t.DBID, t.ID)); err != nil {
+		return err
+	}
+	if err := txn.Delete(statsKey(t.ID)); err != nil {
 		return err
 	}
 	return txn.Delete(autoIDKey(t.ID))

@@ -92,6 +92,9 @@ type Context struct {
 	// keeps in flight (tidb_distsql_scan_concurrency); 0 runs its
 	// fallback instead (strata_enable_coprocessor = OFF).
 	CopConcurrency int
+	// MaxRecursion bounds a recursive CTE's rounds
+	// (cte_max_recursion_depth; <= 0: DefaultMaxRecursion).
+	MaxRecursion int
 
 	// Results of a DML statement.
 	AffectedRows uint64

@@ -98,3 +98,122 @@ func (j *joinExec) nextSpilled(c *Context) ([][]types.Datum, error) {
 		j.sub = &joinExec{left: &spillScan{file: lf}, right: right, p: j.p, rightWidth: j.rightWidth, colls: j.colls, depth: j.depth + 1}
 	}
 }
+
+// Nested loop past the quota: the inner (right) rows move to a spill file,
+// and each batch of outer (left) rows is joined with one read of the file
+// (a block nested loop). Rows then come out by batch of left rows, and in
+// it by right row.
+
+// nlSpill is the state of a nested loop over spilled inner rows.
+type nlSpill struct {
+	file     *spillFile
+	batch    [][]types.Datum // the current left rows
+	matched  []bool
+	r        *spillReader
+	right    []types.Datum // the current right row
+	li       int           // next left row to pair with right
+	tail     int           // LEFT JOIN: next left row to check for no match (-1: not yet)
+	pairs    int
+	leftDone bool
+}
+
+// spillInner moves the nested loop's inner rows to a spill file.
+func (j *joinExec) spillInner(c *Context) error {
+	if !c.canSpill() {
+		return c.Mem.overErr()
+	}
+	f, err := c.newSpillFile()
+	if err != nil {
+		return err
+	}
+	for _, r := range j.all {
+		if err := f.write(r); err != nil {
+			return err
+		}
+	}
+	j.all = nil
+	j.acct.release(c)
+	j.nl = &nlSpill{file: f}
+	return nil
+}
+
+// nextNL returns the next batch of a nested loop over spilled inner rows.
+func (j *joinExec) nextNL(c *Context) ([][]types.Datum, error) {
+	n := j.nl
+	var out [][]types.Datum
+	var cat rowConcat
+	for len(out) < BatchSize {
+		if n.batch == nil {
+			if n.leftDone {
+				break
+			}
+			if err := c.Ctx.Err(); err != nil {
+				return nil, err
+			}
+			b, err := j.left.Next(c)
+			if err != nil {
+				return nil, err
+			}
+			if b == nil {
+				n.leftDone = true
+				j.acct.disk += n.file.bytes
+				n.file.remove(c)
+				break
+			}
+			if n.r, err = n.file.reader(); err != nil {
+				return nil, err
+			}
+			n.batch, n.matched, n.li, n.tail = b, make([]bool, len(b)), len(b), -1
+		}
+		if n.tail >= 0 {
+			for ; n.tail < len(n.batch) && len(out) < BatchSize; n.tail++ {
+				if !n.matched[n.tail] {
+					out = append(out, cat.concat(n.batch[n.tail], nil, j.rightWidth))
+				}
+			}
+			if n.tail >= len(n.batch) {
+				n.batch = nil
+			}
+			continue
+		}
+		if n.li >= len(n.batch) {
+			row, err := n.r.next()
+			if err != nil {
+				return nil, err
+			}
+			if row == nil {
+				if j.p.Type == plan.LeftJoin {
+					n.tail = 0
+				} else {
+					n.batch = nil
+				}
+				continue
+			}
+			n.right, n.li = row, 0
+		}
+		for n.li < len(n.batch) && len(out) < BatchSize {
+			if n.pairs++; n.pairs&4095 == 0 {
+				if err := c.Ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			row := cat.concat(n.batch[n.li], n.right, j.rightWidth)
+			n.li++
+			if j.p.Cond != nil {
+				ok, err := truth(c, j.p.Cond, row)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					continue
+				}
+			}
+			n.matched[n.li-1] = true
+			out = append(out, row)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}

@@ -779,7 +779,8 @@ type joinExec struct {
 	lparts      *partitions
 	part        int
 	sub         *joinExec
-	workers     int // parallel probe workers used (0: serial)
+	nl          *nlSpill // nested loop: the inner rows on disk
+	workers     int      // parallel probe workers used (0: serial)
 	par         *joinPar
 	leftBatches int
 }
@@ -853,11 +854,18 @@ func (j *joinExec) build(c *Context) error {
 		}
 		for _, r := range batch {
 			if j.table == nil {
-				if err := c.Mem.Consume(RowSize(r)); err != nil {
-					return err
+				if j.nl != nil {
+					if err := j.nl.file.write(r); err != nil {
+						return err
+					}
+					continue
 				}
-				j.acct.peak += RowSize(r)
 				j.all = append(j.all, r)
+				if j.acct.grow(c, RowSize(r)) {
+					if err := j.spillInner(c); err != nil {
+						return err
+					}
+				}
 				continue
 			}
 			var ok bool
@@ -915,6 +923,9 @@ func (j *joinExec) Next(c *Context) ([][]types.Datum, error) {
 	}
 	if j.rparts != nil {
 		return j.nextSpilled(c)
+	}
+	if j.nl != nil {
+		return j.nextNL(c)
 	}
 	if j.par != nil {
 		return j.par.next(c)
@@ -1031,9 +1042,23 @@ type setOpExec struct {
 	convInit    bool
 	started     bool
 	leftDone    bool
-	seen        map[string]int // UNION: emitted; EXCEPT/INTERSECT: right multiset
+	seen        map[string]int // EXCEPT/INTERSECT: right multiset
 	emitted     map[string]bool
 	colls       []*collate.Collation // of the result columns (nil: byte-wise)
+
+	// UNION (distinct) is a DISTINCT over UNION ALL, and spills as it
+	// does.
+	dedup *distinctExec
+	// EXCEPT/INTERSECT past the quota (setopspill.go): right rows of keys
+	// not held go to rparts, left rows of keys not held to lparts, and
+	// each pair of partitions is computed on its own by sub.
+	raw    bool // inputs are spilled rows, already converted
+	depth  int
+	acct   memAcct
+	rparts *partitions
+	lparts *partitions
+	part   int
+	sub    *setOpExec
 }
 
 // conversions finds the input columns whose type differs from the result
@@ -1074,6 +1099,12 @@ func conform(batch [][]types.Datum, conv []bool, cols []*plan.Column) {
 }
 
 func (s *setOpExec) next(c *Context, right bool) ([][]types.Datum, error) {
+	if s.raw {
+		if right {
+			return s.right.Next(c)
+		}
+		return s.left.Next(c)
+	}
 	if !s.convInit {
 		s.conversions()
 	}
@@ -1091,79 +1122,107 @@ func (s *setOpExec) next(c *Context, right bool) ([][]types.Datum, error) {
 
 func (s *setOpExec) Next(c *Context) ([][]types.Datum, error) {
 	if s.p.Kind == plan.Union {
-		return s.union(c)
+		if s.p.All {
+			return s.union(c)
+		}
+		if s.dedup == nil {
+			cols := s.p.Columns()
+			s.dedup = &distinctExec{child: unionAll{s}, n: len(cols), colls: columnCollations(cols)}
+		}
+		return s.dedup.Next(c)
 	}
 	if !s.started {
 		s.started = true
-		s.seen = map[string]int{}
-		var key []byte
-		for {
-			batch, err := s.next(c, true)
-			if err != nil {
-				return nil, err
-			}
-			if batch == nil {
-				break
-			}
-			for _, r := range batch {
-				key = hashRow(key[:0], r, s.colls)
-				if s.seen[string(key)] == 0 {
-					if err := c.Mem.Consume(int64(len(key)) + 16); err != nil {
-						return nil, err
-					}
-				}
-				s.seen[string(key)]++
-			}
+		if err := s.buildRight(c); err != nil {
+			return nil, err
 		}
 	}
 	if s.emitted == nil {
 		s.emitted = map[string]bool{}
 	}
-	emitted := s.emitted
-	var key []byte
-	for {
+	for !s.leftDone {
 		batch, err := s.next(c, false)
-		if err != nil || batch == nil {
+		if err != nil {
 			return nil, err
 		}
-		var out [][]types.Datum
-		for _, r := range batch {
-			key = hashRow(key[:0], r, s.colls)
-			n := s.seen[string(key)]
-			keep := false
-			switch {
-			case s.p.Kind == plan.Except && s.p.All:
-				if n > 0 {
-					s.seen[string(key)] = n - 1
-				} else {
-					keep = true
-				}
-			case s.p.Kind == plan.Except:
-				keep = n == 0 && !emitted[string(key)]
-			case s.p.All: // INTERSECT ALL
-				if n > 0 {
-					s.seen[string(key)] = n - 1
-					keep = true
-				}
-			default: // INTERSECT
-				keep = n > 0 && !emitted[string(key)]
-			}
-			if keep {
-				emitted[string(key)] = true
-				out = append(out, r)
-			}
+		if batch == nil {
+			s.leftDone = true
+			break
+		}
+		out, err := s.probe(c, batch)
+		if err != nil {
+			return nil, err
 		}
 		if len(out) > 0 {
 			return out, nil
 		}
 	}
+	return s.nextSpilled(c)
 }
 
-func (s *setOpExec) union(c *Context) ([][]types.Datum, error) {
-	if !s.p.All && s.seen == nil {
-		s.seen = map[string]int{}
-	}
+// probe returns the rows of a left batch that the operation keeps.
+func (s *setOpExec) probe(c *Context, batch [][]types.Datum) ([][]types.Datum, error) {
+	var out [][]types.Datum
 	var key []byte
+	for _, r := range batch {
+		key = hashRow(key[:0], r, s.colls)
+		n, held := s.seen[string(key)]
+		if !held && !s.emitted[string(key)] && (s.lparts != nil || s.rparts != nil) {
+			// A key whose right rows, if any, are on disk.
+			if err := s.spillLeft(c, key, r); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		keep := false
+		switch {
+		case s.p.Kind == plan.Except && s.p.All:
+			if n > 0 {
+				s.seen[string(key)] = n - 1
+			} else {
+				keep = true
+			}
+		case s.p.Kind == plan.Except:
+			keep = n == 0 && !s.emitted[string(key)]
+		case s.p.All: // INTERSECT ALL
+			if n > 0 {
+				s.seen[string(key)] = n - 1
+				keep = true
+			}
+		default: // INTERSECT
+			keep = n > 0 && !s.emitted[string(key)]
+		}
+		if keep {
+			if !s.p.All {
+				s.emitted[string(key)] = true
+				if s.acct.grow(c, int64(len(key))+16) {
+					// Keys not seen yet go to disk from now on.
+					if !c.canSpill() || s.depth >= maxSpillDepth {
+						return nil, c.Mem.overErr()
+					}
+					s.lparts = &partitions{seed: s.spillSeed()}
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// unionAll is UNION ALL's rows of a setOpExec (under its DISTINCT).
+type unionAll struct{ s *setOpExec }
+
+func (u unionAll) Next(c *Context) ([][]types.Datum, error) { return u.s.union(c) }
+
+func (s *setOpExec) memStats() (peak, disk int64) {
+	if s.dedup != nil {
+		return s.dedup.memStats()
+	}
+	return s.acct.peak, s.acct.disk
+}
+
+// union returns the rows of the left input, then those of the right.
+func (s *setOpExec) union(c *Context) ([][]types.Datum, error) {
 	for {
 		batch, err := s.next(c, s.leftDone)
 		if err != nil {
@@ -1176,24 +1235,7 @@ func (s *setOpExec) union(c *Context) ([][]types.Datum, error) {
 			s.leftDone = true
 			continue
 		}
-		if s.p.All {
-			return batch, nil
-		}
-		out := batch[:0]
-		for _, r := range batch {
-			key = hashRow(key[:0], r, s.colls)
-			if _, dup := s.seen[string(key)]; dup {
-				continue
-			}
-			if err := c.Mem.Consume(int64(len(key)) + 16); err != nil {
-				return nil, err
-			}
-			s.seen[string(key)] = 1
-			out = append(out, r)
-		}
-		if len(out) > 0 {
-			return out, nil
-		}
+		return batch, nil
 	}
 }
 

@@ -2,8 +2,9 @@ package exec
 
 // Spilling to disk.
 //
-// Operators that hold rows (hash aggregation, hash join, sort, DISTINCT)
-// charge them to the statement's MemTracker. When a charge takes the
+// Operators that hold rows (hash aggregation, hash join, nested loop,
+// sort, DISTINCT, set operations, window functions, recursive CTEs, a
+// result being spooled) charge them to the statement's MemTracker. When a charge takes the
 // statement past its quota and spilling is allowed (Context.NoSpill false,
 // tidb_enable_tmp_storage_on_oom), the operator moves rows to temporary
 // files instead of failing:
@@ -17,8 +18,15 @@ package exec
 //   - hash join moves its build side to partition files by the hash of
 //     the join key, writes the probe side to files partitioned alike, and
 //     joins partition by partition;
-//   - DISTINCT writes rows whose key it does not hold to partition files
-//     and deduplicates each file on its own.
+//   - DISTINCT (and UNION, a DISTINCT over UNION ALL) writes rows whose
+//     key it does not hold to partition files and deduplicates each file on
+//     its own;
+//   - EXCEPT and INTERSECT partition both inputs' rows of keys not held
+//     (setopspill.go); a nested loop moves its inner rows to one file
+//     (joinspill.go); window functions sort by window externally and
+//     compute partitions larger than the quota from a file
+//     (windowspill.go); a recursive CTE moves its earlier rounds to a file
+//     (cte.go); QuerySpooled moves a result to a file (Spool).
 //
 // A partition that still does not fit is partitioned again with another
 // hash seed, at most maxSpillDepth times; past that (one join key or one
@@ -43,6 +51,7 @@ import (
 	"sync/atomic"
 
 	"github.com/strata-db/strata/internal/sql/codec"
+	"github.com/strata-db/strata/internal/sql/plan"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
 )
@@ -60,7 +69,23 @@ const (
 	// the sort keeps collecting past the quota, so that a statement whose
 	// other operators hold the quota does not write a file per row.
 	minSortRun = 256
+	// minSpillHeld is the least an operator holds before it spills
+	// (memAcct.grow).
+	minSpillHeld = 64 << 10
 )
+
+// spillCounters count, for the whole process, the temporary files
+// statements created and the bytes written to them (SpillStats).
+var spillCounters struct {
+	files, bytes atomic.Int64
+}
+
+// SpillStats returns how many temporary files statements past their
+// memory quota have created since the process started, and how many bytes
+// they wrote to them (counted when a file is removed).
+func SpillStats() (files, bytes int64) {
+	return spillCounters.files.Load(), spillCounters.bytes.Load()
+}
 
 // tmpFiles are the temporary files of one statement.
 type tmpFiles struct {
@@ -122,6 +147,7 @@ func (c *Context) newSpillFile() (*spillFile, error) {
 	if err != nil {
 		return nil, spillErr(err)
 	}
+	spillCounters.files.Add(1)
 	c.tmp.used.Store(true)
 	c.tmp.mu.Lock()
 	if c.tmp.files == nil {
@@ -155,6 +181,7 @@ func (s *spillFile) write(row []types.Datum) error {
 
 // remove deletes the file.
 func (s *spillFile) remove(c *Context) {
+	spillCounters.bytes.Add(s.bytes)
 	c.tmp.mu.Lock()
 	delete(c.tmp.files, s.f)
 	c.tmp.mu.Unlock()
@@ -177,6 +204,16 @@ func (s *spillFile) reader() (*spillReader, error) {
 		return nil, spillErr(err)
 	}
 	return &spillReader{file: s, r: bufio.NewReaderSize(s.f, 64<<10)}, nil
+}
+
+// readerAt flushes the file and returns a reader from its start that
+// reads at offsets of its own (io.SectionReader), so that several read
+// the file at once.
+func (s *spillFile) readerAt() (*spillReader, error) {
+	if err := s.w.Flush(); err != nil {
+		return nil, spillErr(err)
+	}
+	return &spillReader{file: s, r: bufio.NewReaderSize(io.NewSectionReader(s.f, 0, s.bytes), 16<<10)}, nil
 }
 
 // next returns the next row, or nil at the end.
@@ -292,12 +329,20 @@ type memAcct struct {
 
 // grow charges n bytes; over is true when the statement is now past its
 // quota (the charge stays: the caller spills and calls release, or fails).
+// When the operator may spill, it is over only once it holds minSpillHeld
+// itself: an operator whose consumer (or producer) holds nearly the whole
+// quota keeps going a little past it rather than spilling a handful of
+// rows at a time, which would take a spilled partition's recursion to its
+// depth limit without making it smaller.
 func (a *memAcct) grow(c *Context, n int64) (over bool) {
 	a.held += n
 	if a.held > a.peak {
 		a.peak = a.held
 	}
-	return !c.Mem.charge(n)
+	if c.Mem.charge(n) {
+		return false
+	}
+	return !c.canSpill() || a.held >= minSpillHeld
 }
 
 // release gives back everything the operator holds.
@@ -312,3 +357,136 @@ type memStater interface {
 }
 
 func (a *memAcct) memStats() (peak, disk int64) { return a.peak, a.disk }
+
+// Spool holds the rows of a query's result past what the statement's
+// quota holds, in a temporary file, for the caller to read after the
+// statement has ended (the MySQL front end sends a result while reading
+// it). The caller must Close it.
+type Spool struct {
+	file *spillFile
+	r    *spillReader
+	n    int64
+}
+
+// QuerySpooled is Query for a caller that reads a large result as a
+// stream: once the rows take the statement past its quota (and it may
+// spill), they all move to a Spool, so that the operators still running
+// have the quota, and the rest follow there. rows are those held in
+// memory (none when spooled).
+func QuerySpooled(c *Context, p plan.Plan) (rows [][]types.Datum, sp *Spool, err error) {
+	e, err := Build(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	var acct memAcct
+	defer func() {
+		if err != nil && sp != nil {
+			sp.file.remove(c)
+			sp = nil
+		}
+	}()
+	for {
+		if err := c.Ctx.Err(); err != nil {
+			return nil, sp, err
+		}
+		batch, err := e.Next(c)
+		if err != nil {
+			return nil, sp, err
+		}
+		if batch == nil {
+			break
+		}
+		if sp != nil {
+			for _, r := range batch {
+				if err := sp.file.write(r); err != nil {
+					return nil, sp, err
+				}
+			}
+			continue
+		}
+		for _, r := range batch {
+			// Fewer than minSortRun rows stay in memory past the quota,
+			// as a sort's run does: a statement whose operators hold the
+			// quota still answers a small result from memory.
+			if acct.grow(c, RowSize(r)) && sp == nil && (!c.canSpill() || len(rows) >= minSortRun) {
+				if !c.canSpill() {
+					return nil, nil, c.Mem.overErr()
+				}
+				f, err := c.newSpillFile()
+				if err != nil {
+					return nil, nil, err
+				}
+				sp = &Spool{file: f}
+				for _, r := range rows {
+					if err := f.write(r); err != nil {
+						return nil, sp, err
+					}
+				}
+				rows = nil
+				acct.release(c)
+			}
+			if sp != nil {
+				if err := sp.file.write(r); err != nil {
+					return nil, sp, err
+				}
+				continue
+			}
+			rows = append(rows, r)
+		}
+	}
+	if sp == nil {
+		return rows, nil, nil
+	}
+	// The file outlives the statement: Close removes it.
+	c.tmp.mu.Lock()
+	delete(c.tmp.files, sp.file.f)
+	c.tmp.mu.Unlock()
+	r, err := sp.file.reader()
+	if err != nil {
+		sp.Close()
+		return nil, nil, err
+	}
+	sp.r, sp.n = r, sp.file.rows
+	return nil, sp, nil
+}
+
+// Len is the number of rows in the spool.
+func (s *Spool) Len() int64 {
+	if s == nil {
+		return 0
+	}
+	return s.n
+}
+
+// Next returns the next batch of rows, nil at the end.
+func (s *Spool) Next() ([][]types.Datum, error) {
+	if s == nil || s.r == nil {
+		return nil, nil
+	}
+	var out [][]types.Datum
+	for len(out) < BatchSize {
+		row, err := s.r.next()
+		if err != nil {
+			return nil, err
+		}
+		if row == nil {
+			break
+		}
+		out = append(out, row)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// Close removes the spool's file.
+func (s *Spool) Close() {
+	if s == nil || s.file == nil {
+		return
+	}
+	spillCounters.bytes.Add(s.file.bytes)
+	s.file.f.Close()
+	os.Remove(s.file.f.Name())
+	s.file, s.r = nil, nil
+}

@@ -23,11 +23,28 @@ import (
 type windowExec struct {
 	child Executor
 	p     *plan.Window
-	out   [][]types.Datum
 	done  bool
+
+	// Past the quota the rows go through the passes of windowspill.go
+	// instead: spilled is the last of them.
+	acct    memAcct
+	passes  []*winPass
+	spilled Executor
+}
+
+func (w *windowExec) memStats() (peak, disk int64) {
+	peak, disk = w.acct.peak, w.acct.disk
+	for _, p := range w.passes {
+		peak = max(peak, p.acct.peak, p.sort.acct.peak)
+		disk += p.acct.disk + p.sort.acct.disk
+	}
+	return peak, disk
 }
 
 func (w *windowExec) Next(c *Context) ([][]types.Datum, error) {
+	if w.spilled != nil {
+		return w.spilled.Next(c)
+	}
 	if w.done {
 		return nil, nil
 	}
@@ -41,13 +58,21 @@ func (w *windowExec) Next(c *Context) ([][]types.Datum, error) {
 		if batch == nil {
 			break
 		}
-		for _, r := range batch {
-			if err := c.Mem.Consume(RowSize(r) + int64(24*len(w.p.Funcs)) + 64); err != nil {
-				return nil, err
-			}
+		for bi, r := range batch {
 			out := make([]types.Datum, len(r), len(r)+len(w.p.Funcs))
 			copy(out, r)
 			rows = append(rows, out)
+			if w.acct.grow(c, RowSize(r)+int64(24*len(w.p.Funcs))+64) {
+				if !c.canSpill() {
+					return nil, c.Mem.overErr()
+				}
+				// The rows held and the rest of the input go through
+				// external sorts, one per window (windowspill.go).
+				w.acct.release(c)
+				w.spilled = w.spillPasses(&winSource{held: rows, rest: batch[bi+1:], child: w.child,
+					width: len(w.p.Child.Columns()), funcs: len(w.p.Funcs)})
+				return w.spilled.Next(c)
+			}
 		}
 	}
 	width := len(w.p.Child.Columns())
@@ -64,6 +89,8 @@ func (w *windowExec) Next(c *Context) ([][]types.Datum, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
+	// The rows now belong to the consumer.
+	w.acct.release(c)
 	return rows, nil
 }
 

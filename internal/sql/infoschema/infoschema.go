@@ -200,9 +200,10 @@ type ViewColumner interface {
 
 // Rows returns the rows of an INFORMATION_SCHEMA table as seen in schema
 // by a session that sees vis (nil: everything); the values have the kinds
-// of Table(name)'s column types.
-func Rows(schema *catalog.Schema, name string, vis Visibility) [][]types.Datum {
-	b := &builder{schema: schema, vis: vis}
+// of Table(name)'s column types. TABLES.TABLE_ROWS and STATISTICS.
+// CARDINALITY come from stats (ANALYZE TABLE), 0 for a table without.
+func Rows(schema *catalog.Schema, name string, vis Visibility, stats *catalog.Stats) [][]types.Datum {
+	b := &builder{schema: schema, vis: vis, stats: stats}
 	switch strings.ToUpper(name) {
 	case "SCHEMATA":
 		b.schemata()
@@ -248,6 +249,7 @@ func yesEmpty(v bool) string {
 type builder struct {
 	schema *catalog.Schema
 	vis    Visibility
+	stats  *catalog.Stats
 	rows   [][]types.Datum
 }
 
@@ -338,7 +340,11 @@ func (b *builder) tables() {
 				b.add("def", db, t.Name, "VIEW", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, "VIEW")
 				continue
 			}
-			b.add("def", db, t.Name, "BASE TABLE", "InnoDB", int64(10), "Dynamic", int64(0), int64(0), int64(16384), int64(0),
+			var rows int64
+			if ts := b.stats.Table(t.ID); ts != nil {
+				rows = ts.Rows
+			}
+			b.add("def", db, t.Name, "BASE TABLE", "InnoDB", int64(10), "Dynamic", rows, int64(0), int64(16384), int64(0),
 				int64(0), int64(0), nil, nil, nil, nil, TableCollation(t), nil, "", t.Comment)
 		}
 	}
@@ -527,8 +533,8 @@ func Extra(c *catalog.ColumnInfo) string {
 func (b *builder) statistics() {
 	for _, db := range b.dbs() {
 		for _, t := range b.tablesOf(db) {
-			for _, r := range IndexRows(t) {
-				b.add(append([]any{"def", db, t.Name, r.NonUnique, db}, r.Name, r.Seq, r.Column, "A", int64(0), r.SubPart,
+			for _, r := range IndexRows(t, b.stats.Table(t.ID)) {
+				b.add(append([]any{"def", db, t.Name, r.NonUnique, db}, r.Name, r.Seq, r.Column, "A", r.Cardinality, r.SubPart,
 					nil, r.Nullable, "BTREE", "", r.Comment, "YES", nil)...)
 			}
 		}
@@ -544,17 +550,25 @@ type IndexRow struct {
 	SubPart   any // nil or int64
 	Nullable  string
 	Comment   string
+	// Cardinality is the number of distinct values of the index's
+	// columns up to this one, from ts (0 without statistics).
+	Cardinality int64
 }
 
 // IndexRows lists the index columns of t: the clustered primary key
-// first, then every index in creation order.
-func IndexRows(t *catalog.TableInfo) []IndexRow {
+// first, then every index in creation order, with the cardinalities of
+// the table's statistics ts (nil: none).
+func IndexRows(t *catalog.TableInfo, ts *catalog.TableStats) []IndexRow {
 	var out []IndexRow
 	if t.IsView() {
 		return nil
 	}
 	if t.PKIsHandle {
-		out = append(out, IndexRow{Name: "PRIMARY", Seq: 1, Column: t.Columns[t.HandleOffset].Name})
+		r := IndexRow{Name: "PRIMARY", Seq: 1, Column: t.Columns[t.HandleOffset].Name}
+		if ts != nil {
+			r.Cardinality = ts.Rows
+		}
+		out = append(out, r)
 	}
 	for _, ix := range t.Indexes {
 		var nonUnique int64 = 1
@@ -572,6 +586,9 @@ func IndexRows(t *catalog.TableInfo) []IndexRow {
 			}
 			if i < len(ix.Lengths) && ix.Lengths[i] > 0 {
 				r.SubPart = int64(ix.Lengths[i])
+			}
+			if ts != nil && i < len(ts.Indexes[ix.ID]) {
+				r.Cardinality = ts.Indexes[ix.ID][i]
 			}
 			out = append(out, r)
 		}

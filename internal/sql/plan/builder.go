@@ -51,6 +51,10 @@ type Builder struct {
 	// NoCoprocessor keeps every scan in SQL (strata_enable_coprocessor
 	// = OFF): no CopRead is planned.
 	NoCoprocessor bool
+	// Stats are the tables' statistics (ANALYZE TABLE; nil: none): with
+	// them the join order and the hash joins' build sides follow
+	// estimated row counts (cost.go).
+	Stats *catalog.Stats
 }
 
 func (b *Builder) clauseName() string {
@@ -746,6 +750,8 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 	}
 	// Single-table conjuncts: filter (and access path) on the leaf.
 	filtered := make([]bool, len(leaves))
+	mineOf := make([][]ast.ExprNode, len(leaves)) // for the estimates (cost.go)
+	subqOf := make([]int, len(leaves))
 	for i, l := range leaves {
 		var mine []ast.ExprNode
 		var subq []expr.Expr // compiled conjuncts with uncorrelated subqueries
@@ -769,6 +775,7 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			continue
 		}
 		filtered[i] = true
+		mineOf[i], subqOf[i] = mine, len(subq)
 		var byRange []ast.ExprNode
 		if l.scan != nil && len(mine) > 0 {
 			byRange = b.chooseAccess(l.scan, l.scope, mine)
@@ -793,13 +800,25 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			pending = append(pending, newJoinCond(c.node, c.used, scopes))
 		}
 	}
-	order, driven := joinOrder(leaves, filtered, pending, straight)
+	var est *estimates
+	if !straight {
+		est = b.newEstimates(leaves, mineOf, subqOf, pending)
+	}
+	var order []int
+	var driven bool
+	if est != nil {
+		order, driven = costOrder(leaves, filtered, pending, est)
+	} else {
+		order, driven = joinOrder(leaves, filtered, pending, straight)
+	}
 	joined := make([]bool, len(leaves))
 	first := order[0]
 	p := leaves[first].plan
 	sc.cols = append(sc.cols, leaves[first].scope.cols...)
 	joined[first] = true
 	joinedScopes := []*scope{scopes[first]}
+	layout := []int{first} // the leaves in the order of their columns in p's rows
+	var mask uint64 = 1 << first
 	for _, i := range order[1:] {
 		joined[i] = true
 		l := leaves[i]
@@ -827,6 +846,30 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		joinedScopes = append(joinedScopes, scopes[i])
 		jn.Lookup = lookupKey(jn, l.scan)
 		indexLookup(jn, l.scan, driven)
+		layout = append(layout, i)
+		if est != nil {
+			jn.EstRows = est.card(mask | 1<<i)
+			if jn.Lookup < 0 && jn.LookupIndex == nil && len(jn.LeftKeys) > 0 && est.rows[i] > est.card(mask) {
+				// The hash join builds its right input: the smaller
+				// one, the tables joined so far. The new table's
+				// columns come first in the joined rows.
+				jn.Left, jn.Right = jn.Right, jn.Left
+				jn.LeftKeys, jn.RightKey = jn.RightKey, jn.LeftKeys
+				w := len(l.scope.cols)
+				cols := make([]scopeCol, 0, len(sc.cols))
+				for _, c := range sc.cols[len(sc.cols)-w:] {
+					c.idx -= off
+					cols = append(cols, c)
+				}
+				for _, c := range sc.cols[:len(sc.cols)-w] {
+					c.idx += w
+					cols = append(cols, c)
+				}
+				sc.cols = cols
+				layout = append([]int{i}, layout[:len(layout)-1]...)
+			}
+		}
+		mask |= 1 << i
 		jn.cols = scopeColumns(sc)
 		p = jn
 		for _, f := range filters {
@@ -837,13 +880,13 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			p = &Filter{base: base{p.Columns()}, Child: p, Cond: e}
 		}
 	}
-	if !sortedInts(order) {
+	if !sortedInts(layout) {
 		// Restore FROM order of the columns (SELECT * and positions).
 		proj := &Projection{Child: p}
 		var cols []scopeCol
 		pos := map[int]int{} // leaf -> offset in the joined row
 		off := 0
-		for _, i := range order {
+		for _, i := range layout {
 			pos[i] = off
 			off += len(leaves[i].scope.cols)
 		}

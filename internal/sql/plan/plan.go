@@ -336,6 +336,9 @@ type Join struct {
 	// distinct key in the batch; Lookup is LookupKeys[0]). Inner joins only.
 	LookupIndex *catalog.IndexInfo
 	LookupKeys  []int
+	// EstRows is the estimated number of rows the join produces (0:
+	// no estimate, a table without statistics; cost.go).
+	EstRows float64
 }
 
 func (j *Join) Children() []Plan { return []Plan{j.Left, j.Right} }
@@ -359,6 +362,9 @@ func (j *Join) Explain() string {
 	}
 	if j.Cond != nil {
 		kind += " cond=" + j.Cond.String()
+	}
+	if j.EstRows > 0 {
+		kind += " " + estRows(j.EstRows)
 	}
 	return kind
 }

@@ -52,10 +52,10 @@ func (b *Builder) buildInfoSchema(sc *scope, name, alias string) (*leaf, error) 
 		src, name := b.Cluster, t.Name
 		v.Fetch = func() [][]types.Datum { return infoschema.ClusterRows(src, name) }
 	} else if vis := b.Visible; vis != nil {
-		schema, name := b.Schema, t.Name
-		v.Fetch = func() [][]types.Datum { return infoschema.Rows(schema, name, vis) }
+		schema, name, stats := b.Schema, t.Name, b.Stats
+		v.Fetch = func() [][]types.Datum { return infoschema.Rows(schema, name, vis, stats) }
 	} else {
-		v.Rows = infoschema.Rows(b.Schema, t.Name, nil)
+		v.Rows = infoschema.Rows(b.Schema, t.Name, nil, b.Stats)
 	}
 	for _, c := range t.Columns {
 		col := &Column{Name: c.Name, OrgName: c.Name, Table: alias, OrgTable: t.Name, DB: infoschema.Name, Type: c.Type}

@@ -172,6 +172,11 @@ func (h *handler) state(c *mysql.Conn) *connState {
 			h.sessions[c.ConnectionID] = cs
 			h.mu.Unlock()
 		}
+		// A result larger than the statement's memory quota is sent
+		// from a temporary file (sendResult closes it).
+		if sp, ok := st.sess.(interface{ SetSpoolResults(bool) }); ok {
+			sp.SetSpoolResults(true)
+		}
 		// LOAD DATA LOCAL INFILE asks the client for the file over this
 		// connection (a client that refuses sends an empty file).
 		if li, ok := st.sess.(interface {
@@ -273,6 +278,11 @@ func (h *handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 
 func (h *handler) runQuery(ctx context.Context, c *mysql.Conn, st *connState, query string, more bool, callback mysql.ResultSpoolFn) error {
 	results, err := st.sess.Execute(ctx, query)
+	defer func() {
+		for _, r := range results {
+			r.Close()
+		}
+	}()
 	syncStatus(c, st.sess)
 	if err != nil {
 		return wireError(err)
@@ -309,10 +319,21 @@ func sendResult(res *strsql.Result, binary bool, fc *fieldCache, reuse *encodeBu
 		defer reuse.release()
 	}
 	rows := res.Rows
-	if len(rows) == 0 {
+	if len(rows) == 0 && !res.Spooled() {
 		return send(&sqltypes.Result{Fields: fields})
 	}
-	for len(rows) > 0 {
+	for {
+		if len(rows) == 0 && res.Spooled() {
+			// A result larger than the statement's memory quota, read
+			// back from its temporary file.
+			var err error
+			if rows, err = res.NextSpooled(); err != nil {
+				return wireError(err)
+			}
+		}
+		if len(rows) == 0 {
+			return nil
+		}
 		n := min(len(rows), rowsPerPacketBatch)
 		wire, err := enc.encode(rows[:n])
 		if err != nil {
@@ -323,7 +344,6 @@ func sendResult(res *strsql.Result, binary bool, fc *fieldCache, reuse *encodeBu
 		}
 		rows = rows[n:]
 	}
-	return nil
 }
 
 // ComPrepare implements mysql.Handler. query is the placeholder that
@@ -386,6 +406,7 @@ func (h *handler) ComStmtExecute(ctx context.Context, c *mysql.Conn, prepare *my
 		return wireError(err)
 	}
 	res, err := st.sess.ExecutePrepared(ctx, ps.ID, params)
+	defer res.Close()
 	syncStatus(c, st.sess)
 	if err != nil {
 		return wireError(err)

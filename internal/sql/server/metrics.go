@@ -1,6 +1,10 @@
 package server
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/strata-db/strata/internal/sql/exec"
+)
 
 // Process-wide metrics of the MySQL front end, registered with the default
 // Prometheus registry (served by the node's /metrics).
@@ -77,7 +81,19 @@ var (
 	pollOther = metricPolls.WithLabelValues("other")
 )
 
+// Statements past their memory quota that spilled to temporary files.
+var (
+	metricSpillFiles = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "spill_files_total",
+		Help: "Temporary files created by statements past their memory quota (tidb_mem_quota_query) to spill rows to.",
+	}, func() float64 { f, _ := exec.SpillStats(); return float64(f) })
+	metricSpillBytes = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: "strata", Subsystem: "sql", Name: "spill_bytes_total",
+		Help: "Bytes written to temporary files by statements past their memory quota (counted when a file is removed).",
+	}, func() float64 { _, b := exec.SpillStats(); return float64(b) })
+)
+
 func init() {
-	prometheus.MustRegister(metricConnectionsOpen, metricConnectionsTotal, metricConnectionsAborted,
+	prometheus.MustRegister(metricSpillFiles, metricSpillBytes, metricConnectionsOpen, metricConnectionsTotal, metricConnectionsAborted,
 		metricPanics, metricCommands, metricCommandErrors, metricPolls, metricLogins, metricLoginFailures)
 }

@@ -43,6 +43,7 @@ Examples:
   strata workload run ycsb --workload c --driver etcd --endpoints 127.0.0.1:2379 --init
   strata workload run ycsb --workload e --driver sql --addr 127.0.0.1:4000 --init
   strata workload run kv --read-percent 95 --driver resp --addr 127.0.0.1:6379 --init
+  strata workload run ycsb --workload a --driver strata --addr 127.0.0.1:20160 --init
 
 Every display interval a row per operation type: errors so far, throughput over
 the interval and since the start, interval avg/p95/p99/max latency. At the end a
@@ -133,14 +134,14 @@ func newFlagSet(inv *Invocation) (*flag.FlagSet, *flagValues) {
 	d, o := &inv.Driver, &inv.Options
 
 	// Where and how to connect.
-	fs.StringVar(&d.Driver, "driver", "resp", "client protocol: resp (Redis), sql (MySQL) or etcd")
-	fs.StringVar(&v.addr, "addr", "", "host:port of the server (default: 127.0.0.1:6380 for resp, 127.0.0.1:4000 for sql, 127.0.0.1:2379 for etcd); resp: several, comma-separated, for the nodes of one cluster, visited in turn")
-	fs.StringVar(&v.endpoints, "endpoints", "", "etcd endpoints, comma-separated (default --addr)")
+	fs.StringVar(&d.Driver, "driver", "resp", "client protocol: resp (Redis), sql (MySQL), etcd, or strata (Strata's Go client: each request to its region's leader over gRPC)")
+	fs.StringVar(&v.addr, "addr", "", "host:port of the server (default: 127.0.0.1:6380 for resp, 127.0.0.1:4000 for sql, 127.0.0.1:2379 for etcd, 127.0.0.1:20160 for strata: a node's --grpc-addr); resp: several, comma-separated, for the nodes of one cluster, visited in turn; strata: several to connect through whichever answers")
+	fs.StringVar(&v.endpoints, "endpoints", "", "etcd endpoints (strata: nodes' gRPC addresses), comma-separated (default --addr)")
 	fs.StringVar(&d.User, "user", "", "user name (sql: default root; resp: ACL user for AUTH; etcd: etcd user)")
 	fs.StringVar(&d.Password, "password", "", "password (sql, resp AUTH, etcd)")
 	fs.StringVar(&v.database, "database", "", "sql database holding the table (default: ycsb or kv)")
 	fs.StringVar(&d.RESPRecords, "resp-records", "value", "resp record layout: value (one string per record, as etcd) or hash (HSET/HGETALL)")
-	fs.IntVar(&v.conns, "conns", 0, "connections: for resp and sql the pool size (default one per thread), for etcd the number of gRPC clients (default one per 16 threads)")
+	fs.IntVar(&v.conns, "conns", 0, "connections: for resp and sql the pool size (default one per thread), for etcd the number of gRPC clients (default one per 16 threads); strata: one client, its connections one per node")
 	fs.DurationVar(&d.Timeout, "timeout", 10*time.Second, "timeout of each operation and of connecting")
 
 	// The run.
@@ -172,24 +173,24 @@ func newFlagSet(inv *Invocation) (*flag.FlagSet, *flagValues) {
 func (inv *Invocation) finish(v *flagValues) error {
 	d, o := &inv.Driver, &inv.Options
 	switch d.Driver {
-	case "resp", "sql", "etcd":
+	case "resp", "sql", "etcd", "strata":
 	default:
-		return fmt.Errorf("unknown --driver %q (want resp, sql or etcd)", d.Driver)
+		return fmt.Errorf("unknown --driver %q (want resp, sql, etcd or strata)", d.Driver)
 	}
 	d.Addr = v.addr
 	if d.Addr == "" {
 		d.Addr = driver.DefaultAddr(d.Driver)
 	}
 	if v.endpoints != "" {
-		if d.Driver != "etcd" {
-			return fmt.Errorf("--endpoints is for --driver etcd; use --addr for %s", d.Driver)
+		if d.Driver != "etcd" && d.Driver != "strata" {
+			return fmt.Errorf("--endpoints is for --driver etcd or strata; use --addr for %s", d.Driver)
 		}
 		for _, e := range strings.Split(v.endpoints, ",") {
 			if e = strings.TrimSpace(e); e != "" {
 				d.Endpoints = append(d.Endpoints, e)
 			}
 		}
-	} else if d.Driver == "etcd" {
+	} else if d.Driver == "etcd" || d.Driver == "strata" {
 		d.Endpoints = strings.Split(d.Addr, ",")
 	}
 	if d.RESPRecords != "value" && d.RESPRecords != "hash" {

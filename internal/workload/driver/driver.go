@@ -1,13 +1,16 @@
 // Package driver connects the workloads to the systems they measure. A
 // Store keeps the records of one workload (a YCSB usertable or the KV
-// workload's key space) in a server reached through one of three client
+// workload's key space) in a server reached through one of four client
 // libraries, so that one client program measures Strata and its peers:
 //
 //   - resp: the Redis protocol (github.com/redis/go-redis/v9), for Strata's
 //     --resp-addr listener and for Redis itself;
 //   - sql: the MySQL protocol (github.com/go-sql-driver/mysql), for Strata's
 //     --sql-addr listener or any MySQL server;
-//   - etcd: etcd's gRPC API (go.etcd.io/etcd/client/v3), linearizable reads.
+//   - etcd: etcd's gRPC API (go.etcd.io/etcd/client/v3), linearizable reads;
+//   - strata: Strata's Go client (package client), which sends each request
+//     to its key's region leader (as TiKV's go-ycsb driver does), for a
+//     Strata cluster's --grpc-addr; records in the resp layout.
 //
 // How records are laid out (the choice matters for a fair comparison):
 //
@@ -96,13 +99,14 @@ type Store interface {
 
 // Config says which server to reach and how.
 type Config struct {
-	// Driver is "resp", "sql" or "etcd".
+	// Driver is "resp", "sql", "etcd" or "strata".
 	Driver string
 	// Addr is host:port of a resp or sql server. For resp it may list
 	// several, comma-separated: nodes of one cluster that serve the same
 	// keys (Strata's), which the operations visit in turn.
 	Addr string
-	// Endpoints are etcd's client URLs or host:port pairs.
+	// Endpoints are etcd's client URLs or host:port pairs (strata: the
+	// nodes' gRPC addresses).
 	Endpoints []string
 	// User and Password authenticate (sql: the MySQL user; resp: AUTH;
 	// etcd: the etcd user).
@@ -120,7 +124,7 @@ type Config struct {
 }
 
 // Drivers lists the driver names.
-var Drivers = []string{"resp", "sql", "etcd"}
+var Drivers = []string{"resp", "sql", "etcd", "strata"}
 
 // DefaultAddr is the address a driver reaches when none is given: Strata's
 // own listeners for resp and sql, etcd's default client port.
@@ -132,6 +136,8 @@ func DefaultAddr(driver string) string {
 		return "127.0.0.1:4000"
 	case "etcd":
 		return "127.0.0.1:2379"
+	case "strata":
+		return "127.0.0.1:20160"
 	}
 	return ""
 }
@@ -163,6 +169,8 @@ func Open(ctx context.Context, cfg Config, schema Schema) (Store, error) {
 		return openSQL(ctx, cfg, schema)
 	case "etcd":
 		return openEtcd(ctx, cfg, schema)
+	case "strata":
+		return openStrata(ctx, cfg, schema)
 	}
 	return nil, fmt.Errorf("unknown driver %q (want one of %s)", cfg.Driver, strings.Join(Drivers, ", "))
 }
