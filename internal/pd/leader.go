@@ -59,6 +59,8 @@ type leaderState struct {
 	// mergePassed: the last such time passed. A store that has not
 	// patrolled since patrols (scheduler.go).
 	mergeNext, mergePassed time.Time
+	// lastDecision: when a scheduling round last decided an operator.
+	lastDecision time.Time
 
 	// detector is the cluster's deadlock detector (deadlock.go), empty
 	// at every new term.

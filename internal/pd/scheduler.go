@@ -21,8 +21,8 @@ import (
 //   - the regions the heartbeat reported (their report changed: a
 //     membership step, a new leader, traffic, a new size);
 //   - every region the store leads, by the directory, on a patrol: while
-//     anything is in flight (operators, replica moves, merges) or the
-//     store's previous patrol decided something, when a store went up,
+//     anything is in flight (operators, replica moves, merges) or any
+//     round decided something within settledAfter, when a store went up,
 //     down, dead or changed its state since the store's previous patrol,
 //     when a region it leads becomes old enough to merge (MinAge), and
 //     otherwise every patrolInterval. The merge checker runs on patrols
@@ -43,6 +43,13 @@ import (
 // patrolInterval: how often a settled cluster's schedulers and merge
 // checker run over every region a store leads.
 var patrolInterval = 10 * time.Second
+
+// settledAfter: the cluster counts as settled once no scheduling round
+// decided anything for this long; until then every heartbeat patrols. A
+// round may decide nothing while balancing is not done (the leaders that
+// could move report no follower active yet, the stores are at their
+// limits), and the next one must not wait for the timer.
+var settledAfter = 30 * time.Second
 
 // operatorTimeout: an operator not seen done by then may be handed out
 // again.
@@ -157,7 +164,7 @@ func (st *leaderState) shapeLocked(now time.Time, downAfter time.Duration) strin
 func (s *Server) patrolDueLocked(st *leaderState, ss *storeState, now time.Time) (bool, string) {
 	shape := st.shapeLocked(now, s.sched.DownAfter)
 	merge := (!st.mergeNext.IsZero() && !now.Before(st.mergeNext)) || ss.lastPatrol.Before(st.mergePassed)
-	return ss.lastPatrol.IsZero() || ss.patrolDecided || shape != ss.patrolShape ||
+	return ss.lastPatrol.IsZero() || now.Sub(st.lastDecision) < settledAfter || shape != ss.patrolShape ||
 		len(st.ops) > 0 || len(st.moves) > 0 || len(st.merging) > 0 || merge ||
 		now.Sub(ss.lastPatrol) >= patrolInterval, shape
 }
@@ -200,7 +207,10 @@ func (s *Server) schedule(ctx context.Context, st *leaderState, store uint64, re
 		}
 	}
 	if patrol {
-		ss.lastPatrol, ss.patrolShape, ss.patrolDecided = now, shape, len(decisions) > 0
+		ss.lastPatrol, ss.patrolShape = now, shape
+	}
+	if len(decisions) > 0 {
+		st.lastDecision = now
 	}
 	st.storesMu.Unlock()
 	var out []*kvpb.Operator

@@ -36,11 +36,9 @@ type storeState struct {
 	// changed.
 	complete bool
 	// lastPatrol: when the schedulers last ran over every region the
-	// store leads (scheduler.go); patrolShape, the stores' states then;
-	// patrolDecided, whether that round decided anything.
-	lastPatrol    time.Time
-	patrolShape   string
-	patrolDecided bool
+	// store leads (scheduler.go); patrolShape, the stores' states then.
+	lastPatrol  time.Time
+	patrolShape string
 }
 
 func storeKey(id uint64) []byte {
