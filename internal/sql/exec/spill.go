@@ -217,6 +217,22 @@ func (s *spillFile) readerAt() (*spillReader, error) {
 }
 
 // next returns the next row, or nil at the end.
+// batch reads up to BatchSize rows (nil when none is left); end reports
+// that the file is read to its end.
+func (r *spillReader) batch() (out [][]types.Datum, end bool, err error) {
+	for len(out) < BatchSize {
+		row, err := r.next()
+		if err != nil {
+			return nil, false, err
+		}
+		if row == nil {
+			return out, true, nil
+		}
+		out = append(out, row)
+	}
+	return out, false, nil
+}
+
 func (r *spillReader) next() ([]types.Datum, error) {
 	n, err := binary.ReadUvarint(r.r)
 	if errors.Is(err, io.EOF) {
@@ -265,21 +281,13 @@ func (s *spillScan) Next(c *Context) ([][]types.Datum, error) {
 	if err := c.Ctx.Err(); err != nil {
 		return nil, err
 	}
-	var out [][]types.Datum
-	for len(out) < BatchSize {
-		row, err := s.r.next()
-		if err != nil {
-			return nil, err
-		}
-		if row == nil {
-			s.done = true
-			s.file.remove(c)
-			break
-		}
-		out = append(out, row)
+	out, end, err := s.r.batch()
+	if err != nil {
+		return nil, err
 	}
-	if len(out) == 0 {
-		return nil, nil
+	if end {
+		s.done = true
+		s.file.remove(c)
 	}
 	return out, nil
 }
@@ -463,21 +471,8 @@ func (s *Spool) Next() ([][]types.Datum, error) {
 	if s == nil || s.r == nil {
 		return nil, nil
 	}
-	var out [][]types.Datum
-	for len(out) < BatchSize {
-		row, err := s.r.next()
-		if err != nil {
-			return nil, err
-		}
-		if row == nil {
-			break
-		}
-		out = append(out, row)
-	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	return out, nil
+	out, _, err := s.r.batch()
+	return out, err
 }
 
 // Close removes the spool's file.
