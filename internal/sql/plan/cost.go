@@ -50,8 +50,7 @@ import (
 // lineitem read by a full scan that is not pushed down about 0.9 us (half
 // a unit for the stored row, one for the row passed on), a point read
 // through the primary key about 1 us, an index range about 15 us. Tables
-// joined by no condition come after the
-// others, as without statistics.
+// joined by no condition come after the others, as without statistics.
 //
 // Then each hash join builds its smaller input (buildFrom): the plan's
 // right input is the one built, so when the new table is estimated to
