@@ -923,7 +923,7 @@ report="$RESULTS_DIR/$stamp-cluster.md"
 		has_target mariadb && echo "- mariadb: $(version_of mariadb); innodb_flush_log_at_trx_commit=1, no binlog, buffer pool $MARIADB_BUFFER_POOL"
 	fi
 	if has_phase ycsb; then
-		echo "- YCSB: workloads \"$YCSB_WORKLOADS\", $YCSB_RECORDS records of 10 x 100 bytes, $YCSB_THREADS threads, ${YCSB_TIME}s per run; \"Strata, one node\" = node $SQL_NODE's Redis port, \"Strata, 3 nodes\" = the three Redis ports in turn"
+		echo "- YCSB: workloads \"$YCSB_WORKLOADS\", $YCSB_RECORDS records of 10 x 100 bytes, $YCSB_THREADS threads, ${YCSB_TIME}s per run; \"Strata, one node\" = node $SQL_NODE's Redis port, \"Strata, 3 nodes\" = the three Redis ports in turn, \"Strata, Go client\" = Strata's Go client (--driver strata), each operation over gRPC to its key's region leader, writes waiting at once committed together as the Redis server commits them"
 		[[ " $YCSB_TARGETS " == *" etcd3 "* ]] && echo "- etcd: $(version_of etcd); 3 members, default configuration (fsync per write batch), linearizable reads"
 	fi
 	if has_phase failover; then

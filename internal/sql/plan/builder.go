@@ -751,20 +751,23 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 	// Single-table conjuncts: filter (and access path) on the leaf.
 	filtered := make([]bool, len(leaves))
 	mineOf := make([][]ast.ExprNode, len(leaves)) // for the estimates (cost.go)
-	subqOf := make([]int, len(leaves))
+	subqOf := make([][]float64, len(leaves))      // the selectivity of each conjunct with a subquery
 	for i, l := range leaves {
 		var mine []ast.ExprNode
 		var subq []expr.Expr // compiled conjuncts with uncorrelated subqueries
+		var subqSel []float64
 		for _, c := range cs {
 			if c.done || !onlyUses(c.used, i) {
 				continue
 			}
 			if c.opaque {
+				nsub := len(b.Subqueries)
 				e, ok := b.compileUncorrelated(c.node, l.scope)
 				if !ok {
 					continue
 				}
 				subq = append(subq, e)
+				subqSel = append(subqSel, b.subquerySel(c.node, b.Subqueries[nsub:]))
 				c.done = true
 				continue
 			}
@@ -775,7 +778,7 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			continue
 		}
 		filtered[i] = true
-		mineOf[i], subqOf[i] = mine, len(subq)
+		mineOf[i], subqOf[i] = mine, subqSel
 		var byRange []ast.ExprNode
 		if l.scan != nil && len(mine) > 0 {
 			byRange = b.chooseAccess(l.scan, l.scope, mine)
@@ -793,6 +796,11 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			l.plan = &Filter{base: base{l.plan.Columns()}, Child: l.plan, Cond: e}
 		}
 	}
+	for i, l := range leaves {
+		if l.scan != nil {
+			b.annotateLeaf(l, mineOf[i], subqOf[i])
+		}
+	}
 	// Join order (joinorder.go).
 	var pending []joinCond
 	for _, c := range cs {
@@ -806,8 +814,9 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 	}
 	var order []int
 	var driven bool
+	var hashed uint64 // leaves joined by a hash join although an index reaches them
 	if est != nil {
-		order, driven = costOrder(leaves, filtered, pending, est)
+		order, driven, hashed = costOrder(leaves, filtered, pending, est)
 	} else {
 		order, driven = joinOrder(leaves, filtered, pending, straight)
 	}
@@ -844,8 +853,13 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			filters = append(filters, c.node)
 		}
 		joinedScopes = append(joinedScopes, scopes[i])
-		jn.Lookup = lookupKey(jn, l.scan)
-		indexLookup(jn, l.scan, driven)
+		if hashed&(1<<i) == 0 {
+			jn.Lookup = lookupKey(jn, l.scan)
+			indexLookup(jn, l.scan, driven)
+		}
+		if jn.Lookup >= 0 || jn.LookupIndex != nil {
+			clearEstimates(jn.Right)
+		}
 		layout = append(layout, i)
 		if est != nil {
 			jn.EstRows = est.card(mask | 1<<i)

@@ -86,7 +86,29 @@ func (c *CopRead) Explain() string {
 		}
 		sb.WriteString(" columns=" + strings.Join(cols, ","))
 	}
+	if est := c.estRows(); est > 0 {
+		sb.WriteString(" " + estRows(est))
+	}
 	return sb.String()
+}
+
+// estRows estimates the rows the fragment returns from those of the
+// filters and scan it replaces (0: unknown, or an aggregation).
+func (c *CopRead) estRows() float64 {
+	if c.Agg != nil {
+		return 0
+	}
+	est := 0.0
+	switch n := c.Fallback.(type) {
+	case *Filter:
+		est = n.EstRows
+	case *Scan:
+		est = n.EstRows
+	}
+	if c.Limit > 0 && est > float64(c.Limit) {
+		est = float64(c.Limit)
+	}
+	return est
 }
 
 // Coprocessor enables pushCoprocessor; tests turn it off to compare.

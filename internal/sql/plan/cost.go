@@ -26,7 +26,10 @@ import (
 //     column with constant bounds (<, >, <=, >=, BETWEEN) are intersected
 //     and take their share of the column's [min, max] (numbers, dates and
 //     times), else 1/3 (BETWEEN 1/4); LIKE 1/10, AND a product, OR
-//     s1+s2-s1*s2, anything else 1/2;
+//     s1+s2-s1*s2; x [NOT] IN (uncorrelated subquery) the share of the
+//     rows the subquery reads that it returns (System R's rule, from the
+//     estimates of its plan: a GROUP BY returns the product of its
+//     columns' NDV, a HAVING comparison 1/3); anything else 1/2;
 //   - a join: |L| * |R| / max(NDV(L.k), NDV(R.k)) for each equality of two
 //     columns, 1/max(rows) for an equality of expressions, 1/3 for any other
 //     condition between the tables.
@@ -35,12 +38,19 @@ import (
 // programming over the sets of tables, up to dpMaxTables tables; greedy
 // past that), where a step costs what it reads and what it produces:
 // a table read whole for a hash join costs scanCost per stored row (the
-// filter runs next to the data) plus its filtered rows; a table reached
-// through an index (the same rules as reachRank: its primary key or a
-// unique index, or an index prefix when the first table has conditions of
-// its own) costs lookupCost per key and per row fetched; a join costs the
-// rows of both inputs and its result. Tables joined by no condition come
-// after the others, as without statistics.
+// filter runs next to the data) plus its filtered rows, and the join the
+// rows of both inputs and its result. A table an index can reach (the same
+// rules as reachRank: its primary key or a unique index, or an index
+// prefix when the first table has conditions of its own) is an index join
+// only when that costs less: pointCost per key through the integer
+// primary key (batched point reads), rangeCost per key through any other
+// index (an index range each), fetchCost per row fetched, plus its result.
+// The constants are in units of a row passed between operators (about
+// 0.6 us), from EXPLAIN ANALYZE of TPC-H Q5 at scale factor 0.1: a
+// lineitem read by a full scan that is not pushed down about 0.9 us (half
+// a unit for the stored row, one for the row passed on), a point read
+// through the primary key about 1 us, an index range about 15 us. Tables
+// joined by no condition come after the others, as without statistics.
 //
 // Then each hash join builds its smaller input (buildFrom): the plan's
 // right input is the one built, so when the new table is estimated to
@@ -50,6 +60,9 @@ const (
 	dpMaxTables = 8
 	scanCost    = 0.5
 	lookupCost  = 2.0
+	pointCost   = 2.0
+	rangeCost   = 25.0
+	fetchCost   = 2.0
 	defaultSel  = 0.5
 	rangeSel    = 1.0 / 3
 	betweenSel  = 0.25
@@ -80,7 +93,7 @@ func (b *Builder) leafStats(l *leaf) *catalog.TableStats {
 
 // newEstimates returns the estimates of the leaves, or nil unless every
 // leaf is a table with statistics (and there are at most 64).
-func (b *Builder) newEstimates(leaves []*leaf, mine [][]ast.ExprNode, extra []int, conds []joinCond) *estimates {
+func (b *Builder) newEstimates(leaves []*leaf, mine [][]ast.ExprNode, extra [][]float64, conds []joinCond) *estimates {
 	if b.Stats == nil || len(leaves) < 2 || len(leaves) > 64 {
 		return nil
 	}
@@ -92,8 +105,8 @@ func (b *Builder) newEstimates(leaves []*leaf, mine [][]ast.ExprNode, extra []in
 		}
 		raw := math.Max(1, float64(ts.Rows))
 		sel := b.conjSel(mine[i], l, ts)
-		for range extra[i] {
-			sel *= defaultSel
+		for _, s := range extra[i] {
+			sel *= s
 		}
 		est.raw[i] = raw
 		est.rows[i] = math.Max(1, raw*sel)
@@ -261,38 +274,58 @@ func (e *estimates) firstCost(l *leaf, i int) float64 {
 }
 
 // stepCost is the cost of joining leaf j to the leaves of mask, reached
-// with rank reach.
-func (e *estimates) stepCost(mask uint64, j, reach int) float64 {
+// with rank reach (handle: through its integer primary key), and whether
+// the join is a hash join. A leaf an index
+// can reach (reach >= reachIndex) is joined through the index when that
+// costs less than reading it whole for a hash join: each left row looks
+// its key up (a point read through the primary key or a whole unique
+// index, an index range through a prefix of another) and fetches the
+// rows that match it.
+func (e *estimates) stepCost(mask uint64, j, reach int, handle bool) (cost float64, hash bool) {
 	left, out := e.card(mask), e.card(mask|1<<j)
+	hashCost := scanCost*e.raw[j] + e.rows[j] + left + out
 	switch {
 	case reach >= reachIndex:
-		fetched := math.Min(e.raw[j], out*e.raw[j]/e.rows[j])
-		return lookupCost*(left+fetched) + out
+		perKey, fetched := rangeCost, out*e.raw[j]/e.rows[j]
+		if reach == reachUnique {
+			// At most one row per key, whatever else the join tests
+			// once it is fetched; by the integer primary key, a batch
+			// of point reads.
+			fetched = left
+			if handle {
+				perKey = pointCost
+			}
+		}
+		if c := perKey*left + fetchCost*fetched + out; c <= hashCost {
+			return c, false
+		}
+		return hashCost, true
 	case reach >= reachHash:
-		return scanCost*e.raw[j] + e.rows[j] + left + out
+		return hashCost, true
 	}
 	// A nested loop tests every pair.
-	return scanCost*e.raw[j] + left*e.rows[j] + out
+	return scanCost*e.raw[j] + left*e.rows[j] + out, false
 }
 
-// costOrder chooses the join order of least estimated cost.
-func costOrder(leaves []*leaf, filtered []bool, conds []joinCond, est *estimates) (order []int, driven bool) {
+// costOrder chooses the join order of least estimated cost, and the
+// leaves to join by a hash join although an index could reach them (bits
+// of hashed).
+func costOrder(leaves []*leaf, filtered []bool, conds []joinCond, est *estimates) (order []int, driven bool, hashed uint64) {
 	n := len(leaves)
 	bestCost := math.Inf(1)
 	for f := range n {
 		d := startRank(leaves[f], filtered[f]) >= 2
-		var o []int
-		var c float64
+		var best dpEntry
 		if n <= dpMaxTables {
-			o, c = dpOrder(leaves, conds, est, f, d)
+			best = dpOrder(leaves, conds, est, f, d)
 		} else {
-			o, c = greedyOrder(leaves, conds, est, f, d)
+			best = greedyOrder(leaves, conds, est, f, d)
 		}
-		if c < bestCost {
-			bestCost, order, driven = c, o, d
+		if best.cost < bestCost {
+			bestCost, order, driven, hashed = best.cost, best.order, d, best.hashed
 		}
 	}
-	return order, driven
+	return order, driven, hashed
 }
 
 // candidates lists the leaves that may follow the leaves of mask: those a
@@ -322,13 +355,27 @@ func joinedOf(n int, mask uint64) []bool {
 	return joined
 }
 
+// dpEntry is the cheapest order found of a set of leaves.
 type dpEntry struct {
-	cost  float64
-	order []int
+	cost   float64
+	order  []int
+	hashed uint64 // leaves an index could reach, joined by a hash join
+}
+
+// extend returns the entry e followed by leaf j, reached with rank reach.
+func (e *dpEntry) extend(leaves []*leaf, conds []joinCond, est *estimates, mask uint64, j int, driven bool) dpEntry {
+	joined := joinedOf(len(leaves), mask)
+	reach := reachRank(j, leaves, joined, conds, driven)
+	c, hash := est.stepCost(mask, j, reach, reach == reachUnique && byHandle(j, leaves, joined, conds))
+	next := dpEntry{cost: e.cost + c, order: append(append(make([]int, 0, len(e.order)+1), e.order...), j), hashed: e.hashed}
+	if hash && reach >= reachIndex {
+		next.hashed |= 1 << j
+	}
+	return next
 }
 
 // dpOrder finds the cheapest left-deep order starting with leaf f.
-func dpOrder(leaves []*leaf, conds []joinCond, est *estimates, f int, driven bool) ([]int, float64) {
+func dpOrder(leaves []*leaf, conds []joinCond, est *estimates, f int, driven bool) dpEntry {
 	n := len(leaves)
 	full := uint64(1)<<n - 1
 	dp := map[uint64]*dpEntry{1 << f: {cost: est.firstCost(leaves[f], f), order: []int{f}}}
@@ -337,42 +384,37 @@ func dpOrder(leaves []*leaf, conds []joinCond, est *estimates, f int, driven boo
 		if cur == nil {
 			continue
 		}
-		joined := joinedOf(n, mask)
 		for _, j := range est.candidates(n, mask) {
-			reach := reachRank(j, leaves, joined, conds, driven)
-			c := cur.cost + est.stepCost(mask, j, reach)
-			next := mask | 1<<j
-			if old := dp[next]; old == nil || c < old.cost {
-				dp[next] = &dpEntry{cost: c, order: append(append(make([]int, 0, n), cur.order...), j)}
+			next := cur.extend(leaves, conds, est, mask, j, driven)
+			if old := dp[mask|1<<j]; old == nil || next.cost < old.cost {
+				dp[mask|1<<j] = &next
 			}
 		}
 	}
 	if e := dp[full]; e != nil {
-		return e.order, e.cost
+		return *e
 	}
-	return nil, math.Inf(1)
+	return dpEntry{cost: math.Inf(1)}
 }
 
 // greedyOrder starts with leaf f and adds, each time, the leaf whose step
 // costs least.
-func greedyOrder(leaves []*leaf, conds []joinCond, est *estimates, f int, driven bool) ([]int, float64) {
+func greedyOrder(leaves []*leaf, conds []joinCond, est *estimates, f int, driven bool) dpEntry {
 	n := len(leaves)
 	mask := uint64(1) << f
-	order := []int{f}
-	cost := est.firstCost(leaves[f], f)
-	for len(order) < n {
-		joined := joinedOf(n, mask)
-		next, best := -1, math.Inf(1)
+	cur := dpEntry{cost: est.firstCost(leaves[f], f), order: []int{f}}
+	for len(cur.order) < n {
+		var best dpEntry
+		next := -1
 		for _, j := range est.candidates(n, mask) {
-			if c := est.stepCost(mask, j, reachRank(j, leaves, joined, conds, driven)); c < best {
-				next, best = j, c
+			if e := cur.extend(leaves, conds, est, mask, j, driven); next < 0 || e.cost < best.cost {
+				next, best = j, e
 			}
 		}
-		cost += best
+		cur = best
 		mask |= 1 << next
-		order = append(order, next)
 	}
-	return order, cost
+	return cur
 }
 
 // estRows formats an estimate for EXPLAIN.
@@ -560,4 +602,248 @@ func StatPos(d types.Datum) (float64, bool) {
 		return float64(t.GoTime(time.UTC).Unix()) + float64(t.Microsecond())/1e6, true
 	}
 	return 0, false
+}
+
+// annotateLeaf sets the estimated rows of a base-table leaf's scan and of
+// the filters of its own conditions (mine, then subq filters with a
+// subquery) when its table has statistics, for EXPLAIN: the scan's are the
+// rows its access path reads (the table's for a full scan; for a range or
+// an index lookup, the share of the conditions on the columns it seeks),
+// each filter's the rows left after it and the conditions below it, the
+// estimates the join order uses.
+func (b *Builder) annotateLeaf(l *leaf, mine []ast.ExprNode, subq []float64) {
+	ts := b.leafStats(l)
+	if ts == nil {
+		return
+	}
+	s := l.scan
+	raw := math.Max(1, float64(ts.Rows))
+	switch {
+	case s.Access == PointGet:
+		s.EstRows = 1
+	case s.Access == BatchPointGet:
+		s.EstRows = math.Min(raw, float64(len(s.Handles)))
+	case s.Access == IndexLookup && s.Points:
+		s.EstRows = math.Min(raw, float64(len(s.Ranges)))
+	case s.Access == TableRangeScan || s.Access == IndexLookup:
+		seek := map[int]bool{}
+		if s.Access == TableRangeScan {
+			seek[s.Table.HandleOffset] = true
+		} else {
+			for _, r := range s.Ranges {
+				n := len(r.Eq)
+				if r.Low.Value != nil || r.High.Value != nil {
+					n++
+				}
+				for _, off := range s.Index.Columns[:min(n, len(s.Index.Columns))] {
+					seek[off] = true
+				}
+			}
+		}
+		var on []ast.ExprNode
+		for _, c := range mine {
+			if offs, ok := columnsOf(c, l.scope); ok && len(offs) > 0 && allIn(offs, seek) {
+				on = append(on, c)
+			}
+		}
+		s.EstRows = math.Max(1, raw*b.conjSel(on, l, ts))
+	default:
+		s.EstRows = raw
+	}
+	var chain []*Filter // innermost first
+	p := l.plan
+	for {
+		f, ok := p.(*Filter)
+		if !ok {
+			break
+		}
+		chain = append([]*Filter{f}, chain...)
+		p = f.Child
+	}
+	if p != Plan(s) || len(chain) != len(mine)+len(subq) {
+		return
+	}
+	est := s.EstRows
+	for k, f := range chain {
+		if k < len(mine) {
+			est = math.Min(est, math.Max(1, raw*b.conjSel(mine[:k+1], l, ts)))
+		} else {
+			est = math.Max(1, est*subq[k-len(mine)])
+		}
+		f.EstRows = est
+	}
+}
+
+// clearEstimates removes the estimates of a leaf read by an index join:
+// it is read a key at a time, not as a whole.
+func clearEstimates(p Plan) {
+	for {
+		switch n := p.(type) {
+		case *Filter:
+			n.EstRows = 0
+			p = n.Child
+			continue
+		case *Scan:
+			n.EstRows = 0
+		}
+		return
+	}
+}
+
+// columnsOf lists the column offsets of a leaf that n reads; ok is false
+// when it reads anything else that is not a constant (a subquery, a
+// column of another table).
+func columnsOf(n ast.ExprNode, sc *scope) ([]int, bool) {
+	v := &colVisitor{sc: sc, ok: true}
+	n.Accept(v)
+	return v.offs, v.ok
+}
+
+type colVisitor struct {
+	sc   *scope
+	offs []int
+	ok   bool
+}
+
+func (v *colVisitor) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.ColumnNameExpr:
+		off, ok := columnOf(x, v.sc)
+		if !ok {
+			v.ok = false
+		} else {
+			v.offs = append(v.offs, off)
+		}
+		return n, true
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr:
+		v.ok = false
+	}
+	return n, !v.ok
+}
+
+func (v *colVisitor) Leave(n ast.Node) (ast.Node, bool) { return n, v.ok }
+
+func allIn(offs []int, set map[int]bool) bool {
+	for _, o := range offs {
+		if !set[o] {
+			return false
+		}
+	}
+	return true
+}
+
+// subquerySel estimates the selectivity of a table's own condition with
+// uncorrelated subqueries (subs, the ones it made). For x [NOT] IN
+// (subquery) it is System R's: the share of the rows the subquery reads
+// that it returns (its rows over the product of its tables' rows), when
+// every table it reads has statistics; else 1/2.
+func (b *Builder) subquerySel(n ast.ExprNode, subs []*Subquery) float64 {
+	x, ok := unparen(n).(*ast.PatternInExpr)
+	if !ok || x.Sel == nil || len(subs) != 1 || subs[0].Plan == nil {
+		return defaultSel
+	}
+	rows, ok := b.planRows(subs[0].Plan)
+	read, ok2 := b.readRows(subs[0].Plan)
+	if !ok || !ok2 {
+		return defaultSel
+	}
+	s := math.Min(1, rows/read)
+	if x.Not {
+		s = 1 - s
+	}
+	return math.Max(s, 1/read)
+}
+
+// planRows estimates the rows a plan returns from the estimates of its
+// scans, filters and joins (ok false: unknown).
+func (b *Builder) planRows(p Plan) (float64, bool) {
+	switch n := p.(type) {
+	case *Scan:
+		return n.EstRows, n.EstRows > 0
+	case *Join:
+		return n.EstRows, n.EstRows > 0 && n.Type == InnerJoin
+	case *Filter:
+		if n.EstRows > 0 {
+			return n.EstRows, true
+		}
+		r, ok := b.planRows(n.Child)
+		s := defaultSel
+		if c, isCmp := n.Cond.(*expr.Comparison); isCmp && c.Op >= expr.CmpLT && c.Op <= expr.CmpGE {
+			s = rangeSel
+		}
+		return math.Max(1, r*s), ok
+	case *CopRead:
+		r, ok := b.planRows(n.Fallback)
+		if n.Limit > 0 {
+			r = math.Min(r, float64(n.Limit))
+		}
+		return r, ok
+	case *Projection:
+		return b.planRows(n.Child)
+	case *Sort:
+		return b.planRows(n.Child)
+	case *Distinct:
+		return b.planRows(n.Child)
+	case *Aggregate:
+		r, ok := b.planRows(n.Child)
+		if len(n.GroupBy) == 0 {
+			return 1, ok
+		}
+		return math.Min(r, b.groups(n)), ok
+	}
+	return 0, false
+}
+
+// groups estimates the groups of an aggregation: the product of the
+// distinct values of its GROUP BY columns when it reads one table with
+// statistics, else no bound.
+func (b *Builder) groups(a *Aggregate) float64 {
+	scan, _ := BaseScan(a.Child)
+	if scan == nil || b.Stats == nil {
+		return math.Inf(1)
+	}
+	ts := b.Stats.Table(scan.Table.ID)
+	if ts == nil {
+		return math.Inf(1)
+	}
+	g := 1.0
+	for _, e := range a.GroupBy {
+		off, ok := expr.ColumnIndex(e)
+		if !ok || off >= len(scan.Table.Columns) {
+			return math.Inf(1)
+		}
+		cs := ts.Column(scan.Table.Columns[off].ID)
+		if cs == nil || cs.NDV <= 0 {
+			return math.Inf(1)
+		}
+		g *= float64(cs.NDV)
+	}
+	return g
+}
+
+// readRows is the product of the rows of the tables a plan reads (ok
+// false: one has no statistics).
+func (b *Builder) readRows(p Plan) (float64, bool) {
+	if c, isCop := p.(*CopRead); isCop {
+		p = c.Scan
+	}
+	if s, isScan := p.(*Scan); isScan {
+		if b.Stats == nil {
+			return 0, false
+		}
+		ts := b.Stats.Table(s.Table.ID)
+		if ts == nil {
+			return 0, false
+		}
+		return math.Max(1, float64(ts.Rows)), true
+	}
+	r := 1.0
+	for _, c := range p.Children() {
+		cr, ok := b.readRows(c)
+		if !ok {
+			return 0, false
+		}
+		r *= cr
+	}
+	return r, true
 }

@@ -113,6 +113,28 @@ func reachRank(i int, leaves []*leaf, joined []bool, conds []joinCond, driven bo
 	return rank
 }
 
+// byHandle reports whether the joined leaves fix the integer primary key
+// of leaf i by an equality (a join through it reads rows by handle).
+func byHandle(i int, leaves []*leaf, joined []bool, conds []joinCond) bool {
+	s := leaves[i].scan
+	if s == nil || !s.Table.PKIsHandle {
+		return false
+	}
+	with := append([]bool(nil), joined...)
+	with[i] = true
+	for _, c := range conds {
+		if !c.used[i] || !subset(c.used, with) {
+			continue
+		}
+		for _, e := range c.eqs {
+			if e.leaf == i && !e.other[i] && anyTrue(e.other) && e.col == s.Table.HandleOffset {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // newJoinCond analyzes a conjunct not yet placed for reachRank: an
 // equality whose one side reads a single leaf can join that leaf.
 func newJoinCond(node ast.ExprNode, used []bool, scopes []*scope) joinCond {

@@ -118,6 +118,9 @@ type Scan struct {
 	// column offset); the others may be left NULL in the rows the scan
 	// returns (prune.go).
 	Needed []bool
+	// EstRows is the estimated number of rows the scan reads, when its
+	// table has statistics (0: none; cost.go).
+	EstRows float64
 }
 
 func (*Scan) Children() []Plan { return nil }
@@ -158,6 +161,9 @@ func (s *Scan) Explain() string {
 			}
 		}
 		out += " columns=" + strings.Join(cols, ",")
+	}
+	if s.EstRows > 0 {
+		out += " " + estRows(s.EstRows)
 	}
 	return out
 }
@@ -215,14 +221,22 @@ type Filter struct {
 	// EXPLAIN shows such a filter with "[by range]": whether it is skipped
 	// is only known at run time.
 	ByRange bool
+	// EstRows is the estimated number of rows that pass, when the filter
+	// is one of a table's own conditions and the table has statistics (0:
+	// none; cost.go).
+	EstRows float64
 }
 
 func (f *Filter) Children() []Plan { return []Plan{f.Child} }
 func (f *Filter) Explain() string {
+	out := "Filter " + f.Cond.String()
 	if f.ByRange {
-		return "Filter " + f.Cond.String() + " [by range]"
+		out += " [by range]"
 	}
-	return "Filter " + f.Cond.String()
+	if f.EstRows > 0 {
+		out += " " + estRows(f.EstRows)
+	}
+	return out
 }
 
 // Projection computes Exprs over each input row.

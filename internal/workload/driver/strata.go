@@ -22,13 +22,31 @@ import (
 // layout (resp.StringRecord at resp.MetaKey(key)), so redis-cli and the
 // resp driver read what this driver wrote and the other way round. A read
 // is the newest committed value (client.Client.GetLatest, linearizable for
-// the key, as Strata's GET is); a write is a transaction of one key, which
-// commits in one phase, run again after a write conflict as SET is.
+// the key, as Strata's GET is). Writes are committed the way Strata's Redis
+// server commits SETs (internal/resp/batch.go): the writes every worker has
+// waiting go into one transaction, committed once, and each worker hears
+// of its write only after that commit. One transaction per write would
+// make the workers that pick the same hot (zipfian) record conflict and
+// retry each other: measured on a 3-node cluster, YCSB A fell from 5,025
+// to 1,439 operations/s with p99 updates of 2.4 s.
 type strataStore struct {
 	c       *client.Client
 	schema  Schema
 	timeout time.Duration
+	writes  chan *strataWrite
+	stop    chan struct{}
+	stopped chan struct{}
 }
+
+// strataWrite is one record write waiting for the committer.
+type strataWrite struct {
+	key    string
+	fields [][]byte
+	done   chan error
+}
+
+// maxWriteBatch bounds the writes committed in one transaction.
+const maxWriteBatch = 256
 
 // strataEndpoints are the nodes' gRPC addresses, comma-separated in --addr
 // or given as --endpoints.
@@ -50,11 +68,13 @@ func openStrata(ctx context.Context, cfg Config, schema Schema) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("strata cluster at %s: %w", strings.Join(endpoints, ","), err)
 	}
-	s := &strataStore{c: c, schema: schema, timeout: cfg.Timeout}
+	s := &strataStore{c: c, schema: schema, timeout: cfg.Timeout,
+		writes: make(chan *strataWrite, maxWriteBatch), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if _, err := s.Read(ctx, schema.KeyPrefix); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("strata cluster at %s: %w", strings.Join(endpoints, ","), err)
 	}
+	go s.commitLoop()
 	return s, nil
 }
 
@@ -157,16 +177,69 @@ func (s *strataStore) put(ctx context.Context, keys []string, fields [][][]byte)
 	}
 }
 
+// write hands one record write to the committer and waits for its commit.
+func (s *strataStore) write(ctx context.Context, key string, fields [][]byte) error {
+	w := &strataWrite{key: key, fields: fields, done: make(chan error, 1)}
+	select {
+	case s.writes <- w:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stop:
+		return errors.New("strata: store closed")
+	}
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err() // the write may still commit
+	}
+}
+
+// commitLoop commits the waiting writes in batches, one batch at a time:
+// later writes of one key are set after earlier ones in the transaction,
+// so the last one wins, as it would have one after another.
+func (s *strataStore) commitLoop() {
+	defer close(s.stopped)
+	var batch []*strataWrite
+	for {
+		batch = batch[:0]
+		select {
+		case w := <-s.writes:
+			batch = append(batch, w)
+		case <-s.stop:
+			return
+		}
+	gather:
+		for len(batch) < maxWriteBatch {
+			select {
+			case w := <-s.writes:
+				batch = append(batch, w)
+			default:
+				break gather
+			}
+		}
+		keys := make([]string, len(batch))
+		fields := make([][][]byte, len(batch))
+		for i, w := range batch {
+			keys[i], fields[i] = w.key, w.fields
+		}
+		err := s.put(context.Background(), keys, fields)
+		for _, w := range batch {
+			w.done <- err
+		}
+	}
+}
+
 func (s *strataStore) Insert(ctx context.Context, key string, fields [][]byte) error {
-	return s.put(ctx, []string{key}, [][][]byte{fields})
+	return s.write(ctx, key, fields)
 }
 
 func (s *strataStore) Write(ctx context.Context, key string, fields [][]byte) error {
-	return s.put(ctx, []string{key}, [][][]byte{fields})
+	return s.write(ctx, key, fields)
 }
 
 func (s *strataStore) Update(ctx context.Context, key string, _ int, fields [][]byte) error {
-	return s.put(ctx, []string{key}, [][][]byte{fields})
+	return s.write(ctx, key, fields)
 }
 
 // InsertBatch writes the records in one transaction (atomic, unlike the
@@ -224,6 +297,8 @@ func (s *strataStore) Scan(ctx context.Context, start string, n int) (int, error
 }
 
 func (s *strataStore) Close() error {
+	close(s.stop)
+	<-s.stopped
 	s.c.Close()
 	return nil
 }
