@@ -363,14 +363,7 @@ func (s *Schema) Tables(db string) []*TableInfo {
 
 // Version reads the schema version visible to txn (0 before any DDL).
 func Version(ctx context.Context, txn kv.Txn) (int64, error) {
-	v, err := txn.Get(ctx, keyVersion)
-	if errors.Is(err, kv.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(string(v), 10, 64)
+	return tablecodec.ReadCounter(ctx, txn, keyVersion)
 }
 
 // Load reads the whole catalog visible to txn.

@@ -3,9 +3,7 @@ package catalog
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/tablecodec"
@@ -89,14 +87,7 @@ func statsKey(tableID int64) []byte {
 // StatsVersion reads the statistics version visible to txn (0 before any
 // ANALYZE TABLE).
 func StatsVersion(ctx context.Context, txn kv.Txn) (int64, error) {
-	v, err := txn.Get(ctx, keyStatsVersion)
-	if errors.Is(err, kv.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(string(v), 10, 64)
+	return tablecodec.ReadCounter(ctx, txn, keyStatsVersion)
 }
 
 // LoadStats reads every table's statistics visible to txn.

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/internal/sql/tablecodec"
 )
 
 // Keys, in the catalog's "m" space of the transactional key space:
@@ -29,14 +29,7 @@ func accountKey(id Identity) []byte {
 
 // Version reads the privilege version visible to txn (0: never changed).
 func Version(ctx context.Context, txn kv.Txn) (int64, error) {
-	v, err := txn.Get(ctx, keyVersion)
-	if errors.Is(err, kv.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(string(v), 10, 64)
+	return tablecodec.ReadCounter(ctx, txn, keyVersion)
 }
 
 // Load reads every account visible to txn.
