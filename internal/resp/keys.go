@@ -42,6 +42,17 @@ func metaSpan() (start, end []byte) {
 // userKey strips the metadata prefix from an MVCC key of metaSpan.
 func userKey(metaKey []byte) []byte { return metaKey[2:] }
 
+// MetaPrefixSpan returns the range of the metadata records of the Redis
+// keys that start with p.
+func MetaPrefixSpan(p []byte) (start, end []byte) {
+	start = MetaKey(p)
+	return start, prefixEnd(start)
+}
+
+// RedisKey returns the Redis key whose metadata record is at metaKey
+// (MetaKey's inverse).
+func RedisKey(metaKey []byte) []byte { return userKey(metaKey) }
+
 // fieldPrefix is the common prefix of the field records of hash k.
 func fieldPrefix(k []byte) []byte {
 	p := make([]byte, 0, 2+binary.MaxVarintLen64+len(k))

@@ -82,20 +82,7 @@ func (s *strataStore) WholeRecordUpdates() bool { return true }
 
 // span is the workload's part of the Redis keyspace.
 func (s *strataStore) span() (start, end []byte) {
-	start = resp.MetaKey([]byte(s.schema.KeyPrefix))
-	return start, prefixEnd(start)
-}
-
-// prefixEnd returns the first key after every key starting with p.
-func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
+	return resp.MetaPrefixSpan([]byte(s.schema.KeyPrefix))
 }
 
 // Init deletes the workload's records, in transactions of up to 1,000.
@@ -283,7 +270,7 @@ func (s *strataStore) Scan(ctx context.Context, start string, n int) (int, error
 			return err
 		}
 		for _, e := range kvs {
-			found, err := s.check(e.Key[len(resp.MetaKey(nil)):], e.Value)
+			found, err := s.check(resp.RedisKey(e.Key), e.Value)
 			if err != nil {
 				return err
 			}
