@@ -13,15 +13,18 @@ import (
 
 // Coprocessor requests (TiDB's distsql / TiKV client-go's copIterator).
 //
-// A request's ranges are cut into tasks: each range, and, when there are
-// fewer tasks than twice the request's concurrency, each task cut again
+// A request's ranges are cut into tasks. Fewer ranges than twice the
+// request's concurrency make a task each, each cut again (unless NoSplit)
 // into sub-ranges of about equal key space between its first and last
-// key, so that every worker has work even when the range is one region. Up to
+// key, so that every worker has work even when the range is one region.
+// More ranges (an index join's lookups) are dealt out in runs of
+// consecutive ranges, about twice as many tasks as workers. Up to
 // Concurrency tasks run at once, each in its own goroutine, walking its
-// range region by region (sendOnce: a region error corrects the cache and
-// the region is sent again; a lock is resolved and the region sent again;
-// a page that stopped early goes on from its resume key). Its responses
-// are queued on the task; the consumer takes them in task order
+// ranges region by region: one request carries all of the task's ranges
+// (their parts) in a region (sendOnce: a region error corrects the cache
+// and the region is sent again; a lock is resolved and the region sent
+// again; a page that stopped early goes on from its resume key). Its
+// responses are queued on the task; the consumer takes them in task order
 // (KeepOrder) or as they come. With KeepOrder, a fragment that returns
 // rows starts a task only within Concurrency tasks of the one the consumer
 // reads, so a consumer that stops reading (a LIMIT) leaves at most that
@@ -41,14 +44,31 @@ func (t *Txn) Coprocess(ctx context.Context, req *ikv.CopRequest) (ikv.CopIterat
 	conc := max(req.Concurrency, 1)
 	ctx, cancel := context.WithCancel(ctx)
 	it := &copIterator{c: t.c, view: view, req: req, conc: conc, ctx: ctx, cancel: cancel, notify: make(chan struct{}, 1)}
+	var ranges []ikv.KeyRange
 	for _, r := range req.Ranges {
 		if r.End != nil && bytes.Compare(r.Start, r.End) >= 0 {
 			continue
 		}
-		it.tasks = append(it.tasks, &copTask{start: r.Start, end: r.End})
+		ranges = append(ranges, r)
 	}
-	if len(it.tasks) > 0 && len(it.tasks) < 2*conc {
-		it.tasks = it.splitTasks(ctx, it.tasks)
+	switch {
+	case len(ranges) >= 2*conc:
+		// Many ranges (an index join's lookups, an IN list): about 2*conc
+		// tasks of consecutive ranges, each sending all its ranges of a
+		// region in one request.
+		per := (len(ranges) + 2*conc - 1) / (2 * conc)
+		for len(ranges) > 0 {
+			n := min(per, len(ranges))
+			it.tasks = append(it.tasks, &copTask{ranges: ranges[:n:n]})
+			ranges = ranges[n:]
+		}
+	default:
+		for i := range ranges {
+			it.tasks = append(it.tasks, &copTask{ranges: ranges[i : i+1 : i+1]})
+		}
+		if len(it.tasks) > 0 && !req.NoSplit {
+			it.tasks = it.splitTasks(ctx, it.tasks)
+		}
 	}
 	if req.DAG.Reverse {
 		for i, j := 0, len(it.tasks)-1; i < j; i, j = i+1, j-1 {
@@ -59,10 +79,12 @@ func (t *Txn) Coprocess(ctx context.Context, req *ikv.CopRequest) (ikv.CopIterat
 }
 
 type copTask struct {
-	start, end []byte // end nil: +infinity
-	started    bool
-	finished   bool
-	pages      []*kvpb.CopResponse
+	// ranges are what the task has left to read: ascending, disjoint,
+	// End nil for +infinity.
+	ranges   []ikv.KeyRange
+	started  bool
+	finished bool
+	pages    []*kvpb.CopResponse
 }
 
 type copIterator struct {
@@ -89,28 +111,29 @@ func (it *copIterator) splitTasks(ctx context.Context, tasks []*copTask) []*copT
 	per := (2*it.conc + len(tasks) - 1) / len(tasks)
 	var out []*copTask
 	for _, t := range tasks {
-		first, ok := it.c.probeKey(ctx, it.view, t.start, t.end, false, minSplitKeys)
+		r := t.ranges[0]
+		first, ok := it.c.probeKey(ctx, it.view, r.Start, r.End, false, minSplitKeys)
 		if !ok {
 			// Fewer keys than are worth a split (a small table), or
 			// locks in the way: one task.
 			out = append(out, t)
 			continue
 		}
-		last, ok := it.c.probeKey(ctx, it.view, t.start, t.end, true, 1)
+		last, ok := it.c.probeKey(ctx, it.view, r.Start, r.End, true, 1)
 		if !ok || bytes.Compare(first, last) >= 0 {
 			out = append(out, t)
 			continue
 		}
 		bounds := splitKeys(first, last, per)
-		prev := t.start
+		prev := r.Start
 		for _, b := range bounds {
-			if bytes.Compare(b, prev) <= 0 || (t.end != nil && bytes.Compare(b, t.end) >= 0) {
+			if bytes.Compare(b, prev) <= 0 || (r.End != nil && bytes.Compare(b, r.End) >= 0) {
 				continue
 			}
-			out = append(out, &copTask{start: prev, end: b})
+			out = append(out, &copTask{ranges: []ikv.KeyRange{{Start: prev, End: b}}})
 			prev = b
 		}
-		out = append(out, &copTask{start: prev, end: t.end})
+		out = append(out, &copTask{ranges: []ikv.KeyRange{{Start: prev, End: r.End}}})
 	}
 	return out
 }
@@ -292,38 +315,31 @@ func (it *copIterator) run(t *copTask) {
 func (it *copIterator) runTask(t *copTask) error {
 	c, reverse := it.c, it.req.DAG.Reverse
 	bo := newBackoffer(it.ctx, c.opts.BackoffBudget)
-	cursor := t.start
-	if reverse {
-		cursor = t.end
-	}
-	for {
+	for len(t.ranges) > 0 {
 		it.mu.Lock()
 		stop := it.closed || it.err != nil
 		it.mu.Unlock()
 		if stop {
 			return nil
 		}
+		// The region the next key to read is in, and the task's ranges
+		// (their parts) within it.
 		var e *regionEntry
 		var err error
-		kr := &kvpb.KeyRange{Start: t.start, End: t.end}
+		var krs []*kvpb.KeyRange
 		if reverse {
-			if e, err = c.regions.locateEndKey(it.ctx, t.start, cursor); err != nil {
+			last := t.ranges[len(t.ranges)-1]
+			if e, err = c.regions.locateEndKey(it.ctx, last.Start, last.End); err != nil {
 				return err
 			}
-			kr.End = cursor
-			if bytes.Compare(e.startKey(), kr.Start) > 0 {
-				kr.Start = e.startKey()
-			}
+			krs = regionRangesReverse(t.ranges, e.startKey())
 		} else {
-			if e, err = c.regions.locate(it.ctx, cursor); err != nil {
+			if e, err = c.regions.locate(it.ctx, t.ranges[0].Start); err != nil {
 				return err
 			}
-			kr.Start = cursor
-			if re := e.endKey(); len(re) > 0 && (kr.End == nil || bytes.Compare(re, kr.End) < 0) {
-				kr.End = re
-			}
+			krs = regionRanges(t.ranges, e.endKey())
 		}
-		req := &kvpb.CopRequest{Context: e.rpcCtx, Ranges: []*kvpb.KeyRange{kr}, Version: it.view.ts, Dag: it.req.DAG,
+		req := &kvpb.CopRequest{Context: e.rpcCtx, Ranges: krs, Version: it.view.ts, Dag: it.req.DAG,
 			PagingRows: uint32(it.req.PagingRows)}
 		resp, outcome, err := sendOnce(c, &bo, e, func(kvc kvpb.KvClient) (*kvpb.CopResponse, error) {
 			return kvc.KvCoprocessor(bo.ctx, req)
@@ -350,11 +366,16 @@ func (it *copIterator) runTask(t *copTask) error {
 		t.pages = append(t.pages, resp)
 		it.mu.Unlock()
 		it.signal()
+		lo, hi := krs[0].Start, krs[len(krs)-1].End
 		if len(resp.ResumeKey) > 0 {
-			if !inRange(resp.ResumeKey, kr.Start, kr.End) && !bytes.Equal(resp.ResumeKey, kr.End) {
+			if !inRange(resp.ResumeKey, lo, hi) && !bytes.Equal(resp.ResumeKey, hi) {
 				return errBadResume
 			}
-			cursor = resp.ResumeKey
+			if reverse {
+				t.ranges = rangesBelow(t.ranges, resp.ResumeKey)
+			} else {
+				t.ranges = rangesFrom(t.ranges, resp.ResumeKey)
+			}
 			continue
 		}
 		dag := it.req.DAG
@@ -362,17 +383,78 @@ func (it *copIterator) runTask(t *copTask) error {
 			return nil // the task has all the rows the limit takes
 		}
 		if reverse {
-			cursor = kr.Start
-			if bytes.Compare(cursor, t.start) <= 0 {
-				return nil
-			}
+			t.ranges = rangesBelow(t.ranges, lo)
+		} else if len(hi) == 0 {
+			t.ranges = nil
 		} else {
-			cursor = kr.End
-			if len(cursor) == 0 || (t.end != nil && bytes.Compare(cursor, t.end) >= 0) {
-				return nil
-			}
+			t.ranges = rangesFrom(t.ranges, hi)
 		}
 	}
+	return nil
+}
+
+// regionRanges returns the parts of the ranges, from the first, that are
+// below end (the end key of the region the first starts in; empty:
+// +infinity), as a request's ranges.
+func regionRanges(ranges []ikv.KeyRange, end []byte) []*kvpb.KeyRange {
+	var out []*kvpb.KeyRange
+	for _, r := range ranges {
+		if len(end) > 0 && bytes.Compare(r.Start, end) >= 0 {
+			break
+		}
+		kr := &kvpb.KeyRange{Start: r.Start, End: r.End}
+		if len(end) > 0 && (r.End == nil || bytes.Compare(r.End, end) > 0) {
+			kr.End = end
+		}
+		out = append(out, kr)
+	}
+	return out
+}
+
+// regionRangesReverse returns the parts of the ranges, from the last, that
+// are at or above start (the start key of the region the last ends in),
+// as a request's ranges in ascending order.
+func regionRangesReverse(ranges []ikv.KeyRange, start []byte) []*kvpb.KeyRange {
+	k := len(ranges)
+	for k > 0 && (ranges[k-1].End == nil || bytes.Compare(ranges[k-1].End, start) > 0) {
+		k--
+		if bytes.Compare(ranges[k].Start, start) < 0 {
+			break
+		}
+	}
+	out := make([]*kvpb.KeyRange, 0, len(ranges)-k)
+	for _, r := range ranges[k:] {
+		kr := &kvpb.KeyRange{Start: r.Start, End: r.End}
+		if bytes.Compare(kr.Start, start) < 0 {
+			kr.Start = start
+		}
+		out = append(out, kr)
+	}
+	return out
+}
+
+// rangesFrom returns the parts of the ranges at or above key.
+func rangesFrom(ranges []ikv.KeyRange, key []byte) []ikv.KeyRange {
+	for len(ranges) > 0 && ranges[0].End != nil && bytes.Compare(ranges[0].End, key) <= 0 {
+		ranges = ranges[1:]
+	}
+	if len(ranges) > 0 && bytes.Compare(ranges[0].Start, key) < 0 {
+		ranges = append([]ikv.KeyRange{{Start: key, End: ranges[0].End}}, ranges[1:]...)
+	}
+	return ranges
+}
+
+// rangesBelow returns the parts of the ranges below key.
+func rangesBelow(ranges []ikv.KeyRange, key []byte) []ikv.KeyRange {
+	n := len(ranges)
+	for n > 0 && bytes.Compare(ranges[n-1].Start, key) >= 0 {
+		n--
+	}
+	ranges = ranges[:n:n]
+	if n > 0 && (ranges[n-1].End == nil || bytes.Compare(ranges[n-1].End, key) > 0) {
+		ranges = append(ranges[:n-1:n-1], ikv.KeyRange{Start: ranges[n-1].Start, End: key})
+	}
+	return ranges
 }
 
 var errBadResume = errorString("client: coprocessor response resumes outside its request")

@@ -49,6 +49,10 @@ type CopRequest struct {
 	// PagingRows, when > 0, bounds the rows of a response (the groups of
 	// an aggregation's; not a top-N's).
 	PagingRows int
+	// NoSplit keeps each of a few ranges one task instead of cutting it
+	// into sub-ranges for the workers (which costs two probes a range):
+	// for ranges known to be small, such as an index join's lookups.
+	NoSplit bool
 }
 
 // KeyRange is [Start, End); End nil means +infinity.

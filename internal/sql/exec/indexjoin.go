@@ -3,11 +3,13 @@ package exec
 import (
 	"errors"
 
+	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/collate"
 	"github.com/strata-db/strata/internal/sql/expr"
 	"github.com/strata-db/strata/internal/sql/plan"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/types"
+	"github.com/strata-db/strata/kvpb"
 )
 
 // indexJoinExec runs an inner index join through an index of the right
@@ -15,6 +17,14 @@ import (
 // one index range per distinct lookup key, only the right rows that can
 // match, applies the right side's filters, and joins the batch against
 // them by all the join keys.
+//
+// A batch's ranges are read together (lookupRows): the index entries of
+// all of them through the coprocessor, one request per region carrying
+// every range in it, regions (and runs of ranges) concurrently, then the
+// rows by handle, one BatchGet per response. Batches start at
+// LookupBatchMin left rows and double up to LookupBatchMax, so a join
+// whose consumer stops early (a LIMIT) reads little, and a long one sends
+// few requests.
 type indexJoinExec struct {
 	left  Executor
 	p     *plan.Join
@@ -23,7 +33,19 @@ type indexJoinExec struct {
 	conds []expr.Expr // the filters above the right scan
 	out   [][]types.Datum
 	done  bool
+	// pending are left rows read but not yet joined; size is how many
+	// the next batch takes.
+	pending  [][]types.Datum
+	leftDone bool
+	size     int
 }
+
+// LookupBatchMin and LookupBatchMax bound the left rows of an index
+// join's batch (tests lower them).
+var (
+	LookupBatchMin = 32
+	LookupBatchMax = BatchSize
+)
 
 func newIndexJoinExec(left Executor, p *plan.Join, colls []*collate.Collation) *indexJoinExec {
 	scan, conds := plan.BaseScan(p.Right)
@@ -38,7 +60,7 @@ func (j *indexJoinExec) Next(c *Context) ([][]types.Datum, error) {
 		if err := c.Ctx.Err(); err != nil {
 			return nil, err
 		}
-		batch, err := j.left.Next(c)
+		batch, err := j.nextLeft(c)
 		if err != nil {
 			return nil, err
 		}
@@ -54,6 +76,35 @@ func (j *indexJoinExec) Next(c *Context) ([][]types.Datum, error) {
 	out := j.out[:n:n]
 	j.out = j.out[n:]
 	return out, nil
+}
+
+// nextLeft returns the next batch of left rows: j.size of them (fewer at
+// the end), gathered from as many of the left input's batches as it
+// takes; the size doubles after each batch up to LookupBatchMax.
+func (j *indexJoinExec) nextLeft(c *Context) ([][]types.Datum, error) {
+	if j.size == 0 {
+		j.size = max(LookupBatchMin, 1)
+	}
+	for len(j.pending) < j.size && !j.leftDone {
+		b, err := j.left.Next(c)
+		if err != nil {
+			return nil, err
+		}
+		if b == nil {
+			j.leftDone = true
+			break
+		}
+		j.pending = append(j.pending, b...)
+	}
+	n := min(j.size, len(j.pending))
+	if n == 0 {
+		j.pending = nil
+		return nil, nil
+	}
+	batch := j.pending[:n:n]
+	j.pending = j.pending[n:]
+	j.size = min(2*j.size, max(LookupBatchMax, j.size))
+	return batch, nil
 }
 
 // join reads the right rows for one batch of left rows and appends the
@@ -121,7 +172,11 @@ func (j *indexJoinExec) joinBatch(c *Context, left [][]types.Datum, charge bool)
 	}
 	s := *j.scan
 	s.Access, s.Index, s.Ranges, s.Points, s.LimitHint, s.Desc = plan.IndexLookup, j.p.LookupIndex, ranges, false, 0, false
-	rows := newScanExec(&s)
+	rows, err := lookupRows(c, &s)
+	if err != nil {
+		return err
+	}
+	defer rows.close()
 	table := map[string][][]types.Datum{}
 	var held int64
 	defer func() { c.Mem.Release(held) }()
@@ -188,3 +243,114 @@ func (j *indexJoinExec) joinBatch(c *Context, left [][]types.Datum, charge bool)
 	}
 	return nil
 }
+
+// lookupExec reads the rows of an index lookup of many ranges: the
+// handles of their index entries from the coprocessor (it), then the rows
+// by handle, one BatchGet per response. With it nil, scan reads the
+// ranges one after the other itself.
+type lookupExec struct {
+	scan *scanExec
+	it   kv.CopIterator
+}
+
+// lookupRows starts reading the rows of s, an index lookup: through the
+// coprocessor when the transaction can push it (no buffered write in the
+// ranges, the coprocessor on, no locking read), else by the scan.
+func lookupRows(c *Context, s *plan.Scan) (*lookupExec, error) {
+	l := &lookupExec{scan: newScanExec(s)}
+	cp, ok := c.Txn.(kv.Coprocessor)
+	if !ok || c.CopConcurrency <= 0 || s.Lock || s.Table.Temporary || s.Table.ViewSQL != "" {
+		return l, nil
+	}
+	sc := l.scan
+	sc.started = true
+	if err := sc.computeRanges(c); err != nil {
+		return nil, err
+	}
+	if len(sc.ranges) == 0 {
+		return l, nil // nothing to read: the scan ends at once
+	}
+	ranges := make([]kv.KeyRange, len(sc.ranges))
+	for i, r := range sc.ranges {
+		ranges[i] = kv.KeyRange{Start: r[0], End: r[1]}
+	}
+	it, err := cp.Coprocess(c.Ctx, &kv.CopRequest{
+		DAG:         handleDAG(s),
+		Ranges:      ranges,
+		Concurrency: c.CopConcurrency,
+		// In key order, so that each key's rows come in the order the
+		// scan reads them.
+		KeepOrder:  true,
+		PagingRows: CopPagingRows,
+		NoSplit:    true, // a range is a key's entries: small
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.it = it
+	return l, nil
+}
+
+func (l *lookupExec) Next(c *Context) ([][]types.Datum, error) {
+	if l.it == nil {
+		return l.scan.Next(c)
+	}
+	for {
+		resp, err := l.it.Next(c.Ctx)
+		if err != nil {
+			return nil, err
+		}
+		if resp == nil {
+			return nil, nil
+		}
+		handles, err := batchHandles(resp.Batch)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := l.scan.fetch(c, handles)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) > 0 {
+			return rows, nil
+		}
+	}
+}
+
+// close stops the coprocessor requests still running.
+func (l *lookupExec) close() {
+	if l.it != nil {
+		l.it.Close()
+	}
+}
+
+// handleDAG is the coprocessor fragment that reads the entries of s's
+// index and returns their handles (one integer column).
+func handleDAG(s *plan.Scan) *kvpb.CopDAG {
+	return &kvpb.CopDAG{Scan: &kvpb.CopScan{
+		TableId:      s.Table.ID,
+		IndexId:      s.Index.ID,
+		Columns:      []*kvpb.CopColumnInfo{{Needed: true}},
+		HandleOffset: 0,
+		KeysOnly:     true,
+	}}
+}
+
+// batchHandles returns the handles of a handleDAG response's batch.
+func batchHandles(b *kvpb.CopBatch) ([]int64, error) {
+	n := int(b.GetRows())
+	if n == 0 {
+		return nil, nil
+	}
+	if len(b.Columns) != 1 || len(b.Columns[0].Kinds) != n || len(b.Columns[0].Words) != n {
+		return nil, errBadHandles
+	}
+	for _, k := range b.Columns[0].Kinds {
+		if types.Kind(k) != types.KindInt64 {
+			return nil, errBadHandles
+		}
+	}
+	return b.Columns[0].Words, nil
+}
+
+const errBadHandles = errString("exec: coprocessor returned a malformed batch of handles")
