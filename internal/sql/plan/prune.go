@@ -109,9 +109,10 @@ func prune(p Plan, need []bool) {
 		for _, k := range n.RightKey {
 			right = addExprCols(right, n.Right, k)
 		}
-		if n.Lookup >= 0 {
-			right = nil // an index join reads its right table its own way
-		}
+		// An index join reads its right table itself (plan.BaseScan:
+		// the scan under its filters), decoding the columns the scan
+		// needs as well: its keys, its filters and what the plan above
+		// reads.
 		prune(n.Left, left)
 		prune(n.Right, right)
 	default:
