@@ -2,7 +2,12 @@ package client
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
+
+	ikv "github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/kvpb"
 )
 
 // splitKeys cuts the key space between a range's first and last key
@@ -41,5 +46,53 @@ func TestSplitKeys(t *testing.T) {
 	// Keys that differ after the prefix in a shorter tail.
 	if got := splitKeys([]byte("a"), []byte("b"), 2); len(got) != 1 || bytes.Compare(got[0], []byte("a")) <= 0 || bytes.Compare(got[0], []byte("b")) >= 0 {
 		t.Errorf("split of [a, b]: %q", got)
+	}
+}
+
+// A task of many ranges sends, per region, the parts of its ranges in the
+// region, and goes on with what is left past it (forward) or before it
+// (reverse), or past a page's resume key.
+func TestTaskRangesByRegion(t *testing.T) {
+	kr := func(s, e string) ikv.KeyRange {
+		r := ikv.KeyRange{Start: []byte(s)}
+		if e != "" {
+			r.End = []byte(e)
+		}
+		return r
+	}
+	show := func(rs []ikv.KeyRange) string {
+		var sb strings.Builder
+		for _, r := range rs {
+			fmt.Fprintf(&sb, "[%s,%s)", r.Start, r.End)
+		}
+		return sb.String()
+	}
+	showPB := func(rs []*kvpb.KeyRange) string {
+		var sb strings.Builder
+		for _, r := range rs {
+			fmt.Fprintf(&sb, "[%s,%s)", r.Start, r.End)
+		}
+		return sb.String()
+	}
+	ranges := []ikv.KeyRange{kr("b", "c"), kr("d", "f"), kr("g", "h"), kr("m", "")}
+	for _, tc := range []struct{ name, got, want string }{
+		{"forward, region ends inside a range", showPB(regionRanges(ranges, []byte("e"))), "[b,c)[d,e)"},
+		{"forward, region ends between ranges", showPB(regionRanges(ranges, []byte("g"))), "[b,c)[d,f)"},
+		{"forward, last region", showPB(regionRanges(ranges, nil)), "[b,c)[d,f)[g,h)[m,)"},
+		{"reverse, region starts inside a range", showPB(regionRangesReverse(ranges, []byte("n"))), "[n,)"},
+		{"reverse, region starts between ranges", showPB(regionRangesReverse(ranges, []byte("cc"))), "[d,f)[g,h)[m,)"},
+		{"reverse, region starts inside an earlier range", showPB(regionRangesReverse(ranges, []byte("e"))), "[e,f)[g,h)[m,)"},
+		{"reverse, first region", showPB(regionRangesReverse(ranges, nil)), "[b,c)[d,f)[g,h)[m,)"},
+		{"left past a key inside a range", show(rangesFrom(ranges, []byte("e"))), "[e,f)[g,h)[m,)"},
+		{"left past a range's end", show(rangesFrom(ranges, []byte("f"))), "[g,h)[m,)"},
+		{"left past a key in the open range", show(rangesFrom(ranges, []byte("z"))), "[z,)"},
+		{"left before a key inside a range", show(rangesBelow(ranges, []byte("e"))), "[b,c)[d,e)"},
+		{"left before a range's start", show(rangesBelow(ranges, []byte("g"))), "[b,c)[d,f)"},
+		{"left before the first key", show(rangesBelow(ranges, []byte("b"))), ""},
+		{"input unchanged", show(ranges), "[b,c)[d,f)[g,h)[m,)"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, tc.got, tc.want)
+		}
 	}
 }

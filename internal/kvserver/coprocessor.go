@@ -44,30 +44,59 @@ func (s *Server) KvCoprocessor(ctx context.Context, req *kvpb.CopRequest) (*kvpb
 		return err
 	}
 	n := len(req.Ranges)
-	var readBytes int
-	for i := 0; i < n && stopKey == nil; i++ {
-		kr := req.Ranges[i]
-		if reverse {
-			kr = req.Ranges[n-1-i]
-		}
+	// The request's ranges, clipped to the region. Several (an index
+	// join's lookups) are read through one pair of iterators, opened once
+	// every range has passed the concurrency manager's check (as a single
+	// range's scan opens its iterators after the check).
+	ranges := make([][2][]byte, 0, n)
+	for _, kr := range req.Ranges {
 		start, end := clip(r, kr.Start, kr.End)
 		if len(end) > 0 && bytes.Compare(start, end) >= 0 {
 			continue
 		}
-		if err := s.cm.CheckReadRange(ctx, start, end, req.Version); err != nil {
+		ranges = append(ranges, [2][]byte{start, end})
+	}
+	n = len(ranges)
+	var multi *mvcc.RangeScan
+	if n > 1 {
+		for _, rg := range ranges {
+			if err := s.cm.CheckReadRange(ctx, rg[0], rg[1], req.Version); err != nil {
+				return nil, err
+			}
+		}
+		if multi, err = mvcc.OpenRanges(s.db, ranges); err != nil {
 			return nil, err
+		}
+		defer multi.Close()
+	}
+	var readBytes int
+	for i := 0; i < n && stopKey == nil; i++ {
+		ri := i
+		if reverse {
+			ri = n - 1 - i
+		}
+		start, end := ranges[ri][0], ranges[ri][1]
+		if multi == nil {
+			if err := s.cm.CheckReadRange(ctx, start, end, req.Version); err != nil {
+				return nil, err
+			}
 		}
 		before := run.Scanned()
 		var err error
 		if run.NeedsKeys() {
-			err = mvcc.ScanFunc(s.db, start, end, 0, req.Version, reverse, func(key, value []byte) error {
+			fn := func(key, value []byte) error {
 				readBytes += len(key) + len(value)
 				return add(key, value)
-			})
+			}
+			if multi != nil {
+				err = multi.ScanFunc(ri, req.Version, reverse, fn)
+			} else {
+				err = mvcc.ScanFunc(s.db, start, end, 0, req.Version, reverse, fn)
+			}
 		} else {
 			// The fragment reads no key column: keys are unescaped only
 			// for the resume key of a page that stops.
-			err = mvcc.ScanValues(s.db, start, end, 0, req.Version, reverse, func(k *mvcc.ScanKey, value []byte) error {
+			vfn := func(k *mvcc.ScanKey, value []byte) error {
 				readBytes += len(value)
 				err := run.Add(nil, value)
 				if err == coprocessor.ErrStop {
@@ -78,7 +107,12 @@ func (s *Server) KvCoprocessor(ctx context.Context, req *kvpb.CopRequest) (*kvpb
 					stopKey = bytes.Clone(key)
 				}
 				return err
-			})
+			}
+			if multi != nil {
+				err = multi.ScanValues(ri, req.Version, reverse, vfn)
+			} else {
+				err = mvcc.ScanValues(s.db, start, end, 0, req.Version, reverse, vfn)
+			}
 		}
 		s.noteRead(r.Id, start, int(run.Scanned()-before), readBytes)
 		if err != nil && !errors.Is(err, coprocessor.ErrStop) {

@@ -3,6 +3,7 @@ package mvcc
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -214,5 +215,145 @@ func TestLockSetCountsScannedKeys(t *testing.T) {
 	}
 	if got := ls.ScannedKeys(); got != 6 {
 		t.Fatalf("ScannedKeys = %d after reading 2 + 4 keys, want 6", got)
+	}
+}
+
+// RangeScan reads each of several ranges as ScanFunc and ScanValues do,
+// forward and backward, over several versions, deletions and a lock,
+// through one write iterator (and one lock iterator only when the lock set
+// may hold a lock in some range).
+func TestRangeScanReadsEachRangeAsScanFunc(t *testing.T) {
+	db, ls := openLockSetEngine(t)
+	apply := func(fn func(b *pebble.Batch) error) {
+		t.Helper()
+		b := db.NewBatch()
+		defer b.Close()
+		if err := fn(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Apply(b, pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if err := ls.AfterApply(b.Repr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(startTS, commitTS uint64, op kvpb.Op, keys ...string) {
+		t.Helper()
+		var ms []*kvpb.Mutation
+		var ks [][]byte
+		for _, k := range keys {
+			ms = append(ms, &kvpb.Mutation{Op: op, Key: []byte(k), Value: []byte(fmt.Sprintf("%s@%d", k, startTS))})
+			ks = append(ks, []byte(k))
+		}
+		apply(func(b *pebble.Batch) error {
+			errs, err := Prewrite(db, b, &kvpb.PrewriteRequest{PrimaryLock: ks[0], StartVersion: startTS, LockTtl: 3000, Mutations: ms})
+			if err == nil {
+				err = errors.Join(errs...)
+			}
+			return err
+		})
+		if commitTS > 0 {
+			apply(func(b *pebble.Batch) error { return Commit(db, b, ks, startTS, commitTS) })
+		}
+	}
+	var all, odd, tens []string
+	for i := range 60 {
+		k := fmt.Sprintf("k%02d", i)
+		all = append(all, k)
+		if i%2 == 1 {
+			odd = append(odd, k)
+		}
+		if i%10 == 0 {
+			tens = append(tens, k)
+		}
+	}
+	write(10, 11, kvpb.Op_Put, all...)
+	write(12, 13, kvpb.Op_Put, odd...)  // a newer version
+	write(14, 15, kvpb.Op_Del, tens...) // deleted
+	write(40, 41, kvpb.Op_Put, "k05")   // after the read
+	ranges := [][2][]byte{{[]byte("k00"), []byte("k03")}, {[]byte("k05"), []byte("k05\x00")}, {[]byte("k09"), []byte("k22")},
+		{[]byte("k30"), []byte("k31")}, {[]byte("k40"), nil}}
+	const readTS = 30
+
+	read := func(r pebble.Reader, reverse, values bool) (string, int) {
+		t.Helper()
+		c := &iterCounter{Reader: r}
+		m, err := OpenRanges(ls.Reader(c), ranges)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		var sb strings.Builder
+		for i := range ranges {
+			if reverse {
+				i = len(ranges) - 1 - i
+			}
+			var err error
+			if values {
+				err = m.ScanValues(i, readTS, reverse, func(k *ScanKey, v []byte) error {
+					key, err := k.Key()
+					fmt.Fprintf(&sb, "%s=%s ", key, v)
+					return err
+				})
+			} else {
+				err = m.ScanFunc(i, readTS, reverse, func(k, v []byte) error {
+					fmt.Fprintf(&sb, "%s=%s ", k, v)
+					return nil
+				})
+			}
+			var le *LockedError
+			if errors.As(err, &le) {
+				fmt.Fprintf(&sb, "locked(%s) ", le.Lock.Key)
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			sb.WriteString("| ")
+		}
+		return sb.String(), c.iters
+	}
+	want := func(reverse bool) string {
+		var sb strings.Builder
+		for i := range ranges {
+			if reverse {
+				i = len(ranges) - 1 - i
+			}
+			err := ScanFunc(ls.Reader(db), ranges[i][0], ranges[i][1], 0, readTS, reverse, func(k, v []byte) error {
+				fmt.Fprintf(&sb, "%s=%s ", k, v)
+				return nil
+			})
+			var le *LockedError
+			if errors.As(err, &le) {
+				fmt.Fprintf(&sb, "locked(%s) ", le.Lock.Key)
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			sb.WriteString("| ")
+		}
+		return sb.String()
+	}
+	check := func(wantIters int) {
+		t.Helper()
+		for _, reverse := range []bool{false, true} {
+			w := want(reverse)
+			for _, values := range []bool{false, true} {
+				got, iters := read(db, reverse, values)
+				if got != w {
+					t.Errorf("reverse %v, values %v:\ngot  %s\nwant %s", reverse, values, got, w)
+				}
+				if iters != wantIters {
+					t.Errorf("reverse %v, values %v: %d iterators, want %d", reverse, values, iters, wantIters)
+				}
+			}
+		}
+	}
+	check(1)
+	if got := want(false); !strings.Contains(got, "k01=k01@12 k02=k02@10 |") || strings.Contains(got, "k10=") || !strings.Contains(got, "k05=k05@12 |") {
+		t.Fatalf("unexpected reference read: %s", got)
+	}
+	write(20, 0, kvpb.Op_Put, "k15") // a lock that blocks the read
+	check(2)
+	if got, _ := read(db, false, false); !strings.Contains(got, "locked(k15)") || !strings.Contains(got, "| | k41=") {
+		t.Fatalf("the lock is not met in its range only: %s", got)
 	}
 }
