@@ -75,7 +75,7 @@ func (s *Store) generateSnapshot(p *Peer) {
 		}
 		p.storage.setSnapshot(snap)
 		metricSnapshots.WithLabelValues("generated").Inc()
-		s.wake()
+		s.poke(p)
 	}()
 }
 
