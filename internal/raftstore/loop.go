@@ -54,6 +54,7 @@ func (s *Store) run() {
 	s.mu.RLock()
 	for _, p := range s.peers {
 		s.noteAwake(p)
+		s.noteMerging(p)
 	}
 	s.mu.RUnlock()
 	for {
@@ -142,6 +143,7 @@ func (s *Store) roundPeers(visit, handled []*Peer) []*Peer {
 			p.poll.Swap(false)
 			p.pokedAt = s.round
 			s.noteAwake(p)
+			s.noteMerging(p)
 			if p.visitedAt != s.round {
 				p.visitedAt = s.round
 				visit = append(visit, p)
@@ -203,21 +205,46 @@ func (s *Store) idle() bool {
 	return !s.busy.Load()
 }
 
+// fullTickEvery: every so many ticks tickAll looks at every replica, not
+// only the awake set (a replica woken by a path that did not queue it
+// ticks again within a second; the hibernation gauge is set then).
+const fullTickEvery = 10
+
+// tickAll ticks the awake replicas and drives the merges in flight. Every
+// tick used to walk all replicas, sleeping ones included; it walks the
+// awake set (noteAwake) and the merging replicas (noteMerging), and every
+// fullTickEvery ticks all replicas, rebuilding both sets. Store loop.
 func (s *Store) tickAll() {
 	var out []*kvpb.RaftMessage
-	var merging []*Peer
-	asleep := 0
-	// The awake set is rebuilt from every replica at each tick: replicas
-	// that fell asleep or were removed leave it.
+	s.tickCount++
+	full := s.tickCount%fullTickEvery == 0
+	var candidates []*Peer
+	if full {
+		s.mu.RLock()
+		candidates = make([]*Peer, 0, len(s.peers))
+		for _, p := range s.peers {
+			candidates = append(candidates, p)
+		}
+		s.mu.RUnlock()
+		for _, p := range s.merging {
+			p.inMerging = false
+		}
+		clear(s.merging)
+		s.merging = s.merging[:0]
+	} else {
+		candidates = append(s.tickSpare[:0], s.awake...)
+	}
+	// The awake set is rebuilt: replicas that fell asleep or were
+	// removed leave it.
 	for _, p := range s.awake {
 		p.inAwake = false
 	}
 	clear(s.awake)
 	s.awake = s.awake[:0]
-	s.mu.RLock()
-	for _, p := range s.peers {
-		if p.merge.Load() != nil {
-			merging = append(merging, p)
+	asleep := 0
+	for _, p := range candidates {
+		if full {
+			s.noteMerging(p)
 		}
 		if p.asleep.Load() {
 			asleep++
@@ -230,15 +257,39 @@ func (s *Store) tickAll() {
 			s.noteAwake(p)
 		}
 	}
-	s.mu.RUnlock()
-	if s.hibernate {
+	if !full {
+		clear(candidates)
+		s.tickSpare = candidates[:0]
+	}
+	if s.hibernate && full {
 		metricAsleep.Set(float64(asleep))
 	}
 	if len(out) > 0 && s.transport != nil {
 		s.transport.Send(out)
 	}
+	merging := s.merging[:0:0]
+	keep := s.merging[:0]
+	for _, p := range s.merging {
+		if p.merge.Load() == nil || p.removed.Load() {
+			p.inMerging = false
+			continue
+		}
+		keep = append(keep, p)
+		merging = append(merging, p)
+	}
+	clear(s.merging[len(keep):])
+	s.merging = keep
 	if len(merging) > 0 {
 		s.checkMerges(merging)
+	}
+}
+
+// noteMerging adds p to the replicas every tick drives the merge of, if
+// a merge froze it. Store loop.
+func (s *Store) noteMerging(p *Peer) {
+	if !p.inMerging && p.merge.Load() != nil {
+		p.inMerging = true
+		s.merging = append(s.merging, p)
 	}
 }
 

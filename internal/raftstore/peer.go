@@ -82,9 +82,9 @@ type Peer struct {
 	idleTicks int
 	// Store loop only: visitedAt and pokedAt are the loop rounds in which
 	// the replica was last looked at and last taken from the queue;
-	// inAwake, that it is in Store.awake.
+	// inAwake and inMerging, that it is in Store.awake, Store.merging.
 	visitedAt, pokedAt uint64
-	inAwake            bool
+	inAwake, inMerging bool
 	// merge is set while a merge freezes the region (merge.go);
 	// driving while a merge driver runs for it.
 	merge   atomic.Pointer[kvpb.MergeState]

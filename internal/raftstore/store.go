@@ -167,6 +167,11 @@ type Store struct {
 	awake  []*Peer
 	round  uint64
 	looked atomic.Uint64 // replicas the loop looked at (tests)
+	// Store loop only (tickAll): merging, the replicas a merge froze;
+	// tickCount, the ticks so far; tickSpare, a buffer.
+	merging   []*Peer
+	tickCount uint64
+	tickSpare []*Peer
 
 	tick     chan struct{}
 	ticks    atomic.Uint64 // ticks done on request (Tick)
