@@ -44,13 +44,16 @@ import (
 // prefix when the first table has conditions of its own) is an index join
 // only when that costs less: pointCost per key through the integer
 // primary key (batched point reads), rangeCost per key through any other
-// index (an index range each), fetchCost per row fetched, plus its result.
-// The constants are in units of a row passed between operators (about
-// 0.6 us), from EXPLAIN ANALYZE of TPC-H Q5 at scale factor 0.1: a
-// lineitem read by a full scan that is not pushed down about 0.9 us (half
-// a unit for the stored row, one for the row passed on), a point read
-// through the primary key about 1 us, an index range about 15 us. Tables
-// joined by no condition come after the others, as without statistics.
+// index (an index range each, a batch's ranges read together in the
+// coprocessor: exec/indexjoin.go), fetchCost per row fetched, plus its
+// result. The constants are in units of a row passed between operators
+// (about 0.6 us), from EXPLAIN ANALYZE and a CPU profile of TPC-H Q5 at
+// scale factor 0.1: a lineitem read by a full scan that is not pushed down
+// about 0.9 us (half a unit for the stored row, one for the row passed
+// on), a point read through the primary key about 1 us (1.5 us for a
+// lineitem, decoded), an index range about 3 us (it was 15 us when the
+// ranges were read one after the other). Tables joined by no condition
+// come after the others, as without statistics.
 //
 // Then each hash join builds its smaller input (buildFrom): the plan's
 // right input is the one built, so when the new table is estimated to
@@ -61,7 +64,7 @@ const (
 	scanCost    = 0.5
 	lookupCost  = 2.0
 	pointCost   = 2.0
-	rangeCost   = 25.0
+	rangeCost   = 5.0
 	fetchCost   = 2.0
 	defaultSel  = 0.5
 	rangeSel    = 1.0 / 3
