@@ -254,8 +254,9 @@ type lookupExec struct {
 }
 
 // lookupRows starts reading the rows of s, an index lookup: through the
-// coprocessor when the transaction can push it (no buffered write in the
-// ranges, the coprocessor on, no locking read), else by the scan.
+// coprocessor when there are several ranges and the transaction can push
+// them (no buffered write in the ranges, the coprocessor on, no locking
+// read), else by the scan.
 func lookupRows(c *Context, s *plan.Scan) (*lookupExec, error) {
 	l := &lookupExec{scan: newScanExec(s)}
 	cp, ok := c.Txn.(kv.Coprocessor)
@@ -267,8 +268,10 @@ func lookupRows(c *Context, s *plan.Scan) (*lookupExec, error) {
 	if err := sc.computeRanges(c); err != nil {
 		return nil, err
 	}
-	if len(sc.ranges) == 0 {
-		return l, nil // nothing to read: the scan ends at once
+	if len(sc.ranges) <= 1 {
+		// Nothing to read, or one range: the scan reads it in one
+		// request too, without a fragment to compile and run.
+		return l, nil
 	}
 	ranges := make([]kv.KeyRange, len(sc.ranges))
 	for i, r := range sc.ranges {
