@@ -132,6 +132,21 @@ func (lw *lockWaiters) wake(keys ...[]byte) {
 	}
 }
 
+// waiting reports whether a request waits for a lock on one of keys.
+func (lw *lockWaiters) waiting(keys [][]byte) bool {
+	if lw.n.Load() == 0 {
+		return false
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	for _, k := range keys {
+		if _, ok := lw.m[string(k)]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // waitingKeys returns, per key, the number of waiters (for tests and
 // metrics).
 func (lw *lockWaiters) waitingKeys() map[string]int {
