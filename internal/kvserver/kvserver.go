@@ -19,7 +19,9 @@
 // (mvcc.PessimisticLocks), without a proposal, and wait here, on the leader,
 // for another transaction's lock (lockwait.go): parked until a command that
 // can release it has applied, after asking the cluster's deadlock detector
-// whether the wait closes a cycle.
+// whether the wait closes a cycle. A commit with such waiters releases
+// its keys to them when it is proposed rather than when it is applied
+// (early.go).
 //
 // GC garbage-collects a region's old versions at a safe point, in chunks
 // proposed through the region's Raft log like any write; KvDestroyRange
