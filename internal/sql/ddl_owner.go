@@ -143,7 +143,7 @@ func (e *Engine) tick(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	w, err := readWatched(ctx, txn)
+	w, owner, err := readWatched(ctx, txn)
 	if err == nil && w.privileges > e.privs.Load().Version {
 		err = e.refreshPrivileges(ctx, txn)
 	}
@@ -166,7 +166,9 @@ func (e *Engine) tick(ctx context.Context) (bool, error) {
 			return changed, err
 		}
 	}
-	if err := e.campaign(ctx); err != nil {
+	if owner != nil && owner.ID != e.id && e.now() <= owner.Expires+int64(maxClockOffset) {
+		e.own.until.Store(0) // another engine owns DDL: nothing to campaign for
+	} else if err := e.campaign(ctx); err != nil {
 		return changed, err
 	}
 	if changed && e.isOwner() {

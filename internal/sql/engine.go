@@ -123,7 +123,7 @@ type Options struct {
 	// of its statements waits for a DDL job.
 	SchemaPoll time.Duration
 	// SchemaIdlePoll is the longest interval between two looks while
-	// nothing changes (default 1s; at most an eighth of SchemaLease): the
+	// nothing changes (default 500ms; at most an eighth of SchemaLease): the
 	// interval doubles from SchemaPoll up to it. A change made on another
 	// node reaches an idle engine at most this much later.
 	SchemaIdlePoll time.Duration

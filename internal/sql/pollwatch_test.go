@@ -55,8 +55,8 @@ func TestIdleEngineBacksOff(t *testing.T) {
 	const window = 2 * time.Second
 	time.Sleep(window)
 	got := cs.begun.Load() - before
-	// At most a tick per idle interval, each with its owner record check,
-	// and a lease renewal and an owner renewal every lease/4 (2.5 s):
+	// At most a tick and a job scan (a owns DDL) per idle interval, and a
+	// lease renewal and an owner renewal every lease/4 (2.5 s): about
 	// 2*window/idle + 2 = 15. Without backing off: window/poll ticks (400)
 	// and as many job scans.
 	t.Logf("%d transactions in %s of an idle engine", got, window)

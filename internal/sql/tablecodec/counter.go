@@ -22,22 +22,3 @@ func ReadCounter(ctx context.Context, txn kv.Txn, key []byte) (int64, error) {
 	return strconv.ParseInt(string(v), 10, 64)
 }
 
-// ReadCounters reads several such counters in one batch (one request per
-// region holding them), in the order of keys.
-func ReadCounters(ctx context.Context, txn kv.Txn, keys ...[]byte) ([]int64, error) {
-	vals, err := txn.BatchGet(ctx, keys)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int64, len(keys))
-	for i, k := range keys {
-		v, ok := vals[string(k)]
-		if !ok {
-			continue
-		}
-		if out[i], err = strconv.ParseInt(string(v), 10, 64); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
