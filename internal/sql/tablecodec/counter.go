@@ -21,4 +21,3 @@ func ReadCounter(ctx context.Context, txn kv.Txn, key []byte) (int64, error) {
 	}
 	return strconv.ParseInt(string(v), 10, 64)
 }
-
