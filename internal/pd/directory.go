@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/strata-db/strata/kvpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // directory is PD's map of regions, ordered by start key, rebuilt from
@@ -98,6 +99,36 @@ func (d *directory) update(st *kvpb.RegionStat) {
 	keep = append(keep, st)
 	sort.Slice(keep, func(i, j int) bool { return bytes.Compare(keep[i].Region.StartKey, keep[j].Region.StartKey) < 0 })
 	d.regions = keep
+}
+
+// sameAsKnown reports whether st says nothing the directory's entry for its
+// region does not: the same descriptor, leader, term, indexes, progress,
+// size and traffic (only the report's interval may differ).
+func (d *directory) sameAsKnown(st *kvpb.RegionStat) bool {
+	var e *kvpb.RegionStat
+	if st.Region.GetId() == SystemRegionID {
+		d.mu.RLock()
+		e = d.system
+		d.mu.RUnlock()
+	} else {
+		e = d.byKey(st.Region.GetStartKey())
+	}
+	if e == nil || e.Region.GetId() != st.Region.GetId() {
+		return false
+	}
+	if e.Leader.GetId() != st.Leader.GetId() || e.Term != st.Term || e.CommitIndex != st.CommitIndex ||
+		e.AppliedIndex != st.AppliedIndex || e.ApproximateKeys != st.ApproximateKeys || e.ApproximateSize != st.ApproximateSize ||
+		e.ReadBytes != st.ReadBytes || e.WrittenBytes != st.WrittenBytes || e.ReadKeys != st.ReadKeys ||
+		e.WrittenKeys != st.WrittenKeys || e.ReadQueries != st.ReadQueries || e.WriteQueries != st.WriteQueries ||
+		len(e.Progress) != len(st.Progress) || !proto.Equal(e.Region, st.Region) {
+		return false
+	}
+	for i := range e.Progress {
+		if !proto.Equal(e.Progress[i], st.Progress[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *directory) byKey(key []byte) *kvpb.RegionStat {

@@ -229,3 +229,38 @@ func TestMergeWhenRegionsComeOfAge(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A report that says nothing new (a sleeping region's once-a-minute
+// report) refreshes the directory without a scheduling round; a report
+// with anything changed gets one.
+func TestUnchangedReportsAreNotScheduled(t *testing.T) {
+	c := startHBCluster(t, Config{})
+	builds := func() int {
+		c.lead().storesMu.Lock()
+		defer c.lead().storesMu.Unlock()
+		return c.lead().clusterBuilds
+	}
+	before := builds()
+	again := testRegion(100, 1, 2, 3)
+	again.IntervalMs = 60000
+	c.heartbeat(1, true, testRegion(SystemRegionID, 1, 2, 3), again)
+	if n := builds() - before; n != 0 {
+		t.Fatalf("%d scheduling rounds for unchanged reports, want 0", n)
+	}
+	for _, change := range []func(*kvpb.RegionStat){
+		func(r *kvpb.RegionStat) { r.ApproximateSize++ },
+		func(r *kvpb.RegionStat) { r.CommitIndex++ },
+		func(r *kvpb.RegionStat) { r.Progress[1].Match-- },
+		func(r *kvpb.RegionStat) { r.Region.Epoch.ConfVer++ },
+		func(r *kvpb.RegionStat) { r.WrittenKeys = 3 },
+	} {
+		r := testRegion(101, 2, 1, 4)
+		change(r)
+		before := builds()
+		c.heartbeat(2, true, r)
+		if n := builds() - before; n != 1 {
+			t.Fatalf("%d scheduling rounds for a changed report %v, want 1", n, r)
+		}
+		c.heartbeat(2, true, testRegion(101, 2, 1, 4)) // back as it was
+	}
+}

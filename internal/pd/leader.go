@@ -44,6 +44,8 @@ type leaderState struct {
 	// stores: the directory with liveness (stores.go).
 	storesMu sync.Mutex
 	stores   map[uint64]*storeState
+	// clusterBuilds counts the schedulers' views built (tests).
+	clusterBuilds int
 	// ops are the operators handed out and not yet seen done, by region.
 	ops map[uint64]*inflightOp
 	// moves are the replica moves in progress, by region.

@@ -91,6 +91,7 @@ func (o *inflightOp) done(r *kvpb.RegionStat, now time.Time) bool {
 func (s *Server) clusterLocked(st *leaderState, now time.Time) *Cluster {
 	cfg := s.sched
 	cfg.Replicas = int(st.replicas)
+	st.clusterBuilds++
 	c := &Cluster{ScheduleConfig: cfg, Stores: map[uint64]*StoreInfo{}, Regions: st.dir.all(),
 		Busy: map[uint64]bool{}, Moves: map[uint64]uint64{}}
 	for id, ss := range st.stores {

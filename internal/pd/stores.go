@@ -284,7 +284,14 @@ func (s *Server) StoreHeartbeat(ctx context.Context, req *kvpb.StoreHeartbeatReq
 	reportAll := !ss.complete
 	st.refreshLivenessLocked(now, s.liveness())
 	st.storesMu.Unlock()
+	// The schedulers look at the reports that say something new; a
+	// region's once-a-minute report of nothing changed (node/report.go)
+	// only refreshes the directory (patrols cover its region).
+	changed := req.Regions[:0:0]
 	for _, r := range req.Regions {
+		if !st.dir.sameAsKnown(r) {
+			changed = append(changed, r)
+		}
 		st.dir.update(r)
 	}
 	s.retireEmpty(ctx, st)
@@ -296,7 +303,7 @@ func (s *Server) StoreHeartbeat(ctx context.Context, req *kvpb.StoreHeartbeatReq
 		}
 	}
 	st.storesMu.Unlock()
-	resp.Operators = s.schedule(ctx, st, req.Store.Id, req.Regions, now)
+	resp.Operators = s.schedule(ctx, st, req.Store.Id, changed, now)
 	return resp, nil
 }
 

@@ -396,6 +396,7 @@ func (s *Store) finishApply(p *Peer, plan applyPlan, isLeader bool, term uint64)
 	if plan.mergeSet {
 		// Frozen (or unfrozen) before the new descriptor shows.
 		p.merge.Store(plan.merge)
+		s.noteMerging(p)
 		if plan.merge != nil {
 			p.mu.Lock()
 			p.revokeLeaseLocked()

@@ -300,6 +300,16 @@ func (h *clusterHarness) settle() {
 	}
 }
 
+// tickAndWait ticks s's replicas in its store loop and returns once the
+// loop has done so.
+func (s *Store) tickAndWait() {
+	n := s.ticks.Load()
+	s.Tick()
+	for s.ticks.Load() == n {
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
 // listArg reads a comma-separated argument.
 func listArg(t *testing.T, d *datadriven.TestData, key string) []string {
 	var v string
@@ -476,8 +486,7 @@ func (h *clusterHarness) run(d *datadriven.TestData) string {
 			}
 			for _, ts := range h.storeArgs(d, "stores") {
 				if ts.s != nil {
-					ts.s.tickAll()
-					ts.s.wake()
+					ts.s.tickAndWait()
 				}
 			}
 			h.settle()
@@ -783,6 +792,33 @@ func (h *clusterHarness) run(d *datadriven.TestData) string {
 					state = "asleep"
 				}
 				parts = append(parts, fmt.Sprintf("s%d: %s", ts.id, state))
+			}
+		}
+		return strings.Join(parts, " ")
+	case "idle-rounds":
+		// Starts n rounds of each store's loop with nothing queued and
+		// prints how many replicas they looked at.
+		var n int
+		d.ScanArgs(h.t, "n", &n)
+		stores := h.storeArgs(d, "stores")
+		before := make([]uint64, len(stores))
+		for i, ts := range stores {
+			if ts.s != nil {
+				before[i] = ts.s.looked.Load()
+			}
+		}
+		for range n {
+			for _, ts := range stores {
+				if ts.s != nil {
+					ts.s.wake()
+				}
+			}
+			h.settle()
+		}
+		var parts []string
+		for i, ts := range stores {
+			if ts.s != nil {
+				parts = append(parts, fmt.Sprintf("s%d: %d", ts.id, ts.s.looked.Load()-before[i]))
 			}
 		}
 		return strings.Join(parts, " ")

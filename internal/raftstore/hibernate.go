@@ -52,14 +52,29 @@ func (p *Peer) Asleep() bool { return p.asleep.Load() }
 
 // wakeLocked makes the replica tick again. p.mu held.
 func (p *Peer) wakeLocked() {
-	p.asleep.Store(false)
+	if p.asleep.Swap(false) {
+		// The loop looks only at the replicas awake at its last tick
+		// and those queued since.
+		p.store.enqueue(p)
+	}
 	p.idleTicks = 0
 }
 
 // poke has the store loop look at p in its next round, asleep or not.
 func (s *Store) poke(p *Peer) {
-	p.poll.Store(true)
+	s.enqueue(p)
 	s.wake()
+}
+
+// enqueue queues p for the store loop's next round (without waking the
+// loop), once until the loop takes it.
+func (s *Store) enqueue(p *Peer) {
+	if p.poll.Swap(true) {
+		return
+	}
+	s.pokeMu.Lock()
+	s.poked = append(s.poked, p)
+	s.pokeMu.Unlock()
 }
 
 // touch records a proposal or read now (store clock): an active replica

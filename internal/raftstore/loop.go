@@ -15,7 +15,9 @@ import (
 //
 //  1. starts the ReadIndex rounds reads are waiting for, and the snapshot
 //     generations raft asked for;
-//  2. drains Ready from every replica that has one;
+//  2. drains Ready from every replica that has one, looking only at the
+//     replicas awake at the last tick or woken since and those something
+//     queued work for (poke): a hibernating replica costs nothing;
 //  3. writes all their entries and HardStates (and received snapshots'
 //     Raft state) into ONE batch of the Raft engine and commits it with
 //     ONE fsync (group commit); a leader's messages leave before that
@@ -48,7 +50,13 @@ func (s *Store) run() {
 		tickC = ticker.C
 	}
 	var readies []readyPeer
-	peers := make([]*Peer, 0, 8)
+	var peers, handled []*Peer
+	s.mu.RLock()
+	for _, p := range s.peers {
+		s.noteAwake(p)
+		s.noteMerging(p)
+	}
+	s.mu.RUnlock()
 	for {
 		select {
 		case <-s.stop:
@@ -58,6 +66,7 @@ func (s *Store) run() {
 			s.tickAll()
 		case <-s.tick:
 			s.tickAll()
+			s.ticks.Add(1)
 		case <-s.notify:
 		case <-s.flushDone:
 			s.flushDone = nil
@@ -70,25 +79,18 @@ func (s *Store) run() {
 		if err := s.destroyStale(); err != nil {
 			s.fatal("destroying a stale replica", err)
 		}
+		handled = handled[:0]
 		for {
-			peers = peers[:0]
-			s.mu.RLock()
-			for _, p := range s.peers {
-				peers = append(peers, p)
-			}
-			s.mu.RUnlock()
+			peers = s.roundPeers(peers[:0], handled)
+			s.looked.Add(uint64(len(peers)))
 			readies = readies[:0]
 			for _, p := range peers {
 				if p.removed.Load() {
 					continue
 				}
 				// A sleeping replica has no Ready unless something
-				// stepped it or queued work for it (poke): thousands of
-				// idle regions then cost the loop an atomic load each.
-				if p.asleep.Load() && !p.poll.Swap(false) {
-					if p.storage.takeSnapshotRequest() {
-						s.generateSnapshot(p)
-					}
+				// stepped it or queued work for it (poke).
+				if p.asleep.Load() && p.pokedAt != s.round {
 					continue
 				}
 				p.mu.Lock()
@@ -109,8 +111,60 @@ func (s *Store) run() {
 				s.fatal("store loop", err)
 			}
 			s.busy.Store(false)
+			// Advance may leave more to do: the next pass looks at these
+			// replicas again, asleep or not.
+			handled = handled[:0]
+			for _, r := range readies {
+				handled = append(handled, r.p)
+			}
 		}
 		s.maybeRequestFlush(peers)
+	}
+}
+
+// roundPeers collects into visit the replicas a pass of the store loop
+// looks at: those queued by poke (and handled, the replicas whose Ready
+// the last pass handled), then those awake at the last tick or woken
+// since, each once. Every round used to look at every replica, and with
+// thousands of hibernating regions that walk was most of an idle
+// store's loop; a sleeping replica now costs nothing until something
+// queues it. Store loop.
+func (s *Store) roundPeers(visit, handled []*Peer) []*Peer {
+	s.round++
+	s.pokeMu.Lock()
+	poked := s.poked
+	s.poked = nil
+	s.pokeMu.Unlock()
+	for _, list := range [2][]*Peer{poked, handled} {
+		for _, p := range list {
+			// Swap, not Store: a poke that found the flag set (and so
+			// queued nothing) happened before this, and what it queued
+			// is seen below under p.mu.
+			p.poll.Swap(false)
+			p.pokedAt = s.round
+			s.noteAwake(p)
+			s.noteMerging(p)
+			if p.visitedAt != s.round {
+				p.visitedAt = s.round
+				visit = append(visit, p)
+			}
+		}
+	}
+	for _, p := range s.awake {
+		if p.visitedAt != s.round {
+			p.visitedAt = s.round
+			visit = append(visit, p)
+		}
+	}
+	return visit
+}
+
+// noteAwake adds p to the replicas every round looks at if it is awake.
+// Store loop.
+func (s *Store) noteAwake(p *Peer) {
+	if !p.inAwake && !p.asleep.Load() {
+		p.inAwake = true
+		s.awake = append(s.awake, p)
 	}
 }
 
@@ -151,14 +205,46 @@ func (s *Store) idle() bool {
 	return !s.busy.Load()
 }
 
+// fullTickEvery: every so many ticks tickAll looks at every replica, not
+// only the awake set (a replica woken by a path that did not queue it
+// ticks again within a second; the hibernation gauge is set then).
+const fullTickEvery = 10
+
+// tickAll ticks the awake replicas and drives the merges in flight. Every
+// tick used to walk all replicas, sleeping ones included; it walks the
+// awake set (noteAwake) and the merging replicas (noteMerging), and every
+// fullTickEvery ticks all replicas, rebuilding both sets. Store loop.
 func (s *Store) tickAll() {
 	var out []*kvpb.RaftMessage
-	var merging []*Peer
+	s.tickCount++
+	full := s.tickCount%fullTickEvery == 0
+	var candidates []*Peer
+	if full {
+		s.mu.RLock()
+		candidates = make([]*Peer, 0, len(s.peers))
+		for _, p := range s.peers {
+			candidates = append(candidates, p)
+		}
+		s.mu.RUnlock()
+		for _, p := range s.merging {
+			p.inMerging = false
+		}
+		clear(s.merging)
+		s.merging = s.merging[:0]
+	} else {
+		candidates = append(s.tickSpare[:0], s.awake...)
+	}
+	// The awake set is rebuilt: replicas that fell asleep or were
+	// removed leave it.
+	for _, p := range s.awake {
+		p.inAwake = false
+	}
+	clear(s.awake)
+	s.awake = s.awake[:0]
 	asleep := 0
-	s.mu.RLock()
-	for _, p := range s.peers {
-		if p.merge.Load() != nil {
-			merging = append(merging, p)
+	for _, p := range candidates {
+		if full {
+			s.noteMerging(p)
 		}
 		if p.asleep.Load() {
 			asleep++
@@ -167,16 +253,43 @@ func (s *Store) tickAll() {
 		p.mu.Lock()
 		out = append(out, s.tickLocked(p)...)
 		p.mu.Unlock()
+		if !p.removed.Load() {
+			s.noteAwake(p)
+		}
 	}
-	s.mu.RUnlock()
-	if s.hibernate {
+	if !full {
+		clear(candidates)
+		s.tickSpare = candidates[:0]
+	}
+	if s.hibernate && full {
 		metricAsleep.Set(float64(asleep))
 	}
 	if len(out) > 0 && s.transport != nil {
 		s.transport.Send(out)
 	}
+	merging := s.merging[:0:0]
+	keep := s.merging[:0]
+	for _, p := range s.merging {
+		if p.merge.Load() == nil || p.removed.Load() {
+			p.inMerging = false
+			continue
+		}
+		keep = append(keep, p)
+		merging = append(merging, p)
+	}
+	clear(s.merging[len(keep):])
+	s.merging = keep
 	if len(merging) > 0 {
 		s.checkMerges(merging)
+	}
+}
+
+// noteMerging adds p to the replicas every tick drives the merge of, if
+// a merge froze it. Store loop.
+func (s *Store) noteMerging(p *Peer) {
+	if !p.inMerging && p.merge.Load() != nil {
+		p.inMerging = true
+		s.merging = append(s.merging, p)
 	}
 }
 

@@ -75,11 +75,16 @@ type Peer struct {
 	// asleep: the replica hibernates (hibernate.go); idleTicks counts a
 	// leader's idle ticks (store loop, mu held).
 	asleep atomic.Bool
-	// poll asks the store loop to look at a sleeping replica's Ready in
-	// its next round (the loop skips sleeping replicas otherwise): set by
-	// whatever steps its raft or queues work for it without waking it.
+	// poll: the replica is queued for the store loop's next round
+	// (Store.poked), asleep or not; set by poke, cleared when the loop
+	// takes the queue.
 	poll      atomic.Bool
 	idleTicks int
+	// Store loop only: visitedAt and pokedAt are the loop rounds in which
+	// the replica was last looked at and last taken from the queue;
+	// inAwake and inMerging, that it is in Store.awake, Store.merging.
+	visitedAt, pokedAt uint64
+	inAwake, inMerging bool
 	// merge is set while a merge freezes the region (merge.go);
 	// driving while a merge driver runs for it.
 	merge   atomic.Pointer[kvpb.MergeState]
@@ -136,7 +141,9 @@ func (p *Peer) Check(ctx *kvpb.Context, keys ...[]byte) (*kvpb.Region, *kvpb.Reg
 	if !p.leaderReady.Load() {
 		// A request for a region whose replicas sleep (hibernate.go)
 		// wakes this one: if its leader is gone, it elects another.
-		p.asleep.Store(false)
+		if p.asleep.Swap(false) {
+			p.store.poke(p)
+		}
 		return nil, p.notLeader(r)
 	}
 	for _, k := range keys {

@@ -75,7 +75,7 @@ func (s *Store) generateSnapshot(p *Peer) {
 		}
 		p.storage.setSnapshot(snap)
 		metricSnapshots.WithLabelValues("generated").Inc()
-		s.wake()
+		s.poke(p)
 	}()
 }
 
@@ -264,6 +264,7 @@ func (s *Store) applySnapshot(p *Peer, snap *pb.Snapshot) error {
 		return fmt.Errorf("raftstore: region %d: apply snapshot %s: %w", p.regionID, h.Id, err)
 	}
 	p.merge.Store(h.MergeState)
+	s.noteMerging(p)
 	p.region.Store(h.Region)
 	p.initialized.Store(true)
 	s.layoutChanged()

@@ -159,8 +159,23 @@ type Store struct {
 	snapMu  sync.Mutex
 	snapGen map[uint64]bool
 
+	// The replicas the store loop looks at (loop.go): poked, queued by
+	// poke for the next round; awake, store loop only, those awake at the
+	// last tick or woken since; round counts the loop's rounds.
+	pokeMu sync.Mutex
+	poked  []*Peer
+	awake  []*Peer
+	round  uint64
+	looked atomic.Uint64 // replicas the loop looked at (tests)
+	// Store loop only (tickAll): merging, the replicas a merge froze;
+	// tickCount, the ticks so far; tickSpare, a buffer.
+	merging   []*Peer
+	tickCount uint64
+	tickSpare []*Peer
+
 	tick     chan struct{}
-	busy     atomic.Bool // a round of the loop is running (idle)
+	ticks    atomic.Uint64 // ticks done on request (Tick)
+	busy     atomic.Bool   // a round of the loop is running (idle)
 	notify   chan struct{}
 	stop     chan struct{}
 	stopped  chan struct{}
@@ -476,6 +491,7 @@ func (s *Store) addPeer(p *Peer) {
 	s.peers[p.regionID] = p
 	s.publishPeers()
 	s.mu.Unlock()
+	s.poke(p)
 }
 
 // Regions returns the descriptors of all initialized local replicas,

@@ -245,7 +245,7 @@ func (s *Store) ReportUnreachable(regionID, peerID uint64) {
 		p.mu.Lock()
 		p.rn.ReportUnreachable(peerID)
 		p.mu.Unlock()
-		p.poll.Store(true)
+		s.enqueue(p)
 	}
 }
 

@@ -102,6 +102,11 @@ func (s *Store) maybeRequestFlush(peers []*Peer) {
 	}
 	aged := s.memtableAged()
 	force := s.truncateNow.Swap(false)
+	if aged || force {
+		// peers are the replicas this round looked at; the sleeping
+		// ones count now too.
+		peers = s.Peers()
+	}
 	var compact map[uint64]uint64
 	for _, p := range peers {
 		if !p.Initialized() || p.removed.Load() {
