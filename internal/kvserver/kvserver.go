@@ -889,42 +889,15 @@ func (s *Server) GC(ctx context.Context, regionID, safePoint uint64, chunk int) 
 
 // KvScanLock implements kvpb.KvServer: the locks of old transactions in
 // a region, for GC to resolve.
-//
-// GC asks every region of the cluster once a pass. A leader that
-// hibernates (raftstore/hibernate.go) answers from its applied state
-// without the ReadIndex round an expired lease needs, which would wake
-// it and keep it awake for seconds after: it went to sleep with every
-// entry committed, applied and on every replica, and nothing commits in
-// its region while it sleeps (a proposal goes through it; a vote for
-// another leader is a message to it, which wakes it), except in a
-// partition that cuts it off from both followers while they elect
-// another leader. A lock written there meanwhile by a transaction that
-// started below the safe point is left to the next pass, which asks the
-// region's new leader. A leader that woke while it scanned scans again
-// the usual way.
 func (s *Server) KvScanLock(ctx context.Context, req *kvpb.ScanLockRequest) (*kvpb.ScanLockResponse, error) {
 	resp := &kvpb.ScanLockResponse{}
-	p, r, rerr := s.route(req.Context)
-	if rerr != nil {
+	_, r, rerr, err := s.routeRead(ctx, req.Context)
+	if rerr != nil || err != nil {
 		resp.RegionError = rerr
-		return resp, nil
+		return resp, err
 	}
-	var locks []*kvpb.LockInfo
-	var err error
-	asleep := p.Asleep()
-	if asleep {
-		start, end := clip(r, req.StartKey, req.EndKey)
-		locks, err = mvcc.ScanLocks(s.db, start, end, req.MaxVersion, int(req.Limit))
-		asleep = p.Asleep() && p.IsLeaderReady()
-	}
-	if !asleep {
-		if _, r, rerr, err = s.routeRead(ctx, req.Context); rerr != nil || err != nil {
-			resp.RegionError = rerr
-			return resp, err
-		}
-		start, end := clip(r, req.StartKey, req.EndKey)
-		locks, err = mvcc.ScanLocks(s.db, start, end, req.MaxVersion, int(req.Limit))
-	}
+	start, end := clip(r, req.StartKey, req.EndKey)
+	locks, err := mvcc.ScanLocks(s.db, start, end, req.MaxVersion, int(req.Limit))
 	if err != nil {
 		resp.Error = err.Error()
 		return resp, nil
