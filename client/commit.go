@@ -55,8 +55,11 @@ type committer struct {
 	keys        [][]byte
 	muts        []*kvpb.Mutation
 	pessimistic []bool // nil when no key is pessimistically locked
-	// lockTS: for each pessimistic key, the for-update ts of its lock.
-	lockTS []uint64
+	// lockTS: for each pessimistic key, the for-update ts of its lock;
+	// pendingTS: the commit ts of another transaction's commit of it that
+	// was pending when it was locked (Txn.pending), or zero (nil: none).
+	lockTS    []uint64
+	pendingTS []uint64
 
 	primary  []byte
 	lockTTL  uint64
@@ -101,6 +104,12 @@ func newCommitter(t *Txn) *committer {
 		cm.lockTS = make([]uint64, len(cm.muts))
 		for i, m := range cm.muts {
 			cm.lockTS[i], cm.pessimistic[i] = t.locked[string(m.Key)]
+			if pv, ok := t.pending[string(m.Key)]; ok && cm.pessimistic[i] {
+				if cm.pendingTS == nil {
+					cm.pendingTS = make([]uint64, len(cm.muts))
+				}
+				cm.pendingTS[i] = pv.commitTS
+			}
 		}
 	}
 	cm.keys = make([][]byte, len(cm.muts))
@@ -213,6 +222,9 @@ func (cm *committer) prewriteRequest(b regionBatch, onePC bool) *kvpb.PrewriteRe
 		req.IsPessimisticLock = cm.pessimistic[b.lo:b.hi]
 		req.LockForUpdateTs = cm.lockTS[b.lo:b.hi]
 		req.ForUpdateTs = cm.t.forUpdateTS
+		if cm.pendingTS != nil {
+			req.LockPendingCommitTs = cm.pendingTS[b.lo:b.hi]
+		}
 	}
 	return req
 }

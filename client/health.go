@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -23,12 +24,22 @@ import (
 // with Unavailable, which the client treats as any unreachable store (the
 // next replica is tried, and names the new leader). The first answered
 // probe brings it back.
+//
+// A store nobody sent a request to for probeIdleAfter is not probed (an
+// idle cluster's nodes would otherwise ask each other eight times a
+// second for nothing); the next request to it starts the probes again at
+// once, so a store that died while idle is found down within
+// probeFailures probes of that request, as one that dies under load. A
+// store found down is probed until it answers.
 
 const (
 	probeInterval = 250 * time.Millisecond
 	probeTimeout  = 600 * time.Millisecond
 	probeFailures = 2
 )
+
+// probeIdleAfter: a variable for tests.
+var probeIdleAfter = 10 * time.Second
 
 type probeKey struct{}
 
@@ -40,12 +51,46 @@ type storeHealth struct {
 	// it comes back.
 	downCtx    context.Context
 	cancelDown context.CancelFunc
+	// lastUse: when a request last went to the store (unix ns); wake
+	// starts the probes of an idle store again.
+	lastUse atomic.Int64
+	wake    chan struct{}
 }
 
 func newStoreHealth() *storeHealth {
-	h := &storeHealth{}
+	h := &storeHealth{wake: make(chan struct{}, 1)}
 	h.downCtx, h.cancelDown = context.WithCancel(context.Background())
+	h.lastUse.Store(time.Now().UnixNano())
 	return h
+}
+
+// use records a request to the store, and wakes its probes if they
+// stopped for idleness. A request's hot path: the clock is read, and the
+// time stored only when it moved by a millisecond.
+func (h *storeHealth) use() {
+	now := time.Now().UnixNano()
+	last := h.lastUse.Load()
+	if now-last < int64(time.Millisecond) {
+		return
+	}
+	h.lastUse.Store(now)
+	if now-last >= int64(probeIdleAfter) {
+		select {
+		case h.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// idle reports whether the store's probes may stop: no request for
+// probeIdleAfter and not down.
+func (h *storeHealth) idle(now time.Time) bool {
+	if now.UnixNano()-h.lastUse.Load() < int64(probeIdleAfter) {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.down
 }
 
 var errStoreDown = status.Error(codes.Unavailable, "client: store does not answer")
@@ -58,6 +103,7 @@ func (h *storeHealth) intercept(ctx context.Context, method string, req, reply a
 	if ctx.Value(probeKey{}) != nil {
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
+	h.use()
 	h.mu.Lock()
 	down, dctx := h.down, h.downCtx
 	h.mu.Unlock()
@@ -106,6 +152,15 @@ func (r *GRPCRouter) probe(conn *grpc.ClientConn, h *storeHealth) {
 			return
 		case <-t.C:
 		}
+		if h.idle(time.Now()) {
+			r.probesIdle.Add(1)
+			select {
+			case <-r.stop:
+				return
+			case <-h.wake:
+			}
+			r.probesIdle.Add(-1)
+		}
 		ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), probeKey{}, true), probeTimeout)
 		_, err := kv.KvGet(ctx, &kvpb.GetRequest{Context: &kvpb.Context{}})
 		cancel()
@@ -113,8 +168,10 @@ func (r *GRPCRouter) probe(conn *grpc.ClientConn, h *storeHealth) {
 	}
 }
 
-// isDown reports whether the store is down now.
+// isDown reports whether the store is down now (a request is about to
+// go to it).
 func (h *storeHealth) isDown() bool {
+	h.use()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.down

@@ -166,6 +166,16 @@ func (pl *pessimisticLocker) lockRegion(bo *backoffer, e *regionEntry, keys [][]
 			// Locking again is safe: a lock already held is held again.
 			return pl.lock(bo, keys)
 		}
+		if len(resp.Pending) > 0 {
+			pl.mu.Lock()
+			if t.pending == nil {
+				t.pending = make(map[string]pendingValue, len(resp.Pending))
+			}
+			for _, pv := range resp.Pending {
+				t.pending[string(pv.Key)] = pendingValue{commitTS: pv.CommitTs, value: pv.Value, deleted: pv.Deleted}
+			}
+			pl.mu.Unlock()
+		}
 		if resp.LockedWithConflict {
 			// Every key is locked; the conflicts say the statement read
 			// stale rows. Locks are at the conflicting commits' ts: the

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata/kv"
+	"github.com/strata-db/strata/kvpb"
 )
 
 func lockErr(t *testing.T, err error) *kv.RetryableError {
@@ -204,5 +205,68 @@ func TestBackoffHonoursBudgetAndContext(t *testing.T) {
 	bo = newBackoffer(ctx, time.Minute)
 	if err := bo.backoff(boRegionMiss, cause); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+// A key locked over another transaction's pending commit (the leader
+// released that commit's lock at its proposal) is read from the value the
+// lock response carried, at or above the commit ts, without asking the
+// leader (whose plain reads wait for the commit's apply); below it, the
+// leader is asked. The prewrite carries the commit ts, so the leader can
+// fail it if that commit never applied.
+func TestLockOverPendingCommitServesReadsAndTellsPrewrite(t *testing.T) {
+	fc := newFakeCluster()
+	c := fc.newClient(Options{})
+	defer c.Close()
+	ctx := context.Background()
+	load(t, c, "w=old")
+	txn := begin(t, c, kv.TxnOptions{Pessimistic: true})
+	if err := txn.BeginStatement(ctx, true, false); err != nil {
+		t.Fatal(err)
+	}
+	commitTS := txn.readTS + 1
+	var gets int
+	var prewrite *kvpb.PrewriteRequest
+	fc.mu.Lock()
+	fc.intercept = func(_ uint64, method string, req any) (any, error) {
+		switch method {
+		case "PessimisticLock":
+			return &kvpb.PessimisticLockResponse{Pending: []*kvpb.PendingValue{{Key: []byte("w"), CommitTs: commitTS, Value: []byte("pending")}}}, nil
+		case "Get", "BatchGet":
+			gets++
+		case "Prewrite":
+			prewrite = req.(*kvpb.PrewriteRequest)
+			return &kvpb.PrewriteResponse{Errors: []*kvpb.KeyError{{Abort: "pessimistic lock not found"}}}, nil
+		}
+		return nil, nil
+	}
+	fc.mu.Unlock()
+	if err := txn.LockKeys(ctx, []byte("w")); err != nil {
+		t.Fatal(err)
+	}
+	// This statement reads below the commit: the leader answers.
+	if v := get(t, txn, "w"); v != "old" || gets != 1 {
+		t.Fatalf("read below the pending commit: %q after %d reads at the leader", v, gets)
+	}
+	// The next statement reads above it: the pending value, locally.
+	if err := txn.BeginStatement(ctx, true, true); err != nil {
+		t.Fatal(err)
+	}
+	if txn.readTS < commitTS {
+		t.Fatalf("fresh statement ts %d below %d", txn.readTS, commitTS)
+	}
+	if v := get(t, txn, "w"); v != "pending" || gets != 1 {
+		t.Fatalf("read above the pending commit: %q after %d reads at the leader", v, gets)
+	}
+	vals, err := txn.BatchGet(ctx, [][]byte{[]byte("w")})
+	if err != nil || string(vals["w"]) != "pending" || gets != 1 {
+		t.Fatalf("batch read above the pending commit: %q %v after %d reads at the leader", vals["w"], err, gets)
+	}
+	_ = txn.Set([]byte("w"), []byte("new"))
+	if err := txn.Commit(ctx); err == nil {
+		t.Fatal("commit succeeded although its prewrite failed")
+	}
+	if prewrite == nil || len(prewrite.LockPendingCommitTs) != 1 || prewrite.LockPendingCommitTs[0] != commitTS {
+		t.Fatalf("prewrite did not carry the pending commit ts %d: %+v", commitTS, prewrite)
 	}
 }

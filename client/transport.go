@@ -146,6 +146,8 @@ type GRPCRouter struct {
 	closed  bool
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	// probesIdle counts the stores whose probes stopped for idleness.
+	probesIdle atomic.Int64
 }
 
 // NewGRPCRouter returns a router that dials stores with insecure transport

@@ -53,6 +53,14 @@ type Txn struct {
 	primary     []byte
 	forUpdateTS uint64
 	heartbeat   *heartbeat
+	// pending: the keys locked while another transaction's commit of them
+	// was proposed but not yet applied (the leader released that commit's
+	// lock early), with the committed value. While the lock is held no
+	// other transaction commits the key, so it is the key's value at every
+	// ts at or above the commit's, and reads there are served from here
+	// instead of waiting for the commit to apply. The commit ts goes with
+	// the prewrite, which fails if that commit never applied.
+	pending map[string]pendingValue
 
 	// stmts counts BeginStatement calls; stmtForUpdateTS is the current
 	// statement's for-update ts (zero when it does not read for update).
@@ -216,6 +224,15 @@ func (t *Txn) Get(ctx context.Context, key []byte) ([]byte, error) {
 		}
 		return e.value, nil
 	}
+	if pv, ok := t.pendingAt(key); ok {
+		t.view() // a read at the snapshot all the same
+		if pv.deleted {
+			t.notePoint(key, nil, false)
+			return nil, kv.ErrNotFound
+		}
+		t.notePoint(key, pv.value, true)
+		return pv.value, nil
+	}
 	v, err := t.c.snapshotGet(ctx, t.view(), key)
 	switch {
 	case err == nil:
@@ -276,6 +293,16 @@ func (t *Txn) BatchGet(ctx context.Context, keys [][]byte) (map[string][]byte, e
 		if e, ok := t.buf.get(k); ok {
 			if !e.deleted {
 				out[string(k)] = e.value
+			}
+			continue
+		}
+		if pv, ok := t.pendingAt(k); ok {
+			if !pv.deleted {
+				out[string(k)] = pv.value
+			}
+			t.view()
+			if t.recording() {
+				t.notePoint(k, pv.value, !pv.deleted)
 			}
 			continue
 		}
@@ -468,4 +495,25 @@ func retryable(reason string, lockWaitTimeout bool) error {
 func writeConflictError(wc *kvpb.WriteConflict) error {
 	return retryable(fmt.Sprintf("write conflict: txn %d conflicts with txn %d (committed at %d)",
 		wc.StartTs, wc.ConflictTs, wc.ConflictCommitTs), false)
+}
+
+// pendingValue is a key's value from a commit that was pending when this
+// transaction locked the key (Txn.pending).
+type pendingValue struct {
+	commitTS uint64
+	value    []byte
+	deleted  bool
+}
+
+// pendingAt returns the value of a key locked over a pending commit, when
+// the current read timestamp sees that commit.
+func (t *Txn) pendingAt(key []byte) (pendingValue, bool) {
+	if len(t.pending) == 0 {
+		return pendingValue{}, false
+	}
+	pv, ok := t.pending[string(key)]
+	if !ok || t.readTS < pv.commitTS {
+		return pendingValue{}, false
+	}
+	return pv, true
 }

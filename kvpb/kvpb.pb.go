@@ -2133,8 +2133,14 @@ type PrewriteRequest struct {
 	// the key for other transactions' commits from this ts; zero means
 	// for_update_ts.
 	LockForUpdateTs []uint64 `protobuf:"varint,11,rep,packed,name=lock_for_update_ts,json=lockForUpdateTs,proto3" json:"lock_for_update_ts,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Parallel to mutations, for pessimistic ones: non-zero when the key was
+	// locked while another transaction's commit of it, at this ts, was
+	// proposed but not yet applied (PessimisticLockResponse.pending). The
+	// lock then depends on that commit: a prewrite that finds the lock gone
+	// fails unless the commit record is there.
+	LockPendingCommitTs []uint64 `protobuf:"varint,12,rep,packed,name=lock_pending_commit_ts,json=lockPendingCommitTs,proto3" json:"lock_pending_commit_ts,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *PrewriteRequest) Reset() {
@@ -2240,6 +2246,13 @@ func (x *PrewriteRequest) GetMinCommitTs() uint64 {
 func (x *PrewriteRequest) GetLockForUpdateTs() []uint64 {
 	if x != nil {
 		return x.LockForUpdateTs
+	}
+	return nil
+}
+
+func (x *PrewriteRequest) GetLockPendingCommitTs() []uint64 {
+	if x != nil {
+		return x.LockPendingCommitTs
 	}
 	return nil
 }
@@ -2954,8 +2967,12 @@ type PessimisticLockResponse struct {
 	Errors             []*KeyError            `protobuf:"bytes,2,rep,name=errors,proto3" json:"errors,omitempty"`
 	Values             [][]byte               `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`
 	LockedWithConflict bool                   `protobuf:"varint,4,opt,name=locked_with_conflict,json=lockedWithConflict,proto3" json:"locked_with_conflict,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The keys locked while another transaction's commit of them was
+	// proposed but not yet applied (early lock release): their value at any
+	// ts at or above commit_ts, while the lock is held, is this one.
+	Pending       []*PendingValue `protobuf:"bytes,5,rep,name=pending,proto3" json:"pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PessimisticLockResponse) Reset() {
@@ -3016,6 +3033,81 @@ func (x *PessimisticLockResponse) GetLockedWithConflict() bool {
 	return false
 }
 
+func (x *PessimisticLockResponse) GetPending() []*PendingValue {
+	if x != nil {
+		return x.Pending
+	}
+	return nil
+}
+
+type PendingValue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	CommitTs      uint64                 `protobuf:"varint,2,opt,name=commit_ts,json=commitTs,proto3" json:"commit_ts,omitempty"`
+	Value         []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	Deleted       bool                   `protobuf:"varint,4,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingValue) Reset() {
+	*x = PendingValue{}
+	mi := &file_kvpb_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingValue) ProtoMessage() {}
+
+func (x *PendingValue) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingValue.ProtoReflect.Descriptor instead.
+func (*PendingValue) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *PendingValue) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *PendingValue) GetCommitTs() uint64 {
+	if x != nil {
+		return x.CommitTs
+	}
+	return 0
+}
+
+func (x *PendingValue) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *PendingValue) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
 type PessimisticRollbackRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
@@ -3028,7 +3120,7 @@ type PessimisticRollbackRequest struct {
 
 func (x *PessimisticRollbackRequest) Reset() {
 	*x = PessimisticRollbackRequest{}
-	mi := &file_kvpb_proto_msgTypes[37]
+	mi := &file_kvpb_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3040,7 +3132,7 @@ func (x *PessimisticRollbackRequest) String() string {
 func (*PessimisticRollbackRequest) ProtoMessage() {}
 
 func (x *PessimisticRollbackRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[37]
+	mi := &file_kvpb_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3053,7 +3145,7 @@ func (x *PessimisticRollbackRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PessimisticRollbackRequest.ProtoReflect.Descriptor instead.
 func (*PessimisticRollbackRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{37}
+	return file_kvpb_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PessimisticRollbackRequest) GetContext() *Context {
@@ -3094,7 +3186,7 @@ type PessimisticRollbackResponse struct {
 
 func (x *PessimisticRollbackResponse) Reset() {
 	*x = PessimisticRollbackResponse{}
-	mi := &file_kvpb_proto_msgTypes[38]
+	mi := &file_kvpb_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3106,7 +3198,7 @@ func (x *PessimisticRollbackResponse) String() string {
 func (*PessimisticRollbackResponse) ProtoMessage() {}
 
 func (x *PessimisticRollbackResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[38]
+	mi := &file_kvpb_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3119,7 +3211,7 @@ func (x *PessimisticRollbackResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PessimisticRollbackResponse.ProtoReflect.Descriptor instead.
 func (*PessimisticRollbackResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{38}
+	return file_kvpb_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PessimisticRollbackResponse) GetRegionError() *RegionError {
@@ -3148,7 +3240,7 @@ type TxnHeartBeatRequest struct {
 
 func (x *TxnHeartBeatRequest) Reset() {
 	*x = TxnHeartBeatRequest{}
-	mi := &file_kvpb_proto_msgTypes[39]
+	mi := &file_kvpb_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3160,7 +3252,7 @@ func (x *TxnHeartBeatRequest) String() string {
 func (*TxnHeartBeatRequest) ProtoMessage() {}
 
 func (x *TxnHeartBeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[39]
+	mi := &file_kvpb_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3173,7 +3265,7 @@ func (x *TxnHeartBeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnHeartBeatRequest.ProtoReflect.Descriptor instead.
 func (*TxnHeartBeatRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{39}
+	return file_kvpb_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *TxnHeartBeatRequest) GetContext() *Context {
@@ -3215,7 +3307,7 @@ type TxnHeartBeatResponse struct {
 
 func (x *TxnHeartBeatResponse) Reset() {
 	*x = TxnHeartBeatResponse{}
-	mi := &file_kvpb_proto_msgTypes[40]
+	mi := &file_kvpb_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3227,7 +3319,7 @@ func (x *TxnHeartBeatResponse) String() string {
 func (*TxnHeartBeatResponse) ProtoMessage() {}
 
 func (x *TxnHeartBeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[40]
+	mi := &file_kvpb_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3240,7 +3332,7 @@ func (x *TxnHeartBeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnHeartBeatResponse.ProtoReflect.Descriptor instead.
 func (*TxnHeartBeatResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{40}
+	return file_kvpb_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TxnHeartBeatResponse) GetRegionError() *RegionError {
@@ -3286,7 +3378,7 @@ type DestroyRangeRequest struct {
 
 func (x *DestroyRangeRequest) Reset() {
 	*x = DestroyRangeRequest{}
-	mi := &file_kvpb_proto_msgTypes[41]
+	mi := &file_kvpb_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3298,7 +3390,7 @@ func (x *DestroyRangeRequest) String() string {
 func (*DestroyRangeRequest) ProtoMessage() {}
 
 func (x *DestroyRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[41]
+	mi := &file_kvpb_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3311,7 +3403,7 @@ func (x *DestroyRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyRangeRequest.ProtoReflect.Descriptor instead.
 func (*DestroyRangeRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{41}
+	return file_kvpb_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DestroyRangeRequest) GetContext() *Context {
@@ -3352,7 +3444,7 @@ type DestroyRangeResponse struct {
 
 func (x *DestroyRangeResponse) Reset() {
 	*x = DestroyRangeResponse{}
-	mi := &file_kvpb_proto_msgTypes[42]
+	mi := &file_kvpb_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3364,7 +3456,7 @@ func (x *DestroyRangeResponse) String() string {
 func (*DestroyRangeResponse) ProtoMessage() {}
 
 func (x *DestroyRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[42]
+	mi := &file_kvpb_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3377,7 +3469,7 @@ func (x *DestroyRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestroyRangeResponse.ProtoReflect.Descriptor instead.
 func (*DestroyRangeResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{42}
+	return file_kvpb_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DestroyRangeResponse) GetRegionError() *RegionError {
@@ -3410,7 +3502,7 @@ type ScanLockRequest struct {
 
 func (x *ScanLockRequest) Reset() {
 	*x = ScanLockRequest{}
-	mi := &file_kvpb_proto_msgTypes[43]
+	mi := &file_kvpb_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3422,7 +3514,7 @@ func (x *ScanLockRequest) String() string {
 func (*ScanLockRequest) ProtoMessage() {}
 
 func (x *ScanLockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[43]
+	mi := &file_kvpb_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3435,7 +3527,7 @@ func (x *ScanLockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanLockRequest.ProtoReflect.Descriptor instead.
 func (*ScanLockRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{43}
+	return file_kvpb_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ScanLockRequest) GetContext() *Context {
@@ -3484,7 +3576,7 @@ type ScanLockResponse struct {
 
 func (x *ScanLockResponse) Reset() {
 	*x = ScanLockResponse{}
-	mi := &file_kvpb_proto_msgTypes[44]
+	mi := &file_kvpb_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3496,7 +3588,7 @@ func (x *ScanLockResponse) String() string {
 func (*ScanLockResponse) ProtoMessage() {}
 
 func (x *ScanLockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[44]
+	mi := &file_kvpb_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3509,7 +3601,7 @@ func (x *ScanLockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanLockResponse.ProtoReflect.Descriptor instead.
 func (*ScanLockResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{44}
+	return file_kvpb_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ScanLockResponse) GetRegionError() *RegionError {
@@ -3546,7 +3638,7 @@ type BatchRequest struct {
 
 func (x *BatchRequest) Reset() {
 	*x = BatchRequest{}
-	mi := &file_kvpb_proto_msgTypes[45]
+	mi := &file_kvpb_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3558,7 +3650,7 @@ func (x *BatchRequest) String() string {
 func (*BatchRequest) ProtoMessage() {}
 
 func (x *BatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[45]
+	mi := &file_kvpb_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3571,7 +3663,7 @@ func (x *BatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
 func (*BatchRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{45}
+	return file_kvpb_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *BatchRequest) GetEntries() []*BatchRequestEntry {
@@ -3592,7 +3684,7 @@ type BatchRequestEntry struct {
 
 func (x *BatchRequestEntry) Reset() {
 	*x = BatchRequestEntry{}
-	mi := &file_kvpb_proto_msgTypes[46]
+	mi := &file_kvpb_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3604,7 +3696,7 @@ func (x *BatchRequestEntry) String() string {
 func (*BatchRequestEntry) ProtoMessage() {}
 
 func (x *BatchRequestEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[46]
+	mi := &file_kvpb_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3617,7 +3709,7 @@ func (x *BatchRequestEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRequestEntry.ProtoReflect.Descriptor instead.
 func (*BatchRequestEntry) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{46}
+	return file_kvpb_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *BatchRequestEntry) GetId() uint64 {
@@ -3653,7 +3745,7 @@ type BatchResponse struct {
 
 func (x *BatchResponse) Reset() {
 	*x = BatchResponse{}
-	mi := &file_kvpb_proto_msgTypes[47]
+	mi := &file_kvpb_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3665,7 +3757,7 @@ func (x *BatchResponse) String() string {
 func (*BatchResponse) ProtoMessage() {}
 
 func (x *BatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[47]
+	mi := &file_kvpb_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3678,7 +3770,7 @@ func (x *BatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
 func (*BatchResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{47}
+	return file_kvpb_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *BatchResponse) GetEntries() []*BatchResponseEntry {
@@ -3699,7 +3791,7 @@ type BatchResponseEntry struct {
 
 func (x *BatchResponseEntry) Reset() {
 	*x = BatchResponseEntry{}
-	mi := &file_kvpb_proto_msgTypes[48]
+	mi := &file_kvpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3711,7 +3803,7 @@ func (x *BatchResponseEntry) String() string {
 func (*BatchResponseEntry) ProtoMessage() {}
 
 func (x *BatchResponseEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[48]
+	mi := &file_kvpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3724,7 +3816,7 @@ func (x *BatchResponseEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResponseEntry.ProtoReflect.Descriptor instead.
 func (*BatchResponseEntry) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{48}
+	return file_kvpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *BatchResponseEntry) GetId() uint64 {
@@ -3763,7 +3855,7 @@ type WaitForEntry struct {
 
 func (x *WaitForEntry) Reset() {
 	*x = WaitForEntry{}
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3775,7 +3867,7 @@ func (x *WaitForEntry) String() string {
 func (*WaitForEntry) ProtoMessage() {}
 
 func (x *WaitForEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3788,7 +3880,7 @@ func (x *WaitForEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitForEntry.ProtoReflect.Descriptor instead.
 func (*WaitForEntry) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{49}
+	return file_kvpb_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *WaitForEntry) GetTxn() uint64 {
@@ -3829,7 +3921,7 @@ type DeadlockRequest struct {
 
 func (x *DeadlockRequest) Reset() {
 	*x = DeadlockRequest{}
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3841,7 +3933,7 @@ func (x *DeadlockRequest) String() string {
 func (*DeadlockRequest) ProtoMessage() {}
 
 func (x *DeadlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3854,7 +3946,7 @@ func (x *DeadlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadlockRequest.ProtoReflect.Descriptor instead.
 func (*DeadlockRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{50}
+	return file_kvpb_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DeadlockRequest) GetTp() DeadlockRequestType {
@@ -3888,7 +3980,7 @@ type DeadlockResponse struct {
 
 func (x *DeadlockResponse) Reset() {
 	*x = DeadlockResponse{}
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3900,7 +3992,7 @@ func (x *DeadlockResponse) String() string {
 func (*DeadlockResponse) ProtoMessage() {}
 
 func (x *DeadlockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3913,7 +4005,7 @@ func (x *DeadlockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadlockResponse.ProtoReflect.Descriptor instead.
 func (*DeadlockResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{51}
+	return file_kvpb_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *DeadlockResponse) GetEntry() *WaitForEntry {
@@ -3953,7 +4045,7 @@ type PDError struct {
 
 func (x *PDError) Reset() {
 	*x = PDError{}
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3965,7 +4057,7 @@ func (x *PDError) String() string {
 func (*PDError) ProtoMessage() {}
 
 func (x *PDError) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3978,7 +4070,7 @@ func (x *PDError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PDError.ProtoReflect.Descriptor instead.
 func (*PDError) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{52}
+	return file_kvpb_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PDError) GetMessage() string {
@@ -3997,7 +4089,7 @@ type TsoRequest struct {
 
 func (x *TsoRequest) Reset() {
 	*x = TsoRequest{}
-	mi := &file_kvpb_proto_msgTypes[53]
+	mi := &file_kvpb_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4009,7 +4101,7 @@ func (x *TsoRequest) String() string {
 func (*TsoRequest) ProtoMessage() {}
 
 func (x *TsoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[53]
+	mi := &file_kvpb_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4022,7 +4114,7 @@ func (x *TsoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoRequest.ProtoReflect.Descriptor instead.
 func (*TsoRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{53}
+	return file_kvpb_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *TsoRequest) GetCount() uint32 {
@@ -4045,7 +4137,7 @@ type TsoResponse struct {
 
 func (x *TsoResponse) Reset() {
 	*x = TsoResponse{}
-	mi := &file_kvpb_proto_msgTypes[54]
+	mi := &file_kvpb_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4057,7 +4149,7 @@ func (x *TsoResponse) String() string {
 func (*TsoResponse) ProtoMessage() {}
 
 func (x *TsoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[54]
+	mi := &file_kvpb_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4070,7 +4162,7 @@ func (x *TsoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoResponse.ProtoReflect.Descriptor instead.
 func (*TsoResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{54}
+	return file_kvpb_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *TsoResponse) GetError() *PDError {
@@ -4103,7 +4195,7 @@ type GetRegionRequest struct {
 
 func (x *GetRegionRequest) Reset() {
 	*x = GetRegionRequest{}
-	mi := &file_kvpb_proto_msgTypes[55]
+	mi := &file_kvpb_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4115,7 +4207,7 @@ func (x *GetRegionRequest) String() string {
 func (*GetRegionRequest) ProtoMessage() {}
 
 func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[55]
+	mi := &file_kvpb_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4128,7 +4220,7 @@ func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{55}
+	return file_kvpb_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetRegionRequest) GetKey() []byte {
@@ -4147,7 +4239,7 @@ type GetRegionByIDRequest struct {
 
 func (x *GetRegionByIDRequest) Reset() {
 	*x = GetRegionByIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[56]
+	mi := &file_kvpb_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4159,7 +4251,7 @@ func (x *GetRegionByIDRequest) String() string {
 func (*GetRegionByIDRequest) ProtoMessage() {}
 
 func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[56]
+	mi := &file_kvpb_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4172,7 +4264,7 @@ func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionByIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{56}
+	return file_kvpb_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetRegionByIDRequest) GetRegionId() uint64 {
@@ -4193,7 +4285,7 @@ type GetRegionResponse struct {
 
 func (x *GetRegionResponse) Reset() {
 	*x = GetRegionResponse{}
-	mi := &file_kvpb_proto_msgTypes[57]
+	mi := &file_kvpb_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4205,7 +4297,7 @@ func (x *GetRegionResponse) String() string {
 func (*GetRegionResponse) ProtoMessage() {}
 
 func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[57]
+	mi := &file_kvpb_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4218,7 +4310,7 @@ func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionResponse.ProtoReflect.Descriptor instead.
 func (*GetRegionResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{57}
+	return file_kvpb_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetRegionResponse) GetError() *PDError {
@@ -4253,7 +4345,7 @@ type ScanRegionsRequest struct {
 
 func (x *ScanRegionsRequest) Reset() {
 	*x = ScanRegionsRequest{}
-	mi := &file_kvpb_proto_msgTypes[58]
+	mi := &file_kvpb_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4265,7 +4357,7 @@ func (x *ScanRegionsRequest) String() string {
 func (*ScanRegionsRequest) ProtoMessage() {}
 
 func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[58]
+	mi := &file_kvpb_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4278,7 +4370,7 @@ func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsRequest.ProtoReflect.Descriptor instead.
 func (*ScanRegionsRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{58}
+	return file_kvpb_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ScanRegionsRequest) GetStartKey() []byte {
@@ -4313,7 +4405,7 @@ type ScanRegionsResponse struct {
 
 func (x *ScanRegionsResponse) Reset() {
 	*x = ScanRegionsResponse{}
-	mi := &file_kvpb_proto_msgTypes[59]
+	mi := &file_kvpb_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4325,7 +4417,7 @@ func (x *ScanRegionsResponse) String() string {
 func (*ScanRegionsResponse) ProtoMessage() {}
 
 func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[59]
+	mi := &file_kvpb_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4338,7 +4430,7 @@ func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsResponse.ProtoReflect.Descriptor instead.
 func (*ScanRegionsResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{59}
+	return file_kvpb_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ScanRegionsResponse) GetError() *PDError {
@@ -4371,7 +4463,7 @@ type GetStoreRequest struct {
 
 func (x *GetStoreRequest) Reset() {
 	*x = GetStoreRequest{}
-	mi := &file_kvpb_proto_msgTypes[60]
+	mi := &file_kvpb_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4383,7 +4475,7 @@ func (x *GetStoreRequest) String() string {
 func (*GetStoreRequest) ProtoMessage() {}
 
 func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[60]
+	mi := &file_kvpb_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4396,7 +4488,7 @@ func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreRequest.ProtoReflect.Descriptor instead.
 func (*GetStoreRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{60}
+	return file_kvpb_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GetStoreRequest) GetStoreId() uint64 {
@@ -4416,7 +4508,7 @@ type GetStoreResponse struct {
 
 func (x *GetStoreResponse) Reset() {
 	*x = GetStoreResponse{}
-	mi := &file_kvpb_proto_msgTypes[61]
+	mi := &file_kvpb_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4428,7 +4520,7 @@ func (x *GetStoreResponse) String() string {
 func (*GetStoreResponse) ProtoMessage() {}
 
 func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[61]
+	mi := &file_kvpb_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4441,7 +4533,7 @@ func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreResponse.ProtoReflect.Descriptor instead.
 func (*GetStoreResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{61}
+	return file_kvpb_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GetStoreResponse) GetError() *PDError {
@@ -4467,7 +4559,7 @@ type AllocIDRequest struct {
 
 func (x *AllocIDRequest) Reset() {
 	*x = AllocIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[62]
+	mi := &file_kvpb_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4479,7 +4571,7 @@ func (x *AllocIDRequest) String() string {
 func (*AllocIDRequest) ProtoMessage() {}
 
 func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[62]
+	mi := &file_kvpb_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4492,7 +4584,7 @@ func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDRequest.ProtoReflect.Descriptor instead.
 func (*AllocIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{62}
+	return file_kvpb_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *AllocIDRequest) GetCount() uint32 {
@@ -4512,7 +4604,7 @@ type AllocIDResponse struct {
 
 func (x *AllocIDResponse) Reset() {
 	*x = AllocIDResponse{}
-	mi := &file_kvpb_proto_msgTypes[63]
+	mi := &file_kvpb_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4524,7 +4616,7 @@ func (x *AllocIDResponse) String() string {
 func (*AllocIDResponse) ProtoMessage() {}
 
 func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[63]
+	mi := &file_kvpb_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4537,7 +4629,7 @@ func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDResponse.ProtoReflect.Descriptor instead.
 func (*AllocIDResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{63}
+	return file_kvpb_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *AllocIDResponse) GetError() *PDError {
@@ -4568,7 +4660,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_kvpb_proto_msgTypes[64]
+	mi := &file_kvpb_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4580,7 +4672,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[64]
+	mi := &file_kvpb_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4593,7 +4685,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{64}
+	return file_kvpb_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *JoinRequest) GetClusterId() uint64 {
@@ -4621,7 +4713,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_kvpb_proto_msgTypes[65]
+	mi := &file_kvpb_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4633,7 +4725,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[65]
+	mi := &file_kvpb_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4646,7 +4738,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{65}
+	return file_kvpb_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *JoinResponse) GetError() *PDError {
@@ -4682,7 +4774,7 @@ type PeerProgress struct {
 
 func (x *PeerProgress) Reset() {
 	*x = PeerProgress{}
-	mi := &file_kvpb_proto_msgTypes[66]
+	mi := &file_kvpb_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4694,7 +4786,7 @@ func (x *PeerProgress) String() string {
 func (*PeerProgress) ProtoMessage() {}
 
 func (x *PeerProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[66]
+	mi := &file_kvpb_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4707,7 +4799,7 @@ func (x *PeerProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerProgress.ProtoReflect.Descriptor instead.
 func (*PeerProgress) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{66}
+	return file_kvpb_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *PeerProgress) GetPeerId() uint64 {
@@ -4756,7 +4848,7 @@ type RegionStat struct {
 
 func (x *RegionStat) Reset() {
 	*x = RegionStat{}
-	mi := &file_kvpb_proto_msgTypes[67]
+	mi := &file_kvpb_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4768,7 +4860,7 @@ func (x *RegionStat) String() string {
 func (*RegionStat) ProtoMessage() {}
 
 func (x *RegionStat) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[67]
+	mi := &file_kvpb_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4781,7 +4873,7 @@ func (x *RegionStat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionStat.ProtoReflect.Descriptor instead.
 func (*RegionStat) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{67}
+	return file_kvpb_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RegionStat) GetRegion() *Region {
@@ -4906,7 +4998,7 @@ type Operator struct {
 
 func (x *Operator) Reset() {
 	*x = Operator{}
-	mi := &file_kvpb_proto_msgTypes[68]
+	mi := &file_kvpb_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4918,7 +5010,7 @@ func (x *Operator) String() string {
 func (*Operator) ProtoMessage() {}
 
 func (x *Operator) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[68]
+	mi := &file_kvpb_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4931,7 +5023,7 @@ func (x *Operator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operator.ProtoReflect.Descriptor instead.
 func (*Operator) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{68}
+	return file_kvpb_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Operator) GetRegionId() uint64 {
@@ -4990,7 +5082,7 @@ type MergeState struct {
 
 func (x *MergeState) Reset() {
 	*x = MergeState{}
-	mi := &file_kvpb_proto_msgTypes[69]
+	mi := &file_kvpb_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5002,7 +5094,7 @@ func (x *MergeState) String() string {
 func (*MergeState) ProtoMessage() {}
 
 func (x *MergeState) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[69]
+	mi := &file_kvpb_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5015,7 +5107,7 @@ func (x *MergeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeState.ProtoReflect.Descriptor instead.
 func (*MergeState) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{69}
+	return file_kvpb_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *MergeState) GetPrepareIndex() uint64 {
@@ -5060,7 +5152,7 @@ type StoreHeartbeatRequest struct {
 
 func (x *StoreHeartbeatRequest) Reset() {
 	*x = StoreHeartbeatRequest{}
-	mi := &file_kvpb_proto_msgTypes[70]
+	mi := &file_kvpb_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5072,7 +5164,7 @@ func (x *StoreHeartbeatRequest) String() string {
 func (*StoreHeartbeatRequest) ProtoMessage() {}
 
 func (x *StoreHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[70]
+	mi := &file_kvpb_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5085,7 +5177,7 @@ func (x *StoreHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*StoreHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{70}
+	return file_kvpb_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *StoreHeartbeatRequest) GetClusterId() uint64 {
@@ -5150,7 +5242,7 @@ type StoreHeartbeatResponse struct {
 
 func (x *StoreHeartbeatResponse) Reset() {
 	*x = StoreHeartbeatResponse{}
-	mi := &file_kvpb_proto_msgTypes[71]
+	mi := &file_kvpb_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5162,7 +5254,7 @@ func (x *StoreHeartbeatResponse) String() string {
 func (*StoreHeartbeatResponse) ProtoMessage() {}
 
 func (x *StoreHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[71]
+	mi := &file_kvpb_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5175,7 +5267,7 @@ func (x *StoreHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*StoreHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{71}
+	return file_kvpb_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *StoreHeartbeatResponse) GetError() *PDError {
@@ -5228,7 +5320,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_kvpb_proto_msgTypes[72]
+	mi := &file_kvpb_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5240,7 +5332,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[72]
+	mi := &file_kvpb_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5253,7 +5345,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{72}
+	return file_kvpb_proto_rawDescGZIP(), []int{73}
 }
 
 type StoreStatus struct {
@@ -5276,7 +5368,7 @@ type StoreStatus struct {
 
 func (x *StoreStatus) Reset() {
 	*x = StoreStatus{}
-	mi := &file_kvpb_proto_msgTypes[73]
+	mi := &file_kvpb_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5288,7 +5380,7 @@ func (x *StoreStatus) String() string {
 func (*StoreStatus) ProtoMessage() {}
 
 func (x *StoreStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[73]
+	mi := &file_kvpb_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5301,7 +5393,7 @@ func (x *StoreStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreStatus.ProtoReflect.Descriptor instead.
 func (*StoreStatus) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{73}
+	return file_kvpb_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *StoreStatus) GetStore() *Store {
@@ -5409,7 +5501,7 @@ type RegionStatus struct {
 
 func (x *RegionStatus) Reset() {
 	*x = RegionStatus{}
-	mi := &file_kvpb_proto_msgTypes[74]
+	mi := &file_kvpb_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5421,7 +5513,7 @@ func (x *RegionStatus) String() string {
 func (*RegionStatus) ProtoMessage() {}
 
 func (x *RegionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[74]
+	mi := &file_kvpb_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5434,7 +5526,7 @@ func (x *RegionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionStatus.ProtoReflect.Descriptor instead.
 func (*RegionStatus) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{74}
+	return file_kvpb_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *RegionStatus) GetRegion() *Region {
@@ -5544,7 +5636,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_kvpb_proto_msgTypes[75]
+	mi := &file_kvpb_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5556,7 +5648,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[75]
+	mi := &file_kvpb_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5569,7 +5661,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{75}
+	return file_kvpb_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ClusterStatusResponse) GetError() *PDError {
@@ -5640,7 +5732,7 @@ type OperatorRecord struct {
 
 func (x *OperatorRecord) Reset() {
 	*x = OperatorRecord{}
-	mi := &file_kvpb_proto_msgTypes[76]
+	mi := &file_kvpb_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5652,7 +5744,7 @@ func (x *OperatorRecord) String() string {
 func (*OperatorRecord) ProtoMessage() {}
 
 func (x *OperatorRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[76]
+	mi := &file_kvpb_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5665,7 +5757,7 @@ func (x *OperatorRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorRecord.ProtoReflect.Descriptor instead.
 func (*OperatorRecord) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{76}
+	return file_kvpb_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *OperatorRecord) GetOperator() *Operator {
@@ -5700,7 +5792,7 @@ type SetStoreStateRequest struct {
 
 func (x *SetStoreStateRequest) Reset() {
 	*x = SetStoreStateRequest{}
-	mi := &file_kvpb_proto_msgTypes[77]
+	mi := &file_kvpb_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5712,7 +5804,7 @@ func (x *SetStoreStateRequest) String() string {
 func (*SetStoreStateRequest) ProtoMessage() {}
 
 func (x *SetStoreStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[77]
+	mi := &file_kvpb_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5725,7 +5817,7 @@ func (x *SetStoreStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetStoreStateRequest.ProtoReflect.Descriptor instead.
 func (*SetStoreStateRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{77}
+	return file_kvpb_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *SetStoreStateRequest) GetStoreId() uint64 {
@@ -5752,7 +5844,7 @@ type SetStoreStateResponse struct {
 
 func (x *SetStoreStateResponse) Reset() {
 	*x = SetStoreStateResponse{}
-	mi := &file_kvpb_proto_msgTypes[78]
+	mi := &file_kvpb_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5764,7 +5856,7 @@ func (x *SetStoreStateResponse) String() string {
 func (*SetStoreStateResponse) ProtoMessage() {}
 
 func (x *SetStoreStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[78]
+	mi := &file_kvpb_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5777,7 +5869,7 @@ func (x *SetStoreStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetStoreStateResponse.ProtoReflect.Descriptor instead.
 func (*SetStoreStateResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{78}
+	return file_kvpb_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *SetStoreStateResponse) GetError() *PDError {
@@ -5803,7 +5895,7 @@ type GCSafePointRequest struct {
 
 func (x *GCSafePointRequest) Reset() {
 	*x = GCSafePointRequest{}
-	mi := &file_kvpb_proto_msgTypes[79]
+	mi := &file_kvpb_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5815,7 +5907,7 @@ func (x *GCSafePointRequest) String() string {
 func (*GCSafePointRequest) ProtoMessage() {}
 
 func (x *GCSafePointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[79]
+	mi := &file_kvpb_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5828,7 +5920,7 @@ func (x *GCSafePointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCSafePointRequest.ProtoReflect.Descriptor instead.
 func (*GCSafePointRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{79}
+	return file_kvpb_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *GCSafePointRequest) GetSafePoint() uint64 {
@@ -5848,7 +5940,7 @@ type GCSafePointResponse struct {
 
 func (x *GCSafePointResponse) Reset() {
 	*x = GCSafePointResponse{}
-	mi := &file_kvpb_proto_msgTypes[80]
+	mi := &file_kvpb_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5860,7 +5952,7 @@ func (x *GCSafePointResponse) String() string {
 func (*GCSafePointResponse) ProtoMessage() {}
 
 func (x *GCSafePointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[80]
+	mi := &file_kvpb_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5873,7 +5965,7 @@ func (x *GCSafePointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCSafePointResponse.ProtoReflect.Descriptor instead.
 func (*GCSafePointResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{80}
+	return file_kvpb_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *GCSafePointResponse) GetError() *PDError {
@@ -5900,7 +5992,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_kvpb_proto_msgTypes[81]
+	mi := &file_kvpb_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5912,7 +6004,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[81]
+	mi := &file_kvpb_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5925,7 +6017,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{81}
+	return file_kvpb_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *KeyRange) GetStart() []byte {
@@ -5959,7 +6051,7 @@ type CopRequest struct {
 
 func (x *CopRequest) Reset() {
 	*x = CopRequest{}
-	mi := &file_kvpb_proto_msgTypes[82]
+	mi := &file_kvpb_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5971,7 +6063,7 @@ func (x *CopRequest) String() string {
 func (*CopRequest) ProtoMessage() {}
 
 func (x *CopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[82]
+	mi := &file_kvpb_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5984,7 +6076,7 @@ func (x *CopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopRequest.ProtoReflect.Descriptor instead.
 func (*CopRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{82}
+	return file_kvpb_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *CopRequest) GetContext() *Context {
@@ -6040,7 +6132,7 @@ type CopResponse struct {
 
 func (x *CopResponse) Reset() {
 	*x = CopResponse{}
-	mi := &file_kvpb_proto_msgTypes[83]
+	mi := &file_kvpb_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6052,7 +6144,7 @@ func (x *CopResponse) String() string {
 func (*CopResponse) ProtoMessage() {}
 
 func (x *CopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[83]
+	mi := &file_kvpb_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6065,7 +6157,7 @@ func (x *CopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopResponse.ProtoReflect.Descriptor instead.
 func (*CopResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{83}
+	return file_kvpb_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *CopResponse) GetRegionError() *RegionError {
@@ -6129,7 +6221,7 @@ type CopError struct {
 
 func (x *CopError) Reset() {
 	*x = CopError{}
-	mi := &file_kvpb_proto_msgTypes[84]
+	mi := &file_kvpb_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6141,7 +6233,7 @@ func (x *CopError) String() string {
 func (*CopError) ProtoMessage() {}
 
 func (x *CopError) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[84]
+	mi := &file_kvpb_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6154,7 +6246,7 @@ func (x *CopError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopError.ProtoReflect.Descriptor instead.
 func (*CopError) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{84}
+	return file_kvpb_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *CopError) GetCode() uint32 {
@@ -6198,7 +6290,7 @@ type CopDAG struct {
 
 func (x *CopDAG) Reset() {
 	*x = CopDAG{}
-	mi := &file_kvpb_proto_msgTypes[85]
+	mi := &file_kvpb_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6210,7 +6302,7 @@ func (x *CopDAG) String() string {
 func (*CopDAG) ProtoMessage() {}
 
 func (x *CopDAG) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[85]
+	mi := &file_kvpb_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6223,7 +6315,7 @@ func (x *CopDAG) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopDAG.ProtoReflect.Descriptor instead.
 func (*CopDAG) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{85}
+	return file_kvpb_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *CopDAG) GetScan() *CopScan {
@@ -6297,7 +6389,7 @@ type CopScan struct {
 
 func (x *CopScan) Reset() {
 	*x = CopScan{}
-	mi := &file_kvpb_proto_msgTypes[86]
+	mi := &file_kvpb_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6309,7 +6401,7 @@ func (x *CopScan) String() string {
 func (*CopScan) ProtoMessage() {}
 
 func (x *CopScan) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[86]
+	mi := &file_kvpb_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6322,7 +6414,7 @@ func (x *CopScan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopScan.ProtoReflect.Descriptor instead.
 func (*CopScan) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{86}
+	return file_kvpb_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *CopScan) GetTableId() int64 {
@@ -6388,7 +6480,7 @@ type CopColumnInfo struct {
 
 func (x *CopColumnInfo) Reset() {
 	*x = CopColumnInfo{}
-	mi := &file_kvpb_proto_msgTypes[87]
+	mi := &file_kvpb_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6400,7 +6492,7 @@ func (x *CopColumnInfo) String() string {
 func (*CopColumnInfo) ProtoMessage() {}
 
 func (x *CopColumnInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[87]
+	mi := &file_kvpb_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6413,7 +6505,7 @@ func (x *CopColumnInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopColumnInfo.ProtoReflect.Descriptor instead.
 func (*CopColumnInfo) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{87}
+	return file_kvpb_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *CopColumnInfo) GetId() int64 {
@@ -6459,7 +6551,7 @@ type CopFieldType struct {
 
 func (x *CopFieldType) Reset() {
 	*x = CopFieldType{}
-	mi := &file_kvpb_proto_msgTypes[88]
+	mi := &file_kvpb_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6471,7 +6563,7 @@ func (x *CopFieldType) String() string {
 func (*CopFieldType) ProtoMessage() {}
 
 func (x *CopFieldType) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[88]
+	mi := &file_kvpb_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6484,7 +6576,7 @@ func (x *CopFieldType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopFieldType.ProtoReflect.Descriptor instead.
 func (*CopFieldType) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{88}
+	return file_kvpb_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *CopFieldType) GetTp() int32 {
@@ -6553,7 +6645,7 @@ type CopExpr struct {
 
 func (x *CopExpr) Reset() {
 	*x = CopExpr{}
-	mi := &file_kvpb_proto_msgTypes[89]
+	mi := &file_kvpb_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6565,7 +6657,7 @@ func (x *CopExpr) String() string {
 func (*CopExpr) ProtoMessage() {}
 
 func (x *CopExpr) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[89]
+	mi := &file_kvpb_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6578,7 +6670,7 @@ func (x *CopExpr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopExpr.ProtoReflect.Descriptor instead.
 func (*CopExpr) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{89}
+	return file_kvpb_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *CopExpr) GetKind() CopExprKind {
@@ -6659,7 +6751,7 @@ type CopAgg struct {
 
 func (x *CopAgg) Reset() {
 	*x = CopAgg{}
-	mi := &file_kvpb_proto_msgTypes[90]
+	mi := &file_kvpb_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6671,7 +6763,7 @@ func (x *CopAgg) String() string {
 func (*CopAgg) ProtoMessage() {}
 
 func (x *CopAgg) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[90]
+	mi := &file_kvpb_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6684,7 +6776,7 @@ func (x *CopAgg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopAgg.ProtoReflect.Descriptor instead.
 func (*CopAgg) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{90}
+	return file_kvpb_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *CopAgg) GetGroupBy() []*CopExpr {
@@ -6718,7 +6810,7 @@ type CopAggFunc struct {
 
 func (x *CopAggFunc) Reset() {
 	*x = CopAggFunc{}
-	mi := &file_kvpb_proto_msgTypes[91]
+	mi := &file_kvpb_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6730,7 +6822,7 @@ func (x *CopAggFunc) String() string {
 func (*CopAggFunc) ProtoMessage() {}
 
 func (x *CopAggFunc) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[91]
+	mi := &file_kvpb_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6743,7 +6835,7 @@ func (x *CopAggFunc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopAggFunc.ProtoReflect.Descriptor instead.
 func (*CopAggFunc) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{91}
+	return file_kvpb_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *CopAggFunc) GetName() string {
@@ -6770,7 +6862,7 @@ type CopSortKey struct {
 
 func (x *CopSortKey) Reset() {
 	*x = CopSortKey{}
-	mi := &file_kvpb_proto_msgTypes[92]
+	mi := &file_kvpb_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6782,7 +6874,7 @@ func (x *CopSortKey) String() string {
 func (*CopSortKey) ProtoMessage() {}
 
 func (x *CopSortKey) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[92]
+	mi := &file_kvpb_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6795,7 +6887,7 @@ func (x *CopSortKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopSortKey.ProtoReflect.Descriptor instead.
 func (*CopSortKey) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{92}
+	return file_kvpb_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *CopSortKey) GetExpr() *CopExpr {
@@ -6823,7 +6915,7 @@ type CopBatch struct {
 
 func (x *CopBatch) Reset() {
 	*x = CopBatch{}
-	mi := &file_kvpb_proto_msgTypes[93]
+	mi := &file_kvpb_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6835,7 +6927,7 @@ func (x *CopBatch) String() string {
 func (*CopBatch) ProtoMessage() {}
 
 func (x *CopBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[93]
+	mi := &file_kvpb_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6848,7 +6940,7 @@ func (x *CopBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopBatch.ProtoReflect.Descriptor instead.
 func (*CopBatch) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{93}
+	return file_kvpb_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *CopBatch) GetRows() uint32 {
@@ -6882,7 +6974,7 @@ type CopColumn struct {
 
 func (x *CopColumn) Reset() {
 	*x = CopColumn{}
-	mi := &file_kvpb_proto_msgTypes[94]
+	mi := &file_kvpb_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6894,7 +6986,7 @@ func (x *CopColumn) String() string {
 func (*CopColumn) ProtoMessage() {}
 
 func (x *CopColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[94]
+	mi := &file_kvpb_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6907,7 +6999,7 @@ func (x *CopColumn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopColumn.ProtoReflect.Descriptor instead.
 func (*CopColumn) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{94}
+	return file_kvpb_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *CopColumn) GetKinds() []byte {
@@ -7075,7 +7167,7 @@ const file_kvpb_proto_rawDesc = "" +
 	"\fScanResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12\"\n" +
 	"\x05pairs\x18\x02 \x03(\v2\f.kvpb.KvPairR\x05pairs\x12$\n" +
-	"\x05error\x18\x03 \x01(\v2\x0e.kvpb.KeyErrorR\x05error\"\xa9\x03\n" +
+	"\x05error\x18\x03 \x01(\v2\x0e.kvpb.KeyErrorR\x05error\"\xde\x03\n" +
 	"\x0fPrewriteRequest\x12'\n" +
 	"\acontext\x18\x01 \x01(\v2\r.kvpb.ContextR\acontext\x12,\n" +
 	"\tmutations\x18\x02 \x03(\v2\x0e.kvpb.MutationR\tmutations\x12!\n" +
@@ -7089,7 +7181,8 @@ const file_kvpb_proto_rawDesc = "" +
 	"try_one_pc\x18\t \x01(\bR\btryOnePc\x12\"\n" +
 	"\rmin_commit_ts\x18\n" +
 	" \x01(\x04R\vminCommitTs\x12+\n" +
-	"\x12lock_for_update_ts\x18\v \x03(\x04R\x0flockForUpdateTs\"\x99\x01\n" +
+	"\x12lock_for_update_ts\x18\v \x03(\x04R\x0flockForUpdateTs\x123\n" +
+	"\x16lock_pending_commit_ts\x18\f \x03(\x04R\x13lockPendingCommitTs\"\x99\x01\n" +
 	"\x10PrewriteResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12&\n" +
 	"\x06errors\x18\x02 \x03(\v2\x0e.kvpb.KeyErrorR\x06errors\x12'\n" +
@@ -7143,12 +7236,18 @@ const file_kvpb_proto_rawDesc = "" +
 	"\rfor_update_ts\x18\x06 \x01(\x04R\vforUpdateTs\x12&\n" +
 	"\x0fwait_timeout_ms\x18\a \x01(\x03R\rwaitTimeoutMs\x12#\n" +
 	"\rreturn_values\x18\b \x01(\bR\freturnValues\x12,\n" +
-	"\x12lock_with_conflict\x18\t \x01(\bR\x10lockWithConflict\"\xc1\x01\n" +
+	"\x12lock_with_conflict\x18\t \x01(\bR\x10lockWithConflict\"\xef\x01\n" +
 	"\x17PessimisticLockResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12&\n" +
 	"\x06errors\x18\x02 \x03(\v2\x0e.kvpb.KeyErrorR\x06errors\x12\x16\n" +
 	"\x06values\x18\x03 \x03(\fR\x06values\x120\n" +
-	"\x14locked_with_conflict\x18\x04 \x01(\bR\x12lockedWithConflict\"\xa2\x01\n" +
+	"\x14locked_with_conflict\x18\x04 \x01(\bR\x12lockedWithConflict\x12,\n" +
+	"\apending\x18\x05 \x03(\v2\x12.kvpb.PendingValueR\apending\"m\n" +
+	"\fPendingValue\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1b\n" +
+	"\tcommit_ts\x18\x02 \x01(\x04R\bcommitTs\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\x12\x18\n" +
+	"\adeleted\x18\x04 \x01(\bR\adeleted\"\xa2\x01\n" +
 	"\x1aPessimisticRollbackRequest\x12'\n" +
 	"\acontext\x18\x01 \x01(\v2\r.kvpb.ContextR\acontext\x12#\n" +
 	"\rstart_version\x18\x02 \x01(\x04R\fstartVersion\x12\"\n" +
@@ -7563,7 +7662,7 @@ func file_kvpb_proto_rawDescGZIP() []byte {
 }
 
 var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
+var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 96)
 var file_kvpb_proto_goTypes = []any{
 	(PeerRole)(0),                       // 0: kvpb.PeerRole
 	(StoreState)(0),                     // 1: kvpb.StoreState
@@ -7609,64 +7708,65 @@ var file_kvpb_proto_goTypes = []any{
 	(*ResolveLockResponse)(nil),         // 41: kvpb.ResolveLockResponse
 	(*PessimisticLockRequest)(nil),      // 42: kvpb.PessimisticLockRequest
 	(*PessimisticLockResponse)(nil),     // 43: kvpb.PessimisticLockResponse
-	(*PessimisticRollbackRequest)(nil),  // 44: kvpb.PessimisticRollbackRequest
-	(*PessimisticRollbackResponse)(nil), // 45: kvpb.PessimisticRollbackResponse
-	(*TxnHeartBeatRequest)(nil),         // 46: kvpb.TxnHeartBeatRequest
-	(*TxnHeartBeatResponse)(nil),        // 47: kvpb.TxnHeartBeatResponse
-	(*DestroyRangeRequest)(nil),         // 48: kvpb.DestroyRangeRequest
-	(*DestroyRangeResponse)(nil),        // 49: kvpb.DestroyRangeResponse
-	(*ScanLockRequest)(nil),             // 50: kvpb.ScanLockRequest
-	(*ScanLockResponse)(nil),            // 51: kvpb.ScanLockResponse
-	(*BatchRequest)(nil),                // 52: kvpb.BatchRequest
-	(*BatchRequestEntry)(nil),           // 53: kvpb.BatchRequestEntry
-	(*BatchResponse)(nil),               // 54: kvpb.BatchResponse
-	(*BatchResponseEntry)(nil),          // 55: kvpb.BatchResponseEntry
-	(*WaitForEntry)(nil),                // 56: kvpb.WaitForEntry
-	(*DeadlockRequest)(nil),             // 57: kvpb.DeadlockRequest
-	(*DeadlockResponse)(nil),            // 58: kvpb.DeadlockResponse
-	(*PDError)(nil),                     // 59: kvpb.PDError
-	(*TsoRequest)(nil),                  // 60: kvpb.TsoRequest
-	(*TsoResponse)(nil),                 // 61: kvpb.TsoResponse
-	(*GetRegionRequest)(nil),            // 62: kvpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),        // 63: kvpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),           // 64: kvpb.GetRegionResponse
-	(*ScanRegionsRequest)(nil),          // 65: kvpb.ScanRegionsRequest
-	(*ScanRegionsResponse)(nil),         // 66: kvpb.ScanRegionsResponse
-	(*GetStoreRequest)(nil),             // 67: kvpb.GetStoreRequest
-	(*GetStoreResponse)(nil),            // 68: kvpb.GetStoreResponse
-	(*AllocIDRequest)(nil),              // 69: kvpb.AllocIDRequest
-	(*AllocIDResponse)(nil),             // 70: kvpb.AllocIDResponse
-	(*JoinRequest)(nil),                 // 71: kvpb.JoinRequest
-	(*JoinResponse)(nil),                // 72: kvpb.JoinResponse
-	(*PeerProgress)(nil),                // 73: kvpb.PeerProgress
-	(*RegionStat)(nil),                  // 74: kvpb.RegionStat
-	(*Operator)(nil),                    // 75: kvpb.Operator
-	(*MergeState)(nil),                  // 76: kvpb.MergeState
-	(*StoreHeartbeatRequest)(nil),       // 77: kvpb.StoreHeartbeatRequest
-	(*StoreHeartbeatResponse)(nil),      // 78: kvpb.StoreHeartbeatResponse
-	(*ClusterStatusRequest)(nil),        // 79: kvpb.ClusterStatusRequest
-	(*StoreStatus)(nil),                 // 80: kvpb.StoreStatus
-	(*RegionStatus)(nil),                // 81: kvpb.RegionStatus
-	(*ClusterStatusResponse)(nil),       // 82: kvpb.ClusterStatusResponse
-	(*OperatorRecord)(nil),              // 83: kvpb.OperatorRecord
-	(*SetStoreStateRequest)(nil),        // 84: kvpb.SetStoreStateRequest
-	(*SetStoreStateResponse)(nil),       // 85: kvpb.SetStoreStateResponse
-	(*GCSafePointRequest)(nil),          // 86: kvpb.GCSafePointRequest
-	(*GCSafePointResponse)(nil),         // 87: kvpb.GCSafePointResponse
-	(*KeyRange)(nil),                    // 88: kvpb.KeyRange
-	(*CopRequest)(nil),                  // 89: kvpb.CopRequest
-	(*CopResponse)(nil),                 // 90: kvpb.CopResponse
-	(*CopError)(nil),                    // 91: kvpb.CopError
-	(*CopDAG)(nil),                      // 92: kvpb.CopDAG
-	(*CopScan)(nil),                     // 93: kvpb.CopScan
-	(*CopColumnInfo)(nil),               // 94: kvpb.CopColumnInfo
-	(*CopFieldType)(nil),                // 95: kvpb.CopFieldType
-	(*CopExpr)(nil),                     // 96: kvpb.CopExpr
-	(*CopAgg)(nil),                      // 97: kvpb.CopAgg
-	(*CopAggFunc)(nil),                  // 98: kvpb.CopAggFunc
-	(*CopSortKey)(nil),                  // 99: kvpb.CopSortKey
-	(*CopBatch)(nil),                    // 100: kvpb.CopBatch
-	(*CopColumn)(nil),                   // 101: kvpb.CopColumn
+	(*PendingValue)(nil),                // 44: kvpb.PendingValue
+	(*PessimisticRollbackRequest)(nil),  // 45: kvpb.PessimisticRollbackRequest
+	(*PessimisticRollbackResponse)(nil), // 46: kvpb.PessimisticRollbackResponse
+	(*TxnHeartBeatRequest)(nil),         // 47: kvpb.TxnHeartBeatRequest
+	(*TxnHeartBeatResponse)(nil),        // 48: kvpb.TxnHeartBeatResponse
+	(*DestroyRangeRequest)(nil),         // 49: kvpb.DestroyRangeRequest
+	(*DestroyRangeResponse)(nil),        // 50: kvpb.DestroyRangeResponse
+	(*ScanLockRequest)(nil),             // 51: kvpb.ScanLockRequest
+	(*ScanLockResponse)(nil),            // 52: kvpb.ScanLockResponse
+	(*BatchRequest)(nil),                // 53: kvpb.BatchRequest
+	(*BatchRequestEntry)(nil),           // 54: kvpb.BatchRequestEntry
+	(*BatchResponse)(nil),               // 55: kvpb.BatchResponse
+	(*BatchResponseEntry)(nil),          // 56: kvpb.BatchResponseEntry
+	(*WaitForEntry)(nil),                // 57: kvpb.WaitForEntry
+	(*DeadlockRequest)(nil),             // 58: kvpb.DeadlockRequest
+	(*DeadlockResponse)(nil),            // 59: kvpb.DeadlockResponse
+	(*PDError)(nil),                     // 60: kvpb.PDError
+	(*TsoRequest)(nil),                  // 61: kvpb.TsoRequest
+	(*TsoResponse)(nil),                 // 62: kvpb.TsoResponse
+	(*GetRegionRequest)(nil),            // 63: kvpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),        // 64: kvpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),           // 65: kvpb.GetRegionResponse
+	(*ScanRegionsRequest)(nil),          // 66: kvpb.ScanRegionsRequest
+	(*ScanRegionsResponse)(nil),         // 67: kvpb.ScanRegionsResponse
+	(*GetStoreRequest)(nil),             // 68: kvpb.GetStoreRequest
+	(*GetStoreResponse)(nil),            // 69: kvpb.GetStoreResponse
+	(*AllocIDRequest)(nil),              // 70: kvpb.AllocIDRequest
+	(*AllocIDResponse)(nil),             // 71: kvpb.AllocIDResponse
+	(*JoinRequest)(nil),                 // 72: kvpb.JoinRequest
+	(*JoinResponse)(nil),                // 73: kvpb.JoinResponse
+	(*PeerProgress)(nil),                // 74: kvpb.PeerProgress
+	(*RegionStat)(nil),                  // 75: kvpb.RegionStat
+	(*Operator)(nil),                    // 76: kvpb.Operator
+	(*MergeState)(nil),                  // 77: kvpb.MergeState
+	(*StoreHeartbeatRequest)(nil),       // 78: kvpb.StoreHeartbeatRequest
+	(*StoreHeartbeatResponse)(nil),      // 79: kvpb.StoreHeartbeatResponse
+	(*ClusterStatusRequest)(nil),        // 80: kvpb.ClusterStatusRequest
+	(*StoreStatus)(nil),                 // 81: kvpb.StoreStatus
+	(*RegionStatus)(nil),                // 82: kvpb.RegionStatus
+	(*ClusterStatusResponse)(nil),       // 83: kvpb.ClusterStatusResponse
+	(*OperatorRecord)(nil),              // 84: kvpb.OperatorRecord
+	(*SetStoreStateRequest)(nil),        // 85: kvpb.SetStoreStateRequest
+	(*SetStoreStateResponse)(nil),       // 86: kvpb.SetStoreStateResponse
+	(*GCSafePointRequest)(nil),          // 87: kvpb.GCSafePointRequest
+	(*GCSafePointResponse)(nil),         // 88: kvpb.GCSafePointResponse
+	(*KeyRange)(nil),                    // 89: kvpb.KeyRange
+	(*CopRequest)(nil),                  // 90: kvpb.CopRequest
+	(*CopResponse)(nil),                 // 91: kvpb.CopResponse
+	(*CopError)(nil),                    // 92: kvpb.CopError
+	(*CopDAG)(nil),                      // 93: kvpb.CopDAG
+	(*CopScan)(nil),                     // 94: kvpb.CopScan
+	(*CopColumnInfo)(nil),               // 95: kvpb.CopColumnInfo
+	(*CopFieldType)(nil),                // 96: kvpb.CopFieldType
+	(*CopExpr)(nil),                     // 97: kvpb.CopExpr
+	(*CopAgg)(nil),                      // 98: kvpb.CopAgg
+	(*CopAggFunc)(nil),                  // 99: kvpb.CopAggFunc
+	(*CopSortKey)(nil),                  // 100: kvpb.CopSortKey
+	(*CopBatch)(nil),                    // 101: kvpb.CopBatch
+	(*CopColumn)(nil),                   // 102: kvpb.CopColumn
 }
 var file_kvpb_proto_depIdxs = []int32{
 	0,   // 0: kvpb.Peer.role:type_name -> kvpb.PeerRole
@@ -7684,7 +7784,7 @@ var file_kvpb_proto_depIdxs = []int32{
 	9,   // 12: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
 	2,   // 13: kvpb.Mutation.op:type_name -> kvpb.Op
 	2,   // 14: kvpb.LockInfo.lock_type:type_name -> kvpb.Op
-	56,  // 15: kvpb.Deadlock.wait_chain:type_name -> kvpb.WaitForEntry
+	57,  // 15: kvpb.Deadlock.wait_chain:type_name -> kvpb.WaitForEntry
 	19,  // 16: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
 	20,  // 17: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
 	21,  // 18: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
@@ -7724,144 +7824,145 @@ var file_kvpb_proto_depIdxs = []int32{
 	18,  // 52: kvpb.PessimisticLockRequest.mutations:type_name -> kvpb.Mutation
 	12,  // 53: kvpb.PessimisticLockResponse.region_error:type_name -> kvpb.RegionError
 	24,  // 54: kvpb.PessimisticLockResponse.errors:type_name -> kvpb.KeyError
-	11,  // 55: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
-	12,  // 56: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
-	24,  // 57: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
-	11,  // 58: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
-	12,  // 59: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
-	24,  // 60: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
-	11,  // 61: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
-	12,  // 62: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
-	11,  // 63: kvpb.ScanLockRequest.context:type_name -> kvpb.Context
-	12,  // 64: kvpb.ScanLockResponse.region_error:type_name -> kvpb.RegionError
-	19,  // 65: kvpb.ScanLockResponse.locks:type_name -> kvpb.LockInfo
-	53,  // 66: kvpb.BatchRequest.entries:type_name -> kvpb.BatchRequestEntry
-	55,  // 67: kvpb.BatchResponse.entries:type_name -> kvpb.BatchResponseEntry
-	4,   // 68: kvpb.DeadlockRequest.tp:type_name -> kvpb.DeadlockRequestType
-	56,  // 69: kvpb.DeadlockRequest.entry:type_name -> kvpb.WaitForEntry
-	56,  // 70: kvpb.DeadlockResponse.entry:type_name -> kvpb.WaitForEntry
-	56,  // 71: kvpb.DeadlockResponse.wait_chain:type_name -> kvpb.WaitForEntry
-	59,  // 72: kvpb.TsoResponse.error:type_name -> kvpb.PDError
-	59,  // 73: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
-	9,   // 74: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
-	8,   // 75: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
-	59,  // 76: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
-	9,   // 77: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
-	8,   // 78: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
-	59,  // 79: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
-	10,  // 80: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
-	59,  // 81: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
-	10,  // 82: kvpb.JoinRequest.store:type_name -> kvpb.Store
-	59,  // 83: kvpb.JoinResponse.error:type_name -> kvpb.PDError
-	9,   // 84: kvpb.RegionStat.region:type_name -> kvpb.Region
-	8,   // 85: kvpb.RegionStat.leader:type_name -> kvpb.Peer
-	73,  // 86: kvpb.RegionStat.progress:type_name -> kvpb.PeerProgress
-	7,   // 87: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
-	5,   // 88: kvpb.Operator.kind:type_name -> kvpb.OperatorKind
-	8,   // 89: kvpb.Operator.peer:type_name -> kvpb.Peer
-	9,   // 90: kvpb.Operator.target:type_name -> kvpb.Region
-	9,   // 91: kvpb.MergeState.target:type_name -> kvpb.Region
-	10,  // 92: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
-	74,  // 93: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
-	59,  // 94: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
-	75,  // 95: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
-	10,  // 96: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
-	10,  // 97: kvpb.StoreStatus.store:type_name -> kvpb.Store
-	9,   // 98: kvpb.RegionStatus.region:type_name -> kvpb.Region
-	8,   // 99: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
-	73,  // 100: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
-	59,  // 101: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
-	80,  // 102: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
-	81,  // 103: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
-	83,  // 104: kvpb.ClusterStatusResponse.operators:type_name -> kvpb.OperatorRecord
-	75,  // 105: kvpb.OperatorRecord.operator:type_name -> kvpb.Operator
-	1,   // 106: kvpb.SetStoreStateRequest.state:type_name -> kvpb.StoreState
-	59,  // 107: kvpb.SetStoreStateResponse.error:type_name -> kvpb.PDError
-	10,  // 108: kvpb.SetStoreStateResponse.store:type_name -> kvpb.Store
-	59,  // 109: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
-	11,  // 110: kvpb.CopRequest.context:type_name -> kvpb.Context
-	88,  // 111: kvpb.CopRequest.ranges:type_name -> kvpb.KeyRange
-	92,  // 112: kvpb.CopRequest.dag:type_name -> kvpb.CopDAG
-	12,  // 113: kvpb.CopResponse.region_error:type_name -> kvpb.RegionError
-	24,  // 114: kvpb.CopResponse.error:type_name -> kvpb.KeyError
-	91,  // 115: kvpb.CopResponse.eval_error:type_name -> kvpb.CopError
-	100, // 116: kvpb.CopResponse.batch:type_name -> kvpb.CopBatch
-	91,  // 117: kvpb.CopResponse.warnings:type_name -> kvpb.CopError
-	93,  // 118: kvpb.CopDAG.scan:type_name -> kvpb.CopScan
-	96,  // 119: kvpb.CopDAG.filter:type_name -> kvpb.CopExpr
-	97,  // 120: kvpb.CopDAG.agg:type_name -> kvpb.CopAgg
-	99,  // 121: kvpb.CopDAG.top_n:type_name -> kvpb.CopSortKey
-	94,  // 122: kvpb.CopScan.columns:type_name -> kvpb.CopColumnInfo
-	95,  // 123: kvpb.CopColumnInfo.type:type_name -> kvpb.CopFieldType
-	100, // 124: kvpb.CopColumnInfo.origin_default:type_name -> kvpb.CopBatch
-	6,   // 125: kvpb.CopExpr.kind:type_name -> kvpb.CopExprKind
-	95,  // 126: kvpb.CopExpr.type:type_name -> kvpb.CopFieldType
-	100, // 127: kvpb.CopExpr.value:type_name -> kvpb.CopBatch
-	96,  // 128: kvpb.CopExpr.args:type_name -> kvpb.CopExpr
-	96,  // 129: kvpb.CopAgg.group_by:type_name -> kvpb.CopExpr
-	98,  // 130: kvpb.CopAgg.funcs:type_name -> kvpb.CopAggFunc
-	96,  // 131: kvpb.CopAggFunc.args:type_name -> kvpb.CopExpr
-	96,  // 132: kvpb.CopSortKey.expr:type_name -> kvpb.CopExpr
-	101, // 133: kvpb.CopBatch.columns:type_name -> kvpb.CopColumn
-	52,  // 134: kvpb.Kv.KvBatchCommands:input_type -> kvpb.BatchRequest
-	50,  // 135: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
-	26,  // 136: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
-	28,  // 137: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
-	30,  // 138: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
-	32,  // 139: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
-	34,  // 140: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
-	36,  // 141: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
-	38,  // 142: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
-	40,  // 143: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
-	42,  // 144: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
-	44,  // 145: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
-	46,  // 146: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
-	48,  // 147: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
-	89,  // 148: kvpb.Kv.KvCoprocessor:input_type -> kvpb.CopRequest
-	57,  // 149: kvpb.DeadlockDetector.Detect:input_type -> kvpb.DeadlockRequest
-	71,  // 150: kvpb.PD.Join:input_type -> kvpb.JoinRequest
-	77,  // 151: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
-	79,  // 152: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
-	86,  // 153: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
-	60,  // 154: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
-	62,  // 155: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
-	63,  // 156: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
-	65,  // 157: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
-	67,  // 158: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
-	69,  // 159: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
-	84,  // 160: kvpb.PD.SetStoreState:input_type -> kvpb.SetStoreStateRequest
-	54,  // 161: kvpb.Kv.KvBatchCommands:output_type -> kvpb.BatchResponse
-	51,  // 162: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
-	27,  // 163: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
-	29,  // 164: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
-	31,  // 165: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
-	33,  // 166: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
-	35,  // 167: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
-	37,  // 168: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
-	39,  // 169: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
-	41,  // 170: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
-	43,  // 171: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
-	45,  // 172: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
-	47,  // 173: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
-	49,  // 174: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
-	90,  // 175: kvpb.Kv.KvCoprocessor:output_type -> kvpb.CopResponse
-	58,  // 176: kvpb.DeadlockDetector.Detect:output_type -> kvpb.DeadlockResponse
-	72,  // 177: kvpb.PD.Join:output_type -> kvpb.JoinResponse
-	78,  // 178: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
-	82,  // 179: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
-	87,  // 180: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
-	61,  // 181: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
-	64,  // 182: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
-	64,  // 183: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
-	66,  // 184: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
-	68,  // 185: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
-	70,  // 186: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
-	85,  // 187: kvpb.PD.SetStoreState:output_type -> kvpb.SetStoreStateResponse
-	161, // [161:188] is the sub-list for method output_type
-	134, // [134:161] is the sub-list for method input_type
-	134, // [134:134] is the sub-list for extension type_name
-	134, // [134:134] is the sub-list for extension extendee
-	0,   // [0:134] is the sub-list for field type_name
+	44,  // 55: kvpb.PessimisticLockResponse.pending:type_name -> kvpb.PendingValue
+	11,  // 56: kvpb.PessimisticRollbackRequest.context:type_name -> kvpb.Context
+	12,  // 57: kvpb.PessimisticRollbackResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 58: kvpb.PessimisticRollbackResponse.errors:type_name -> kvpb.KeyError
+	11,  // 59: kvpb.TxnHeartBeatRequest.context:type_name -> kvpb.Context
+	12,  // 60: kvpb.TxnHeartBeatResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 61: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
+	11,  // 62: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
+	12,  // 63: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
+	11,  // 64: kvpb.ScanLockRequest.context:type_name -> kvpb.Context
+	12,  // 65: kvpb.ScanLockResponse.region_error:type_name -> kvpb.RegionError
+	19,  // 66: kvpb.ScanLockResponse.locks:type_name -> kvpb.LockInfo
+	54,  // 67: kvpb.BatchRequest.entries:type_name -> kvpb.BatchRequestEntry
+	56,  // 68: kvpb.BatchResponse.entries:type_name -> kvpb.BatchResponseEntry
+	4,   // 69: kvpb.DeadlockRequest.tp:type_name -> kvpb.DeadlockRequestType
+	57,  // 70: kvpb.DeadlockRequest.entry:type_name -> kvpb.WaitForEntry
+	57,  // 71: kvpb.DeadlockResponse.entry:type_name -> kvpb.WaitForEntry
+	57,  // 72: kvpb.DeadlockResponse.wait_chain:type_name -> kvpb.WaitForEntry
+	60,  // 73: kvpb.TsoResponse.error:type_name -> kvpb.PDError
+	60,  // 74: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
+	9,   // 75: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
+	8,   // 76: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
+	60,  // 77: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
+	9,   // 78: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
+	8,   // 79: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
+	60,  // 80: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
+	10,  // 81: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
+	60,  // 82: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
+	10,  // 83: kvpb.JoinRequest.store:type_name -> kvpb.Store
+	60,  // 84: kvpb.JoinResponse.error:type_name -> kvpb.PDError
+	9,   // 85: kvpb.RegionStat.region:type_name -> kvpb.Region
+	8,   // 86: kvpb.RegionStat.leader:type_name -> kvpb.Peer
+	74,  // 87: kvpb.RegionStat.progress:type_name -> kvpb.PeerProgress
+	7,   // 88: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
+	5,   // 89: kvpb.Operator.kind:type_name -> kvpb.OperatorKind
+	8,   // 90: kvpb.Operator.peer:type_name -> kvpb.Peer
+	9,   // 91: kvpb.Operator.target:type_name -> kvpb.Region
+	9,   // 92: kvpb.MergeState.target:type_name -> kvpb.Region
+	10,  // 93: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
+	75,  // 94: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
+	60,  // 95: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
+	76,  // 96: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
+	10,  // 97: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
+	10,  // 98: kvpb.StoreStatus.store:type_name -> kvpb.Store
+	9,   // 99: kvpb.RegionStatus.region:type_name -> kvpb.Region
+	8,   // 100: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
+	74,  // 101: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
+	60,  // 102: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
+	81,  // 103: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
+	82,  // 104: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
+	84,  // 105: kvpb.ClusterStatusResponse.operators:type_name -> kvpb.OperatorRecord
+	76,  // 106: kvpb.OperatorRecord.operator:type_name -> kvpb.Operator
+	1,   // 107: kvpb.SetStoreStateRequest.state:type_name -> kvpb.StoreState
+	60,  // 108: kvpb.SetStoreStateResponse.error:type_name -> kvpb.PDError
+	10,  // 109: kvpb.SetStoreStateResponse.store:type_name -> kvpb.Store
+	60,  // 110: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
+	11,  // 111: kvpb.CopRequest.context:type_name -> kvpb.Context
+	89,  // 112: kvpb.CopRequest.ranges:type_name -> kvpb.KeyRange
+	93,  // 113: kvpb.CopRequest.dag:type_name -> kvpb.CopDAG
+	12,  // 114: kvpb.CopResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 115: kvpb.CopResponse.error:type_name -> kvpb.KeyError
+	92,  // 116: kvpb.CopResponse.eval_error:type_name -> kvpb.CopError
+	101, // 117: kvpb.CopResponse.batch:type_name -> kvpb.CopBatch
+	92,  // 118: kvpb.CopResponse.warnings:type_name -> kvpb.CopError
+	94,  // 119: kvpb.CopDAG.scan:type_name -> kvpb.CopScan
+	97,  // 120: kvpb.CopDAG.filter:type_name -> kvpb.CopExpr
+	98,  // 121: kvpb.CopDAG.agg:type_name -> kvpb.CopAgg
+	100, // 122: kvpb.CopDAG.top_n:type_name -> kvpb.CopSortKey
+	95,  // 123: kvpb.CopScan.columns:type_name -> kvpb.CopColumnInfo
+	96,  // 124: kvpb.CopColumnInfo.type:type_name -> kvpb.CopFieldType
+	101, // 125: kvpb.CopColumnInfo.origin_default:type_name -> kvpb.CopBatch
+	6,   // 126: kvpb.CopExpr.kind:type_name -> kvpb.CopExprKind
+	96,  // 127: kvpb.CopExpr.type:type_name -> kvpb.CopFieldType
+	101, // 128: kvpb.CopExpr.value:type_name -> kvpb.CopBatch
+	97,  // 129: kvpb.CopExpr.args:type_name -> kvpb.CopExpr
+	97,  // 130: kvpb.CopAgg.group_by:type_name -> kvpb.CopExpr
+	99,  // 131: kvpb.CopAgg.funcs:type_name -> kvpb.CopAggFunc
+	97,  // 132: kvpb.CopAggFunc.args:type_name -> kvpb.CopExpr
+	97,  // 133: kvpb.CopSortKey.expr:type_name -> kvpb.CopExpr
+	102, // 134: kvpb.CopBatch.columns:type_name -> kvpb.CopColumn
+	53,  // 135: kvpb.Kv.KvBatchCommands:input_type -> kvpb.BatchRequest
+	51,  // 136: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
+	26,  // 137: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
+	28,  // 138: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
+	30,  // 139: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
+	32,  // 140: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
+	34,  // 141: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
+	36,  // 142: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
+	38,  // 143: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
+	40,  // 144: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
+	42,  // 145: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
+	45,  // 146: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
+	47,  // 147: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
+	49,  // 148: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
+	90,  // 149: kvpb.Kv.KvCoprocessor:input_type -> kvpb.CopRequest
+	58,  // 150: kvpb.DeadlockDetector.Detect:input_type -> kvpb.DeadlockRequest
+	72,  // 151: kvpb.PD.Join:input_type -> kvpb.JoinRequest
+	78,  // 152: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
+	80,  // 153: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
+	87,  // 154: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
+	61,  // 155: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
+	63,  // 156: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
+	64,  // 157: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
+	66,  // 158: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
+	68,  // 159: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
+	70,  // 160: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
+	85,  // 161: kvpb.PD.SetStoreState:input_type -> kvpb.SetStoreStateRequest
+	55,  // 162: kvpb.Kv.KvBatchCommands:output_type -> kvpb.BatchResponse
+	52,  // 163: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
+	27,  // 164: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
+	29,  // 165: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
+	31,  // 166: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
+	33,  // 167: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
+	35,  // 168: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
+	37,  // 169: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
+	39,  // 170: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
+	41,  // 171: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
+	43,  // 172: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
+	46,  // 173: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
+	48,  // 174: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
+	50,  // 175: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
+	91,  // 176: kvpb.Kv.KvCoprocessor:output_type -> kvpb.CopResponse
+	59,  // 177: kvpb.DeadlockDetector.Detect:output_type -> kvpb.DeadlockResponse
+	73,  // 178: kvpb.PD.Join:output_type -> kvpb.JoinResponse
+	79,  // 179: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
+	83,  // 180: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
+	88,  // 181: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
+	62,  // 182: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
+	65,  // 183: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
+	65,  // 184: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
+	67,  // 185: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
+	69,  // 186: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
+	71,  // 187: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
+	86,  // 188: kvpb.PD.SetStoreState:output_type -> kvpb.SetStoreStateResponse
+	162, // [162:189] is the sub-list for method output_type
+	135, // [135:162] is the sub-list for method input_type
+	135, // [135:135] is the sub-list for extension type_name
+	135, // [135:135] is the sub-list for extension extendee
+	0,   // [0:135] is the sub-list for field type_name
 }
 
 func init() { file_kvpb_proto_init() }
@@ -7875,7 +7976,7 @@ func file_kvpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvpb_proto_rawDesc), len(file_kvpb_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   95,
+			NumMessages:   96,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -68,7 +68,10 @@ func (s *Server) PersistPessimisticLocks(ctx context.Context, regionID uint64) (
 	}
 	// The latches stay held until the entry is applied (or its proposal
 	// failed): no command may find a key without its lock in between.
-	guard := s.cm.Acquire(keys)
+	guard, err := s.acquire(ctx, keys)
+	if err != nil {
+		return 0, err
+	}
 	b := s.engine.NewBatch()
 	defer b.Close()
 	n, err := mvcc.PersistPessimisticLocks(s.db, b, keys, gen)

@@ -19,7 +19,9 @@
 // (mvcc.PessimisticLocks), without a proposal, and wait here, on the leader,
 // for another transaction's lock (lockwait.go): parked until a command that
 // can release it has applied, after asking the cluster's deadlock detector
-// whether the wait closes a cycle.
+// whether the wait closes a cycle. A commit with such waiters releases
+// its keys to them when it is proposed rather than when it is applied
+// (early.go).
 //
 // GC garbage-collects a region's old versions at a safe point, in chunks
 // proposed through the region's Raft log like any write; KvDestroyRange
@@ -73,6 +75,10 @@ type Server struct {
 
 	// flows counts each region's traffic (flow.go): region id -> *regionFlow.
 	flows sync.Map
+
+	// pending holds the commit records of commits proposed but not yet
+	// applied that released their latches early (early.go).
+	pending pendingTable
 }
 
 // New returns the KV service of store. locks must be the LockSet that
@@ -180,23 +186,43 @@ func (s *Server) propose(ctx context.Context, p *raftstore.Peer, r *kvpb.Region,
 // An error of fn that is a transaction-level error comes back as a
 // KeyError, and nothing is proposed.
 func (s *Server) write(ctx context.Context, rctx *kvpb.Context, keys [][]byte, fn func(b *pebble.Batch) error) (*kvpb.RegionError, *kvpb.KeyError, error) {
+	rerr, ke, _, err := s.writeMaybeEarly(ctx, rctx, keys, false, fn)
+	return rerr, ke, err
+}
+
+// writeMaybeEarly is write; with early, a command that commits keys
+// another transaction waits to lock releases them at its proposal
+// (releaseEarly) instead of at its apply, and reports that it did (the
+// keys' waiters were woken then).
+func (s *Server) writeMaybeEarly(ctx context.Context, rctx *kvpb.Context, keys [][]byte, early bool, fn func(b *pebble.Batch) error) (_ *kvpb.RegionError, _ *kvpb.KeyError, woken bool, _ error) {
 	p, r, rerr := s.route(rctx, keys...)
 	if rerr != nil {
-		return rerr, nil, nil
+		return rerr, nil, false, nil
 	}
-	guard := s.cm.Acquire(keys)
+	guard, err := s.acquire(ctx, keys)
+	if err != nil {
+		return nil, nil, false, err
+	}
 	defer guard.Release()
 	b := s.engine.NewBatch()
 	defer b.Close()
 	if err := fn(b); err != nil {
 		ke, err := keyError(err)
-		return nil, ke, err
+		return nil, ke, false, err
 	}
 	if len(keys) > 0 && !b.Empty() {
 		s.noteWrite(r.Id, keys[0], int(b.Count()), b.Len())
 	}
-	rerr, err := s.propose(ctx, p, r, b)
-	return rerr, nil, err
+	if early && !b.Empty() {
+		if e := s.releaseEarly(guard, b, keys); e != nil {
+			// Finished when Propose returns: applied, refused, or (the
+			// context ended) undetermined, as the latches would have been.
+			defer s.pending.finish(e)
+			woken = true
+		}
+	}
+	rerr, err = s.propose(ctx, p, r, b)
+	return rerr, nil, woken, err
 }
 
 // KvGet implements kvpb.KvServer.
@@ -424,7 +450,10 @@ func (s *Server) KvPrewrite(ctx context.Context, req *kvpb.PrewriteRequest) (*kv
 			return resp, nil
 		}
 	}
-	guard := s.cm.Acquire(keys)
+	guard, err := s.acquire(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
 	b := s.engine.NewBatch()
 	defer b.Close()
 	if req.TryOnePc {
@@ -457,8 +486,13 @@ func (s *Server) onePC(ctx context.Context, req *kvpb.PrewriteRequest, keys [][]
 	guard *mvcc.Guard, b *pebble.Batch) (*kvpb.PrewriteResponse, error) {
 	resp := &kvpb.PrewriteResponse{}
 	ml := s.cm.LockMemory(keys, req.StartVersion)
+	var early *pendingEntry
 	release := func() {
 		ml.Release()
+		if early != nil {
+			s.pending.finish(early) // the waiters were woken at the proposal
+			return
+		}
 		guard.Release()
 		s.waiters.wake(keys...) // the transaction's pessimistic locks are gone
 	}
@@ -479,6 +513,7 @@ func (s *Server) onePC(ctx context.Context, req *kvpb.PrewriteRequest, keys [][]
 	if len(keys) > 0 {
 		s.noteWrite(r.Id, keys[0], int(b.Count()), b.Len())
 	}
+	early = s.releaseEarly(guard, b, keys)
 	err = s.store.ProposeCommitted(ctx, p, r.Epoch, b, release)
 	var re *raftstore.RegionErr
 	if errors.As(err, &re) {
@@ -530,10 +565,13 @@ func keyError(err error) (*kvpb.KeyError, error) {
 func (s *Server) KvCommit(ctx context.Context, req *kvpb.CommitRequest) (*kvpb.CommitResponse, error) {
 	resp := &kvpb.CommitResponse{}
 	var err error
-	resp.RegionError, resp.Error, err = s.write(ctx, req.Context, req.Keys, func(b *pebble.Batch) error {
+	var woken bool
+	resp.RegionError, resp.Error, woken, err = s.writeMaybeEarly(ctx, req.Context, req.Keys, true, func(b *pebble.Batch) error {
 		return mvcc.Commit(s.db, b, req.Keys, req.StartVersion, req.CommitVersion)
 	})
-	s.waiters.wake(req.Keys...)
+	if !woken {
+		s.waiters.wake(req.Keys...)
+	}
 	if resp.RegionError == nil && resp.Error == nil && err == nil {
 		resp.CommitVersion = req.CommitVersion
 	}
@@ -645,7 +683,14 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 		}
 		guard := s.cm.Acquire(keys)
 		b := s.engine.NewBatch()
-		errs, values, err := mvcc.PessimisticLockAsOf(s.db, b, req, gen)
+		// Keys whose commit by another transaction is proposed but not
+		// yet applied are locked over it (early.go); the latches do not
+		// wait for that commit.
+		var pending func([]byte) *mvcc.PendingWrite
+		if s.pending.n.Load() != 0 {
+			pending = s.pending.lookup
+		}
+		errs, values, over, err := mvcc.PessimisticLockPending(s.db, b, req, gen, pending)
 		if errors.Is(err, mvcc.ErrLocksDropped) {
 			b.Close()
 			guard.Release()
@@ -698,6 +743,14 @@ func (s *Server) KvPessimisticLock(ctx context.Context, req *kvpb.PessimisticLoc
 		}
 		if len(conflicts) > 0 && rerr == nil {
 			resp.Errors, resp.LockedWithConflict = keyErrors(conflicts), true
+		}
+		if rerr == nil && err == nil {
+			for _, pw := range over {
+				if pw != nil {
+					metricPendingLocks.Inc()
+					resp.Pending = append(resp.Pending, &kvpb.PendingValue{Key: pw.Key, CommitTs: pw.CommitTS, Value: pw.Value, Deleted: pw.Deleted})
+				}
+			}
 		}
 		return resp, err
 	}

@@ -43,7 +43,9 @@ const wakeUpDelay = 20 * time.Millisecond
 // wake-up on to the next waiter. Wake-ups that release nothing cost one
 // retry. A waiter registers while its request still holds the key's
 // latches, and every releasing command takes those latches before it
-// decides and wakes after it has applied, so no release is missed.
+// decides and wakes after it has applied (a commit with waiters: once it
+// has recorded its pending writes and released the latches, early.go), so
+// no release is missed.
 type lockWaiters struct {
 	n  atomic.Int64 // registered waiters; zero makes wake free
 	mu sync.Mutex
@@ -130,6 +132,21 @@ func (lw *lockWaiters) wake(keys ...[]byte) {
 			lw.m[string(k)] = ws
 		}
 	}
+}
+
+// waiting reports whether a request waits for a lock on one of keys.
+func (lw *lockWaiters) waiting(keys [][]byte) bool {
+	if lw.n.Load() == 0 {
+		return false
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	for _, k := range keys {
+		if _, ok := lw.m[string(k)]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // waitingKeys returns, per key, the number of waiters (for tests and

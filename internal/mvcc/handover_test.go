@@ -25,7 +25,7 @@ func TestLockStagedBeforeHandoverGoesToEngine(t *testing.T) {
 	r := WithPessimisticLocks(db, table)
 	req := &kvpb.PessimisticLockRequest{PrimaryLock: []byte("b"), StartVersion: 10, ForUpdateTs: 10, LockTtl: 3000}
 	var s staged
-	if kerr, err := pessimisticLockKey(r, &s, req, []byte("b")); kerr != nil || err != nil {
+	if kerr, err := pessimisticLockKey(r, &s, req, []byte("b"), nil); kerr != nil || err != nil {
 		t.Fatal(kerr, err)
 	}
 	if len(s.memOps) != 1 || len(s.ops) != 0 {
@@ -57,7 +57,7 @@ func TestLockStagedBeforeHandoverGoesToEngine(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	for _, key := range []string{"zz", "m1"} {
 		var s staged
-		if kerr, err := pessimisticLockKey(r, &s, &kvpb.PessimisticLockRequest{PrimaryLock: []byte(key), StartVersion: 20, ForUpdateTs: 20}, []byte(key)); kerr != nil || err != nil {
+		if kerr, err := pessimisticLockKey(r, &s, &kvpb.PessimisticLockRequest{PrimaryLock: []byte(key), StartVersion: 20, ForUpdateTs: 20}, []byte(key), nil); kerr != nil || err != nil {
 			t.Fatal(kerr, err)
 		}
 		b := db.NewBatch()

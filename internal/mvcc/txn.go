@@ -231,7 +231,13 @@ func checkNewerWrites(r pebble.Reader, key, primary []byte, startTS, snapshotTS 
 // fresh reports that the key certainly has no write record at or above the
 // start ts (see checkNewerWrites); held is this transaction's pessimistic
 // lock on the key, which the new lock replaces (nil if none).
-func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation, pessimistic bool, lockTS uint64, onePC bool) (newLock *lock, fresh bool, held *lock, err error) {
+//
+// pendingTS, for a pessimistic mutation, is the commit ts of another
+// transaction's commit of the key that was pending when the key was locked
+// (early lock release; zero: none): the lock, and what the transaction
+// read, depend on that commit, so a lock that is gone (or was taken again)
+// is no proof unless the commit record is there.
+func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation, pessimistic bool, lockTS, pendingTS uint64, onePC bool) (newLock *lock, fresh bool, held *lock, err error) {
 	key, startTS := m.Key, req.StartVersion
 	var typ kvpb.Op
 	switch m.Op {
@@ -258,6 +264,14 @@ func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation,
 		return nil, false, nil, nil // prewritten already: idempotent
 	case l != nil:
 		held = l // which checked conflicts up to its for-update ts
+		// A lock taken over a pending commit proves nothing about that
+		// commit: the commit's proposal may have failed while the lock
+		// stayed (or went to the engine). The prewrite comes after the
+		// commit's entry was applied or failed (the leader's writers
+		// wait for it), so its record settles it.
+		if err := checkPendingCommitted(r, key, startTS, pendingTS); err != nil {
+			return nil, false, nil, err
+		}
 		if pessimistic && l.forUpdateTS > lockTS {
 			// The lock was taken at a later ts than the one the
 			// transaction locked the key at first (lockTS), when
@@ -284,7 +298,19 @@ func prewriteCheck(r pebble.Reader, req *kvpb.PrewriteRequest, m *kvpb.Mutation,
 		// have been taken at different ones, and a commit after this
 		// key's is one its statement did not read): if no other
 		// transaction committed it since, nothing the lock guarded
-		// against happened (see PessimisticLocks).
+		// against happened (see PessimisticLocks). A lock taken over a
+		// pending commit of another transaction also needs that commit
+		// to have happened: the transaction read its value.
+		if err := checkPendingCommitted(r, key, startTS, pendingTS); err != nil {
+			state, _, terr := txnRecord(r, key, startTS)
+			if terr != nil {
+				return nil, false, nil, terr
+			}
+			if state == stateCommitted {
+				return nil, false, nil, nil // a duplicate of a prewrite that committed
+			}
+			return nil, false, nil, err
+		}
 		fresh, err = checkNewerWrites(r, key, req.PrimaryLock, startTS, lockTS)
 		var wc *WriteConflictError
 		switch {
@@ -397,7 +423,11 @@ func prewrite(r pebble.Reader, b *pebble.Batch, req *kvpb.PrewriteRequest, onePC
 		if i < len(req.LockForUpdateTs) && req.LockForUpdateTs[i] != 0 {
 			lockTS = req.LockForUpdateTs[i]
 		}
-		newLock, fresh, held, err := prewriteCheck(r, req, m, pessimistic, lockTS, onePCCommitTS != 0)
+		var pendingTS uint64
+		if i < len(req.LockPendingCommitTs) {
+			pendingTS = req.LockPendingCommitTs[i]
+		}
+		newLock, fresh, held, err := prewriteCheck(r, req, m, pessimistic, lockTS, pendingTS, onePCCommitTS != 0)
 		if err != nil {
 			if !isKeyError(err) {
 				return nil, err
@@ -628,7 +658,8 @@ func ResolveLock(r pebble.Reader, b *pebble.Batch, startTS, commitTS uint64, key
 // req.ReturnValues is set, values holds each key's latest committed value
 // (nil if none). Locks reach b only if every key succeeds.
 func PessimisticLock(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLockRequest) (errs []error, values [][]byte, err error) {
-	return pessimisticLock(r, b, req, false, 0)
+	errs, values, _, err = pessimisticLock(r, b, req, false, 0, nil)
+	return errs, values, err
 }
 
 // PessimisticLockAsOf is PessimisticLock for a region leader that read
@@ -637,10 +668,26 @@ func PessimisticLock(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLock
 // takes no lock in memory and fails with ErrLocksDropped, and the caller
 // checks its leadership again.
 func PessimisticLockAsOf(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLockRequest, gen uint64) (errs []error, values [][]byte, err error) {
-	return pessimisticLock(r, b, req, true, gen)
+	errs, values, _, err = pessimisticLock(r, b, req, true, gen, nil)
+	return errs, values, err
 }
 
-func pessimisticLock(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLockRequest, checkGen bool, gen uint64) (errs []error, values [][]byte, err error) {
+// PessimisticLockPending is PessimisticLockAsOf on a leader where a key
+// may have a pending commit (pending returns it, or nil): the commit of
+// another transaction staged by a command whose Raft entry is proposed but
+// not yet applied, which gave up the key's latches at its proposal (early
+// lock release). The key is then treated as committed by it: the
+// transaction's own lock, if still in the engine, no longer holds the key;
+// a for-update ts below the commit ts is a write conflict (locked at the
+// commit ts with req.LockWithConflict); a returned value is the pending
+// one. over[i] is the pending put or delete the key of mutation i was
+// locked over (nil if none): the lock depends on that commit, and must not
+// be trusted if the commit never applies (see PendingWrite).
+func PessimisticLockPending(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLockRequest, gen uint64, pending func(key []byte) *PendingWrite) (errs []error, values [][]byte, over []*PendingWrite, err error) {
+	return pessimisticLock(r, b, req, true, gen, pending)
+}
+
+func pessimisticLock(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLockRequest, checkGen bool, gen uint64, pending func([]byte) *PendingWrite) (errs []error, values [][]byte, over []*PendingWrite, err error) {
 	errs = make([]error, len(req.Mutations))
 	if req.ReturnValues {
 		values = make([][]byte, len(req.Mutations))
@@ -648,9 +695,19 @@ func pessimisticLock(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLock
 	failed := false
 	var s staged
 	for i, m := range req.Mutations {
-		kerr, err := pessimisticLockKey(r, &s, req, m.Key)
+		var pw *PendingWrite
+		if pending != nil {
+			pw = pending(m.Key)
+		}
+		kerr, err := pessimisticLockKey(r, &s, req, m.Key, pw)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
+		}
+		if pw != nil && !pw.Lock && (kerr == nil || isLockedWithConflict(kerr)) {
+			if over == nil {
+				over = make([]*PendingWrite, len(req.Mutations))
+			}
+			over[i] = pw
 		}
 		if kerr != nil {
 			errs[i] = kerr
@@ -661,25 +718,44 @@ func pessimisticLock(r pebble.Reader, b *pebble.Batch, req *kvpb.PessimisticLock
 			}
 		}
 		if req.ReturnValues {
+			if pw != nil && !pw.Lock {
+				values[i] = pw.Value // nil for a delete
+				continue
+			}
 			v, _, err := latestValue(r, m.Key, math.MaxUint64)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			values[i] = v
 		}
 	}
 	if failed {
-		return errs, nil, nil
+		return errs, nil, nil, nil
 	}
 	s.checkGen, s.memGen = checkGen, gen
-	return errs, values, s.applyTo(b)
+	return errs, values, over, s.applyTo(b)
 }
 
-func pessimisticLockKey(r pebble.Reader, s *staged, req *kvpb.PessimisticLockRequest, key []byte) (keyErr, err error) {
+func isLockedWithConflict(err error) bool {
+	var lwc *LockedWithConflictError
+	return errors.As(err, &lwc)
+}
+
+// pessimisticLockKey locks key for req; pw is the key's pending commit
+// (PessimisticLockPending), or nil.
+func pessimisticLockKey(r pebble.Reader, s *staged, req *kvpb.PessimisticLockRequest, key []byte, pw *PendingWrite) (keyErr, err error) {
 	startTS := req.StartVersion
 	l, err := txnLock(r, key)
 	if err != nil {
 		return nil, err
+	}
+	if pw != nil {
+		if pw.StartTS == startTS {
+			return &AlreadyCommittedError{Key: key, StartTS: startTS, CommitTS: pw.CommitTS}, nil
+		}
+		if l != nil && l.startTS == pw.StartTS {
+			l = nil // the lock the pending commit removes
+		}
 	}
 	if l != nil {
 		if l.startTS != startTS {
@@ -712,7 +788,18 @@ func pessimisticLockKey(r pebble.Reader, s *staged, req *kvpb.PessimisticLockReq
 		return nil, nil
 	}
 	forUpdateTS := req.ForUpdateTs
-	if _, err := checkNewerWrites(r, key, req.PrimaryLock, startTS, req.ForUpdateTs); err != nil {
+	_, err = checkNewerWrites(r, key, req.PrimaryLock, startTS, req.ForUpdateTs)
+	if pw != nil && pw.CommitTS > req.ForUpdateTs {
+		// The pending commit is the key's newest: a conflict above any
+		// the engine holds.
+		var wc *WriteConflictError
+		if err == nil || errors.As(err, &wc) {
+			err = &WriteConflictError{Conflict: &kvpb.WriteConflict{
+				StartTs: startTS, ConflictTs: pw.StartTS, Key: key, Primary: req.PrimaryLock, ConflictCommitTs: pw.CommitTS,
+			}}
+		}
+	}
+	if err != nil {
 		var wc *WriteConflictError
 		switch {
 		case err == errAlreadyCommitted:
@@ -781,4 +868,24 @@ func TxnHeartBeat(r pebble.Reader, b *pebble.Batch, primary []byte, startTS, adv
 		s.putLock(r, primary, l)
 	}
 	return l.ttl, s.applyTo(b)
+}
+
+// checkPendingCommitted checks, for a key transaction startTS locked over
+// another transaction's pending commit at pendingTS (zero: none), that
+// the commit record is there: otherwise the commit never applied (it was
+// lost with its leader, or its proposal failed), the value the
+// transaction read never existed, and its lock is no proof
+// (*PessimisticLockNotFoundError).
+func checkPendingCommitted(r pebble.Reader, key []byte, startTS, pendingTS uint64) error {
+	if pendingTS == 0 {
+		return nil
+	}
+	w, err := getWriteAt(r, key, pendingTS)
+	if err != nil {
+		return err
+	}
+	if w == nil || w.kind == writeRollback || w.startTS == startTS {
+		return &PessimisticLockNotFoundError{Key: key, StartTS: startTS}
+	}
+	return nil
 }

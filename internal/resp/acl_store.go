@@ -19,15 +19,24 @@ import (
 //	mRedisUser{name}   aclUser as JSON
 //
 // Each node keeps the users compiled in an aclSnapshot, reloads it when
-// it sees the version move (checked every aclPoll) and at once after a
-// change it made itself.
+// it sees the version move and at once after a change it made itself. It
+// looks for the version every aclPoll for aclHold after a change it saw or
+// made, then less often while nothing changes, down to every aclIdlePoll
+// (package pace): a change made on another node takes effect here within
+// aclIdlePoll.
 var (
 	aclVersionKey = []byte("mRedisACLVersion")
 	aclUserPrefix = []byte("mRedisUser")
 )
 
-// aclPoll is how often a node looks for ACL changes made on another node.
-const aclPoll = 100 * time.Millisecond
+// How often a node looks for ACL changes made on another node: every
+// aclPoll for aclHold after a change, backing off to aclIdlePoll.
+// Variables for tests.
+var (
+	aclPoll     = 100 * time.Millisecond
+	aclIdlePoll = time.Second
+	aclHold     = 30 * time.Second
+)
 
 type aclSnapshot struct {
 	version int64
@@ -91,26 +100,26 @@ func (s *Server) buildACLSnapshot(ver int64, users map[string]*aclUser) *aclSnap
 }
 
 // loadACL reads the users and installs them unless a newer version is
-// in place.
-func (s *Server) loadACL(ctx context.Context) error {
+// in place; it reports whether it installed them.
+func (s *Server) loadACL(ctx context.Context) (bool, error) {
 	txn, err := s.store.Begin(ctx, kv.TxnOptions{})
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer txn.Rollback(ctx)
 	ver, err := readACLVersion(ctx, txn)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if cur := s.acl.Load(); cur != nil && cur.version >= ver {
-		return nil
+		return false, nil
 	}
 	users, err := readACLUsers(ctx, txn)
 	if err != nil {
-		return err
+		return false, err
 	}
 	s.installACL(s.buildACLSnapshot(ver, users))
-	return nil
+	return true, nil
 }
 
 func (s *Server) installACL(snap *aclSnapshot) {
@@ -128,19 +137,22 @@ func (s *Server) installACL(snap *aclSnapshot) {
 // aclLoop reloads the users when another node changed them.
 func (s *Server) aclLoop() {
 	defer s.wg.Done()
-	t := time.NewTicker(aclPoll)
+	t := time.NewTimer(s.aclPace.Interval())
 	defer t.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
+		case <-s.aclPace.Wake():
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommandTimeout)
-		if err := s.loadACL(ctx); err != nil && !kv.IsRetryable(err) {
+		changed, err := s.loadACL(ctx)
+		if err != nil && !kv.IsRetryable(err) {
 			s.cfg.Logger.Debug("resp: reload ACL users", "err", err)
 		}
 		cancel()
+		t.Reset(s.aclPace.Next(changed))
 	}
 }
 
@@ -187,5 +199,7 @@ func (s *Server) changeACL(ctx context.Context, f func(cur map[string]*aclUser) 
 	if err != nil {
 		return err
 	}
-	return s.loadACL(ctx)
+	s.aclPace.Touch() // other nodes' changes may follow this one
+	_, err = s.loadACL(ctx)
+	return err
 }

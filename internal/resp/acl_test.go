@@ -1,11 +1,14 @@
 package resp
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/kv/kvtest"
 )
 
@@ -214,5 +217,77 @@ func TestACLLog(t *testing.T) {
 	}
 	if r := send(admin, "ACL LOG"); r != "(empty array)" {
 		t.Fatalf("after RESET: %s", r)
+	}
+}
+
+// countingStorage counts the transactions begun on a storage.
+type countingStorage struct {
+	kv.Storage
+	begun atomic.Int64
+}
+
+func (c *countingStorage) Begin(ctx context.Context, opts kv.TxnOptions) (kv.Txn, error) {
+	c.begun.Add(1)
+	return c.Storage.Begin(ctx, opts)
+}
+
+// TestACLPollBacksOff: a gateway whose users do not change looks for
+// changes at most every aclIdlePoll once aclHold passed, not every
+// aclPoll; a change made on another gateway still takes effect within
+// aclIdlePoll.
+func TestACLPollBacksOff(t *testing.T) {
+	oldHold, oldIdle := aclHold, aclIdlePoll
+	aclHold, aclIdlePoll = 200*time.Millisecond, 400*time.Millisecond
+	defer func() { aclHold, aclIdlePoll = oldHold, oldIdle }()
+	store := kvtest.NewMemStorage()
+	cs := &countingStorage{Storage: store}
+	a, err := New(Config{Addr: "127.0.0.1:0", ReapInterval: time.Hour}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go a.Serve()
+	defer a.Close()
+	b, err := New(Config{Addr: "127.0.0.1:0", ReapInterval: time.Hour}, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go b.Serve()
+	defer b.Close()
+
+	time.Sleep(aclHold + 2*aclIdlePoll)
+	before := cs.begun.Load()
+	const window = 2 * time.Second
+	time.Sleep(window)
+	got := cs.begun.Load() - before
+	if max := int64(window/aclIdlePoll) + 2; got > max {
+		t.Fatalf("an idle gateway began %d transactions in %s, want at most %d (aclPoll %s)", got, window, max, aclPoll)
+	}
+
+	ca := dialTest(t, a.Addr().String())
+	defer ca.Close()
+	if _, err := ca.Write([]byte("ACL SETUSER carol on >pw ~* +@all\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := readReply(ca.r, ""); err != nil || strings.TrimSpace(r) != "OK" {
+		t.Fatal(r, err)
+	}
+	changed := time.Now()
+	cb := dialTest(t, b.Addr().String())
+	defer cb.Close()
+	for {
+		if _, err := cb.Write([]byte("AUTH carol pw\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		r, err := readReply(cb.r, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(r) == "OK" {
+			break
+		}
+		if time.Since(changed) > aclIdlePoll+500*time.Millisecond {
+			t.Fatalf("the user made on another gateway was not usable after %s: %s", time.Since(changed), r)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -3,20 +3,33 @@ package resp
 import (
 	"context"
 	"time"
+
+	"github.com/strata-db/strata/internal/pace"
 )
 
 // reapBatch is how many expiry-index entries one reaper transaction
 // handles.
 const reapBatch = 256
 
+// reapIdleInterval is the longest wait between two passes of the reaper
+// while it finds nothing due, and reapHold how long it stays at
+// ReapInterval after a pass that found some.
+const (
+	reapIdleInterval = 2 * time.Second
+	reapHold         = 5 * time.Second
+)
+
 // reapLoop reclaims expired keys in the background: every ReapInterval it
 // walks the expiry index up to now and deletes each key whose metadata
 // still carries that expiry (a key whose TTL was changed or removed since
 // only loses its stale index entry). Reads never depend on it: an expired
-// key is invisible as soon as its time passes.
+// key is invisible as soon as its time passes. While passes find nothing
+// due the interval doubles up to reapIdleInterval (package pace): an idle
+// node does not read the expiry index ten times a second.
 func (s *Server) reapLoop() {
 	defer s.wg.Done()
-	t := time.NewTicker(s.cfg.ReapInterval)
+	p := pace.New(s.cfg.ReapInterval, reapIdleInterval, reapHold)
+	t := time.NewTimer(p.Interval())
 	defer t.Stop()
 	for {
 		select {
@@ -24,12 +37,14 @@ func (s *Server) reapLoop() {
 			return
 		case <-t.C:
 		}
+		found := false
 		for {
 			n, err := s.reapOnce()
 			if err != nil {
 				s.cfg.Logger.Debug("resp: reaping expired keys", "err", err)
 				break
 			}
+			found = found || n > 0
 			if n < reapBatch {
 				break
 			}
@@ -39,6 +54,7 @@ func (s *Server) reapLoop() {
 			default:
 			}
 		}
+		t.Reset(p.Next(found))
 	}
 }
 

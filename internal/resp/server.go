@@ -18,6 +18,7 @@ import (
 	"github.com/strata-db/strata/internal/audit"
 	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/loginguard"
+	"github.com/strata-db/strata/internal/pace"
 )
 
 // Config configures the Redis gateway.
@@ -41,7 +42,9 @@ type Config struct {
 	// MaxValueSize bounds a request argument and any value a command
 	// writes. Default 64 MiB.
 	MaxValueSize int
-	// ReapInterval is how often expired keys are reclaimed. Default 100ms.
+	// ReapInterval is how often expired keys are reclaimed while some
+	// are due; it doubles, up to reapIdleInterval, while none is. Default
+	// 100ms.
 	ReapInterval time.Duration
 	// CommandTimeout bounds one command (or EXEC), retries included.
 	// Default 20s.
@@ -92,10 +95,11 @@ type Server struct {
 	cursors cursorTable
 	// acl is the users as last loaded (acl_store.go); auth caches the
 	// passwords that proved right.
-	acl    atomic.Pointer[aclSnapshot]
-	auth   *authCache
-	aclLog aclLog // recent refusals (ACL LOG)
-	guard  *loginguard.Guard
+	acl     atomic.Pointer[aclSnapshot]
+	aclPace *pace.Pace
+	auth    *authCache
+	aclLog  aclLog // recent refusals (ACL LOG)
+	guard   *loginguard.Guard
 	// latest is store when it can read a key's newest committed value
 	// outside a transaction; GET then needs no timestamp.
 	latest LatestGetter
@@ -127,8 +131,9 @@ func New(cfg Config, store kv.Storage) (*Server, error) {
 	s.auth = newAuthCache()
 	s.guard = loginguard.New(cfg.LoginFailureDelay, "redis")
 	s.acl.Store(s.buildACLSnapshot(-1, nil))
+	s.aclPace = pace.New(aclPoll, aclIdlePoll, aclHold)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.CommandTimeout)
-	err = s.loadACL(ctx)
+	_, err = s.loadACL(ctx)
 	cancel()
 	if err != nil {
 		ln.Close()

@@ -264,6 +264,7 @@ func (e *Engine) submitJob(ctx context.Context, j *catalog.Job) (int64, error) {
 		}
 		if err = txn.Commit(ctx); err == nil {
 			e.kickOwner()
+			e.pace.Touch()
 			return j.ID, nil
 		}
 		if !kv.IsRetryable(err) {
@@ -278,6 +279,7 @@ func (e *Engine) waitJob(ctx context.Context, id int64) (*catalog.Job, error) {
 	t := time.NewTimer(e.sl.poll)
 	defer t.Stop()
 	for {
+		e.pace.Touch() // the job's steps need this engine's lease to follow
 		done := e.jobsDoneChan()
 		txn, err := e.store.Begin(ctx, kv.TxnOptions{})
 		if err != nil {

@@ -120,75 +120,95 @@ func (e *Engine) campaign(ctx context.Context) error {
 }
 
 // Tick does one round of the engine's background work, which the schema
-// loop runs every SchemaPoll: it loads a newer schema version, recomputes
-// the floor, renews the lease when it is due or behind, and takes or
-// renews DDL ownership. Tests with Options.Manual call it themselves.
+// loop runs at the engine's pace (pollwatch.go): it reads the counters the
+// engine watches in one batch, loads a newer schema version (and accounts,
+// statistics), recomputes the floor, renews the lease when it is due or
+// behind, and takes or renews DDL ownership. Tests with Options.Manual
+// call it themselves.
 func (e *Engine) Tick(ctx context.Context) error {
+	_, err := e.tick(ctx)
+	return err
+}
+
+// tick is Tick; it also reports whether a watched counter moved since the
+// last tick.
+func (e *Engine) tick(ctx context.Context) (bool, error) {
 	e.sl.mu.Lock()
 	held := e.sl.held
 	e.sl.mu.Unlock()
 	if held {
-		return errLeaseHeld
+		return false, errLeaseHeld
 	}
 	txn, err := e.store.Begin(ctx, kv.TxnOptions{})
 	if err != nil {
-		return err
+		return false, err
 	}
-	ver, err := catalog.Version(ctx, txn)
-	if err == nil {
+	w, owner, err := readWatched(ctx, txn)
+	if err == nil && w.privileges > e.privs.Load().Version {
 		err = e.refreshPrivileges(ctx, txn)
 	}
-	if err == nil {
+	if cur := e.stats.Load(); err == nil && (cur == nil || w.stats > cur.Version) {
 		err = e.refreshStats(ctx, txn)
 	}
 	txn.Rollback(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if ver > e.schema.Load().Version {
+	changed := e.observe(w)
+	if w.schema > e.schema.Load().Version {
 		if _, err := e.loadSchema(ctx); err != nil {
-			return err
+			return changed, err
 		}
 	}
 	e.refreshFloor()
 	if e.leaseStale() {
 		if err := e.renewLease(ctx); err != nil {
-			return err
+			return changed, err
 		}
 	}
-	if err := e.campaign(ctx); err != nil {
-		return err
+	if owner != nil && owner.ID != e.id && e.now() <= owner.Expires+int64(maxClockOffset) {
+		e.own.until.Store(0) // another engine owns DDL: nothing to campaign for
+	} else if err := e.campaign(ctx); err != nil {
+		return changed, err
 	}
-	if e.isOwner() {
-		e.kickOwner()
+	if changed && e.isOwner() {
+		e.kickOwner() // a job may have been queued on another engine
 	}
 	if !e.manual {
 		e.autoAnalyze(e.gcCtx)
 	}
-	return nil
+	return changed, nil
 }
 
 func (e *Engine) schemaLoop() {
 	defer e.loops.Done()
 	ctx := e.gcCtx
-	t := time.NewTicker(e.sl.poll)
+	t := time.NewTimer(e.pace.Interval())
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-e.pace.Wake():
 		}
-		if err := e.Tick(ctx); err != nil && ctx.Err() == nil && !kv.IsRetryable(err) {
+		changed, err := e.tick(ctx)
+		if err != nil && ctx.Err() == nil && !kv.IsRetryable(err) {
 			slog.Warn("sql: schema lease renewal failed; retrying", "engine", e.id, "err", err)
 		}
+		// A failed tick is retried at the short interval: the lease may
+		// be running out.
+		t.Reset(e.pace.Next(changed || err != nil))
 	}
 }
 
+// ownerLoop runs DDL steps while this engine owns DDL: when kicked (a job
+// queued here or seen queued elsewhere, the floor rose) and at the
+// engine's pace, which stays short while a job moves or waits.
 func (e *Engine) ownerLoop() {
 	defer e.loops.Done()
 	ctx := e.gcCtx
-	t := time.NewTicker(e.sl.poll)
+	t := time.NewTimer(e.pace.Interval())
 	defer t.Stop()
 	for {
 		select {
@@ -197,18 +217,31 @@ func (e *Engine) ownerLoop() {
 		case <-t.C:
 		case <-e.own.kick:
 		}
+		busy := false
 		for ctx.Err() == nil && e.isOwner() {
 			r, err := e.RunDDLStep(ctx)
 			if err != nil {
 				if ctx.Err() == nil && !kv.IsRetryable(err) {
 					slog.Warn("sql: DDL job step failed; retrying", "engine", e.id, "job", r.JobID, "err", err)
 				}
+				busy = true
 				break
 			}
-			if r.Idle || r.NotOwner || r.Blocked != "" {
+			if r.Idle || r.NotOwner {
+				break
+			}
+			busy = true
+			if r.Blocked != "" {
 				break
 			}
 		}
+		if busy {
+			// A job moves or waits for other engines: look again soon,
+			// and have the schema loop renew this engine's lease with
+			// what it loads.
+			e.pace.Touch()
+		}
+		t.Reset(e.pace.Interval())
 	}
 }
 

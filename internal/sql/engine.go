@@ -33,6 +33,7 @@ import (
 
 	"github.com/strata-db/strata/internal/audit"
 	"github.com/strata-db/strata/internal/kv"
+	"github.com/strata-db/strata/internal/pace"
 	"github.com/strata-db/strata/internal/sql/catalog"
 	"github.com/strata-db/strata/internal/sql/infoschema"
 	"github.com/strata-db/strata/internal/sql/privilege"
@@ -68,6 +69,11 @@ type Engine struct {
 	backfillWorkers int
 	manual          bool
 	loops           sync.WaitGroup
+	// pace sets the schema loop's interval (and the DDL owner's between
+	// job scans): SchemaPoll while things change, up to SchemaIdlePoll
+	// while nothing does (pollwatch.go).
+	pace *pace.Pace
+	seen watched
 
 	mu         sync.Mutex
 	globalVars map[string]types.Datum
@@ -112,8 +118,18 @@ type Options struct {
 	// this long (plus a clock offset margin).
 	SchemaLease time.Duration
 	// SchemaPoll is how often the engine looks for a new schema version
-	// and, as the DDL owner, for jobs (default 50ms).
+	// and, as the DDL owner, for jobs (default 50ms) while things change:
+	// for SchemaHotHold after it saw a change or made one, and while one
+	// of its statements waits for a DDL job.
 	SchemaPoll time.Duration
+	// SchemaIdlePoll is the longest interval between two looks while
+	// nothing changes (default 500ms; at most an eighth of SchemaLease): the
+	// interval doubles from SchemaPoll up to it. A change made on another
+	// node reaches an idle engine at most this much later.
+	SchemaIdlePoll time.Duration
+	// SchemaHotHold is how long the engine looks every SchemaPoll after a
+	// change (default 30s) before it backs off.
+	SchemaHotHold time.Duration
 	// BackfillBatch is the number of rows an index backfill writes per
 	// transaction (default 1024).
 	BackfillBatch int
@@ -189,6 +205,15 @@ func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, er
 	if e.sl.poll <= 0 {
 		e.sl.poll = defaultSchemaPoll
 	}
+	idle := opts.SchemaIdlePoll
+	if idle <= 0 {
+		idle = defaultSchemaIdlePoll
+	}
+	hold := opts.SchemaHotHold
+	if hold <= 0 {
+		hold = schemaHotHold
+	}
+	e.pace = pace.New(e.sl.poll, min(idle, e.sl.lease/8), hold)
 	e.own.kick = make(chan struct{}, 1)
 	e.own.jobsDone = make(chan struct{})
 	if _, err := e.loadSchema(ctx); err != nil {

@@ -450,6 +450,7 @@ func (e *Engine) waitBarrier(ctx context.Context, id int64) {
 	defer t.Stop()
 	deadline := time.Now().Add(e.sl.lease)
 	for time.Now().Before(deadline) {
+		e.pace.Touch() // the version that lifts the barrier is near
 		changed := e.settleChanged()
 		if tbl := e.schema.Load().TableByID(id); tbl == nil || !tbl.WriteBarrier {
 			return

@@ -366,6 +366,15 @@ func Version(ctx context.Context, txn kv.Txn) (int64, error) {
 	return tablecodec.ReadCounter(ctx, txn, keyVersion)
 }
 
+// VersionKey is the key of the schema version counter and NextIDKey that
+// of the id counter, which every DDL job's submission moves: an engine
+// watches both (tablecodec.ReadCounters) to learn of schema changes and
+// of jobs queued on other engines.
+func VersionKey() []byte { return keyVersion }
+
+// NextIDKey: see VersionKey.
+func NextIDKey() []byte { return keyNextID }
+
 // Load reads the whole catalog visible to txn.
 func Load(ctx context.Context, txn kv.Txn) (*Schema, error) {
 	ver, err := Version(ctx, txn)

@@ -250,6 +250,19 @@ func GetOwner(ctx context.Context, txn kv.Txn) (*Owner, error) {
 	return &o, nil
 }
 
+// OwnerKey is the key of the owner record, for a batch read (DecodeOwner
+// reads its value).
+func OwnerKey() []byte { return keyDDLOwner }
+
+// DecodeOwner reads an owner record's value.
+func DecodeOwner(b []byte) (*Owner, error) {
+	var o Owner
+	if err := json.Unmarshal(b, &o); err != nil {
+		return nil, fmt.Errorf("catalog: corrupt record %q: %w", keyDDLOwner, err)
+	}
+	return &o, nil
+}
+
 // PutOwner stores the owner record.
 func PutOwner(txn kv.Txn, o *Owner) error { return putJSON(txn, keyDDLOwner, o) }
 

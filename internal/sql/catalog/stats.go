@@ -84,6 +84,9 @@ func statsKey(tableID int64) []byte {
 	return tablecodec.AppendInt(append([]byte(nil), prefixStats...), tableID)
 }
 
+// StatsVersionKey is the key of the statistics version counter.
+func StatsVersionKey() []byte { return keyStatsVersion }
+
 // StatsVersion reads the statistics version visible to txn (0 before any
 // ANALYZE TABLE).
 func StatsVersion(ctx context.Context, txn kv.Txn) (int64, error) {

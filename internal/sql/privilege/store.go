@@ -27,6 +27,9 @@ func accountKey(id Identity) []byte {
 	return append(k, NormalHost(id.Host)...)
 }
 
+// VersionKey is the key of the privilege version counter.
+func VersionKey() []byte { return keyVersion }
+
 // Version reads the privilege version visible to txn (0: never changed).
 func Version(ctx context.Context, txn kv.Txn) (int64, error) {
 	return tablecodec.ReadCounter(ctx, txn, keyVersion)
