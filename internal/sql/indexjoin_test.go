@@ -136,18 +136,25 @@ func TestIndexJoinBatchedLookups(t *testing.T) {
 		}
 	}
 	exec(s, "SET strata_enable_coprocessor = ON")
-	pages, bmin, bmax, runMin := exec_.CopPagingRows, exec_.LookupBatchMin, exec_.LookupBatchMax, exec_.LookupRunMin
+	pages, bmin, bmax, runMin, spread := exec_.CopPagingRows, exec_.LookupBatchMin, exec_.LookupBatchMax, exec_.LookupRunMin, exec_.LookupRunSpread
 	defer func() {
-		exec_.CopPagingRows, exec_.LookupBatchMin, exec_.LookupBatchMax, exec_.LookupRunMin = pages, bmin, bmax, runMin
+		exec_.CopPagingRows, exec_.LookupBatchMin, exec_.LookupBatchMax, exec_.LookupRunMin, exec_.LookupRunSpread = pages, bmin, bmax, runMin, spread
 	}()
 	// runMins: rows by BatchGet only, by runs when they average two
-	// handles, by runs always.
+	// handles and spread little, by runs always.
 	runMins := []int{0, 2, 1}
+	setRuns := func(rm int) {
+		exec_.LookupRunMin, exec_.LookupRunSpread = rm, spread
+		if rm == 1 {
+			exec_.LookupRunSpread = 1 << 40
+		}
+	}
 	for _, conc := range []int{1, 2, 5} {
 		for _, batch := range [][2]int{{bmin, bmax}, {1, 1}, {3, 50}, {1024, 1024}} {
 			for _, paging := range []int{pages, 5} {
 				for _, rm := range runMins {
-					exec_.LookupBatchMin, exec_.LookupBatchMax, exec_.CopPagingRows, exec_.LookupRunMin = batch[0], batch[1], paging, rm
+					exec_.LookupBatchMin, exec_.LookupBatchMax, exec_.CopPagingRows = batch[0], batch[1], paging
+					setRuns(rm)
 					exec(s, fmt.Sprintf("SET tidb_distsql_scan_concurrency = %d", conc))
 					got := run(s)
 					for i := range queries {
@@ -159,7 +166,7 @@ func TestIndexJoinBatchedLookups(t *testing.T) {
 			}
 		}
 	}
-	exec_.CopPagingRows, exec_.LookupBatchMin, exec_.LookupBatchMax, exec_.LookupRunMin = pages, bmin, bmax, runMin
+	exec_.CopPagingRows, exec_.LookupBatchMin, exec_.LookupBatchMax = pages, bmin, bmax
 
 	// A snapshot older than other sessions' commits, and another
 	// session's locks on the rows: the answers at the snapshot, by
@@ -174,7 +181,7 @@ func TestIndexJoinBatchedLookups(t *testing.T) {
 	exec(s2, "UPDATE l SET qty = qty + 100, txt = 'locked' WHERE okey % 4 = 2")
 	exec(s2, "SELECT * FROM l WHERE okey BETWEEN 400 AND 450 FOR UPDATE")
 	for _, rm := range runMins {
-		exec_.LookupRunMin = rm
+		setRuns(rm)
 		for i, got := range run(s) {
 			if got != want[i] {
 				t.Errorf("at an older snapshot, runs of %d: %s\ngot:  %s\nwant: %s", rm, queries[i], got, want[i])
@@ -191,14 +198,14 @@ func TestIndexJoinBatchedLookups(t *testing.T) {
 		t.Fatal("the other session's commits changed no answer")
 	}
 	for _, rm := range runMins {
-		exec_.LookupRunMin = rm
+		setRuns(rm)
 		for i, got := range run(s) {
 			if got != after[i] {
 				t.Errorf("after other sessions' commits, runs of %d: %s\nbatched:    %s\none by one: %s", rm, queries[i], got, after[i])
 			}
 		}
 	}
-	exec_.LookupRunMin = runMin
+	setRuns(runMin)
 	want = after
 	// Split again under the client's cached regions: requests to the old
 	// regions come back with region errors and are sent again, each with
@@ -222,7 +229,7 @@ func TestIndexJoinBatchedLookups(t *testing.T) {
 	// A write to rows only (no indexed column): the entries come through
 	// the coprocessor, the rows by BatchGet, which sees the write.
 	for _, rm := range runMins {
-		exec_.LookupRunMin = rm
+		setRuns(rm)
 		exec(s, "BEGIN")
 		exec(s, "UPDATE l SET price = 777.77 WHERE okey = 14")
 		inTxn = fmt.Sprint(exec(s, "SELECT o.id, l.line, l.price FROM o, l WHERE l.okey = o.k AND o.flag = 1"))

@@ -61,9 +61,19 @@ var (
 )
 
 // LookupRunMin is the fewest handles per run of consecutive handles, on
-// average over a response, for which an index lookup reads its rows by
-// record-key ranges instead of by BatchGet (0: always by BatchGet).
-var LookupRunMin = 2
+// average over a response, and LookupRunSpread the most handle values
+// spanned per handle read, for which an index lookup reads its rows by
+// record-key ranges instead of by BatchGet (LookupRunMin 0: always by
+// BatchGet). Runs close together cost the leader one seek each within
+// the same or the next blocks, less than a point read per row through
+// the version cache; runs scattered over the table (TPC-H's lineitem
+// reached from customers' orders, a span of 150 or more per row) cost a
+// full seek each, more than their rows' point reads (measured on Q3, Q5
+// and Q7 at SF 0.1: Q5's responses span 10 to 35 per row).
+var (
+	LookupRunMin    = 2
+	LookupRunSpread = 64
+)
 
 func newIndexJoinExec(left Executor, p *plan.Join, colls []*collate.Collation) *indexJoinExec {
 	scan, conds := plan.BaseScan(p.Right)
@@ -416,9 +426,9 @@ type wanted struct {
 
 // read returns the rows of handles in the order of handles (a handle
 // without a row gives none). ok is false, and nothing was read, when the
-// handles fall in runs shorter than LookupRunMin on average, or the
-// transaction cannot push the ranges (it has written in them): the caller
-// reads by BatchGet then.
+// handles fall in runs shorter than LookupRunMin on average or spread
+// wider than LookupRunSpread, or the transaction cannot push the ranges
+// (it has written in them): the caller reads by BatchGet then.
 func (r *recordReader) read(c *Context, cp kv.Coprocessor, handles []int64) (rows [][]types.Datum, ok bool, err error) {
 	if LookupRunMin <= 0 || len(handles) < 2 {
 		return nil, false, nil
@@ -435,6 +445,9 @@ func (r *recordReader) read(c *Context, cp kv.Coprocessor, handles []int64) (row
 		}
 	}
 	if runs*LookupRunMin > len(handles) {
+		return nil, false, nil
+	}
+	if span := uint64(sorted[len(sorted)-1].h) - uint64(sorted[0].h); span/uint64(len(handles)) >= uint64(LookupRunSpread) {
 		return nil, false, nil
 	}
 	tid := r.s.Table.ID
