@@ -433,6 +433,14 @@ func (r *recordReader) read(c *Context, cp kv.Coprocessor, handles []int64) (row
 	if LookupRunMin <= 0 || len(handles) < 2 {
 		return nil, false, nil
 	}
+	// The spread first: it needs no sort.
+	lo, hi := handles[0], handles[0]
+	for _, h := range handles[1:] {
+		lo, hi = min(lo, h), max(hi, h)
+	}
+	if span := uint64(hi) - uint64(lo); span/uint64(len(handles)) >= uint64(LookupRunSpread) {
+		return nil, false, nil
+	}
 	sorted := make([]wanted, len(handles))
 	for i, h := range handles {
 		sorted[i] = wanted{h, i}
@@ -445,9 +453,6 @@ func (r *recordReader) read(c *Context, cp kv.Coprocessor, handles []int64) (row
 		}
 	}
 	if runs*LookupRunMin > len(handles) {
-		return nil, false, nil
-	}
-	if span := uint64(sorted[len(sorted)-1].h) - uint64(sorted[0].h); span/uint64(len(handles)) >= uint64(LookupRunSpread) {
 		return nil, false, nil
 	}
 	tid := r.s.Table.ID
