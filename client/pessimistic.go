@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -28,6 +29,62 @@ import (
 // set. Locks are released by Commit (they are committed as part of the
 // transaction) or Rollback.
 func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
+	return t.lockKeys(ctx, t.lockWait(), keys)
+}
+
+// LockKeysWith is LockKeys with one call's options (MySQL's NOWAIT, SKIP
+// LOCKED and WAIT n). NoWait fails at once on a key another live
+// transaction holds (stale locks are still resolved first). SkipLocked
+// locks the keys one at a time without waiting and returns those another
+// live transaction holds, unlocked; it costs a request per key, which
+// suits its use, a queue's consumers each claiming a few rows.
+func (t *Txn) LockKeysWith(ctx context.Context, opts kv.LockOptions, keys ...[]byte) ([][]byte, error) {
+	wait := t.lockWait()
+	if opts.Wait > 0 && t.opts.Pessimistic {
+		wait = opts.Wait
+	}
+	if opts.NoWait || opts.SkipLocked {
+		wait = 0
+	}
+	if !opts.SkipLocked {
+		return nil, t.lockKeys(ctx, wait, keys)
+	}
+	todo := make([][]byte, 0, len(keys))
+	for _, k := range keys {
+		if _, ok := t.locked[string(k)]; !ok && len(k) > 0 {
+			todo = append(todo, k)
+		}
+	}
+	sortKeys(todo)
+	todo = dedupSorted(todo)
+	var skipped [][]byte
+	for _, k := range todo {
+		err := t.lockKeys(ctx, 0, [][]byte{k})
+		var re *kv.RetryableError
+		if errors.As(err, &re) && re.LockWaitTimeout {
+			skipped = append(skipped, k)
+			continue
+		}
+		if err != nil {
+			return skipped, err
+		}
+	}
+	return skipped, nil
+}
+
+// lockWait is how long LockKeys waits for a conflicting lock.
+func (t *Txn) lockWait() time.Duration {
+	if !t.opts.Pessimistic {
+		return 0
+	}
+	if t.opts.LockWaitTimeout > 0 {
+		return t.opts.LockWaitTimeout
+	}
+	return t.c.opts.LockWaitTimeout
+}
+
+// lockKeys is LockKeys waiting at most wait for conflicting locks.
+func (t *Txn) lockKeys(ctx context.Context, wait time.Duration, keys [][]byte) error {
 	if t.finished {
 		return ErrTxnFinished
 	}
@@ -64,13 +121,6 @@ func (t *Txn) LockKeys(ctx context.Context, keys ...[]byte) error {
 		t.locked = make(map[string]uint64, len(todo))
 	}
 
-	wait := t.opts.LockWaitTimeout
-	if wait <= 0 {
-		wait = t.c.opts.LockWaitTimeout
-	}
-	if !t.opts.Pessimistic {
-		wait = 0
-	}
 	pl := &pessimisticLocker{t: t, forUpdateTS: forUpdateTS, waitStart: time.Now(), waitTimeout: wait}
 	bo := newBackoffer(ctx, t.c.opts.BackoffBudget)
 	if t.primary == nil {

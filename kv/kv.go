@@ -238,6 +238,28 @@ type ReadDigester interface {
 	SetReadDigest(d ReadDigest)
 }
 
+// LockOptions are one locking read's options, as MySQL's FOR UPDATE and
+// FOR SHARE take them: NOWAIT, SKIP LOCKED, WAIT n.
+type LockOptions struct {
+	// NoWait fails at once, with a *RetryableError whose LockWaitTimeout
+	// is set, when a key is locked by another live transaction.
+	NoWait bool
+	// SkipLocked leaves the keys other live transactions hold unlocked,
+	// without waiting for them, and returns them; the rest are locked.
+	SkipLocked bool
+	// Wait, when positive, bounds this call's waits instead of
+	// TxnOptions.LockWaitTimeout.
+	Wait time.Duration
+}
+
+// OptionLocker is implemented by transactions that take locks with
+// per-call options (LockKeys with LockOptions).
+type OptionLocker interface {
+	// LockKeysWith is LockKeys under opts; skipped are the keys left
+	// unlocked under SkipLocked.
+	LockKeysWith(ctx context.Context, opts LockOptions, keys ...[]byte) (skipped [][]byte, err error)
+}
+
 // Savepointer is implemented by transactions that can undo the writes
 // buffered after a point (SQL's SAVEPOINT / ROLLBACK TO SAVEPOINT). Locks
 // taken after the point stay held until the transaction ends, as InnoDB

@@ -24,6 +24,8 @@ type (
 	Iterator       = pub.Iterator
 	RetryableError = pub.RetryableError
 	Savepointer    = pub.Savepointer
+	LockOptions    = pub.LockOptions
+	OptionLocker   = pub.OptionLocker
 	StatementTxn   = pub.StatementTxn
 	ReadDigest     = pub.ReadDigest
 	ReadDigester   = pub.ReadDigester

@@ -460,3 +460,97 @@ func TestLockingReadWithoutIntegerKey(t *testing.T) {
 		}
 	}
 }
+
+// NOWAIT, SKIP LOCKED and WAIT n, as MySQL 8 takes them (and the job
+// queues of Django, Laravel and Rails send them): NOWAIT fails at once
+// with 3572 on a row another transaction holds; SKIP LOCKED returns the
+// rows it could lock and leaves the others, and under a LIMIT locks no
+// more rows than it returns, so each consumer of a queue claims its own
+// job; WAIT n waits n seconds instead of innodb_lock_wait_timeout.
+func TestLockingReadNowaitSkipLocked(t *testing.T) {
+	n := StartNode(t)
+	mustExec(t, n.DB(t, ""), "CREATE DATABASE app")
+	db := n.DB(t, "app")
+	mustExec(t, db, "CREATE TABLE jobs (id INT PRIMARY KEY, state VARCHAR(10), KEY (state))")
+	for i := 1; i <= 5; i++ {
+		mustExec(t, db, fmt.Sprintf("INSERT INTO jobs VALUES (%d, 'new')", i))
+	}
+	ctx := context.Background()
+	open := func() *sql.Conn {
+		t.Helper()
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		mustExec(t, c, "BEGIN")
+		return c
+	}
+	ids := func(c *sql.Conn, q string) []int {
+		t.Helper()
+		rows, err := c.QueryContext(ctx, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		defer rows.Close()
+		var out []int
+		for rows.Next() {
+			var id int
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, id)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return out
+	}
+	holder := open()
+	if got := ids(holder, "SELECT id FROM jobs WHERE id = 1 FOR UPDATE"); fmt.Sprint(got) != "[1]" {
+		t.Fatalf("holder: %v", got)
+	}
+
+	c2 := open()
+	for _, q := range []string{"SELECT id FROM jobs WHERE id = 1 FOR UPDATE NOWAIT", "SELECT id FROM jobs WHERE id = 1 FOR SHARE NOWAIT",
+		"SELECT id FROM jobs WHERE state = 'new' FOR UPDATE NOWAIT"} {
+		began := time.Now()
+		_, err := c2.ExecContext(ctx, q)
+		expectError(t, err, 3572, "HY000")
+		if waited := time.Since(began); waited > 2*time.Second {
+			t.Fatalf("%s: 3572 after %v", q, waited)
+		}
+	}
+	// Consumers of a queue each claim the first job nobody holds.
+	if got := ids(c2, "SELECT id FROM jobs ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED"); fmt.Sprint(got) != "[2]" {
+		t.Fatalf("second consumer claimed %v, want [2]", got)
+	}
+	c3 := open()
+	if got := ids(c3, "SELECT id FROM jobs WHERE state = 'new' AND id > 0 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED"); fmt.Sprint(got) != "[3]" {
+		t.Fatalf("third consumer claimed %v, want [3]", got)
+	}
+	c4 := open()
+	if got := ids(c4, "SELECT id FROM jobs FOR UPDATE SKIP LOCKED"); fmt.Sprint(got) != "[4 5]" {
+		t.Fatalf("fourth consumer claimed %v, want [4 5]", got)
+	}
+	c5 := open()
+	if got := ids(c5, "SELECT id FROM jobs WHERE state = 'new' FOR SHARE SKIP LOCKED"); len(got) != 0 {
+		t.Fatalf("every job is held, yet SKIP LOCKED returned %v", got)
+	}
+	// WAIT 1 waits one second, not innodb_lock_wait_timeout's 50.
+	began := time.Now()
+	_, err := c5.ExecContext(ctx, "SELECT id FROM jobs WHERE id = 2 FOR UPDATE WAIT 1")
+	expectError(t, err, 1205, "HY000")
+	if waited := time.Since(began); waited < 900*time.Millisecond || waited > 5*time.Second {
+		t.Fatalf("WAIT 1 gave 1205 after %v", waited)
+	}
+
+	// Once the holder commits its row is free to NOWAIT.
+	mustExec(t, holder, "COMMIT")
+	if got := ids(c5, "SELECT id FROM jobs WHERE id = 1 FOR UPDATE NOWAIT"); fmt.Sprint(got) != "[1]" {
+		t.Fatalf("after the holder's commit: %v", got)
+	}
+	for _, c := range []*sql.Conn{c2, c3, c4, c5} {
+		mustExec(t, c, "ROLLBACK")
+	}
+}

@@ -178,6 +178,12 @@ func (t *memTxn) LockKeys(ctx context.Context, keys ...[]byte) error {
 	return nil
 }
 
+// LockKeysWith is LockKeys: this store's transactions never hold locks
+// another one must wait for, so NOWAIT and SKIP LOCKED change nothing.
+func (t *memTxn) LockKeysWith(ctx context.Context, opts kv.LockOptions, keys ...[]byte) ([][]byte, error) {
+	return nil, t.LockKeys(ctx, keys...)
+}
+
 func (t *memTxn) Commit(ctx context.Context) error {
 	t.s.mu.Lock()
 	defer t.s.mu.Unlock()

@@ -16,6 +16,7 @@ import (
 	"github.com/strata-db/strata/internal/sql/catalog"
 	"github.com/strata-db/strata/internal/sql/codec"
 	"github.com/strata-db/strata/internal/sql/plan"
+	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/tablecodec"
 	"github.com/strata-db/strata/internal/sql/types"
 )
@@ -373,6 +374,9 @@ func (s *scanExec) readBatch(c *Context) ([][]types.Datum, error) {
 		// The first batch: what the LIMIT above takes.
 		s.limitHinted, want = true, min(s.p.LimitHint, BatchSize)
 	}
+	if n := s.skipLockedBatch(); n > 0 {
+		want = n
+	}
 	for s.iter.Valid() && len(rows)+len(handles) < want {
 		if s.index {
 			h, err := tablecodec.IndexEntryHandle(s.iter.Key(), s.iter.Value())
@@ -404,10 +408,7 @@ func (s *scanExec) finishBatch(c *Context, rows [][]types.Datum, handles []int64
 	if s.index {
 		return s.fetch(c, handles)
 	}
-	if err := s.lock(c, rows); err != nil {
-		return nil, err
-	}
-	return rows, nil
+	return s.lock(c, rows)
 }
 
 // decodeRecord decodes a table record into a row carved from the scan's
@@ -454,6 +455,9 @@ func (s *scanExec) visitBatch(c *Context) ([][]types.Datum, error) {
 		limit = min(s.p.LimitHint, firstVisitRows) // what the LIMIT above takes
 	case s.visits == 0:
 		limit = firstVisitRows
+	}
+	if n := s.skipLockedBatch(); n > 0 {
+		limit = min(limit, n)
 	}
 	s.visits++
 	if s.visitRow == nil {
@@ -527,14 +531,14 @@ func (s *scanExec) decodeVisited(key, value []byte) error {
 	return nil
 }
 
-func (s *scanExec) lock(c *Context, rows [][]types.Datum) error {
+func (s *scanExec) lock(c *Context, rows [][]types.Datum) ([][]types.Datum, error) {
 	if !s.p.Lock || len(rows) == 0 {
-		return nil
+		return rows, nil
 	}
 	handles := s.lockHandles
 	s.lockHandles = s.lockHandles[:0]
 	if handles != nil && len(handles) != len(rows) {
-		return fmt.Errorf("exec: %d rows read for locking with %d handles", len(rows), len(handles))
+		return nil, fmt.Errorf("exec: %d rows read for locking with %d handles", len(rows), len(handles))
 	}
 	keys := make([][]byte, len(rows))
 	for i, r := range rows {
@@ -544,12 +548,57 @@ func (s *scanExec) lock(c *Context, rows [][]types.Datum) error {
 		} else {
 			var err error
 			if h, err = s.rowHandle(r); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		keys[i] = tablecodec.RecordKey(s.p.Table.ID, h)
 	}
-	return c.Txn.LockKeys(c.Ctx, keys...)
+	return s.lockKeys(c, rows, keys)
+}
+
+// skipLockedBatch is the size of every batch of a SKIP LOCKED read under
+// a LIMIT (0: no such bound): each batch's rows are locked before the
+// LIMIT above takes its share, so a batch of BatchSize after a skipped row
+// would lock rows the statement never returns, which a queue's other
+// consumers would then skip.
+func (s *scanExec) skipLockedBatch() int {
+	if s.p.LockOpts.SkipLocked && s.p.LimitHint > 0 {
+		return min(s.p.LimitHint, BatchSize)
+	}
+	return 0
+}
+
+// lockKeys locks keys, the record keys of rows, as the plan asks (with
+// its NOWAIT, SKIP LOCKED or WAIT n), and returns the rows to keep: under
+// SKIP LOCKED, those whose keys it locked.
+func (s *scanExec) lockKeys(c *Context, rows [][]types.Datum, keys [][]byte) ([][]types.Datum, error) {
+	opts := s.p.LockOpts
+	if opts == (kv.LockOptions{}) {
+		return rows, c.Txn.LockKeys(c.Ctx, keys...)
+	}
+	ol, ok := c.Txn.(kv.OptionLocker)
+	if !ok {
+		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support 'NOWAIT, SKIP LOCKED or WAIT with this storage'")
+	}
+	skipped, err := ol.LockKeysWith(c.Ctx, opts, keys...)
+	var re *kv.RetryableError
+	if opts.NoWait && errors.As(err, &re) && re.LockWaitTimeout {
+		return nil, sqlerr.New(sqlerr.ErLockNowait, "HY000", "Statement aborted because lock(s) could not be acquired immediately and NOWAIT is set.")
+	}
+	if err != nil || len(skipped) == 0 {
+		return rows, err
+	}
+	skip := make(map[string]struct{}, len(skipped))
+	for _, k := range skipped {
+		skip[string(k)] = struct{}{}
+	}
+	kept := rows[:0]
+	for i, r := range rows {
+		if _, ok := skip[string(keys[i])]; !ok {
+			kept = append(kept, r)
+		}
+	}
+	return kept, nil
 }
 
 func (s *scanExec) rowHandle(r []types.Datum) (int64, error) {
@@ -593,9 +642,7 @@ func (s *scanExec) fetch(c *Context, handles []int64) ([][]types.Datum, error) {
 			return nil, err
 		}
 		if s.p.Lock {
-			if err := c.Txn.LockKeys(c.Ctx, key); err != nil {
-				return nil, err
-			}
+			return s.lockKeys(c, [][]types.Datum{row}, [][]byte{key})
 		}
 		return [][]types.Datum{row}, nil
 	}
@@ -622,9 +669,7 @@ func (s *scanExec) fetch(c *Context, handles []int64) ([][]types.Datum, error) {
 		locked = append(locked, keys[i])
 	}
 	if s.p.Lock && len(locked) > 0 {
-		if err := c.Txn.LockKeys(c.Ctx, locked...); err != nil {
-			return nil, err
-		}
+		return s.lockKeys(c, rows, locked)
 	}
 	return rows, nil
 }

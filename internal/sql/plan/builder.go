@@ -3,12 +3,14 @@ package plan
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 
+	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
 	"github.com/strata-db/strata/internal/sql/collate"
 	"github.com/strata-db/strata/internal/sql/expr"
@@ -45,6 +47,9 @@ type Builder struct {
 	// straight is set while planning the FROM clause of SELECT
 	// STRAIGHT_JOIN: tables are joined in FROM order.
 	straight bool
+	// lockOpts are the options of the locking read whose FROM clause is
+	// being planned (its scans take them).
+	lockOpts kv.LockOptions
 	// OnlyFullGroupBy enforces sql_mode's ONLY_FULL_GROUP_BY
 	// (fullgroupby.go).
 	OnlyFullGroupBy bool
@@ -185,10 +190,14 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 		p = &Dual{}
 	} else {
 		var err error
-		saved := b.straight
+		saved, savedLock := b.straight, b.lockOpts
 		b.straight = sel.SelectStmtOpts != nil && sel.SelectStmtOpts.StraightJoin
+		b.lockOpts = kv.LockOptions{}
+		if lock {
+			b.lockOpts = lockOptions(sel.LockInfo)
+		}
 		p, conds, err = b.buildFrom(sel.From.TableRefs, sc, conds, lock)
-		b.straight = saved
+		b.straight, b.lockOpts = saved, savedLock
 		if err != nil {
 			return nil, err
 		}
@@ -1382,6 +1391,9 @@ func (b *Builder) buildTableSource(ts *ast.TableSource, parent *scope, lock bool
 			return b.buildView(sc, tbl, alias)
 		}
 		scan := &Scan{DB: db, Table: tbl, Alias: alias, Access: TableFullScan, Lock: lock}
+		if lock {
+			scan.LockOpts = b.lockOpts
+		}
 		for _, c := range tbl.Columns {
 			col := &Column{Name: c.Name, OrgName: c.Name, Table: alias, OrgTable: tbl.Name, DB: db, Type: c.Type}
 			scan.cols = append(scan.cols, col)
@@ -1495,3 +1507,20 @@ func (a *andExpr) Eval(ctx *expr.EvalContext, row []types.Datum) (types.Datum, e
 
 func (a *andExpr) Type() *ptypes.FieldType { return boolType() }
 func (a *andExpr) String() string          { return "and(" + a.l.String() + ", " + a.r.String() + ")" }
+
+// lockOptions maps a locking read's NOWAIT, SKIP LOCKED and WAIT n to the
+// storage's options (FOR SHARE locks as FOR UPDATE does).
+func lockOptions(li *ast.SelectLockInfo) kv.LockOptions {
+	switch li.LockType {
+	case ast.SelectLockForUpdateNoWait, ast.SelectLockForShareNoWait:
+		return kv.LockOptions{NoWait: true}
+	case ast.SelectLockForUpdateSkipLocked, ast.SelectLockForShareSkipLocked:
+		return kv.LockOptions{SkipLocked: true}
+	case ast.SelectLockForUpdateWaitN:
+		if li.WaitSec == 0 {
+			return kv.LockOptions{NoWait: true}
+		}
+		return kv.LockOptions{Wait: time.Duration(li.WaitSec) * time.Second}
+	}
+	return kv.LockOptions{}
+}

@@ -33,6 +33,7 @@ import (
 
 	ptypes "github.com/pingcap/tidb/pkg/parser/types"
 
+	"github.com/strata-db/strata/internal/kv"
 	"github.com/strata-db/strata/internal/sql/catalog"
 	"github.com/strata-db/strata/internal/sql/expr"
 )
@@ -111,6 +112,8 @@ type Scan struct {
 	Desc bool
 	// Lock takes pessimistic locks on the rows read (FOR UPDATE).
 	Lock bool
+	// LockOpts are the locking read's NOWAIT, SKIP LOCKED or WAIT n.
+	LockOpts kv.LockOptions
 	// WithHandle appends the row handle as an extra trailing datum (for
 	// UPDATE / DELETE); it is not part of Columns.
 	WithHandle bool
@@ -152,6 +155,14 @@ func (s *Scan) Explain() string {
 	}
 	if s.Lock {
 		out += " lock"
+		switch {
+		case s.LockOpts.NoWait:
+			out += " nowait"
+		case s.LockOpts.SkipLocked:
+			out += " skip-locked"
+		case s.LockOpts.Wait > 0:
+			out += fmt.Sprintf(" wait=%v", s.LockOpts.Wait)
+		}
 	}
 	if s.Needed != nil {
 		var cols []string

@@ -36,6 +36,7 @@ const (
 	ErTruncatedWrongValue   = 1292 // 22007
 	ErLockWaitTimeout       = 1205 // HY000
 	ErLockDeadlock          = 1213 // 40001
+	ErLockNowait            = 3572 // HY000
 	ErUnknown               = 1105 // HY000
 	ErNotSupportedYet       = 1235 // 42000
 	ErWrongValueCount       = 1136 // 21S01
