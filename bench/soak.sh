@@ -36,7 +36,10 @@ if [[ -z $BIN ]]; then
 fi
 go build -o "$RUNS/strata-chaos" ./cmd/strata-chaos
 if [[ -z ${NODES:-} ]]; then
-	if "$BIN" start -h 2>&1 | grep -q -- '-join'; then NODES=5; else NODES=1; fi
+	# Read the help whole: `| grep -q` under pipefail fails when strata
+	# gets SIGPIPE after grep's early exit.
+	help=$("$BIN" start -h 2>&1 || true)
+	if grep -q -- '-join' <<<"$help"; then NODES=5; else NODES=1; fi
 fi
 echo "soak: $SEEDS seeds x [$WORKLOADS] x [$FAMILIES], $NODES node(s), $TIME each, runs in $RUNS" >&2
 

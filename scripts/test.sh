@@ -315,7 +315,13 @@ chaos_suite() {
 	fi
 	go build -o "$WORK_DIR/strata-chaos" ./cmd/strata-chaos
 	local nodes=1 seed=1 w
-	if "$bin" start -h 2>&1 | grep -q -- '-join'; then
+	# The help text is read whole before it is searched: with pipefail,
+	# `strata start -h | grep -q` fails whenever grep exits on its match
+	# before strata has written the rest (SIGPIPE), which ran the matrix
+	# on one node.
+	local help
+	help=$("$bin" start -h 2>&1 || true)
+	if grep -q -- '-join' <<<"$help"; then
 		nodes=3
 	fi
 	# chaos_run <workload> <nemesis> <interval> <fault time>: one seeded run.

@@ -360,6 +360,15 @@ func (g *generator) next() (string, any) {
 
 // worker is one client bound to one node. Its process id changes after
 // every info outcome, since the old operation may still take effect.
+// A worker waits about infoBackoffMin (half to all of it, at random)
+// after its first indeterminate operation in a row, twice as long after
+// each further one, at most infoBackoffMax: short enough that the
+// recovery after a heal is still measured to within half a second.
+const (
+	infoBackoffMin = 100 * time.Millisecond
+	infoBackoffMax = 500 * time.Millisecond
+)
+
 func worker(ctx context.Context, c *Cluster, wl Workload, gen *generator, rec *history.Recorder, w int, o Options) {
 	n := c.Nodes[w%len(c.Nodes)]
 	process := w
@@ -367,6 +376,13 @@ func worker(ctx context.Context, c *Cluster, wl Workload, gen *generator, rec *h
 	defer func() { cl.Close() }()
 	r := rand.New(rand.NewSource(o.Seed*1000 + int64(w)))
 	pause := time.Duration(float64(o.Concurrency) / o.Rate * float64(time.Second))
+	// backoff grows while operations end indeterminate (the node is down
+	// or unreachable), as a real client's reconnect loop does: every such
+	// operation may still take effect at any later time, and a checker
+	// must consider each possible order of them, so a worker that retried
+	// at full rate through an outage would give porcupine a search it
+	// cannot finish.
+	var backoff time.Duration
 	for ctx.Err() == nil {
 		f, value := gen.next()
 		rec.Add(history.Op{Type: history.Invoke, F: f, Process: process, Value: history.Value(value), Node: n.Name})
@@ -379,14 +395,19 @@ func worker(ctx context.Context, c *Cluster, wl Workload, gen *generator, rec *h
 			op.Error = err.Error()
 		}
 		rec.Add(op)
+		wait := time.Duration(r.Int63n(int64(2*pause) + 1))
 		if typ == history.Info {
 			process += o.Concurrency
 			cl.Close()
 			cl = wl.NewClient(c, n, o.OpTimeout)
+			backoff = min(max(2*backoff, infoBackoffMin), infoBackoffMax)
+			wait = max(wait, backoff/2+time.Duration(r.Int63n(int64(backoff/2)+1)))
+		} else if typ == history.OK {
+			backoff = 0
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Duration(r.Int63n(int64(2*pause) + 1))):
+		case <-time.After(wait):
 		}
 	}
 }
