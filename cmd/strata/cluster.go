@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 
@@ -88,9 +89,18 @@ func demo(args []string) error {
 	}
 	var running []*node.Node
 	defer func() {
-		for i := len(running) - 1; i >= 0; i-- {
-			running[i].Close()
+		// All at once: a node stopping after the others would spend its
+		// shutdown's bounded waits (deregistering its schema lease) on a
+		// cluster that has lost its quorum.
+		var wg sync.WaitGroup
+		for _, n := range running {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n.Close()
+			}()
 		}
+		wg.Wait()
 	}()
 	for i := 0; i < *nodes; i++ {
 		cfg := node.Config{

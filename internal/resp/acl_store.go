@@ -146,7 +146,7 @@ func (s *Server) aclLoop() {
 		case <-t.C:
 		case <-s.aclPace.Wake():
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommandTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.CommandTimeout)
 		changed, err := s.loadACL(ctx)
 		if err != nil && !kv.IsRetryable(err) {
 			s.cfg.Logger.Debug("resp: reload ACL users", "err", err)

@@ -198,7 +198,7 @@ func (b *batcher) execute(batch []*job) {
 	}
 	metricBatchSize.Observe(float64(len(batch)))
 	defer func() { metricBatchSeconds.Observe(time.Since(start).Seconds()) }()
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommandTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.CommandTimeout)
 	defer cancel()
 	err := s.retry(ctx, func() error {
 		return s.attempt(ctx, func(ks *keyspace) (bool, error) {
@@ -246,7 +246,7 @@ func (b *batcher) execute(batch []*job) {
 
 func (b *batcher) runAlone(j *job) {
 	s := b.srv
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommandTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.CommandTimeout)
 	defer cancel()
 	err := s.retry(ctx, func() error {
 		j.buf.Reset()

@@ -214,7 +214,7 @@ func (s *Server) aclSetUser(x *call, name string, rules [][]byte) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommandTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.CommandTimeout)
 	defer cancel()
 	err = s.changeACL(ctx, func(cur map[string]*aclUser) (map[string]*aclUser, error) {
 		u := cur[name]
@@ -259,7 +259,7 @@ func (s *Server) aclDelUser(x *call, names [][]byte) error {
 			return replyError("ERR The 'default' user cannot be removed")
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommandTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.CommandTimeout)
 	defer cancel()
 	deleted := 0
 	err := s.changeACL(ctx, func(cur map[string]*aclUser) (map[string]*aclUser, error) {

@@ -420,7 +420,7 @@ func cmdFlush(x *call) error {
 	if len(x.args) > 2 {
 		return errSyntax
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*x.sess.srv.cfg.CommandTimeout)
+	ctx, cancel := context.WithTimeout(x.sess.srv.ctx, 10*x.sess.srv.cfg.CommandTimeout)
 	defer cancel()
 	for {
 		var n int

@@ -57,7 +57,7 @@ func cmdWatch(x *call) error {
 	if s.inMulti {
 		return replyError("ERR WATCH inside MULTI is not allowed")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.srv.cfg.CommandTimeout)
+	ctx, cancel := context.WithTimeout(s.srv.ctx, s.srv.cfg.CommandTimeout)
 	defer cancel()
 	var seen []watchedKey
 	err := s.srv.retry(ctx, func() error {

@@ -377,7 +377,7 @@ func cmdInfo(x *call) error {
 		section("Replication", "role", "master", "connected_slaves", 0)
 	}
 	if show("keyspace") {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommandTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.CommandTimeout)
 		defer cancel()
 		var keys, expires int64
 		err := s.retry(ctx, func() error {

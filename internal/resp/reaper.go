@@ -61,7 +61,7 @@ func (s *Server) reapLoop() {
 // reapOnce deletes up to reapBatch due entries and returns how many it
 // looked at.
 func (s *Server) reapOnce() (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommandTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.CommandTimeout)
 	defer cancel()
 	var seen int
 	var reaped int64

@@ -107,7 +107,12 @@ type Server struct {
 	stats  serverStats
 
 	stop chan struct{}
-	wg   sync.WaitGroup
+	// ctx is cancelled by Close: every command and background round
+	// derives its context from it, so a shutdown does not wait out a
+	// request to a cluster that is going away with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 type serverStats struct {
@@ -126,13 +131,14 @@ func New(cfg Config, store kv.Storage) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, store: store, ln: ln, started: time.Now(),
 		sessions: map[*session]struct{}{}, stop: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.latest, _ = store.(LatestGetter)
 	s.cursors.init()
 	s.auth = newAuthCache()
 	s.guard = loginguard.New(cfg.LoginFailureDelay, "redis")
 	s.acl.Store(s.buildACLSnapshot(-1, nil))
 	s.aclPace = pace.New(aclPoll, aclIdlePoll, aclHold)
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.CommandTimeout)
+	ctx, cancel := context.WithTimeout(s.ctx, cfg.CommandTimeout)
 	_, err = s.loadACL(ctx)
 	cancel()
 	if err != nil {
@@ -205,6 +211,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	close(s.stop)
+	s.cancel()
 	err := s.ln.Close()
 	s.wg.Wait()
 	return err
@@ -494,7 +501,7 @@ func (sess *session) drain() {
 // nothing of the failed attempt, so this is the same command, not a blind
 // replay of a transaction whose reads it depended on.
 func (sess *session) runTxn(fn func(ks *keyspace, w *Writer) (commit bool, err error)) {
-	ctx, cancel := context.WithTimeout(context.Background(), sess.srv.cfg.CommandTimeout)
+	ctx, cancel := context.WithTimeout(sess.srv.ctx, sess.srv.cfg.CommandTimeout)
 	defer cancel()
 	w := sess.attemptW
 	w.SetProto(sess.w.Proto())
@@ -570,7 +577,7 @@ type LatestGetter interface {
 // needs no snapshot, so it takes no timestamp from the TSO (in a cluster,
 // a round trip to PD) and the region leader answers from applied state.
 func (sess *session) getLatest(k []byte) {
-	ctx, cancel := context.WithTimeout(context.Background(), sess.srv.cfg.CommandTimeout)
+	ctx, cancel := context.WithTimeout(sess.srv.ctx, sess.srv.cfg.CommandTimeout)
 	defer cancel()
 	b, err := sess.srv.latest.GetLatest(ctx, MetaKey(k))
 	if errors.Is(err, kv.ErrNotFound) {

@@ -20,9 +20,11 @@ import (
 // lookups one range at a time (the coprocessor off): duplicate and NULL
 // outer keys, keys with no match, several rows per key, rows updated and
 // deleted (several MVCC versions), LEFT JOIN beside them, batches of one
-// row to a thousand, responses cut into pages, a split under the client's
-// cached regions, and a transaction with its own writes in the right
-// table.
+// row to a thousand, responses cut into pages, rows read by BatchGet and
+// by runs of record keys (exec.LookupRunMin), a split under the client's
+// cached regions, a snapshot older than other sessions' commits, another
+// session's locks on the rows, and a transaction with its own writes in
+// the right table (in its index, and in its rows only).
 func TestIndexJoinBatchedLookups(t *testing.T) {
 	ctx := context.Background()
 	n, err := node.Start(ctx, node.Config{DataDir: t.TempDir(), InMemory: true, GCInterval: -1})
@@ -82,6 +84,8 @@ func TestIndexJoinBatchedLookups(t *testing.T) {
 	}
 	exec(s, "SPLIT TABLE l INDEX `PRIMARY` BY (100), (333), (600), (901)")
 	exec(s, "SPLIT TABLE l INDEX l_qty BY (10), (25), (40)")
+	// l's rows (hidden handles 1 to about 2000) in several regions too.
+	exec(s, "SPLIT TABLE l BY (300), (700), (1500)")
 	if regions := exec(s, "SHOW TABLE l INDEX `PRIMARY` REGIONS"); len(regions) < 5 {
 		t.Fatalf("l's primary key has %d regions, want 5", len(regions))
 	}
@@ -96,6 +100,10 @@ func TestIndexJoinBatchedLookups(t *testing.T) {
 		"SELECT o.id, l.okey, l.line FROM o, l WHERE l.qty = o.k AND o.flag = 1 AND o.id < 700",
 		"SELECT o.id, l.line FROM o, l WHERE l.okey = o.k AND o.flag = 1 AND o.id > 2000 LIMIT 17",
 		"SELECT o.id, l.line, l.price FROM o LEFT JOIN l ON l.okey = o.k WHERE o.flag = 1 AND o.id % 7 = 0",
+		// Filters on l under the index join: evaluated by the coprocessor
+		// when the rows come by runs of record keys.
+		"SELECT o.id, l.line, l.txt FROM o, l WHERE l.okey = o.k AND o.flag = 1 AND l.price > 40 AND l.txt LIKE '%tt%'",
+		"SELECT o.id, l.line, l.qty FROM o, l WHERE l.okey = o.k AND o.flag = 2 AND (l.qty < 10 OR l.line = 3) AND o.id < 1500",
 	}
 	explain := fmt.Sprint(exec(s, "EXPLAIN "+queries[0]))
 	if !strings.Contains(explain, "IndexJoin") || !strings.Contains(explain, "index=PRIMARY") {
@@ -103,6 +111,11 @@ func TestIndexJoinBatchedLookups(t *testing.T) {
 	}
 	if explain := fmt.Sprint(exec(s, "EXPLAIN "+queries[4])); !strings.Contains(explain, "index=l_qty") {
 		t.Errorf("not an index join through l_qty:\n%s", explain)
+	}
+	for _, q := range queries[len(queries)-2:] {
+		if explain := fmt.Sprint(exec(s, "EXPLAIN "+q)); !strings.Contains(explain, "IndexJoin") || !strings.Contains(explain, "Filter (") {
+			t.Errorf("not an index join with filters on l:\n%s", explain)
+		}
 	}
 	run := func(s *sql.Session) []string {
 		var out []string
@@ -123,23 +136,77 @@ func TestIndexJoinBatchedLookups(t *testing.T) {
 		}
 	}
 	exec(s, "SET strata_enable_coprocessor = ON")
-	pages, bmin, bmax := exec_.CopPagingRows, exec_.LookupBatchMin, exec_.LookupBatchMax
-	defer func() { exec_.CopPagingRows, exec_.LookupBatchMin, exec_.LookupBatchMax = pages, bmin, bmax }()
+	pages, bmin, bmax, runMin, spread := exec_.CopPagingRows, exec_.LookupBatchMin, exec_.LookupBatchMax, exec_.LookupRunMin, exec_.LookupRunSpread
+	defer func() {
+		exec_.CopPagingRows, exec_.LookupBatchMin, exec_.LookupBatchMax, exec_.LookupRunMin, exec_.LookupRunSpread = pages, bmin, bmax, runMin, spread
+	}()
+	// runMins: rows by BatchGet only, by runs when they average two
+	// handles and spread little, by runs always.
+	runMins := []int{0, 2, 1}
+	setRuns := func(rm int) {
+		exec_.LookupRunMin, exec_.LookupRunSpread = rm, spread
+		if rm == 1 {
+			exec_.LookupRunSpread = 1 << 40
+		}
+	}
 	for _, conc := range []int{1, 2, 5} {
 		for _, batch := range [][2]int{{bmin, bmax}, {1, 1}, {3, 50}, {1024, 1024}} {
 			for _, paging := range []int{pages, 5} {
-				exec_.LookupBatchMin, exec_.LookupBatchMax, exec_.CopPagingRows = batch[0], batch[1], paging
-				exec(s, fmt.Sprintf("SET tidb_distsql_scan_concurrency = %d", conc))
-				got := run(s)
-				for i := range queries {
-					if got[i] != want[i] {
-						t.Errorf("concurrency %d, batches %v, pages of %d: %s\nbatched:    %s\none by one: %s", conc, batch, paging, queries[i], got[i], want[i])
+				for _, rm := range runMins {
+					exec_.LookupBatchMin, exec_.LookupBatchMax, exec_.CopPagingRows = batch[0], batch[1], paging
+					setRuns(rm)
+					exec(s, fmt.Sprintf("SET tidb_distsql_scan_concurrency = %d", conc))
+					got := run(s)
+					for i := range queries {
+						if got[i] != want[i] {
+							t.Errorf("concurrency %d, batches %v, pages of %d, runs of %d: %s\nbatched:    %s\none by one: %s", conc, batch, paging, rm, queries[i], got[i], want[i])
+						}
 					}
 				}
 			}
 		}
 	}
 	exec_.CopPagingRows, exec_.LookupBatchMin, exec_.LookupBatchMax = pages, bmin, bmax
+
+	// A snapshot older than other sessions' commits, and another
+	// session's locks on the rows: the answers at the snapshot, by
+	// BatchGet and by runs alike.
+	s2 := e.NewSession("root", "localhost")
+	exec(s2, "USE d")
+	exec(s, "BEGIN")
+	exec(s, "SELECT COUNT(*) FROM o") // the snapshot is taken
+	exec(s2, "UPDATE l SET price = price + 1, txt = 'new' WHERE okey % 3 = 0")
+	exec(s2, "DELETE FROM l WHERE okey % 11 = 1")
+	exec(s2, "BEGIN")
+	exec(s2, "UPDATE l SET qty = qty + 100, txt = 'locked' WHERE okey % 4 = 2")
+	exec(s2, "SELECT * FROM l WHERE okey BETWEEN 400 AND 450 FOR UPDATE")
+	for _, rm := range runMins {
+		setRuns(rm)
+		for i, got := range run(s) {
+			if got != want[i] {
+				t.Errorf("at an older snapshot, runs of %d: %s\ngot:  %s\nwant: %s", rm, queries[i], got, want[i])
+			}
+		}
+	}
+	exec(s, "COMMIT")
+	exec(s2, "ROLLBACK")
+	// After the commits: the same with the coprocessor on and off.
+	exec(s, "SET strata_enable_coprocessor = OFF")
+	after := run(s)
+	exec(s, "SET strata_enable_coprocessor = ON")
+	if fmt.Sprint(after) == fmt.Sprint(want) {
+		t.Fatal("the other session's commits changed no answer")
+	}
+	for _, rm := range runMins {
+		setRuns(rm)
+		for i, got := range run(s) {
+			if got != after[i] {
+				t.Errorf("after other sessions' commits, runs of %d: %s\nbatched:    %s\none by one: %s", rm, queries[i], got, after[i])
+			}
+		}
+	}
+	setRuns(runMin)
+	want = after
 	// Split again under the client's cached regions: requests to the old
 	// regions come back with region errors and are sent again, each with
 	// the ranges of its new region.
@@ -158,5 +225,17 @@ func TestIndexJoinBatchedLookups(t *testing.T) {
 	exec(s, "ROLLBACK")
 	if !strings.Contains(inTxn, " 9 1 1.00]") {
 		t.Errorf("own write not seen by the index join: %s", inTxn)
+	}
+	// A write to rows only (no indexed column): the entries come through
+	// the coprocessor, the rows by BatchGet, which sees the write.
+	for _, rm := range runMins {
+		setRuns(rm)
+		exec(s, "BEGIN")
+		exec(s, "UPDATE l SET price = 777.77 WHERE okey = 14")
+		inTxn = fmt.Sprint(exec(s, "SELECT o.id, l.line, l.price FROM o, l WHERE l.okey = o.k AND o.flag = 1"))
+		exec(s, "ROLLBACK")
+		if !strings.Contains(inTxn, " 777.77]") {
+			t.Errorf("runs of %d: own write to a row not seen by the index join: %s", rm, inTxn)
+		}
 	}
 }

@@ -431,3 +431,38 @@ func copAggregate(a *Aggregate) *CopRead {
 	c.cols = a.Columns()
 	return c
 }
+
+// RecordDAG is the fragment that reads the rows of s's table by ranges
+// of record keys (an index lookup's rows, once its entries gave their
+// handles): the columns s needs and the handle, no filter. cols gives, per
+// output column, its offset in the table's columns, -1 for the handle of
+// a table without an integer primary key; handle is the output column
+// holding the handle. ok is false when s cannot be read so (a column
+// default the coprocessor cannot take).
+func RecordDAG(s *Scan) (dag *kvpb.CopDAG, cols []int, handle int, ok bool) {
+	t := *s
+	t.Access, t.Index, t.Ranges = TableFullScan, nil, nil
+	cs, ok := copScan(&t)
+	if !ok {
+		return nil, nil, 0, false
+	}
+	if cs.HandleOffset >= 0 {
+		cs.Columns[cs.HandleOffset].Needed = true
+	} else {
+		cs.HandleOffset = int32(len(cs.Columns))
+		cs.Columns = append(cs.Columns, &kvpb.CopColumnInfo{Needed: true})
+	}
+	for off, c := range cs.Columns {
+		if !c.Needed {
+			continue
+		}
+		if off == int(cs.HandleOffset) {
+			handle = len(cols)
+		}
+		if off >= len(s.Table.Columns) {
+			off = -1
+		}
+		cols = append(cols, off)
+	}
+	return &kvpb.CopDAG{Scan: cs, WarningsLimit: 64}, cols, handle, true
+}

@@ -155,29 +155,35 @@ func parseDecimalPrefix(s string) (*Decimal, int, bool) {
 		neg = s[i] == '-'
 		i++
 	}
-	digits := make([]byte, 0, len(s))
-	scale := 0
-	sawDigit := false
+	// The digits are s[intStart:intEnd] and s[fracStart:fracEnd]; small
+	// accumulates them while they fit an int64 (up to 18 digits).
+	var small int64
+	intStart := i
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		digits = append(digits, s[i])
+		small = small*10 + int64(s[i]-'0')
 		i++
-		sawDigit = true
 	}
+	intEnd, fracStart, fracEnd := i, i, i
 	if i < len(s) && s[i] == '.' {
 		j := i + 1
+		fracStart = j
 		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			digits = append(digits, s[j])
-			scale++
+			small = small*10 + int64(s[j]-'0')
 			j++
-			sawDigit = true
 		}
-		if sawDigit {
+		fracEnd = j
+		if intEnd > intStart || fracEnd > fracStart {
 			i = j
+		} else {
+			fracStart, fracEnd = intEnd, intEnd
 		}
 	}
-	if !sawDigit {
+	ndigits := (intEnd - intStart) + (fracEnd - fracStart)
+	if ndigits == 0 {
 		return nil, 0, false
 	}
+	scale := fracEnd - fracStart
+	exponent := false
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
 		j := i + 1
 		eneg := false
@@ -195,6 +201,7 @@ func parseDecimalPrefix(s string) (*Decimal, int, bool) {
 		}
 		if j > start {
 			i = j
+			exponent = true
 			if eneg {
 				scale += exp
 			} else {
@@ -202,6 +209,16 @@ func parseDecimalPrefix(s string) (*Decimal, int, bool) {
 			}
 		}
 	}
+	if !exponent && ndigits <= 18 && scale <= MaxDecimalScale {
+		// The common case (a price, a stored DECIMAL's text): no big.Int.
+		if neg {
+			small = -small
+		}
+		return &Decimal{small: small, scale: int32(scale)}, i, true
+	}
+	digits := make([]byte, 0, ndigits)
+	digits = append(digits, s[intStart:intEnd]...)
+	digits = append(digits, s[fracStart:fracEnd]...)
 	u, _ := new(big.Int).SetString(string(digits), 10)
 	if neg {
 		u.Neg(u)

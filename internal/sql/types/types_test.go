@@ -3,6 +3,7 @@ package types
 import (
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,43 @@ func TestParseDecimal(t *testing.T) {
 	for _, bad := range []string{"", "abc", "1.2.3", "1e", "--1", "."} {
 		if _, err := ParseDecimal(bad); err == nil && bad != "1e" {
 			t.Errorf("ParseDecimal(%q) succeeded", bad)
+		}
+	}
+}
+
+// TestParseDecimalFastPath checks the int64 path of ParseDecimal (up to
+// 18 digits, no exponent) against the big.Int one, which an exponent of
+// zero takes: the same value and scale for every length and sign.
+func TestParseDecimalFastPath(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	for n := 0; n < 20000; n++ {
+		var sb strings.Builder
+		switch r.Intn(3) {
+		case 0:
+			sb.WriteByte('-')
+		case 1:
+			sb.WriteByte('+')
+		}
+		for k := r.Intn(21); k > 0; k-- {
+			sb.WriteByte(byte('0' + r.Intn(10)))
+		}
+		if r.Intn(2) == 0 {
+			sb.WriteByte('.')
+			for k := r.Intn(21); k > 0; k-- {
+				sb.WriteByte(byte('0' + r.Intn(10)))
+			}
+		}
+		in := sb.String()
+		fast, errFast := ParseDecimal(in)
+		slow, errSlow := ParseDecimal(in + "e0")
+		if (errFast != nil) != (errSlow != nil) {
+			t.Fatalf("%q: error %v, with e0 %v", in, errFast, errSlow)
+		}
+		if errFast != nil {
+			continue
+		}
+		if fast.String() != slow.String() || fast.Scale() != slow.Scale() || fast.Cmp(slow) != 0 {
+			t.Fatalf("%q: %s (scale %d), with e0 %s (scale %d)", in, fast, fast.Scale(), slow, slow.Scale())
 		}
 	}
 }
