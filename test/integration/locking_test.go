@@ -396,3 +396,67 @@ func TestRepeatableReadRefusesLostUpdate(t *testing.T) {
 		t.Fatalf("balance of 1 = %d, want 70", b)
 	}
 }
+
+// SELECT ... FOR UPDATE on tables whose rows are not keyed by an integer
+// primary key (a VARCHAR key, and no primary key at all) locks the rows it
+// reads, through a full scan with or without a filter and through a
+// secondary index: another transaction's write of such a row waits, and
+// times out with 1205, while a row the locking read did not reach is free.
+func TestLockingReadWithoutIntegerKey(t *testing.T) {
+	n := StartNode(t)
+	mustExec(t, n.DB(t, ""), "CREATE DATABASE app")
+	db := n.DB(t, "app")
+	mustExec(t, db,
+		"CREATE TABLE s (k VARCHAR(10) PRIMARY KEY, v INT, w INT, KEY (w))",
+		"INSERT INTO s VALUES ('a', 1, 1), ('b', 2, 2), ('c', 3, 3)",
+		"CREATE TABLE h (v INT, w INT)",
+		"INSERT INTO h VALUES (1, 1), (2, 2)")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		lock    string // the locking read
+		rows    int    // what it returns
+		blocked string // a write it must block
+		free    string // a write it must not block ("" for none)
+	}{
+		{lock: "SELECT * FROM s FOR UPDATE", rows: 3, blocked: "UPDATE s SET v = 9 WHERE k = 'c'"},
+		{lock: "SELECT * FROM s WHERE v > 1 FOR UPDATE", rows: 2, blocked: "UPDATE s SET v = 9 WHERE k = 'b'"},
+		{lock: "SELECT * FROM s WHERE w = 2 FOR UPDATE", rows: 1, blocked: "UPDATE s SET v = 9 WHERE k = 'b'", free: "UPDATE s SET v = 9 WHERE k = 'c'"},
+		{lock: "SELECT * FROM h FOR UPDATE", rows: 2, blocked: "UPDATE h SET w = 9 WHERE v = 2"},
+		{lock: "SELECT * FROM h WHERE v = 1 FOR UPDATE", rows: 1, blocked: "DELETE FROM h WHERE v = 1"},
+	} {
+		holder, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := holder.QueryContext(ctx, tc.lock)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.lock, err)
+		}
+		got := 0
+		for rows.Next() {
+			got++
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("%s: %v", tc.lock, err)
+		}
+		rows.Close()
+		if got != tc.rows {
+			t.Fatalf("%s: %d rows, want %d", tc.lock, got, tc.rows)
+		}
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, conn, "SET SESSION innodb_lock_wait_timeout = 1", "BEGIN")
+		if tc.free != "" {
+			mustExec(t, conn, tc.free)
+		}
+		_, err = conn.ExecContext(ctx, tc.blocked)
+		expectError(t, err, 1205, "HY000")
+		mustExec(t, conn, "ROLLBACK")
+		conn.Close()
+		if err := holder.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

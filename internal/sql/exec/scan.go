@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"slices"
 	"sort"
@@ -261,6 +262,11 @@ type scanExec struct {
 	exact bool
 	// index lookups
 	index bool
+	// lockHandles are the handles of the rows of the batch being read, in
+	// row order, when a locking scan's rows carry no handle (a table whose
+	// primary key is not its handle, read without WithHandle): lock takes
+	// the keys to lock from them.
+	lockHandles []int64
 }
 
 func newScanExec(p *plan.Scan) *scanExec {
@@ -420,6 +426,9 @@ func (s *scanExec) decodeRecord(key, value []byte) ([]types.Datum, error) {
 	}
 	row, err := s.layout.decodeInto(s.slab[:w:w], h, value, s.extra)
 	s.slab = s.slab[w:]
+	if err == nil && s.p.Lock && s.extra == 0 && !s.p.Table.PKIsHandle {
+		s.lockHandles = append(s.lockHandles, h)
+	}
 	return row, err
 }
 
@@ -522,11 +531,21 @@ func (s *scanExec) lock(c *Context, rows [][]types.Datum) error {
 	if !s.p.Lock || len(rows) == 0 {
 		return nil
 	}
+	handles := s.lockHandles
+	s.lockHandles = s.lockHandles[:0]
+	if handles != nil && len(handles) != len(rows) {
+		return fmt.Errorf("exec: %d rows read for locking with %d handles", len(rows), len(handles))
+	}
 	keys := make([][]byte, len(rows))
 	for i, r := range rows {
-		h, err := s.rowHandle(r)
-		if err != nil {
-			return err
+		var h int64
+		if handles != nil {
+			h = handles[i]
+		} else {
+			var err error
+			if h, err = s.rowHandle(r); err != nil {
+				return err
+			}
 		}
 		keys[i] = tablecodec.RecordKey(s.p.Table.ID, h)
 	}
