@@ -143,11 +143,14 @@ func (s *Server) acquire(ctx context.Context, keys [][]byte) (*mvcc.Guard, error
 
 // releaseEarly is called by a commit that has staged b under guard and is
 // about to propose it. When another transaction waits for a lock on one
-// of keys, it records b's commit records as pending, releases the latches
-// and wakes the keys' first waiters, and returns the pending entry, which
-// the caller must finish once the entry is applied or its proposal
-// failed. Otherwise, or if b commits nothing, it returns nil and the
-// caller keeps its latches as before.
+// of keys, it records b's commit records as pending and releases the
+// latches, and returns the pending entry, which the caller must finish
+// once the entry is applied or its proposal failed; the caller then wakes
+// the keys' first waiters once it has handed the entry to Raft (or failed
+// to), right before it blocks (raftstore.Store.ProposeThen), so that the
+// woken waiter, on the serial path of a hot row, is the goroutine the
+// scheduler runs next. Otherwise, or if b commits nothing, it returns nil
+// and the caller keeps its latches as before.
 func (s *Server) releaseEarly(guard *mvcc.Guard, b *pebble.Batch, keys [][]byte) *pendingEntry {
 	if !s.waiters.waiting(keys) {
 		return nil
@@ -159,7 +162,6 @@ func (s *Server) releaseEarly(guard *mvcc.Guard, b *pebble.Batch, keys [][]byte)
 	e := s.pending.add(writes)
 	guard.Release()
 	metricEarlyReleases.Inc()
-	s.waiters.wake(keys...)
 	return e
 }
 

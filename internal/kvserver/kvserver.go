@@ -169,10 +169,20 @@ func (s *Server) syncMaxTS(ctx context.Context, p *raftstore.Peer) *kvpb.RegionE
 // leadership, a split since r was checked) is returned separately so it
 // reaches the client as such.
 func (s *Server) propose(ctx context.Context, p *raftstore.Peer, r *kvpb.Region, b *pebble.Batch) (*kvpb.RegionError, error) {
+	return s.proposeThen(ctx, p, r, b, nil)
+}
+
+// proposeThen is propose that runs proposed (unless nil) once the entry is
+// handed to Raft, or could not be, before waiting for it
+// (raftstore.Store.ProposeThen).
+func (s *Server) proposeThen(ctx context.Context, p *raftstore.Peer, r *kvpb.Region, b *pebble.Batch, proposed func()) (*kvpb.RegionError, error) {
 	if b.Empty() {
+		if proposed != nil {
+			proposed()
+		}
 		return nil, nil
 	}
-	err := s.store.Propose(ctx, p, r.Epoch, b)
+	err := s.store.ProposeThen(ctx, p, r.Epoch, b, proposed)
 	var re *raftstore.RegionErr
 	if errors.As(err, &re) {
 		return re.E, nil
@@ -213,15 +223,17 @@ func (s *Server) writeMaybeEarly(ctx context.Context, rctx *kvpb.Context, keys [
 	if len(keys) > 0 && !b.Empty() {
 		s.noteWrite(r.Id, keys[0], int(b.Count()), b.Len())
 	}
+	var proposed func()
 	if early && !b.Empty() {
 		if e := s.releaseEarly(guard, b, keys); e != nil {
 			// Finished when Propose returns: applied, refused, or (the
 			// context ended) undetermined, as the latches would have been.
 			defer s.pending.finish(e)
 			woken = true
+			proposed = func() { s.waiters.wake(keys...) }
 		}
 	}
-	rerr, err = s.propose(ctx, p, r, b)
+	rerr, err = s.proposeThen(ctx, p, r, b, proposed)
 	return rerr, nil, woken, err
 }
 
@@ -514,7 +526,11 @@ func (s *Server) onePC(ctx context.Context, req *kvpb.PrewriteRequest, keys [][]
 		s.noteWrite(r.Id, keys[0], int(b.Count()), b.Len())
 	}
 	early = s.releaseEarly(guard, b, keys)
-	err = s.store.ProposeCommitted(ctx, p, r.Epoch, b, release)
+	var proposed func()
+	if early != nil {
+		proposed = func() { s.waiters.wake(keys...) }
+	}
+	err = s.store.ProposeCommittedThen(ctx, p, r.Epoch, b, release, proposed)
 	var re *raftstore.RegionErr
 	if errors.As(err, &re) {
 		resp.RegionError = re.E

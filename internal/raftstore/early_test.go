@@ -96,3 +96,46 @@ func TestProposeCommittedRacingASplit(t *testing.T) {
 		t.Fatalf("%d releases for %d proposals", releases.Load(), proposals.Load())
 	}
 }
+
+// ProposeThen and ProposeCommittedThen run proposed exactly once, also when
+// nothing can be proposed (a closed store).
+func TestProposeThenRunsProposedOnce(t *testing.T) {
+	dir := t.TempDir()
+	db, s := openStore(t, dir, true)
+	defer db.Close()
+	p := waitLeader(t, s, 2)
+	for _, committed := range []bool{false, true} {
+		var calls atomic.Int32
+		key := []byte(fmt.Sprintf("zthen-%v", committed))
+		b := s.Engine().NewBatch()
+		b.Set(key, []byte("v"), nil)
+		proposed := func() { calls.Add(1) }
+		var err error
+		if committed {
+			err = s.ProposeCommittedThen(context.Background(), p, p.Region().Epoch, b, func() {}, proposed)
+		} else {
+			err = s.ProposeThen(context.Background(), p, p.Region().Epoch, b, proposed)
+		}
+		b.Close()
+		if err != nil {
+			t.Fatalf("committed=%v: %v", committed, err)
+		}
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("committed=%v: proposed ran %d times", committed, n)
+		}
+		if _, ok, _ := engine.GetCopy(db.KV, key); !committed && !ok {
+			t.Fatalf("ProposeThen returned before its entry was applied")
+		}
+	}
+	s.Close()
+	var calls, released atomic.Int32
+	b := s.Engine().NewBatch()
+	defer b.Close()
+	err := s.ProposeCommittedThen(context.Background(), p, p.Region().Epoch, b, func() { released.Add(1) }, func() { calls.Add(1) })
+	if !errors.Is(err, ErrStopped) || calls.Load() != 1 || released.Load() != 1 {
+		t.Fatalf("after Close: err %v, proposed ran %d times, released %d", err, calls.Load(), released.Load())
+	}
+	if err := s.ProposeThen(context.Background(), p, p.Region().Epoch, b, func() { calls.Add(1) }); !errors.Is(err, ErrStopped) || calls.Load() != 2 {
+		t.Fatalf("after Close: err %v, proposed ran %d times in all", err, calls.Load())
+	}
+}

@@ -54,6 +54,23 @@ func (prop *proposal) finish(err error) {
 // *RegionErr with EpochNotMatch. The batch is not used after Propose
 // returns.
 func (s *Store) Propose(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoch, batch *pebble.Batch) error {
+	return s.ProposeThen(ctx, p, epoch, batch, nil)
+}
+
+// ProposeThen is Propose that runs proposed (unless nil) once the entry
+// has been handed to the region's Raft group, or could not be, before it
+// waits for the entry: the caller's wake-ups of other goroutines then come
+// last before it blocks, so the Go scheduler runs the goroutine woken
+// last (the next owner of a hot row's lock) as soon as the proposer parks,
+// instead of after the store loop and everything queued before it.
+func (s *Store) ProposeThen(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoch, batch *pebble.Batch, proposed func()) error {
+	if proposed != nil {
+		defer func() {
+			if proposed != nil {
+				proposed()
+			}
+		}()
+	}
 	if s.closed.Load() {
 		return ErrStopped
 	}
@@ -66,6 +83,10 @@ func (s *Store) Propose(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoch, b
 	prop, err := s.startProposal(p, id, encodeWrite(id, epoch.GetVersion(), batch.Repr()))
 	if err != nil {
 		return err
+	}
+	if proposed != nil {
+		proposed()
+		proposed = nil
 	}
 	return s.wait(ctx, prop)
 }
@@ -81,6 +102,20 @@ func (s *Store) Propose(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoch, b
 // once, also when ProposeCommitted returns an error before proposing. It
 // must not block.
 func (s *Store) ProposeCommitted(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoch, batch *pebble.Batch, release func()) error {
+	return s.ProposeCommittedThen(ctx, p, epoch, batch, release, nil)
+}
+
+// ProposeCommittedThen is ProposeCommitted that runs proposed (unless nil)
+// once the entry has been handed to the region's Raft group, or could not
+// be (after release then), before it waits; see ProposeThen.
+func (s *Store) ProposeCommittedThen(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoch, batch *pebble.Batch, release, proposed func()) error {
+	if proposed != nil {
+		defer func() {
+			if proposed != nil {
+				proposed()
+			}
+		}()
+	}
 	if s.closed.Load() {
 		release()
 		return ErrStopped
@@ -97,6 +132,10 @@ func (s *Store) ProposeCommitted(ctx context.Context, p *Peer, epoch *kvpb.Regio
 	if err := s.register(p, id, prop, encodeWrite(id, epoch.GetVersion(), batch.Repr())); err != nil {
 		release()
 		return err
+	}
+	if proposed != nil {
+		proposed()
+		proposed = nil
 	}
 	return s.wait(ctx, prop)
 }
