@@ -418,7 +418,8 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 // orderByIndex reports whether a single-table query's ORDER BY is the order
 // of its index lookup, and if so makes the scan read in that order: one
 // range of equalities on the index's leading columns, ordered by the
-// columns that follow, all ascending or all descending. Only numeric and
+// columns that follow, all ascending or all descending, or, with every
+// index column fixed, by the integer primary key alone. Only numeric and
 // temporal columns qualify (their key order is their SQL order under every
 // collation).
 func (b *Builder) orderByIndex(p Plan, ob *ast.OrderByClause, sc *scope) bool {
@@ -435,6 +436,14 @@ func (b *Builder) orderByIndex(p Plan, ob *ast.OrderByClause, sc *scope) bool {
 	}
 	r := s.Ranges[0]
 	next := len(r.Eq)
+	if next == len(s.Index.Columns) && len(ob.Items) == 1 && b.orderByHandleOf(s, ob.Items[0], sc) {
+		// Every index column is fixed: the entries of one encoded value
+		// (collated text is encoded as its sort key) follow each other
+		// in handle order (a non-unique entry's key ends with the
+		// handle; a unique one matches at most one row).
+		s.Desc = ob.Items[0].Desc
+		return true
+	}
 	if len(ob.Items) == 0 || next+len(ob.Items) > len(s.Index.Columns) {
 		return false
 	}
@@ -459,6 +468,24 @@ func (b *Builder) orderByIndex(p Plan, ob *ast.OrderByClause, sc *scope) bool {
 	return true
 }
 
+// orderByHandleOf reports whether it orders by s's integer handle (its
+// clustered primary key, signed: an unsigned one's handles above 2^63 sort
+// before small ones).
+func (b *Builder) orderByHandleOf(s *Scan, it *ast.ByItem, sc *scope) bool {
+	if !s.Table.PKIsHandle || len(sc.cols) != len(s.Table.Columns) {
+		return false
+	}
+	cn, ok := unparen(it.Expr).(*ast.ColumnNameExpr)
+	if !ok {
+		return false
+	}
+	c, found, err := sc.find(cn.Name)
+	if err != nil || !found || c.idx != s.Table.HandleOffset {
+		return false
+	}
+	return !mysql.HasUnsignedFlag(s.Table.Columns[s.Table.HandleOffset].Type.GetFlag())
+}
+
 func (b *Builder) orderByHandle(p Plan, ob *ast.OrderByClause, sc *scope) bool {
 	if len(ob.Items) != 1 {
 		return false
@@ -471,19 +498,8 @@ func (b *Builder) orderByHandle(p Plan, ob *ast.OrderByClause, sc *scope) bool {
 		p = f.Child
 	}
 	s, ok := p.(*Scan)
-	if !ok || !s.Table.PKIsHandle || (s.Access != TableFullScan && !(s.Access == TableRangeScan && len(s.Ranges) == 1)) {
+	if !ok || (s.Access != TableFullScan && !(s.Access == TableRangeScan && len(s.Ranges) == 1)) || !b.orderByHandleOf(s, ob.Items[0], sc) {
 		return false
-	}
-	cn, ok := unparen(ob.Items[0].Expr).(*ast.ColumnNameExpr)
-	if !ok {
-		return false
-	}
-	c, found, err := sc.find(cn.Name)
-	if err != nil || !found || c.idx != s.Table.HandleOffset || len(sc.cols) != len(s.Table.Columns) {
-		return false
-	}
-	if mysql.HasUnsignedFlag(s.Table.Columns[s.Table.HandleOffset].Type.GetFlag()) {
-		return false // handles above 2^63 sort before small ones
 	}
 	s.Desc = ob.Items[0].Desc
 	return true
