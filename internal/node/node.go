@@ -202,6 +202,11 @@ type Node struct {
 	// grpcLn is the gRPC listener, opened before the store so that other
 	// nodes can reach this one while it waits for the cluster.
 	grpcLn net.Listener
+	// sqlLn, respLn and httpLn are the client and HTTP ports, bound with
+	// grpcLn before the node joins a cluster (so a port taken by another
+	// process fails the start before the cluster records a store that will
+	// never serve) and served by listen.
+	sqlLn, respLn, httpLn net.Listener
 
 	started   time.Time
 	storeInfo *kvpb.Store
@@ -297,6 +302,19 @@ func (n *Node) open(ctx context.Context) error {
 		if n.cfg.AdvertiseAddr == n.cfg.GRPCAddr {
 			n.cfg.AdvertiseAddr = ln.Addr().String()
 		}
+	}
+	for _, b := range []struct {
+		addr, what string
+		ln         *net.Listener
+	}{{n.cfg.SQLAddr, "mysql", &n.sqlLn}, {n.cfg.RESPAddr, "redis", &n.respLn}, {n.cfg.HTTPAddr, "http", &n.httpLn}} {
+		if b.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", b.addr)
+		if err != nil {
+			return fmt.Errorf("node: %s listen: %w", b.what, err)
+		}
+		*b.ln = ln
 	}
 	n.storeInfo = n.describeStore()
 	if err := n.identify(ctx); err != nil { // cluster.go
@@ -453,11 +471,8 @@ func (n *Node) listen() error {
 			return err
 		}
 	}
-	if n.cfg.HTTPAddr != "" {
-		ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
-		if err != nil {
-			return fmt.Errorf("node: http listen: %w", err)
-		}
+	if n.httpLn != nil {
+		ln := n.httpLn
 		if n.httpTLS() {
 			// Beyond loopback the port speaks only HTTPS, so basic-auth
 			// credentials never cross the network in the clear.
@@ -490,12 +505,13 @@ func (n *Node) listen() error {
 		n.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go n.http.Serve(ln)
 	}
-	if n.cfg.SQLAddr != "" {
+	if n.sqlLn != nil {
 		if err := n.sql.SetRootPassword(context.Background(), n.cfg.RootPassword); err != nil {
 			return fmt.Errorf("node: set root's password: %w", err)
 		}
 		srv, err := server.New(server.Config{
 			Addr:                   n.cfg.SQLAddr,
+			Listener:               n.sqlLn,
 			AllowEmptyRootPassword: true, // from loopback only
 			TLS:                    tlsCfg,
 			RequireSecureTransport: n.cfg.RequireSecureTransport,
@@ -510,9 +526,10 @@ func (n *Node) listen() error {
 	}
 	// Both client ports are bound before either serves: a node that
 	// cannot bind one exits without having answered on the other.
-	if n.cfg.RESPAddr != "" {
+	if n.respLn != nil {
 		srv, err := resp.New(resp.Config{
 			Addr:              n.cfg.RESPAddr,
+			Listener:          n.respLn,
 			Password:          n.cfg.RESPPassword,
 			TLS:               tlsCfg,
 			RequireTLS:        n.cfg.RequireSecureTransport,
@@ -586,6 +603,12 @@ func (n *Node) Close() error {
 	}
 	if n.http != nil {
 		n.http.Close()
+	}
+	// Ports bound by open that no server took over (a start that failed).
+	for _, ln := range []net.Listener{n.sqlLn, n.respLn, n.httpLn} {
+		if ln != nil {
+			ln.Close()
+		}
 	}
 	n.wg.Wait()
 	if n.sql != nil {

@@ -25,6 +25,9 @@ import (
 type Config struct {
 	// Addr is the listen address (host:port).
 	Addr string
+	// Listener, when set, is used instead of listening on Addr (a node
+	// binds its ports before it joins a cluster).
+	Listener net.Listener
 	// Password, when set, is the default user's password (unless ACL
 	// SETUSER default stored another): it must be given with AUTH (or
 	// HELLO ... AUTH) before any other command.
@@ -125,9 +128,12 @@ type serverStats struct {
 // New listens on cfg.Addr. Serve must be called to accept clients.
 func New(cfg Config, store kv.Storage) (*Server, error) {
 	cfg = cfg.withDefaults()
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, err
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{cfg: cfg, store: store, ln: ln, started: time.Now(),
 		sessions: map[*session]struct{}{}, stop: make(chan struct{})}
@@ -139,7 +145,7 @@ func New(cfg Config, store kv.Storage) (*Server, error) {
 	s.acl.Store(s.buildACLSnapshot(-1, nil))
 	s.aclPace = pace.New(aclPoll, aclIdlePoll, aclHold)
 	ctx, cancel := context.WithTimeout(s.ctx, cfg.CommandTimeout)
-	_, err = s.loadACL(ctx)
+	_, err := s.loadACL(ctx)
 	cancel()
 	if err != nil {
 		ln.Close()

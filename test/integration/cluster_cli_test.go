@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,6 +84,34 @@ func TestClusterStartMistakes(t *testing.T) {
 	out, err = exec.Command(Binary(t), "start", "--replicas", "9").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "--replicas must be between 1 and 7") {
 		t.Fatalf("--replicas 9: %v\n%s", err, out)
+	}
+}
+
+// A node that cannot bind one of its ports fails before it joins: the
+// cluster records no store for it, where it used to keep a store that
+// never served (PD placed replicas on it, and the cluster stayed under-
+// replicated until the store was declared down).
+func TestJoinWithTakenPortLeavesNoStore(t *testing.T) {
+	c := StartCluster(t, 1)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	out, err := exec.Command(Binary(t), "start", "--data-dir", t.TempDir(), "--sql-addr", taken.Addr().String(),
+		"--resp-addr", "", "--http-addr", pickAddr(t), "--grpc-addr", pickAddr(t), "--join", c.Nodes[0].GRPCAddr).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "address already in use") {
+		t.Fatalf("a node whose SQL port is taken: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "joined the cluster") {
+		t.Fatalf("it joined before binding its ports:\n%s", out)
+	}
+	st, err := c.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Nodes) != 1 {
+		t.Fatalf("the cluster knows %d stores after a start that failed, want 1: %+v", len(st.Nodes), st.Nodes)
 	}
 }
 

@@ -32,6 +32,9 @@ type Config struct {
 	// Addr is the TCP address to listen on, e.g. "127.0.0.1:4000". Port 0
 	// picks a free port (see Server.Addr).
 	Addr string
+	// Listener, when set, is used instead of listening on Addr (a node
+	// binds its ports before it joins a cluster).
+	Listener net.Listener
 	// AllowEmptyRootPassword lets root log in with an empty password from
 	// a loopback address when RootPassword is empty. Node assembly sets it
 	// for the default single-node setup; without it and without a
@@ -123,9 +126,12 @@ func newServer(cfg Config, open sessionFactory, snapshot func() *privilege.Snaps
 	}
 	logger = logger.With("component", "mysql")
 	routeVitessLog(logger)
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("server: listen on %s: %w", cfg.Addr, err)
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return nil, fmt.Errorf("server: listen on %s: %w", cfg.Addr, err)
+		}
 	}
 	if snapshot == nil {
 		snapshot = staticAccounts(cfg)
