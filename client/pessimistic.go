@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,12 +50,9 @@ func (t *Txn) LockKeysWith(ctx context.Context, opts kv.LockOptions, keys ...[]b
 	if !opts.SkipLocked {
 		return nil, t.lockKeys(ctx, wait, keys)
 	}
-	todo := make([][]byte, 0, len(keys))
-	for _, k := range keys {
-		if _, ok := t.locked[string(k)]; !ok && len(k) > 0 {
-			todo = append(todo, k)
-		}
-	}
+	// In key order, as LockKeys locks (a key already held is skipped by
+	// lockKeys without a request).
+	todo := slices.Clone(keys)
 	sortKeys(todo)
 	todo = dedupSorted(todo)
 	var skipped [][]byte

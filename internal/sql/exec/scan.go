@@ -264,9 +264,9 @@ type scanExec struct {
 	// index lookups
 	index bool
 	// lockHandles are the handles of the rows of the batch being read, in
-	// row order, when a locking scan's rows carry no handle (a table whose
-	// primary key is not its handle, read without WithHandle): lock takes
-	// the keys to lock from them.
+	// row order, in a locking scan: lock takes the keys to lock from them
+	// (a row carries its handle only when the primary key is the handle or
+	// the plan asks WithHandle).
 	lockHandles []int64
 }
 
@@ -427,7 +427,7 @@ func (s *scanExec) decodeRecord(key, value []byte) ([]types.Datum, error) {
 	}
 	row, err := s.layout.decodeInto(s.slab[:w:w], h, value, s.extra)
 	s.slab = s.slab[w:]
-	if err == nil && s.p.Lock && s.extra == 0 && !s.p.Table.PKIsHandle {
+	if err == nil && s.p.Lock {
 		s.lockHandles = append(s.lockHandles, h)
 	}
 	return row, err
@@ -537,20 +537,11 @@ func (s *scanExec) lock(c *Context, rows [][]types.Datum) ([][]types.Datum, erro
 	}
 	handles := s.lockHandles
 	s.lockHandles = s.lockHandles[:0]
-	if handles != nil && len(handles) != len(rows) {
+	if len(handles) != len(rows) {
 		return nil, fmt.Errorf("exec: %d rows read for locking with %d handles", len(rows), len(handles))
 	}
 	keys := make([][]byte, len(rows))
-	for i, r := range rows {
-		var h int64
-		if handles != nil {
-			h = handles[i]
-		} else {
-			var err error
-			if h, err = s.rowHandle(r); err != nil {
-				return nil, err
-			}
-		}
+	for i, h := range handles {
 		keys[i] = tablecodec.RecordKey(s.p.Table.ID, h)
 	}
 	return s.lockKeys(c, rows, keys)
@@ -599,20 +590,6 @@ func (s *scanExec) lockKeys(c *Context, rows [][]types.Datum, keys [][]byte) ([]
 		}
 	}
 	return kept, nil
-}
-
-func (s *scanExec) rowHandle(r []types.Datum) (int64, error) {
-	if s.p.Table.PKIsHandle {
-		d := r[s.p.Table.HandleOffset]
-		if d.Kind() == types.KindUint64 {
-			return int64(d.Uint()), nil
-		}
-		return d.Int(), nil
-	}
-	if s.extra > 0 {
-		return r[len(r)-1].Int(), nil
-	}
-	return 0, errNoHandle
 }
 
 // fetch reads rows by handle, preserving the order of handles.
@@ -735,8 +712,6 @@ func exactHandle(d types.Datum, ft *ptypes.FieldType) (int64, bool) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
-
-const errNoHandle = errString("exec: row has no handle")
 
 // computeRanges turns the plan's ranges into key ranges for this execution.
 func (s *scanExec) computeRanges(c *Context) error {
