@@ -57,10 +57,11 @@ func TestIdleEngineBacksOff(t *testing.T) {
 	got := cs.begun.Load() - before
 	// At most a tick and a job scan (a owns DDL) per idle interval, and a
 	// lease renewal and an owner renewal every lease/4 (2.5 s): about
-	// 2*window/idle + 2 = 15. Without backing off: window/poll ticks (400)
-	// and as many job scans.
+	// 2*window/idle + 2 = 15 (17 seen in a loaded .ci/run: a late timer
+	// and the renewals falling in the window). Without backing off:
+	// window/poll ticks (400) and as many job scans.
 	t.Logf("%d transactions in %s of an idle engine", got, window)
-	if got > 2*int64(window/idle)+4 {
+	if got > 3*int64(window/idle)+8 {
 		t.Fatalf("an idle engine began %d transactions in %s (SchemaPoll %s, SchemaIdlePoll %s)", got, window, poll, idle)
 	}
 
