@@ -302,14 +302,15 @@ chaos_suite() {
 		# Go before 1.27 can fail a run with a bare "context deadline
 		# exceeded" when -fuzztime ends while a worker is busy on a loaded
 		# machine (go.dev/issue/75804): no input failed. Such a run is
-		# tried once more; a real failure writes its input and is not.
-		for try in 1 2; do
+		# tried again, up to three times in all; a real failure writes its
+		# input or panics and is not.
+		for try in 1 2 3; do
 			if go test -run '^$' -fuzz "^$name\$" -fuzztime "${CHAOS_FUZZTIME:-3s}" "$pkg" >"$WORK_DIR/fuzz.log" 2>&1; then
 				break
 			fi
-			if ((try == 1)) && grep -q 'context deadline exceeded' "$WORK_DIR/fuzz.log" &&
+			if ((try < 3)) && grep -q 'context deadline exceeded' "$WORK_DIR/fuzz.log" &&
 				! grep -q -e 'Failing input written' -e 'panic:' "$WORK_DIR/fuzz.log"; then
-				echo "fuzz $name: the fuzzing deadline race (no failing input); once more"
+				echo "fuzz $name: the fuzzing deadline race (no failing input); again"
 				continue
 			fi
 			rc=1
