@@ -60,7 +60,7 @@ func TestLeaderTransferKeepsPessimisticLocks(t *testing.T) {
 	// Wait until the region has three voters, then hand its leadership to
 	// one on another node, as PD's operator does.
 	var to *kvpb.Peer
-	var target *Node
+
 	for deadline := time.Now().Add(60 * time.Second); to == nil; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("region %d has no voter on another node: %v", p.Region().Id, p.Region().Peers)
@@ -72,7 +72,7 @@ func TestLeaderTransferKeepsPessimisticLocks(t *testing.T) {
 			for _, n := range nodes {
 				if n.storeID == rp.StoreId {
 					if tp, ok := n.store.Peer(p.Region().Id); ok && tp.Initialized() && tp.Status().Applied >= p.Status().Applied {
-						to, target = rp, n
+						to = rp
 					}
 				}
 			}
@@ -81,9 +81,18 @@ func TestLeaderTransferKeepsPessimisticLocks(t *testing.T) {
 	// Raft abandons a transfer to a replica that does not catch up within
 	// an election timeout: ask again until it moves.
 	r := p.Region()
+	// Moved: a replica on another node leads (PD's balancer may move it
+	// on to the third node meanwhile; the locks go with either transfer).
 	moved := func() bool {
-		tp, ok := target.store.Peer(r.Id)
-		return ok && tp.IsLeaderReady()
+		for _, n := range nodes {
+			if n == leader {
+				continue
+			}
+			if tp, ok := n.store.Peer(r.Id); ok && tp.IsLeaderReady() {
+				return true
+			}
+		}
+		return false
 	}
 	for deadline := time.Now().Add(30 * time.Second); !moved(); {
 		if time.Now().After(deadline) {
