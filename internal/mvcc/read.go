@@ -554,34 +554,36 @@ func scanFunc(r pebble.Reader, start, end []byte, limit int, readTS uint64, reve
 }
 
 // scanIters is scanFunc over the iterators it opened, bounded to its range
-// (lIt nil: no key of the range holds a lock).
+// (lIt nil: no key of the range holds a lock). A forward scan is
+// forwardScan's; a reverse one is scanReverse's.
 func scanIters(r pebble.Reader, wIt, lIt *pebble.Iterator, limit int, readTS uint64, reverse bool, fn func(key, value []byte) error, vfn func(k *ScanKey, value []byte) error) error {
+	var visited uint64 // keys with write records: LockSet.ScannedKeys
 	var err error
-	var wValid, lValid bool
 	if reverse {
-		wValid = wIt.Last()
-		lValid = lIt != nil && lIt.Last()
+		visited, err = scanReverse(r, wIt, lIt, limit, readTS, fn, vfn)
 	} else {
-		wValid = wIt.First()
-		lValid = lIt != nil && lIt.First()
+		s := forwardScan{r: r, wIt: wIt, lIt: lIt, readTS: readTS, fn: fn, vfn: vfn}
+		s.sk.it = wIt
+		err = s.run(limit)
+		visited = s.visited
 	}
-	// before reports whether user key a comes before b in scan order.
-	before := func(a, b []byte) bool {
-		if reverse {
-			return bytes.Compare(a, b) > 0
-		}
-		return bytes.Compare(a, b) < 0
+	if lr, ok := r.(lockSetReader); ok {
+		lr.ls.scanned.Add(visited)
 	}
+	return err
+}
 
+// scanReverse is scanIters going backwards: it walks the keys from the
+// last, merging the lock iterator's keys with the write iterator's
+// (decoded), and seeks to each key's newest version at or below readTS.
+func scanReverse(r pebble.Reader, wIt, lIt *pebble.Iterator, limit int, readTS uint64, fn func(key, value []byte) error, vfn func(k *ScanKey, value []byte) error) (visited uint64, err error) {
+	wValid := wIt.Last()
+	lValid := lIt != nil && lIt.Last()
 	var (
 		found     int    // pairs handed to fn
 		keyBuf    []byte // the user key under the write iterator
 		prefixBuf []byte
 	)
-	var visited uint64 // keys with write records: LockSet.ScannedKeys
-	if lr, ok := r.(lockSetReader); ok {
-		defer func() { lr.ls.scanned.Add(visited) }()
-	}
 	// Without a lock iterator the user key is decoded only for the keys
 	// whose version is returned: a scan over many deleted keys (a queue
 	// table's consumed head) skips them without it.
@@ -594,7 +596,7 @@ func scanIters(r pebble.Reader, wIt, lIt *pebble.Iterator, limit int, readTS uin
 		var wKey []byte
 		if wValid && !lazyKey {
 			if keyBuf, _, err = appendWriteKeyUserKey(keyBuf[:0], wIt.Key()); err != nil {
-				return err
+				return visited, err
 			}
 			wKey = keyBuf
 		}
@@ -603,54 +605,39 @@ func scanIters(r pebble.Reader, wIt, lIt *pebble.Iterator, limit int, readTS uin
 			lKey = lIt.Key()[2:]
 		}
 		cur := wKey
-		if !lazyKey && (!wValid || (lValid && before(lKey, wKey))) {
+		if !lazyKey && (!wValid || (lValid && bytes.Compare(lKey, wKey) > 0)) {
 			cur = slices.Clone(lKey)
 		}
 
 		if lValid && bytes.Equal(lKey, cur) {
 			l, err := decodeLock(lIt.Value())
 			if err != nil {
-				return err
+				return visited, err
 			}
 			if lockBlocksRead(l, readTS, nil) {
-				return &LockedError{Lock: l.info(slices.Clone(cur))}
+				return visited, &LockedError{Lock: l.info(slices.Clone(cur))}
 			}
-			if reverse {
-				lValid = lIt.Prev()
-			} else {
-				lValid = lIt.Next()
-			}
+			lValid = lIt.Prev()
 		}
 		if !lazyKey && (!wValid || !bytes.Equal(wKey, cur)) {
 			continue // a lock on a key without committed versions
 		}
 		visited++
 
-		// Find cur's newest version at or below readTS. The prefix (the
+		// Seek to cur's newest version at or below readTS. The prefix (the
 		// write key without its timestamp) is copied into one scratch
 		// buffer for the whole scan.
 		wk := wIt.Key()
+		if len(wk) < minWriteKeyLen {
+			return visited, fmt.Errorf("mvcc: %q is not a write key", wk)
+		}
 		prefixBuf = append(prefixBuf[:0], wk[:len(wk)-8]...)
 		prefix := prefixBuf
-		// Going forward the iterator already sits on cur's newest version;
-		// step over versions above readTS with Next, which is far cheaper
-		// than a seek, and seek only when there are many of them.
-		valid := true
-		if reverse {
-			valid = wIt.SeekGE(appendInvertedTS(prefix, readTS))
-		} else {
-			for steps := 0; valid && bytes.HasPrefix(wIt.Key(), prefix) && ^bigEndianTS(wIt.Key()[len(prefix):]) > readTS; steps++ {
-				if steps == maxVersionSteps {
-					valid = wIt.SeekGE(appendInvertedTS(prefix, readTS))
-					break
-				}
-				valid = wIt.Next()
-			}
-		}
+		valid := wIt.SeekGE(appendInvertedTS(prefix, readTS))
 		for ; valid && bytes.HasPrefix(wIt.Key(), prefix); valid = wIt.Next() {
 			w, err := decodeWrite(wIt.Value())
 			if err != nil {
-				return err
+				return visited, err
 			}
 			if w.kind == writeDelete {
 				break
@@ -661,14 +648,14 @@ func scanIters(r pebble.Reader, wIt, lIt *pebble.Iterator, limit int, readTS uin
 			// A value in the data CF is read by its key.
 			if lazyKey && (vfn == nil || !w.hasValue) {
 				if keyBuf, _, err = appendWriteKeyUserKey(keyBuf[:0], wIt.Key()); err != nil {
-					return err
+					return visited, err
 				}
 				cur = keyBuf
 			}
 			value := w.value
 			if !w.hasValue {
 				if value, err = putValue(r, cur, &w); err != nil {
-					return err
+					return visited, err
 				}
 			}
 			found++
@@ -685,33 +672,24 @@ func scanIters(r pebble.Reader, wIt, lIt *pebble.Iterator, limit int, readTS uin
 				err = fn(cur, value)
 			}
 			if err != nil {
-				return err
+				return visited, err
 			}
 			break
 		}
 		if err := wIt.Error(); err != nil {
-			return err
+			return visited, err
 		}
-		if reverse {
-			wValid = wIt.SeekLT(prefix)
-		} else {
-			// Skip cur's older versions: NextPrefix uses the engine
-			// comparer's Split to move to the next user key directly.
-			wValid = wIt.Valid()
-			if wValid && bytes.HasPrefix(wIt.Key(), prefix) {
-				wValid = wIt.NextPrefix()
-			}
-		}
+		wValid = wIt.SeekLT(prefix)
 	}
 	if err := wIt.Error(); err != nil {
-		return err
+		return visited, err
 	}
 	if lIt != nil {
 		if err := lIt.Error(); err != nil {
-			return err
+			return visited, err
 		}
 	}
-	return nil
+	return visited, nil
 }
 
 // lockIndex is implemented by readers that know which keys may hold a

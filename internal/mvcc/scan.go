@@ -1,0 +1,190 @@
+package mvcc
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// forwardScan is a forward scan's state over its iterators (scanIters).
+//
+// The per-key work is kept small, because a table scan (COUNT(*), an
+// aggregation) runs it for every row:
+//   - Keys are compared in their escaped engine form: escaping preserves
+//     order and no escaped key is a prefix of another, so comparing the
+//     write key's escaped part with the next lock's escaped key orders them
+//     as their user keys. The user key is unescaped only for a pair that
+//     is returned through ScanFunc, a value in the data column family, or
+//     a ScanKey that is asked for it.
+//   - A key whose newest record is at or below readTS and is a put or a
+//     delete (a table's rows, once written) is settled from that record:
+//     no prefix copy, no stepping, then NextPrefix to the next key. Newer
+//     versions, and lock and rollback records (which leave the value to
+//     older ones), take the general path.
+//   - Locks keep their order with the records: every lock at or before
+//     the key under the write iterator is checked against readTS before
+//     that key's value is handed on, and a blocking one ends the scan with
+//     *LockedError.
+type forwardScan struct {
+	r        pebble.Reader
+	wIt, lIt *pebble.Iterator // lIt nil: no key of the range holds a lock
+	readTS   uint64
+	fn       func(key, value []byte) error
+	vfn      func(k *ScanKey, value []byte) error
+
+	sk        ScanKey
+	keyBuf    []byte // the user key of the pair at hand, when decoded
+	prefixBuf []byte // the general path's version prefix
+	lockEsc   []byte // the escaped user key of the lock under lIt
+	found     int    // pairs handed on
+	visited   uint64 // keys with write records: LockSet.ScannedKeys
+}
+
+// minWriteKeyLen is 'z' 'w', the escape terminator and the timestamp.
+const minWriteKeyLen = 2 + 2 + 8
+
+func (s *forwardScan) run(limit int) error {
+	wIt, lIt := s.wIt, s.lIt
+	wValid := wIt.First()
+	lValid := lIt != nil && lIt.First()
+	if lValid {
+		s.lockEsc = appendEscaped(s.lockEsc[:0], lIt.Key()[2:])
+	}
+	for (limit <= 0 || s.found < limit) && (wValid || lValid) {
+		var wk []byte
+		if wValid {
+			if wk = wIt.Key(); len(wk) < minWriteKeyLen {
+				return fmt.Errorf("mvcc: %q is not a write key", wk)
+			}
+		}
+		if lValid {
+			c := -1 // the lock's key against the write key
+			if wValid {
+				c = bytes.Compare(s.lockEsc, wk[2:len(wk)-8])
+			}
+			if c <= 0 {
+				l, err := decodeLock(lIt.Value())
+				if err != nil {
+					return err
+				}
+				if lockBlocksRead(l, s.readTS, nil) {
+					return &LockedError{Lock: l.info(slices.Clone(lIt.Key()[2:]))}
+				}
+				if lValid = lIt.Next(); lValid {
+					s.lockEsc = appendEscaped(s.lockEsc[:0], lIt.Key()[2:])
+				}
+				if c < 0 {
+					continue // a lock on a key without committed versions
+				}
+			}
+		}
+		s.visited++
+
+		// The common case: the newest record settles the key.
+		if ^bigEndianTS(wk[len(wk)-8:]) <= s.readTS {
+			w, err := decodeWrite(wIt.Value())
+			if err != nil {
+				return err
+			}
+			switch w.kind {
+			case writePut:
+				if err := s.emit(&w); err != nil {
+					return err
+				}
+				wValid = wIt.NextPrefix()
+				continue
+			case writeDelete:
+				wValid = wIt.NextPrefix()
+				continue
+			}
+		}
+		var err error
+		if wValid, err = s.versions(wk); err != nil {
+			return err
+		}
+	}
+	if err := wIt.Error(); err != nil {
+		return err
+	}
+	if lIt != nil {
+		if err := lIt.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// versions finds the newest version at or below readTS of the key whose
+// newest record is under the write iterator (wk), hands it on if it is a
+// put, and moves to the next key.
+func (s *forwardScan) versions(wk []byte) (bool, error) {
+	wIt := s.wIt
+	s.prefixBuf = append(s.prefixBuf[:0], wk[:len(wk)-8]...)
+	prefix := s.prefixBuf
+	// Step over versions above readTS with Next, which is far cheaper than
+	// a seek, and seek only when there are many of them.
+	valid := true
+	for steps := 0; valid && bytes.HasPrefix(wIt.Key(), prefix) && ^bigEndianTS(wIt.Key()[len(prefix):]) > s.readTS; steps++ {
+		if steps == maxVersionSteps {
+			valid = wIt.SeekGE(appendInvertedTS(prefix, s.readTS))
+			break
+		}
+		valid = wIt.Next()
+	}
+	for ; valid && bytes.HasPrefix(wIt.Key(), prefix); valid = wIt.Next() {
+		w, err := decodeWrite(wIt.Value())
+		if err != nil {
+			return false, err
+		}
+		if w.kind == writeDelete {
+			break
+		}
+		if w.kind != writePut {
+			continue // lock and rollback records change no value
+		}
+		if err := s.emit(&w); err != nil {
+			return false, err
+		}
+		break
+	}
+	if !valid {
+		return false, wIt.Error()
+	}
+	if bytes.HasPrefix(wIt.Key(), prefix) {
+		// Skip the older versions: NextPrefix uses the engine comparer's
+		// Split to move to the next user key directly.
+		return wIt.NextPrefix(), nil
+	}
+	return true, nil
+}
+
+// emit hands on the put record w under the write iterator.
+func (s *forwardScan) emit(w *write) error {
+	value := w.value
+	if s.fn != nil || !w.hasValue {
+		key, _, err := appendWriteKeyUserKey(s.keyBuf[:0], s.wIt.Key())
+		if err != nil {
+			return err
+		}
+		s.keyBuf = key
+		if !w.hasValue {
+			// A value in the data CF is read by its key.
+			if value, err = putValue(s.r, key, w); err != nil {
+				return err
+			}
+		}
+		s.found++
+		if s.fn != nil {
+			return s.fn(key, value)
+		}
+		s.sk.buf, s.sk.decoded = key, true
+	} else {
+		s.found++
+		s.sk.buf, s.sk.decoded = s.keyBuf[:0], false
+	}
+	err := s.vfn(&s.sk, value)
+	s.keyBuf = s.sk.buf[:0]
+	return err
+}
