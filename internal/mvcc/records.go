@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/strata-db/strata/kvpb"
 )
@@ -210,4 +211,34 @@ func decodeWrite(b []byte) (write, error) {
 		return w, errCorruptRecord
 	}
 	return w, nil
+}
+
+// inlineWrite is decodeWrite for a scan's common records, a put with its
+// value inline or a delete, without decoding the start ts: it finds the
+// end of the start ts's varint from one 8-byte load (a TSO timestamp takes
+// 9 bytes). ok is false for every other record, short or malformed ones
+// included: decodeWrite then decides.
+func inlineWrite(b []byte) (kind writeKind, value []byte, ok bool) {
+	if len(b) < 10 {
+		return 0, nil, false
+	}
+	kind = writeKind(b[0])
+	if kind != writePut && kind != writeDelete {
+		return 0, nil, false
+	}
+	// The varint's last byte is its first without the continuation bit.
+	n := 9
+	if stop := ^binary.LittleEndian.Uint64(b[1:9]) & 0x8080808080808080; stop != 0 {
+		n = bits.TrailingZeros64(stop)>>3 + 1
+	} else if b[9]&0x80 != 0 || len(b) < 11 {
+		return 0, nil, false
+	}
+	flags, rest := b[1+n], b[2+n:]
+	if flags&writeFlagHasValue == 0 || kind != writePut {
+		if kind == writePut || len(rest) != 0 {
+			return 0, nil, false
+		}
+		return kind, nil, true
+	}
+	return kind, rest, true
 }

@@ -84,19 +84,15 @@ func (s *forwardScan) run(limit int) error {
 
 		// The common case: the newest record settles the key.
 		if ^bigEndianTS(wk[len(wk)-8:]) <= s.readTS {
-			w, err := decodeWrite(wIt.Value())
-			if err != nil {
-				return err
-			}
-			switch w.kind {
-			case writePut:
-				if err := s.emit(&w); err != nil {
+			switch kind, value, ok := inlineWrite(wIt.Value()); {
+			case ok && kind == writePut:
+				if err := s.emitInline(value); err != nil {
 					return err
 				}
-				wValid = wIt.NextPrefix()
+				wValid = s.nextKey(wk)
 				continue
-			case writeDelete:
-				wValid = wIt.NextPrefix()
+			case ok: // a delete
+				wValid = s.nextKey(wk)
 				continue
 			}
 		}
@@ -114,6 +110,22 @@ func (s *forwardScan) run(limit int) error {
 		}
 	}
 	return nil
+}
+
+// nextKey moves the write iterator from the key of record wk (under it)
+// to the next key's newest record. Most keys of a table have one version:
+// Next lands on the next key, and costs less than NextPrefix (which also
+// asks every level of the engine's merging iterator for an error); when
+// Next lands on an older version of the same key, NextPrefix skips the rest.
+func (s *forwardScan) nextKey(wk []byte) bool {
+	s.prefixBuf = append(s.prefixBuf[:0], wk[:len(wk)-8]...)
+	if !s.wIt.Next() {
+		return false
+	}
+	if k := s.wIt.Key(); len(k) == len(wk) && bytes.HasPrefix(k, s.prefixBuf) {
+		return s.wIt.NextPrefix()
+	}
+	return true
 }
 
 // versions finds the newest version at or below readTS of the key whose
@@ -158,6 +170,24 @@ func (s *forwardScan) versions(wk []byte) (bool, error) {
 		return wIt.NextPrefix(), nil
 	}
 	return true, nil
+}
+
+// emitInline hands on the inline value of the put record under the write
+// iterator.
+func (s *forwardScan) emitInline(value []byte) error {
+	s.found++
+	if s.fn != nil {
+		key, _, err := appendWriteKeyUserKey(s.keyBuf[:0], s.wIt.Key())
+		if err != nil {
+			return err
+		}
+		s.keyBuf = key
+		return s.fn(key, value)
+	}
+	s.sk.buf, s.sk.decoded = s.keyBuf[:0], false
+	err := s.vfn(&s.sk, value)
+	s.keyBuf = s.sk.buf[:0]
+	return err
 }
 
 // emit hands on the put record w under the write iterator.
