@@ -426,8 +426,10 @@ func TestInlineWriteMatchesDecodeWrite(t *testing.T) {
 			{kind: writeRollback, startTS: startTS},
 		} {
 			b := w.encode()
-			check(b, startTS < 1<<63) // larger ones take 10 varint bytes
-			for i := range b { // truncated and corrupted records
+			// Start ts from 1<<63 up take 10 varint bytes: refused.
+			check(b, startTS < 1<<63)
+			// Truncated and corrupted records.
+			for i := range b {
 				check(b[:i], false)
 				c := slices.Clone(b)
 				c[i] ^= 0x80
