@@ -271,6 +271,43 @@ func (r *Runner) NeedsKeys() bool {
 	return r.f.handle >= 0 || len(r.f.indexCols) > 0
 }
 
+// CountsOnly reports whether the run only counts records: an aggregation
+// without grouping, filter or first-row columns whose functions are all
+// COUNT(*), over a table scan that decodes neither keys nor values, and
+// whose page cannot fill (it holds a single group). Such a run may be
+// given the number of records of a range (AddCount) instead of the
+// records.
+func (r *Runner) CountsOnly() bool {
+	f := r.f
+	if !f.agg || len(f.groupBy) > 0 || len(f.firstRow) > 0 || f.filter != nil || f.decodeValue ||
+		f.index || f.handle >= 0 || r.paging == 1 {
+		return false
+	}
+	for _, a := range f.funcs {
+		if a.name != "count" || a.arg != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// AddCount is n calls of Add for a run that CountsOnly.
+func (r *Runner) AddCount(n uint64) error {
+	if n == 0 {
+		return nil
+	}
+	// The first record makes the group, as Add does.
+	if err := r.Add(nil, nil); err != nil {
+		return err
+	}
+	g := r.order[0]
+	for i := range g.count {
+		g.count[i] += int64(n - 1)
+	}
+	r.scanned += n - 1
+	return nil
+}
+
 // Scanned is the number of records the run has read.
 func (r *Runner) Scanned() uint64 { return r.scanned }
 

@@ -324,6 +324,14 @@ func TestScanMatchesGet(t *testing.T) {
 						}
 					}
 					check("ScanValues", got, err)
+					if limit == 0 && !reverse {
+						n, _, err := Count(r, start, end, readTS)
+						got = want
+						if n != len(want) {
+							got = []string{fmt.Sprintf("%d pairs", n)}
+						}
+						check("Count", got, err)
+					}
 					if limit > 0 {
 						pairs, err := Scan(r, start, end, limit, readTS, reverse)
 						got = nil
@@ -354,6 +362,15 @@ func TestScanMatchesGet(t *testing.T) {
 					for _, ri := range order {
 						if err = rs.ScanFunc(ri, readTS, reverse, fn); err != nil {
 							break
+						}
+					}
+					if !reverse && err == nil {
+						var n0, n1 int
+						if n0, _, err = rs.Count(0, readTS); err == nil {
+							n1, _, err = rs.Count(1, readTS)
+						}
+						if n0+n1 != len(got) && err == nil {
+							got = append(got, fmt.Sprintf("RangeScan.Count: %d+%d pairs", n0, n1))
 						}
 					}
 					rs.Close()
