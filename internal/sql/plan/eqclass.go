@@ -88,7 +88,7 @@ func joinClasses(conds []ast.ExprNode, leaves []*leaf) (classOf []int, classes [
 		parent = append(parent, len(parent))
 		return ids[k]
 	}
-	first := make([]int, len(conds))   // a member of each conjunct's columns, -1: none
+	first := make([]int, len(conds))    // a member of each conjunct's columns, -1: none
 	joins := make([][2]int, len(conds)) // the leaves each conjunct joins, lower first
 	for k, c := range conds {
 		classOf[k], first[k] = -1, -1
