@@ -113,42 +113,25 @@ func joinClasses(conds []ast.ExprNode, leaves []*leaf) (classOf []int, classes [
 		return classOf, nil, nil
 	}
 	// A class per root, unless a leaf has two of its columns.
-	classAt := map[int]int{} // root -> index in classes, -1: not usable
+	byRoot := map[int]*eqClass{}
 	var all []*eqClass
+	bad := map[*eqClass]bool{}
 	for i, m := range members {
-		r := find(i)
-		ci, seen := classAt[r]
-		if !seen {
-			ci = len(all)
-			classAt[r] = ci
-			all = append(all, &eqClass{})
+		cl := byRoot[find(i)]
+		if cl == nil {
+			cl = &eqClass{}
+			byRoot[find(i)] = cl
+			all = append(all, cl)
 		}
-		if ci < 0 {
-			continue
+		for _, o := range cl.members {
+			bad[cl] = bad[cl] || o.leaf == m.leaf
 		}
-		for _, o := range all[ci].members {
-			if o.leaf == m.leaf {
-				ci = -1
-				classAt[r] = -1
-				break
-			}
-		}
-		if ci >= 0 {
-			all[ci].members = append(all[ci].members, m)
-		}
+		cl.members = append(cl.members, m)
 	}
-	renum := make([]int, len(all)) // index in all -> index in classes
-	for ci := range all {
-		renum[ci] = -1
-	}
-	for _, ci := range classAt {
-		if ci >= 0 {
-			renum[ci] = 0
-		}
-	}
-	for ci, cl := range all {
-		if renum[ci] == 0 {
-			renum[ci] = len(classes)
+	index := map[*eqClass]int{}
+	for _, cl := range all {
+		if !bad[cl] {
+			index[cl] = len(classes)
 			classes = append(classes, cl)
 		}
 	}
@@ -157,12 +140,10 @@ func joinClasses(conds []ast.ExprNode, leaves []*leaf) (classOf []int, classes [
 		if a < 0 {
 			continue
 		}
-		ci := classAt[find(a)]
-		if ci < 0 {
-			continue
+		if ci, ok := index[byRoot[find(a)]]; ok {
+			classOf[k] = ci
+			linked[[3]int{ci, joins[k][0], joins[k][1]}] = true
 		}
-		classOf[k] = renum[ci]
-		linked[[3]int{renum[ci], joins[k][0], joins[k][1]}] = true
 	}
 	for ci, cl := range classes {
 		for x, a := range cl.members {
