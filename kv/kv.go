@@ -57,6 +57,16 @@ type RangeDestroyer interface {
 	DestroyRange(ctx context.Context, start, end []byte, safePoint uint64) error
 }
 
+// LatestReader is implemented by storages that can read a key's newest
+// committed value outside any transaction, without a timestamp from the
+// TSO: linearizable for that one key (client.Client.GetLatest). The SQL
+// layer reads an autocommit point select this way.
+type LatestReader interface {
+	// GetLatest returns the newest committed value of key or
+	// ErrNotFound.
+	GetLatest(ctx context.Context, key []byte) ([]byte, error)
+}
+
 // TxnOptions tunes a transaction.
 type TxnOptions struct {
 	// Pessimistic makes LockKeys wait for conflicting locks (up to

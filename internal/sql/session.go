@@ -602,6 +602,10 @@ func (s *Session) compile(st ast.StmtNode) (*compiled, error) {
 }
 
 func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Datum, p *prepared) (res *Result, err error) {
+	var pre *compiled
+	if s.txn == nil && s.autocommitStmt() {
+		pre = s.beginLatest(ctx, st, p) // latest.go
+	}
 	if err := s.begin(ctx); err != nil {
 		return nil, err
 	}
@@ -625,7 +629,9 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 		}
 	}()
 	var c *compiled
-	if p != nil && p.cached != nil && p.cached.version == s.schema.Version && p.cached.tempVersion == s.x.tempVersion && p.cached.stats == s.e.stats.Load() {
+	if pre != nil && pre.version == s.schema.Version && pre.tempVersion == s.x.tempVersion && pre.stats == s.e.stats.Load() {
+		c = pre
+	} else if p != nil && p.cached != nil && p.cached.version == s.schema.Version && p.cached.tempVersion == s.x.tempVersion && p.cached.stats == s.e.stats.Load() {
 		c = p.cached
 	} else {
 		if c, err = s.compile(st); err != nil {

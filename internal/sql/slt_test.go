@@ -156,6 +156,7 @@ func TestSQLLogicSelect(t *testing.T) {
 		}
 		t.Run(f, func(t *testing.T) {
 			n, fails := runSLT(t, path)
+			t.Logf("%s: %d records, %d failed", f, n, len(fails))
 			for i, f := range fails {
 				if i == 20 {
 					break

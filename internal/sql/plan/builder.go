@@ -756,20 +756,31 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		used   []bool
 		opaque bool
 		done   bool
+		class  int // equivalence class of a column = column join (eqclass.go), -1: none
 	}
 	cs := make([]*cond, len(conds))
 	for i, c := range conds {
 		used, opaque := refs(c, scopes)
-		cs[i] = &cond{node: c, used: used, opaque: opaque}
+		cs[i] = &cond{node: c, used: used, opaque: opaque, class: -1}
 	}
+	var classes []*eqClass
 	if len(leaves) > 1 {
+		var classOf []int
+		var derived []derivedEq
+		classOf, classes, derived = joinClasses(conds, leaves)
+		for i, ci := range classOf {
+			cs[i].class = ci
+		}
+		for _, d := range derived {
+			cs = append(cs, &cond{node: d.node, used: d.used, class: d.class})
+		}
 		for _, c := range cs[:len(conds)] {
 			if c.opaque {
 				continue
 			}
 			for _, d := range orImplied(c.node, scopes) {
 				used, opaque := refs(d, scopes)
-				cs = append(cs, &cond{node: d, used: used, opaque: opaque})
+				cs = append(cs, &cond{node: d, used: used, opaque: opaque, class: -1})
 			}
 		}
 	}
@@ -830,12 +841,14 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 	var pending []joinCond
 	for _, c := range cs {
 		if len(leaves) > 1 && !straight && !c.done && !c.opaque {
-			pending = append(pending, newJoinCond(c.node, c.used, scopes))
+			jc := newJoinCond(c.node, c.used, scopes)
+			jc.class = c.class
+			pending = append(pending, jc)
 		}
 	}
 	var est *estimates
 	if !straight {
-		est = b.newEstimates(leaves, mineOf, subqOf, pending)
+		est = b.newEstimates(leaves, mineOf, subqOf, pending, classes)
 	}
 	var order []int
 	var driven bool
@@ -865,11 +878,20 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			sc.cols = append(sc.cols, c)
 		}
 		var filters []ast.ExprNode
+		keyed := map[int]bool{} // the classes joined by a key at this step
 		for _, c := range cs {
 			if c.done || c.opaque || !subset(c.used, joined) || !c.used[i] {
 				continue
 			}
 			c.done = true
+			if c.class >= 0 {
+				if keyed[c.class] {
+					// Implied by the key of its class already
+					// taken and the equalities applied before.
+					continue
+				}
+				keyed[c.class] = true
+			}
 			if lk, rk, ok := b.equiKeys(c.node, leftScope, l.scope, joinedScopes, scopes[i]); ok {
 				jn.LeftKeys = append(jn.LeftKeys, lk)
 				jn.RightKey = append(jn.RightKey, rk)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -32,7 +33,13 @@ import (
 //     columns' NDV, a HAVING comparison 1/3); anything else 1/2;
 //   - a join: |L| * |R| / max(NDV(L.k), NDV(R.k)) for each equality of two
 //     columns, 1/max(rows) for an equality of expressions, 1/3 for any other
-//     condition between the tables.
+//     condition between the tables. The equalities of one equivalence class
+//     (eqclass.go) count once per table: the tables of a class joined so
+//     far, with NDVs d1 >= d2 >= ... >= dk in the class's columns, divide
+//     the product of their rows by d1 * ... * d(k-1) (every NDV but the
+//     smallest), however many equalities of the class the query states or
+//     implies: c_nationkey = s_nationkey AND s_nationkey = n_nationkey
+//     AND c_nationkey = n_nationkey select like the first two.
 //
 // The order is the left-deep one of least cost (every order, by dynamic
 // programming over the sets of tables, up to dpMaxTables tables; greedy
@@ -75,9 +82,17 @@ const (
 
 // estimates are the cardinalities of the leaves of one flattened join.
 type estimates struct {
-	raw   []float64 // stored rows of each leaf's table
-	rows  []float64 // rows after the leaf's own conditions
-	edges []joinEdge
+	raw     []float64 // stored rows of each leaf's table
+	rows    []float64 // rows after the leaf's own conditions
+	edges   []joinEdge
+	classes [][]classNDV // the columns of each equivalence class
+}
+
+// classNDV is the column of leaf in an equivalence class and its number
+// of distinct values (the table's rows when unknown).
+type classNDV struct {
+	leaf int
+	ndv  float64
 }
 
 // joinEdge is a condition between the leaves of mask with selectivity sel.
@@ -96,7 +111,7 @@ func (b *Builder) leafStats(l *leaf) *catalog.TableStats {
 
 // newEstimates returns the estimates of the leaves, or nil unless every
 // leaf is a table with statistics (and there are at most 64).
-func (b *Builder) newEstimates(leaves []*leaf, mine [][]ast.ExprNode, extra [][]float64, conds []joinCond) *estimates {
+func (b *Builder) newEstimates(leaves []*leaf, mine [][]ast.ExprNode, extra [][]float64, conds []joinCond, classes []*eqClass) *estimates {
 	if b.Stats == nil || len(leaves) < 2 || len(leaves) > 64 {
 		return nil
 	}
@@ -114,7 +129,21 @@ func (b *Builder) newEstimates(leaves []*leaf, mine [][]ast.ExprNode, extra [][]
 		est.raw[i] = raw
 		est.rows[i] = math.Max(1, raw*sel)
 	}
+	for _, cl := range classes {
+		var cols []classNDV
+		for _, m := range cl.members {
+			ndv := b.columnNDV(leaves[m.leaf], m.col)
+			if ndv <= 0 {
+				ndv = est.raw[m.leaf]
+			}
+			cols = append(cols, classNDV{leaf: m.leaf, ndv: ndv})
+		}
+		est.classes = append(est.classes, cols)
+	}
 	for _, c := range conds {
+		if c.class >= 0 {
+			continue // counted by its class
+		}
 		var mask uint64
 		for i, u := range c.used {
 			if u {
@@ -173,6 +202,23 @@ func (e *estimates) card(mask uint64) float64 {
 			c *= ed.sel
 		}
 	}
+	var ndvs []float64
+	for _, cl := range e.classes {
+		ndvs = ndvs[:0]
+		for _, m := range cl {
+			if mask&(1<<m.leaf) != 0 {
+				ndvs = append(ndvs, m.ndv)
+			}
+		}
+		if len(ndvs) < 2 {
+			continue
+		}
+		// Every NDV but the smallest.
+		slices.Sort(ndvs)
+		for _, d := range ndvs[1:] {
+			c /= math.Max(1, d)
+		}
+	}
 	return math.Max(1, c)
 }
 
@@ -180,6 +226,16 @@ func (e *estimates) card(mask uint64) float64 {
 func (e *estimates) connected(mask uint64, j int) bool {
 	for _, ed := range e.edges {
 		if ed.mask&(1<<j) != 0 && ed.mask&^(1<<j)&^mask == 0 && ed.mask&mask != 0 {
+			return true
+		}
+	}
+	for _, cl := range e.classes {
+		in, other := false, false
+		for _, m := range cl {
+			in = in || m.leaf == j
+			other = other || mask&(1<<m.leaf) != 0
+		}
+		if in && other {
 			return true
 		}
 	}

@@ -138,7 +138,7 @@ func byHandle(i int, leaves []*leaf, joined []bool, conds []joinCond) bool {
 // newJoinCond analyzes a conjunct not yet placed for reachRank: an
 // equality whose one side reads a single leaf can join that leaf.
 func newJoinCond(node ast.ExprNode, used []bool, scopes []*scope) joinCond {
-	c := joinCond{used: used}
+	c := joinCond{used: used, class: -1}
 	be, ok := unparen(node).(*ast.BinaryOperationExpr)
 	if !ok || be.Op != opcode.EQ {
 		return c
@@ -208,8 +208,9 @@ func sameClass(other ast.ExprNode, ou []bool, scopes []*scope, mineScope *scope,
 
 // joinCond is a conjunct not yet placed, for reachRank.
 type joinCond struct {
-	used []bool
-	eqs  []eqSide
+	used  []bool
+	eqs   []eqSide
+	class int // its equivalence class (eqclass.go), -1: none
 }
 
 // eqSide is one way an equality can join a leaf: leaf's side reads only
