@@ -398,8 +398,9 @@ func Scan(r pebble.Reader, start, end []byte, limit int, readTS uint64, reverse 
 // error. A blocking lock ends it with *LockedError after fn has seen the
 // pairs before the lock (which are good: their keys were not locked).
 //
-// The scan walks one iterator over the write CF, jumping between keys with
-// seeks, merged with one iterator over the lock CF of the same range. The
+// The scan walks one iterator over the write CF (forward: forwardScan
+// steps from key to key; reverse: it seeks), merged with one iterator over
+// the lock CF of the same range. The
 // lock iterator is opened first: see "Reading the live engine" in the
 // package documentation. A reader from LockSet.Reader skips it when the set
 // knows that no key of the range holds a lock (the common case: one-phase
