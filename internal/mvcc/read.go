@@ -564,7 +564,9 @@ func scanIters(r pebble.Reader, wIt, lIt *pebble.Iterator, limit int, readTS uin
 		visited, err = scanReverse(r, wIt, lIt, limit, readTS, fn, vfn)
 	} else {
 		s := forwardScan{r: r, wIt: wIt, lIt: lIt, readTS: readTS, fn: fn, vfn: vfn}
-		s.sk.it = wIt
+		if vfn != nil {
+			s.sk = &ScanKey{it: wIt}
+		}
 		err = s.run(limit)
 		visited = s.visited
 	}

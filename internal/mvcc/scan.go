@@ -34,7 +34,7 @@ type forwardScan struct {
 	fn       func(key, value []byte) error
 	vfn      func(k *ScanKey, value []byte) error
 
-	sk        ScanKey
+	sk        *ScanKey // ScanValues only: ScanFunc and Count allocate none
 	keyBuf    []byte // the user key of the pair at hand, when decoded
 	prefixBuf []byte // the general path's version prefix
 	lockEsc   []byte // the escaped user key of the lock under lIt
@@ -190,7 +190,7 @@ func (s *forwardScan) emitInline(value []byte) error {
 		return s.fn(key, value)
 	}
 	s.sk.buf, s.sk.decoded = s.keyBuf[:0], false
-	err := s.vfn(&s.sk, value)
+	err := s.vfn(s.sk, value)
 	s.keyBuf = s.sk.buf[:0]
 	return err
 }
@@ -225,7 +225,7 @@ func (s *forwardScan) emit(w *write) error {
 		s.found++
 		s.sk.buf, s.sk.decoded = s.keyBuf[:0], false
 	}
-	err := s.vfn(&s.sk, value)
+	err := s.vfn(s.sk, value)
 	s.keyBuf = s.sk.buf[:0]
 	return err
 }
