@@ -35,12 +35,12 @@ type forwardScan struct {
 	vfn      func(k *ScanKey, value []byte) error
 
 	sk        *ScanKey // ScanValues only: ScanFunc and Count allocate none
-	keyBuf    []byte // the user key of the pair at hand, when decoded
-	prefixBuf []byte // the general path's version prefix
-	lockEsc   []byte // the escaped user key of the lock under lIt
-	found     int    // pairs handed on (counted, without fn and vfn)
-	bytes     int    // counting: the inline values' bytes
-	visited   uint64 // keys with write records: LockSet.ScannedKeys
+	keyBuf    []byte   // the user key of the pair at hand, when decoded
+	prefixBuf []byte   // the general path's version prefix
+	lockEsc   []byte   // the escaped user key of the lock under lIt
+	found     int      // pairs handed on (counted, without fn and vfn)
+	bytes     int      // counting: the inline values' bytes
+	visited   uint64   // keys with write records: LockSet.ScannedKeys
 }
 
 // minWriteKeyLen is 'z' 'w', the escape terminator and the timestamp.
