@@ -88,6 +88,12 @@ func (b *Builder) BuildQuery(node ast.ResultSetNode) (Plan, error) {
 		// correlated one runs once per outer row, where a fragment's
 		// round trip would cost more than it saves.
 		for _, sq := range b.Subqueries {
+			// A query reads and writes nothing else while it runs: a
+			// correlated subquery whose result depends on the outer
+			// row's columns alone is remembered per distinct value of
+			// them (subquery.go). Statements that write do not, as
+			// their subqueries may read what they have written.
+			sq.memoOK = sq.Correlated && !sq.reachesOut && !sq.volatile && len(sq.outerCols) > 0
 			if sq.Correlated {
 				continue
 			}
@@ -125,6 +131,9 @@ func (b *Builder) buildSubquery(sc *scope, n *ast.SubqueryExpr, kind SubqueryKin
 	if err != nil {
 		return nil, err
 	}
+	vv := &volatileVisitor{}
+	n.Query.Accept(vv)
+	sq.volatile = vv.found
 	if kind != ExistsSubquery && len(p.Columns()) != 1 {
 		return nil, sqlerr.New(sqlerr.ErOperandColumns, "21000", "Operand should contain 1 column(s)")
 	}
@@ -135,6 +144,35 @@ func (b *Builder) buildSubquery(sc *scope, n *ast.SubqueryExpr, kind SubqueryKin
 	b.Subqueries = append(b.Subqueries, sq)
 	return sq, nil
 }
+
+// volatileFuncs are the functions whose value may differ between two calls
+// with the same arguments in one statement.
+var volatileFuncs = map[string]bool{
+	"rand": true, "uuid": true, "uuid_short": true, "sleep": true, "benchmark": true,
+	"sysdate": true, "get_lock": true, "release_lock": true, "release_all_locks": true,
+	"is_free_lock": true, "is_used_lock": true, "last_insert_id": true, "found_rows": true,
+	"row_count": true, "nextval": true, "lastval": true, "setval": true, "random_bytes": true,
+}
+
+// volatileVisitor finds calls of volatile functions and user variables
+// (which the statement may assign as it runs).
+type volatileVisitor struct{ found bool }
+
+func (v *volatileVisitor) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.FuncCallExpr:
+		if volatileFuncs[x.FnName.L] {
+			v.found = true
+		}
+	case *ast.VariableExpr:
+		if !x.IsSystem {
+			v.found = true
+		}
+	}
+	return n, v.found
+}
+
+func (v *volatileVisitor) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // fieldName is the column name MySQL reports for a select-list item.
 func fieldName(f *ast.SelectField) string {
