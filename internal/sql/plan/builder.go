@@ -140,6 +140,9 @@ func (b *Builder) buildSubquery(sc *scope, n *ast.SubqueryExpr, kind SubqueryKin
 	if kind == ScalarSubquery {
 		sq.ft = p.Columns()[0].Type
 	}
+	if kind == ExistsSubquery {
+		existsHint(p)
+	}
 	sq.Plan = p
 	b.Subqueries = append(b.Subqueries, sq)
 	return sq, nil
@@ -599,6 +602,29 @@ func limitHint(l *Limit) {
 		case *Scan:
 			if n > 0 && n < 1<<20 {
 				x.LimitHint = int(n)
+			}
+		}
+		return
+	}
+}
+
+// existsHint tells an index lookup under an EXISTS subquery (through
+// projections and filters) that one row answers it: its first batch
+// fetches one table row instead of a batch (TPC-H Q22's NOT EXISTS over
+// orders by o_custkey fetched every order of the customer). If filters
+// reject that row the scan reads on in full batches.
+func existsHint(p Plan) {
+	for {
+		switch x := p.(type) {
+		case *Projection:
+			p = x.Child
+			continue
+		case *Filter:
+			p = x.Child
+			continue
+		case *Scan:
+			if x.Access == IndexLookup && x.LimitHint == 0 {
+				x.LimitHint = 1
 			}
 		}
 		return
