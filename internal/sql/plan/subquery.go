@@ -65,6 +65,8 @@ type Subquery struct {
 	memo     map[string][][]types.Datum
 	memoSize int // datums held in memo
 	memoKey  []byte
+	memoRuns int // runs since the last hit
+	memoOff  bool
 
 	set *inSet // uncorrelated IN: its rows hashed (nil: not built yet)
 
@@ -88,7 +90,7 @@ func (s *Subquery) collation() *collate.Collation {
 // remembered results of a correlated one.
 func (s *Subquery) Reset() {
 	s.valid, s.cached, s.set = false, nil, nil
-	s.memo, s.memoSize = nil, 0
+	s.memo, s.memoSize, s.memoRuns, s.memoOff = nil, 0, 0, false
 }
 
 // Memoized reports whether a correlated subquery's results are remembered
@@ -99,6 +101,11 @@ func (s *Subquery) Memoized() bool { return s.memoOK }
 // new results are not remembered (the subquery runs per outer row again).
 const memoLimit = 1 << 16
 
+// memoGiveUp: after this many runs in a row without a hit (every outer
+// value distinct so far, as for a key), the memo is dropped for the rest
+// of the execution.
+const memoGiveUp = 1024
+
 func (s *Subquery) rows() ([][]types.Datum, error) {
 	if s.valid && !s.Correlated {
 		return s.cached, nil
@@ -107,7 +114,8 @@ func (s *Subquery) rows() ([][]types.Datum, error) {
 		return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "subquery is not bound to an execution")
 	}
 	var key []byte
-	if s.memoOK {
+	memo := s.memoOK && !s.memoOff
+	if memo {
 		key = s.memoKey[:0]
 		for _, i := range s.outerCols {
 			if i >= len(s.outer) {
@@ -117,7 +125,11 @@ func (s *Subquery) rows() ([][]types.Datum, error) {
 		}
 		s.memoKey = key
 		if rows, ok := s.memo[string(key)]; ok {
+			s.memoRuns = 0
 			return rows, nil
+		}
+		if s.memoRuns++; s.memoRuns >= memoGiveUp {
+			s.memoOff, s.memo, memo = true, nil, false
 		}
 	}
 	rows, err := s.Run()
@@ -125,7 +137,7 @@ func (s *Subquery) rows() ([][]types.Datum, error) {
 		return nil, err
 	}
 	s.cached, s.valid = rows, true
-	if s.memoOK {
+	if memo {
 		n := 1
 		for _, r := range rows {
 			n += len(r)
