@@ -237,7 +237,30 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 		if lock {
 			b.lockOpts = lockOptions(sel.LockInfo)
 		}
+		all, nsubs := conds, len(b.Subqueries)
 		p, conds, err = b.buildFrom(sel.From.TableRefs, sc, conds, lock)
+		if err == nil && !lock {
+			// A correlated aggregate subquery the estimates say is
+			// cheaper as a join (decorrelate.go): the FROM clause is
+			// planned again with it.
+			if rw := b.decorrelate(sel.From.TableRefs, all, p, sc); rw != nil {
+				firstSubs := slices.Clone(b.Subqueries[nsubs:])
+				b.Subqueries = b.Subqueries[:nsubs]
+				sc2 := newScope(b)
+				sc2.parent, sc2.sub = parent, sub
+				p2, conds2, err2 := b.buildFrom(rw.from, sc2, rw.conds, lock)
+				if err2 == nil {
+					for i := range sc2.cols {
+						if strings.EqualFold(sc2.cols[i].table, rw.alias) {
+							sc2.cols[i].hidden = true // not in SELECT *
+						}
+					}
+					sc, p, conds = sc2, p2, conds2
+				} else {
+					b.Subqueries = append(b.Subqueries[:nsubs], firstSubs...)
+				}
+			}
+		}
 		b.straight, b.lockOpts = saved, savedLock
 		if err != nil {
 			return nil, err
