@@ -613,21 +613,24 @@ func limitHint(l *Limit) {
 		}
 		n += off
 	}
-	p := l.Child
+	if x := scanBelow(l.Child); x != nil && n > 0 && n < 1<<20 {
+		x.LimitHint = int(n)
+	}
+}
+
+// scanBelow is the scan right under p's projections and filters, or nil.
+func scanBelow(p Plan) *Scan {
 	for {
 		switch x := p.(type) {
 		case *Projection:
 			p = x.Child
-			continue
 		case *Filter:
 			p = x.Child
-			continue
 		case *Scan:
-			if n > 0 && n < 1<<20 {
-				x.LimitHint = int(n)
-			}
+			return x
+		default:
+			return nil
 		}
-		return
 	}
 }
 
@@ -637,20 +640,8 @@ func limitHint(l *Limit) {
 // orders by o_custkey fetched every order of the customer). If filters
 // reject that row the scan reads on in full batches.
 func existsHint(p Plan) {
-	for {
-		switch x := p.(type) {
-		case *Projection:
-			p = x.Child
-			continue
-		case *Filter:
-			p = x.Child
-			continue
-		case *Scan:
-			if x.Access == IndexLookup && x.LimitHint == 0 {
-				x.LimitHint = 1
-			}
-		}
-		return
+	if x := scanBelow(p); x != nil && x.Access == IndexLookup && x.LimitHint == 0 {
+		x.LimitHint = 1
 	}
 }
 
