@@ -108,6 +108,9 @@ func explainTree(p plan.Plan, subs []*plan.Subquery, an *exec.Analysis) *Result 
 		if sq.Correlated {
 			kind = "correlated"
 		}
+		if sq.Memoized() {
+			kind = "correlated, memoized"
+		}
 		fmt.Fprintf(&sb, "-> Subquery %d (%s): %s\n", i+1, kind, sq.String())
 		walk(sq.Plan, 1)
 	}

@@ -396,6 +396,9 @@ func (s *Session) runExplain(ctx context.Context, n *ast.ExplainStmt) (*Result, 
 		if sq.Correlated {
 			kind = "correlated"
 		}
+		if sq.Memoized() {
+			kind = "correlated, memoized"
+		}
 		res.Rows = append(res.Rows, textRow(fmt.Sprintf("Subquery %d (%s): %s", i+1, kind, sq.String())))
 		for _, line := range plan.Explain(sq.Plan) {
 			res.Rows = append(res.Rows, textRow("  "+line))

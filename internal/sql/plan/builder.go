@@ -88,6 +88,12 @@ func (b *Builder) BuildQuery(node ast.ResultSetNode) (Plan, error) {
 		// correlated one runs once per outer row, where a fragment's
 		// round trip would cost more than it saves.
 		for _, sq := range b.Subqueries {
+			// A query reads and writes nothing else while it runs: a
+			// correlated subquery whose result depends on the outer
+			// row's columns alone is remembered per distinct value of
+			// them (subquery.go). Statements that write do not, as
+			// their subqueries may read what they have written.
+			sq.memoOK = sq.Correlated && !sq.reachesOut && !sq.volatile && len(sq.outerCols) > 0
 			if sq.Correlated {
 				continue
 			}
@@ -125,16 +131,51 @@ func (b *Builder) buildSubquery(sc *scope, n *ast.SubqueryExpr, kind SubqueryKin
 	if err != nil {
 		return nil, err
 	}
+	vv := &volatileVisitor{}
+	n.Query.Accept(vv)
+	sq.volatile = vv.found
 	if kind != ExistsSubquery && len(p.Columns()) != 1 {
 		return nil, sqlerr.New(sqlerr.ErOperandColumns, "21000", "Operand should contain 1 column(s)")
 	}
 	if kind == ScalarSubquery {
 		sq.ft = p.Columns()[0].Type
 	}
+	if kind == ExistsSubquery {
+		existsHint(p)
+	}
 	sq.Plan = p
 	b.Subqueries = append(b.Subqueries, sq)
 	return sq, nil
 }
+
+// volatileFuncs are the functions whose value may differ between two calls
+// with the same arguments in one statement.
+var volatileFuncs = map[string]bool{
+	"rand": true, "uuid": true, "uuid_short": true, "sleep": true, "benchmark": true,
+	"sysdate": true, "get_lock": true, "release_lock": true, "release_all_locks": true,
+	"is_free_lock": true, "is_used_lock": true, "last_insert_id": true, "found_rows": true,
+	"row_count": true, "nextval": true, "lastval": true, "setval": true, "random_bytes": true,
+}
+
+// volatileVisitor finds calls of volatile functions and user variables
+// (which the statement may assign as it runs).
+type volatileVisitor struct{ found bool }
+
+func (v *volatileVisitor) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.FuncCallExpr:
+		if volatileFuncs[x.FnName.L] {
+			v.found = true
+		}
+	case *ast.VariableExpr:
+		if !x.IsSystem {
+			v.found = true
+		}
+	}
+	return n, v.found
+}
+
+func (v *volatileVisitor) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // fieldName is the column name MySQL reports for a select-list item.
 func fieldName(f *ast.SelectField) string {
@@ -196,7 +237,30 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 		if lock {
 			b.lockOpts = lockOptions(sel.LockInfo)
 		}
+		all, nsubs := conds, len(b.Subqueries)
 		p, conds, err = b.buildFrom(sel.From.TableRefs, sc, conds, lock)
+		if err == nil && !lock {
+			// A correlated aggregate subquery the estimates say is
+			// cheaper as a join (decorrelate.go): the FROM clause is
+			// planned again with it.
+			if rw := b.decorrelate(sel.From.TableRefs, all, p, sc); rw != nil {
+				firstSubs := slices.Clone(b.Subqueries[nsubs:])
+				b.Subqueries = b.Subqueries[:nsubs]
+				sc2 := newScope(b)
+				sc2.parent, sc2.sub = parent, sub
+				p2, conds2, err2 := b.buildFrom(rw.from, sc2, rw.conds, lock)
+				if err2 == nil {
+					for i := range sc2.cols {
+						if strings.EqualFold(sc2.cols[i].table, rw.alias) {
+							sc2.cols[i].hidden = true // not in SELECT *
+						}
+					}
+					sc, p, conds = sc2, p2, conds2
+				} else {
+					b.Subqueries = append(b.Subqueries[:nsubs], firstSubs...)
+				}
+			}
+		}
 		b.straight, b.lockOpts = saved, savedLock
 		if err != nil {
 			return nil, err
@@ -549,21 +613,35 @@ func limitHint(l *Limit) {
 		}
 		n += off
 	}
-	p := l.Child
+	if x := scanBelow(l.Child); x != nil && n > 0 && n < 1<<20 {
+		x.LimitHint = int(n)
+	}
+}
+
+// scanBelow is the scan right under p's projections and filters, or nil.
+func scanBelow(p Plan) *Scan {
 	for {
 		switch x := p.(type) {
 		case *Projection:
 			p = x.Child
-			continue
 		case *Filter:
 			p = x.Child
-			continue
 		case *Scan:
-			if n > 0 && n < 1<<20 {
-				x.LimitHint = int(n)
-			}
+			return x
+		default:
+			return nil
 		}
-		return
+	}
+}
+
+// existsHint tells an index lookup under an EXISTS subquery (through
+// projections and filters) that one row answers it: its first batch
+// fetches one table row instead of a batch (TPC-H Q22's NOT EXISTS over
+// orders by o_custkey fetched every order of the customer). If filters
+// reject that row the scan reads on in full batches.
+func existsHint(p Plan) {
+	if x := scanBelow(p); x != nil && x.Access == IndexLookup && x.LimitHint == 0 {
+		x.LimitHint = 1
 	}
 }
 

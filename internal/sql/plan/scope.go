@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -180,6 +181,14 @@ func (sc *scope) resolveColumn(cn *ast.ColumnName) (expr.Expr, error) {
 		if ok {
 			for _, s := range path {
 				s.Correlated = true
+			}
+			// The subqueries nested inside cur.sub read a row beyond
+			// their own outer row; cur.sub reads column oc.idx of its.
+			for _, s := range path[:len(path)-1] {
+				s.reachesOut = true
+			}
+			if !slices.Contains(cur.sub.outerCols, oc.idx) {
+				cur.sub.outerCols = append(cur.sub.outerCols, oc.idx)
 			}
 			return &OuterRef{Sub: cur.sub, Index: oc.idx, Name: oc.col.Name, ft: oc.col.Type}, nil
 		}

@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
@@ -44,6 +46,30 @@ type Subquery struct {
 	outer  []types.Datum
 	cached [][]types.Datum
 	valid  bool
+
+	// outerCols are the columns of the outer row its plan reads (through
+	// OuterRefs, its own and those of subqueries nested in it).
+	outerCols []int
+	// reachesOut: its plan reads a row beyond its own outer row (a column
+	// of a query block further out), so its result is not a function of
+	// outerCols alone.
+	reachesOut bool
+	// volatile: its text calls a function whose value may change from
+	// call to call (RAND(), UUID(), SLEEP() ...) or reads a user variable.
+	volatile bool
+	// memoOK: a correlated subquery of a read-only query whose result is
+	// a function of outerCols: its rows are remembered per distinct
+	// value of outerCols (memo), so it runs once per distinct outer value
+	// instead of once per outer row.
+	memoOK   bool
+	memo     map[string][][]types.Datum
+	memoSize int // datums held in memo
+	memoKey  []byte
+	memoRuns int // runs since the last hit
+	memoOff  bool
+
+	set *inSet // uncorrelated IN: its rows hashed (nil: not built yet)
+
 	ft     *ptypes.FieldType
 	coll   *collate.Collation // Left against the subquery's column
 	collOK bool
@@ -60,8 +86,25 @@ func (s *Subquery) collation() *collate.Collation {
 	return s.coll
 }
 
-// Reset drops the cached result of an uncorrelated subquery.
-func (s *Subquery) Reset() { s.valid, s.cached = false, nil }
+// Reset drops the cached result of an uncorrelated subquery and the
+// remembered results of a correlated one.
+func (s *Subquery) Reset() {
+	s.valid, s.cached, s.set = false, nil, nil
+	s.memo, s.memoSize, s.memoRuns, s.memoOff = nil, 0, 0, false
+}
+
+// Memoized reports whether a correlated subquery's results are remembered
+// per distinct value of the outer columns it reads.
+func (s *Subquery) Memoized() bool { return s.memoOK }
+
+// memoLimit bounds the datums a correlated subquery's memo holds: past it
+// new results are not remembered (the subquery runs per outer row again).
+const memoLimit = 1 << 16
+
+// memoGiveUp: after this many runs in a row without a hit (every outer
+// value distinct so far, as for a key), the memo is dropped for the rest
+// of the execution.
+const memoGiveUp = 1024
 
 func (s *Subquery) rows() ([][]types.Datum, error) {
 	if s.valid && !s.Correlated {
@@ -70,12 +113,153 @@ func (s *Subquery) rows() ([][]types.Datum, error) {
 	if s.Run == nil {
 		return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "subquery is not bound to an execution")
 	}
+	var key []byte
+	memo := s.memoOK && !s.memoOff
+	if memo {
+		key = s.memoKey[:0]
+		for _, i := range s.outerCols {
+			if i >= len(s.outer) {
+				return nil, sqlerr.New(sqlerr.ErUnknown, "HY000", "outer reference out of range")
+			}
+			key = appendExactKey(key, s.outer[i])
+		}
+		s.memoKey = key
+		if rows, ok := s.memo[string(key)]; ok {
+			s.memoRuns = 0
+			return rows, nil
+		}
+		if s.memoRuns++; s.memoRuns >= memoGiveUp {
+			s.memoOff, s.memo, memo = true, nil, false
+		}
+	}
 	rows, err := s.Run()
 	if err != nil {
 		return nil, err
 	}
 	s.cached, s.valid = rows, true
+	if memo {
+		n := 1
+		for _, r := range rows {
+			n += len(r)
+		}
+		if s.memoSize+n <= memoLimit {
+			if s.memo == nil {
+				s.memo = map[string][][]types.Datum{}
+			}
+			s.memo[string(key)] = rows
+			s.memoSize += n
+		}
+	}
 	return rows, nil
+}
+
+// appendExactKey appends a self-delimiting key of d that is equal for two
+// datums only when they are the same value of the same kind, shown the
+// same way (1.0 and 1.00, 'a' and 'A', 0 and -0e0 get different keys):
+// a memoized subquery must see exactly the value it would have read.
+func appendExactKey(buf []byte, d types.Datum) []byte {
+	buf = append(buf, byte(d.Kind()))
+	switch d.Kind() {
+	case types.KindNull:
+		return buf
+	case types.KindString, types.KindBytes:
+		b := d.Bytes()
+		buf = binary.AppendUvarint(buf, uint64(len(b)))
+		return append(buf, b...)
+	case types.KindDecimal:
+		t := d.Decimal().String()
+		buf = binary.AppendUvarint(buf, uint64(len(t)))
+		return append(buf, t...)
+	case types.KindFloat64:
+		return binary.BigEndian.AppendUint64(buf, math.Float64bits(d.Float()))
+	case types.KindTime:
+		return binary.BigEndian.AppendUint64(buf, uint64(d.Time()))
+	}
+	// KindInt64, KindUint64, KindDuration: the integer word.
+	return binary.BigEndian.AppendUint64(buf, uint64(d.Int()))
+}
+
+// inSet is an uncorrelated IN subquery's rows in a hash set, so that
+// x IN (SELECT ...) costs one lookup per outer row rather than a pass over
+// the rows. It is used only when every non-NULL value is of one class
+// whose hash keys are equal exactly when CompareCollated says equal (see
+// types.AppendHashKey) and x is of that class too; otherwise Eval compares
+// row by row.
+type inSet struct {
+	usable  bool
+	class   int
+	hasNull bool
+	keys    map[string]struct{}
+}
+
+// inSetMin is the row count from which an IN subquery's rows are hashed.
+const inSetMin = 8
+
+// hashClass groups the kinds whose values compare equal only within the
+// group and whose hash keys agree with that comparison (0: none).
+func hashClass(d types.Datum) int {
+	switch d.Kind() {
+	case types.KindInt64, types.KindUint64:
+		return 1
+	case types.KindDecimal:
+		return 2
+	case types.KindString:
+		return 3
+	case types.KindBytes:
+		return 4
+	case types.KindTime:
+		return 5
+	case types.KindDuration:
+		return 6
+	}
+	return 0
+}
+
+func newInSet(rows [][]types.Datum, coll *collate.Collation) *inSet {
+	set := &inSet{usable: true, keys: make(map[string]struct{}, len(rows))}
+	var buf []byte
+	for _, r := range rows {
+		d := r[0]
+		if d.IsNull() {
+			set.hasNull = true
+			continue
+		}
+		c := hashClass(d)
+		if c == 0 || (set.class != 0 && c != set.class) {
+			return &inSet{}
+		}
+		set.class = c
+		buf = d.AppendHashKeyCollated(buf[:0], coll)
+		set.keys[string(buf)] = struct{}{}
+	}
+	return set
+}
+
+// inMatch is anyMatch(left, rows, EQ) through the hash set; ok=false when
+// the set cannot answer for left.
+func (s *Subquery) inMatch(left types.Datum, rows [][]types.Datum) (types.Datum, bool) {
+	if s.set == nil {
+		s.set = newInSet(rows, s.collation())
+	}
+	set := s.set
+	if !set.usable {
+		return types.Null, false
+	}
+	if left.IsNull() {
+		return types.Null, true
+	}
+	if set.class != 0 && hashClass(left) != set.class {
+		return types.Null, false
+	}
+	if set.class != 0 {
+		if _, ok := set.keys[string(left.AppendHashKeyCollated(nil, s.collation()))]; ok {
+			return boolDatum(true), true
+		}
+	}
+	if set.hasNull {
+		return types.Null, true
+	}
+	return boolDatum(false), true
 }
 
 // Type implements expr.Expr.
@@ -121,7 +305,15 @@ func (s *Subquery) Eval(ctx *expr.EvalContext, row []types.Datum) (types.Datum, 
 	case ExistsSubquery:
 		return boolDatum((len(rows) > 0) != s.Not), nil
 	case InSubquery:
-		v, err := anyMatch(left, rows, opcode.EQ, s.collation())
+		var v types.Datum
+		var err error
+		ok := false
+		if !s.Correlated && len(rows) >= inSetMin {
+			v, ok = s.inMatch(left, rows)
+		}
+		if !ok {
+			v, err = anyMatch(left, rows, opcode.EQ, s.collation())
+		}
 		if err != nil || v.IsNull() || !s.Not {
 			return v, err
 		}
