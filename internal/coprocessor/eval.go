@@ -273,14 +273,14 @@ func (r *Runner) NeedsKeys() bool {
 
 // CountsOnly reports whether the run only counts records: an aggregation
 // without grouping, filter or first-row columns whose functions are all
-// COUNT(*), over a table scan that decodes neither keys nor values, and
-// whose page cannot fill (it holds a single group). Such a run may be
-// given the number of records of a range (AddCount) instead of the
-// records.
+// COUNT(*), over a table or index scan that decodes neither keys nor
+// values (an index has one entry per row), and whose page cannot fill (it
+// holds a single group). Such a run may be given the number of records of
+// a range (AddCount) instead of the records.
 func (r *Runner) CountsOnly() bool {
 	f := r.f
 	if !f.agg || len(f.groupBy) > 0 || len(f.firstRow) > 0 || f.filter != nil || f.decodeValue ||
-		f.index || f.handle >= 0 || r.paging == 1 {
+		len(f.indexCols) > 0 || f.handle >= 0 || r.paging == 1 {
 		return false
 	}
 	for _, a := range f.funcs {

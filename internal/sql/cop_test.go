@@ -71,6 +71,26 @@ func TestCoprocessorPushdown(t *testing.T) {
 	exec(s, "UPDATE sbtest1 SET c = CONCAT(c, 'u') WHERE id % 10 = 3")
 	exec(s, "DELETE FROM sbtest1 WHERE id % 97 = 5")
 
+	// COUNT(*) of a whole table counts the entries of its narrowest
+	// index: a unique index whose NULL entries are keyed by the handle
+	// too, rows deleted, and rows whose indexed value changed.
+	exec(s, "CREATE TABLE u (id INT PRIMARY KEY, name VARCHAR(200), code INT, UNIQUE KEY code_u (code))")
+	for i := 1; i <= 400; i += 100 {
+		var vals []string
+		for j := i; j < i+100; j++ {
+			code := "NULL"
+			if j%3 != 0 {
+				code = fmt.Sprint(j * 2)
+			}
+			vals = append(vals, fmt.Sprintf("(%d, 'name %d', %s)", j, j, code))
+		}
+		exec(s, "INSERT INTO u VALUES "+strings.Join(vals, ","))
+	}
+	exec(s, "SPLIT TABLE u INDEX code_u BY (100), (500)")
+	exec(s, "UPDATE u SET code = NULL WHERE id % 10 = 1")
+	exec(s, "UPDATE u SET code = id * 2 + 1 WHERE id % 10 = 3")
+	exec(s, "DELETE FROM u WHERE id % 7 = 2")
+
 	queries := []string{
 		"SELECT COUNT(*) FROM sbtest1",
 		"SELECT k % 100 g, COUNT(*), SUM(LENGTH(c)) FROM sbtest1 GROUP BY g ORDER BY g",
@@ -97,6 +117,8 @@ func TestCoprocessorPushdown(t *testing.T) {
 		"SELECT k, COUNT(*), SUM(id) FROM sbtest1 WHERE k IN (5, 77, 900, 1001) GROUP BY k ORDER BY k",
 		"SELECT k % 7, COUNT(*) FROM sbtest1 WHERE k < 200 AND id % 3 = 0 GROUP BY k % 7 ORDER BY 1",
 		"SELECT COUNT(*) FROM sbtest1 WHERE k > 5000",
+		"SELECT COUNT(*), COUNT(1) FROM u",
+		"SELECT COUNT(*) FROM u WHERE code IS NULL",
 	}
 	run := func(s *sql.Session) []string {
 		var out []string
@@ -134,6 +156,12 @@ func TestCoprocessorPushdown(t *testing.T) {
 	plan := fmt.Sprint(exec(s, "EXPLAIN "+queries[1]))
 	if !strings.Contains(plan, "cop[strata]") {
 		t.Errorf("the group-by is not pushed:\n%s", plan)
+	}
+	for tbl, index := range map[string]string{"sbtest1": "index=k_1", "u": "index=code_u"} {
+		plan = fmt.Sprint(exec(s, "EXPLAIN SELECT COUNT(*) FROM "+tbl))
+		if !strings.Contains(plan, "cop[strata]") || !strings.Contains(plan, index) {
+			t.Errorf("COUNT(*) of %s does not count the entries of its narrowest index:\n%s", tbl, plan)
+		}
 	}
 	plan = fmt.Sprint(exec(s, "EXPLAIN SELECT COUNT(*) FROM sbtest1 WHERE k BETWEEN 100 AND 300"))
 	if !strings.Contains(plan, "cop[strata]") || !strings.Contains(plan, "index=k_1") {
