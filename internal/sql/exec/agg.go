@@ -253,7 +253,7 @@ func (a *aggExec) consumeParallel(c *Context, t *aggTable, seq int64, colls []*c
 	var wg sync.WaitGroup
 	for i := range ins {
 		ins[i] = make(chan aggWork, 4)
-		ev := *c.Eval
+		ev := c.Eval.Fork()
 		ev.Warnings = &warns[i]
 		wg.Add(1)
 		go func(i int, ev *expr.EvalContext) {
@@ -271,7 +271,7 @@ func (a *aggExec) consumeParallel(c *Context, t *aggTable, seq int64, colls []*c
 					start = w.ends[j]
 				}
 			}
-		}(i, &ev)
+		}(i, ev)
 	}
 	stop := func() {
 		for _, ch := range ins {

@@ -73,7 +73,7 @@ func newJoinPar(c *Context, j *joinExec) *joinPar {
 	j.workers = n
 	p := &joinPar{j: j, jobs: make(chan joinJob), warns: make([][]error, n)}
 	for i := 0; i < n; i++ {
-		ev := *c.Eval
+		ev := c.Eval.Fork()
 		ev.Warnings = &p.warns[i]
 		p.wg.Add(1)
 		go func(ev *expr.EvalContext) {
@@ -82,7 +82,7 @@ func newJoinPar(c *Context, j *joinExec) *joinPar {
 				rows, err := j.probeBatch(c, ev, job.batch)
 				job.res <- joinResult{rows, err}
 			}
-		}(&ev)
+		}(ev)
 	}
 	c.onClose(p.stop)
 	return p

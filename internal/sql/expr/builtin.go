@@ -45,22 +45,28 @@ func (f *Func) String() string { return callString(f.Name, f.Args) }
 
 // Eval implements Expr.
 func (f *Func) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
-	var buf [4]types.Datum
-	args := buf[:0]
-	if len(f.Args) > len(buf) {
-		args = make([]types.Datum, 0, len(f.Args))
+	if ctx == nil {
+		ctx = &EvalContext{}
 	}
+	// The arguments go on ctx's stack (EvalContext.args): an argument that
+	// is itself a call pushes and pops above them.
+	base := len(ctx.args)
 	for _, a := range f.Args {
 		d, err := a.Eval(ctx, row)
 		if err != nil {
+			ctx.args = ctx.args[:base]
 			return types.Datum{}, err
 		}
 		if d.IsNull() && f.def.nullIfNullArg {
+			ctx.args = ctx.args[:base]
 			return types.Datum{}, nil
 		}
-		args = append(args, d)
+		ctx.args = append(ctx.args, d)
 	}
-	return f.def.eval(ctx, f, args)
+	top := len(ctx.args)
+	v, err := f.def.eval(ctx, f, ctx.args[base:top:top])
+	ctx.args = ctx.args[:base]
+	return v, err
 }
 
 // Variable reads @user or @@system variables through EvalContext.Vars.

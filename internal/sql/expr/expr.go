@@ -80,6 +80,22 @@ type EvalContext struct {
 	Ctx       context.Context
 	RowCount  int64
 	FoundRows uint64
+
+	// args is a stack of builtin arguments: a call (Func.Eval) puts its
+	// arguments above the top and gives the slots back when it returns,
+	// so evaluating a call allocates nothing (an array on Go's stack
+	// escapes through the builtin's function value: 11-13% of a group-by
+	// fragment's CPU was that allocation). An EvalContext serves one
+	// goroutine at a time; another goroutine gets a Fork.
+	args []types.Datum
+}
+
+// Fork returns a copy of ctx for another goroutine, with its own argument
+// stack.
+func (ctx *EvalContext) Fork() *EvalContext {
+	c := *ctx
+	c.args = nil
+	return &c
 }
 
 // Warn records a warning (a *sqlerr.Error) if the context collects them.

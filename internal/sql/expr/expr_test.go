@@ -396,3 +396,49 @@ func TestBuiltinsNeverPanic(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinCallsUseTheArgumentStack: a builtin's arguments go on the
+// EvalContext's stack, so calls (nested too) allocate nothing once the
+// stack has grown, give the right answers, and leave the stack empty; a
+// Fork has a stack of its own.
+func TestBuiltinCallsUseTheArgumentStack(t *testing.T) {
+	cols := testColumns(t)
+	row := testRow(cols)
+	ctx := &EvalContext{}
+	for _, tc := range []struct{ sql, want string }{
+		{"ABS(i)", "7"},
+		{"ABS(i - ABS(j))", ""},
+		{"LENGTH(s)", ""},
+		{"GREATEST(ABS(i), LENGTH(s), 1, 2, 3)", ""},
+		{"COALESCE(n, ABS(i))", "7"},
+	} {
+		e := mustCompile(t, cols, tc.sql)
+		want, err := e.Eval(&EvalContext{}, row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.want != "" && string(want.AppendText(nil)) != tc.want {
+			t.Errorf("%s = %s, want %s", tc.sql, want.AppendText(nil), tc.want)
+		}
+		allocs := testing.AllocsPerRun(200, func() {
+			got, err := e.Eval(ctx, row)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c, err := types.Compare(got, want); err != nil || c != 0 {
+				t.Fatalf("%s: %v then %v", tc.sql, want, got)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations per Eval", tc.sql, allocs)
+		}
+		if len(ctx.args) != 0 {
+			t.Fatalf("%s left %d arguments on the stack", tc.sql, len(ctx.args))
+		}
+	}
+	f := ctx.Fork()
+	f.args = append(f.args, types.NewInt(1))
+	if len(ctx.args) != 0 || cap(ctx.args) == 0 || &f.args[0] == &ctx.args[:1][0] {
+		t.Fatal("a fork shares its parent's argument stack")
+	}
+}
