@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand"
+	"sort"
 	"testing"
 )
 
@@ -74,4 +75,38 @@ func TestComparerSplitContract(t *testing.T) {
 			}
 		}
 	}
+	// The keys an SST's index holds (the separator between two blocks'
+	// keys, the successor of the last) must order the same bytewise and
+	// by prefix then suffix against every key: Pebble's contract, checked
+	// under -race by its invariants. Neighbours in key order are the
+	// pairs a flush separates.
+	sorted := append([][]byte(nil), keys...)
+	sort.Slice(sorted, func(i, j int) bool { return cmp(sorted[i], sorted[j]) < 0 })
+	for i := 0; i+1 < len(sorted); i++ {
+		a, b := sorted[i], sorted[i+1]
+		if cmp(a, b) == 0 {
+			continue
+		}
+		sep, succ := Comparer.Separator(nil, a, b), Comparer.Successor(nil, a)
+		if cmp(a, sep) > 0 || cmp(sep, b) >= 0 || cmp(a, succ) > 0 {
+			t.Fatalf("index keys %x, %x out of place for %x, %x", sep, succ, a, b)
+		}
+		for _, ik := range [][]byte{sep, succ} {
+			for _, k := range keys {
+				if got, want := cmp(ik, k), splitOrder(ik, k); got != want {
+					t.Fatalf("index key %x (for %x, %x) against %x: bytewise %d, by prefix and suffix %d", ik, a, b, k, got, want)
+				}
+			}
+		}
+	}
+}
+
+// splitOrder orders a and b by Split's prefix, then suffix: the order
+// Pebble requires Compare to agree with.
+func splitOrder(a, b []byte) int {
+	an, bn := Comparer.Split(a), Comparer.Split(b)
+	if c := bytes.Compare(a[:an], b[:bn]); c != 0 {
+		return c
+	}
+	return Comparer.ComparePointSuffixes(a[an:], b[bn:])
 }
