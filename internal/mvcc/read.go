@@ -636,18 +636,11 @@ func scanReverse(r pebble.Reader, wIt, lIt *pebble.Iterator, limit int, readTS u
 		}
 		prefixBuf = append(prefixBuf[:0], wk[:len(wk)-8]...)
 		prefix := prefixBuf
-		valid := wIt.SeekGE(appendInvertedTS(prefix, readTS))
-		for ; valid && bytes.HasPrefix(wIt.Key(), prefix); valid = wIt.Next() {
-			w, err := decodeWrite(wIt.Value())
-			if err != nil {
-				return visited, err
-			}
-			if w.kind == writeDelete {
-				break
-			}
-			if w.kind != writePut {
-				continue
-			}
+		w, put, _, err := visiblePut(wIt, prefix, wIt.SeekGE(appendInvertedTS(prefix, readTS)))
+		if err != nil {
+			return visited, err
+		}
+		if put {
 			// A value in the data CF is read by its key.
 			if lazyKey && (vfn == nil || !w.hasValue) {
 				if keyBuf, _, err = appendWriteKeyUserKey(keyBuf[:0], wIt.Key()); err != nil {
@@ -677,7 +670,6 @@ func scanReverse(r pebble.Reader, wIt, lIt *pebble.Iterator, limit int, readTS u
 			if err != nil {
 				return visited, err
 			}
-			break
 		}
 		if err := wIt.Error(); err != nil {
 			return visited, err

@@ -146,21 +146,14 @@ func (s *forwardScan) versions(wk []byte) (bool, error) {
 		}
 		valid = wIt.Next()
 	}
-	for ; valid && bytes.HasPrefix(wIt.Key(), prefix); valid = wIt.Next() {
-		w, err := decodeWrite(wIt.Value())
-		if err != nil {
-			return false, err
-		}
-		if w.kind == writeDelete {
-			break
-		}
-		if w.kind != writePut {
-			continue // lock and rollback records change no value
-		}
+	w, put, valid, err := visiblePut(wIt, prefix, valid)
+	if err != nil {
+		return false, err
+	}
+	if put {
 		if err := s.emit(&w); err != nil {
 			return false, err
 		}
-		break
 	}
 	if !valid {
 		return false, wIt.Error()
@@ -280,4 +273,25 @@ func countIters(r pebble.Reader, wIt, lIt *pebble.Iterator, readTS uint64) (int,
 		lr.ls.scanned.Add(s.visited)
 	}
 	return s.found, s.bytes, err
+}
+
+// visiblePut walks a key's write records from the iterator's position (the
+// newest at or below the read timestamp; valid is the iterator's state) to
+// the put that gives the key its value. put is false when a delete, or the
+// end of the key's records, comes first; lock and rollback records change
+// no value. The iterator is left on the put or the delete, or past the
+// key's records, and valid reports its state.
+func visiblePut(wIt *pebble.Iterator, prefix []byte, valid bool) (w write, put, stillValid bool, err error) {
+	for ; valid && bytes.HasPrefix(wIt.Key(), prefix); valid = wIt.Next() {
+		if w, err = decodeWrite(wIt.Value()); err != nil {
+			return write{}, false, valid, err
+		}
+		switch w.kind {
+		case writePut:
+			return w, true, true, nil
+		case writeDelete:
+			return write{}, false, true, nil
+		}
+	}
+	return write{}, false, valid, nil
 }
