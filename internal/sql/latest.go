@@ -40,7 +40,7 @@ func (s *Session) beginLatest(ctx context.Context, st ast.StmtNode, p *prepared)
 	}
 	schema := s.withTemp(s.e.schema.Load())
 	var c *compiled
-	if p != nil && p.cached != nil && p.cached.version == schema.Version && p.cached.tempVersion == s.x.tempVersion && p.cached.stats == s.e.stats.Load() {
+	if p != nil && s.planFits(p.cached, schema) {
 		c = p.cached
 	} else {
 		saved := s.schema

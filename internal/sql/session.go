@@ -629,9 +629,9 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 		}
 	}()
 	var c *compiled
-	if pre != nil && pre.version == s.schema.Version && pre.tempVersion == s.x.tempVersion && pre.stats == s.e.stats.Load() {
+	if s.planFits(pre, s.schema) {
 		c = pre
-	} else if p != nil && p.cached != nil && p.cached.version == s.schema.Version && p.cached.tempVersion == s.x.tempVersion && p.cached.stats == s.e.stats.Load() {
+	} else if p != nil && s.planFits(p.cached, s.schema) {
 		c = p.cached
 	} else {
 		if c, err = s.compile(st); err != nil {
@@ -659,6 +659,12 @@ func (s *Session) runDML(ctx context.Context, st ast.StmtNode, params []types.Da
 		}
 		return res, err
 	}
+}
+
+// planFits reports whether c (nil: no plan) was planned against schema,
+// the session's temporary tables and the table statistics in force now.
+func (s *Session) planFits(c *compiled, schema *catalog.Schema) bool {
+	return c != nil && c.version == schema.Version && c.tempVersion == s.x.tempVersion && c.stats == s.e.stats.Load()
 }
 
 // execStmt runs a compiled statement once in the session's transaction.
