@@ -23,7 +23,7 @@ func Connect(ctx context.Context, endpoints []string, opts Options) (*Client, er
 	}
 	var last error
 	for _, ep := range endpoints {
-		conn, err := grpc.NewClient(ep, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(ep, append(WindowDialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 		if err != nil {
 			last = err
 			continue

@@ -151,9 +151,10 @@ type GRPCRouter struct {
 }
 
 // NewGRPCRouter returns a router that dials stores with insecure transport
-// credentials plus dialOpts.
+// credentials and fixed flow-control windows (WindowDialOptions) plus
+// dialOpts.
 func NewGRPCRouter(pd PD, dialOpts ...grpc.DialOption) *GRPCRouter {
-	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dialOpts...)
+	opts := append(append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, WindowDialOptions()...), dialOpts...)
 	return &GRPCRouter{
 		pd:       pd,
 		dialOpts: opts,

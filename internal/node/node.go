@@ -265,6 +265,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if n.grpcServerOpts, n.dialOpts, err = n.grpcCredentials(); err != nil {
 		return nil, err
 	}
+	n.grpcServerOpts = append(n.grpcServerOpts, client.WindowServerOptions()...)
+	n.dialOpts = append(n.dialOpts, client.WindowDialOptions()...)
 	if err := n.open(ctx); err != nil {
 		n.Close()
 		return nil, err
