@@ -3,6 +3,7 @@ package coprocessor
 import (
 	"bytes"
 	"container/heap"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -214,28 +215,32 @@ type Runner struct {
 	ctx      *expr.EvalContext
 	warnings []error
 	row      []types.Datum
-	vals     []types.Datum
+	dec      *codec.RowDecoder
 	paging   int
 
 	out      *BatchBuilder
 	outRow   []types.Datum
 	produced int
 
-	groups  map[string]*group
-	order   []*group
-	keyBuf  []byte
-	scanned uint64
+	groups map[string]*group
+	// intGroups indexes the groups whose hash key is a single integer
+	// (types.AppendHashKey's 'i' form, the key of an integer, or of an
+	// unsigned, float or decimal of the same value): such a key is looked
+	// up by its value, without hashing and comparing the key's bytes.
+	intGroups map[int64]*group
+	order     []*group
+	keyBuf    []byte
+	scanned   uint64
 
 	top *topHeap
 	// pageFull: an aggregation has paging groups.
 	pageFull bool
-	argRow   [1]types.Datum // an aggregate's argument, for its accumulator
 }
 
 type group struct {
 	keys     []types.Datum
 	count    []int64
-	sums     []expr.Accumulator
+	sums     []expr.ValueAdder
 	extremes []types.Datum
 	first    []types.Datum
 }
@@ -243,11 +248,17 @@ type group struct {
 // NewRunner starts a run; pagingRows > 0 stops a fragment after that many
 // output rows (an aggregation: groups), except a top-N.
 func (f *Fragment) NewRunner(pagingRows int) *Runner {
-	r := &Runner{f: f, row: make([]types.Datum, f.width), vals: make([]types.Datum, len(f.offsets)), paging: pagingRows}
+	r := &Runner{f: f, row: make([]types.Datum, f.width), paging: pagingRows}
+	if f.decodeValue {
+		// Columns a row lacks (added after it was written) take their
+		// origin defaults.
+		r.dec = codec.NewRowDecoder(f.ids, f.fts, f.kinds, f.offsets, f.origin)
+	}
 	r.ctx = &expr.EvalContext{Warnings: &r.warnings}
 	switch {
 	case f.agg:
 		r.groups = make(map[string]*group)
+		r.intGroups = make(map[int64]*group)
 	case len(f.topN) > 0:
 		r.top = &topHeap{keys: f.topN}
 	default:
@@ -357,16 +368,8 @@ func (r *Runner) Add(key, value []byte) error {
 		}
 	}
 	if f.decodeValue {
-		if f.origin != nil {
-			copy(r.vals, f.origin)
-		} else {
-			clear(r.vals)
-		}
-		if err := codec.DecodeRowKinds(value, f.ids, f.fts, f.kinds, r.vals); err != nil {
+		if err := r.dec.Decode(value, row); err != nil {
 			return err
-		}
-		for i, off := range f.offsets {
-			row[off] = r.vals[i]
 		}
 	}
 	if f.filter != nil {
@@ -433,11 +436,22 @@ func (r *Runner) aggregate(row []types.Datum) error {
 		gk = append(gk, d)
 		r.keyBuf = d.AppendHashKeyCollated(r.keyBuf, f.groupCol[i])
 	}
-	g, ok := r.groups[string(r.keyBuf)]
+	var (
+		g      *group
+		ok     bool
+		intKey int64
+		isInt  = len(r.keyBuf) == 9 && r.keyBuf[0] == 'i'
+	)
+	if isInt {
+		intKey = int64(binary.BigEndian.Uint64(r.keyBuf[1:]))
+		g, ok = r.intGroups[intKey]
+	} else {
+		g, ok = r.groups[string(r.keyBuf)]
+	}
 	if !ok {
 		g = &group{
 			count:    make([]int64, len(f.funcs)),
-			sums:     make([]expr.Accumulator, len(f.funcs)),
+			sums:     make([]expr.ValueAdder, len(f.funcs)),
 			extremes: make([]types.Datum, len(f.funcs)),
 		}
 		for _, d := range gk {
@@ -448,10 +462,14 @@ func (r *Runner) aggregate(row []types.Datum) error {
 		}
 		for i, a := range f.funcs {
 			if a.sum != nil {
-				g.sums[i] = a.sum.NewAccumulator()
+				g.sums[i] = a.sum.NewAccumulator().(expr.ValueAdder)
 			}
 		}
-		r.groups[string(r.keyBuf)] = g
+		if isInt {
+			r.intGroups[intKey] = g
+		} else {
+			r.groups[string(r.keyBuf)] = g
+		}
 		r.order = append(r.order, g)
 		if r.paging > 0 && len(r.order) >= r.paging {
 			// A page holds this many groups: the rest of the range goes
@@ -480,10 +498,7 @@ func (r *Runner) accumulate(g *group, row []types.Datum) error {
 		g.count[i]++
 		switch a.name {
 		case "sum", "avg":
-			r.argRow[0] = d
-			if err := g.sums[i].Add(r.ctx, r.argRow[:]); err != nil {
-				return err
-			}
+			g.sums[i].AddValue(r.ctx, d)
 		case "min", "max":
 			if g.extremes[i].IsNull() {
 				g.extremes[i] = owned(d)
