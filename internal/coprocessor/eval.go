@@ -483,7 +483,9 @@ func (r *Runner) aggregate(row []types.Datum) error {
 
 // accumulate adds a row to its group's partial states.
 func (r *Runner) accumulate(g *group, row []types.Datum) error {
-	for i, a := range r.f.funcs {
+	funcs := r.f.funcs
+	for i := range funcs {
+		a := &funcs[i]
 		if a.arg == nil {
 			g.count[i]++
 			continue
@@ -496,10 +498,10 @@ func (r *Runner) accumulate(g *group, row []types.Datum) error {
 			continue
 		}
 		g.count[i]++
-		switch a.name {
-		case "sum", "avg":
+		switch {
+		case a.sum != nil: // sum, avg
 			g.sums[i].AddValue(r.ctx, d)
-		case "min", "max":
+		case a.name == "min" || a.name == "max":
 			if g.extremes[i].IsNull() {
 				g.extremes[i] = owned(d)
 				continue

@@ -285,7 +285,7 @@ type RowDecoder struct {
 	layout []byte
 	n      int
 	pos    []int
-	ends   []uint64
+	ends   []uint64 // for rows wider than maxStackCols
 }
 
 // NewRowDecoder returns a decoder of the columns colIDs, with fts and
@@ -323,7 +323,11 @@ func (d *RowDecoder) Decode(b []byte, out []types.Datum) error {
 		}
 	}
 	p = p[len(d.layout):]
-	ends := d.ends[:0]
+	var endsArr [maxStackCols]uint64
+	ends := endsArr[:0]
+	if d.n > maxStackCols {
+		ends = d.ends[:0]
+	}
 	for range d.n {
 		// The offsets are mostly one or two bytes long.
 		var v uint64
@@ -338,7 +342,6 @@ func (d *RowDecoder) Decode(b []byte, out []types.Datum) error {
 		}
 		ends = append(ends, v)
 	}
-	d.ends = ends
 	data := p
 	if d.n > 0 && ends[d.n-1] != uint64(len(data)) {
 		return ErrCorrupt
@@ -412,7 +415,7 @@ func (d *RowDecoder) learn(p []byte) error {
 	}
 	d.layout = append(d.layout, p[:h]...)
 	d.n = n
-	if cap(d.ends) < n {
+	if n > maxStackCols && cap(d.ends) < n {
 		d.ends = make([]uint64, 0, n)
 	}
 	return nil
