@@ -283,9 +283,12 @@ type RowDecoder struct {
 	// n and the n uvarint ids), and per wanted column its index in the
 	// row, or -1 when the row lacks it.
 	layout []byte
-	n      int
-	pos    []int
-	ends   []uint64 // for rows wider than maxStackCols
+	// word and mask: a layout of at most 8 bytes as a little-endian word
+	// (compared with one load), mask 0 otherwise.
+	word, mask uint64
+	n          int
+	pos        []int
+	ends       []uint64 // for rows wider than maxStackCols
 }
 
 // NewRowDecoder returns a decoder of the columns colIDs, with fts and
@@ -317,7 +320,13 @@ func (d *RowDecoder) Decode(b []byte, out []types.Datum) error {
 		return ErrCorrupt
 	}
 	p := b[1:]
-	if len(d.layout) == 0 || !bytes.HasPrefix(p, d.layout) {
+	same := false
+	if d.mask != 0 && len(p) >= 8 {
+		same = binary.LittleEndian.Uint64(p)&d.mask == d.word
+	} else {
+		same = len(d.layout) > 0 && bytes.HasPrefix(p, d.layout)
+	}
+	if !same {
 		if err := d.learn(p); err != nil {
 			return err
 		}
@@ -379,7 +388,7 @@ func (d *RowDecoder) Decode(b []byte, out []types.Datum) error {
 // learn parses the header of a row value p (after the version byte) and
 // finds the wanted columns in it, as DecodeRowKinds' search does.
 func (d *RowDecoder) learn(p []byte) error {
-	d.layout = d.layout[:0]
+	d.layout, d.word, d.mask = d.layout[:0], 0, 0
 	n64, k := binary.Uvarint(p)
 	if k <= 0 || n64 > uint64(len(p)) {
 		return ErrCorrupt
@@ -414,6 +423,12 @@ func (d *RowDecoder) learn(p []byte) error {
 		}
 	}
 	d.layout = append(d.layout, p[:h]...)
+	if h <= 8 {
+		var w [8]byte
+		copy(w[:], p[:h])
+		d.word = binary.LittleEndian.Uint64(w[:])
+		d.mask = ^uint64(0) >> (64 - 8*h)
+	}
 	d.n = n
 	if n > maxStackCols && cap(d.ends) < n {
 		d.ends = make([]uint64, 0, n)
