@@ -3,7 +3,6 @@ package coprocessor
 import (
 	"bytes"
 	"container/heap"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -222,15 +221,10 @@ type Runner struct {
 	outRow   []types.Datum
 	produced int
 
-	groups map[string]*group
-	// intGroups indexes the groups whose hash key is a single integer
-	// (types.AppendHashKey's 'i' form, the key of an integer, or of an
-	// unsigned, float or decimal of the same value): such a key is looked
-	// up by its value, without hashing and comparing the key's bytes.
-	intGroups map[int64]*group
-	order     []*group
-	keyBuf    []byte
-	scanned   uint64
+	groups  *groupTable
+	order   []*group
+	keyBuf  []byte
+	scanned uint64
 
 	top *topHeap
 	// pageFull: an aggregation has paging groups.
@@ -238,11 +232,20 @@ type Runner struct {
 }
 
 type group struct {
-	keys     []types.Datum
-	count    []int64
-	sums     []expr.ValueAdder
-	extremes []types.Datum
-	first    []types.Datum
+	hashKey string // the group-by values' hash key
+	keys    []types.Datum
+	parts   []partial // per function
+	first   []types.Datum
+	// inline holds parts for up to two functions, so that a row's
+	// updates touch the group's own memory.
+	inline [2]partial
+}
+
+// partial is one function's partial state in a group.
+type partial struct {
+	count   int64
+	sum     expr.ValueAdder // sum, avg
+	extreme types.Datum     // min, max
 }
 
 // NewRunner starts a run; pagingRows > 0 stops a fragment after that many
@@ -257,8 +260,7 @@ func (f *Fragment) NewRunner(pagingRows int) *Runner {
 	r.ctx = &expr.EvalContext{Warnings: &r.warnings}
 	switch {
 	case f.agg:
-		r.groups = make(map[string]*group)
-		r.intGroups = make(map[int64]*group)
+		r.groups = newGroupTable()
 	case len(f.topN) > 0:
 		r.top = &topHeap{keys: f.topN}
 	default:
@@ -312,8 +314,8 @@ func (r *Runner) AddCount(n uint64) error {
 		return err
 	}
 	g := r.order[0]
-	for i := range g.count {
-		g.count[i] += int64(n - 1)
+	for i := range g.parts {
+		g.parts[i].count += int64(n - 1)
 	}
 	r.scanned += n - 1
 	return nil
@@ -436,23 +438,14 @@ func (r *Runner) aggregate(row []types.Datum) error {
 		gk = append(gk, d)
 		r.keyBuf = d.AppendHashKeyCollated(r.keyBuf, f.groupCol[i])
 	}
-	var (
-		g      *group
-		ok     bool
-		intKey int64
-		isInt  = len(r.keyBuf) == 9 && r.keyBuf[0] == 'i'
-	)
-	if isInt {
-		intKey = int64(binary.BigEndian.Uint64(r.keyBuf[1:]))
-		g, ok = r.intGroups[intKey]
-	} else {
-		g, ok = r.groups[string(r.keyBuf)]
-	}
-	if !ok {
-		g = &group{
-			count:    make([]int64, len(f.funcs)),
-			sums:     make([]expr.ValueAdder, len(f.funcs)),
-			extremes: make([]types.Datum, len(f.funcs)),
+	h := r.groups.hash(r.keyBuf)
+	g := r.groups.find(r.keyBuf, h)
+	if g == nil {
+		g = &group{hashKey: string(r.keyBuf)}
+		if len(f.funcs) <= len(g.inline) {
+			g.parts = g.inline[:len(f.funcs)]
+		} else {
+			g.parts = make([]partial, len(f.funcs))
 		}
 		for _, d := range gk {
 			g.keys = append(g.keys, owned(d))
@@ -462,14 +455,10 @@ func (r *Runner) aggregate(row []types.Datum) error {
 		}
 		for i, a := range f.funcs {
 			if a.sum != nil {
-				g.sums[i] = a.sum.NewAccumulator().(expr.ValueAdder)
+				g.parts[i].sum = a.sum.NewAccumulator().(expr.ValueAdder)
 			}
 		}
-		if isInt {
-			r.intGroups[intKey] = g
-		} else {
-			r.groups[string(r.keyBuf)] = g
-		}
+		r.groups.insert(g, h)
 		r.order = append(r.order, g)
 		if r.paging > 0 && len(r.order) >= r.paging {
 			// A page holds this many groups: the rest of the range goes
@@ -487,7 +476,7 @@ func (r *Runner) accumulate(g *group, row []types.Datum) error {
 	for i := range funcs {
 		a := &funcs[i]
 		if a.arg == nil {
-			g.count[i]++
+			g.parts[i].count++
 			continue
 		}
 		d, err := a.arg.Eval(r.ctx, row)
@@ -497,21 +486,21 @@ func (r *Runner) accumulate(g *group, row []types.Datum) error {
 		if d.IsNull() {
 			continue
 		}
-		g.count[i]++
+		g.parts[i].count++
 		switch {
 		case a.sum != nil: // sum, avg
-			g.sums[i].AddValue(r.ctx, d)
+			g.parts[i].sum.AddValue(r.ctx, d)
 		case a.name == "min" || a.name == "max":
-			if g.extremes[i].IsNull() {
-				g.extremes[i] = owned(d)
+			if g.parts[i].extreme.IsNull() {
+				g.parts[i].extreme = owned(d)
 				continue
 			}
-			c, err := types.CompareCollated(d, g.extremes[i], a.coll)
+			c, err := types.CompareCollated(d, g.parts[i].extreme, a.coll)
 			if err != nil {
 				return err
 			}
 			if (a.name == "min" && c < 0) || (a.name == "max" && c > 0) {
-				g.extremes[i] = owned(d)
+				g.parts[i].extreme = owned(d)
 			}
 		}
 	}
@@ -535,13 +524,13 @@ func (r *Runner) Finish() *kvpb.CopBatch {
 			for i, a := range f.funcs {
 				switch a.name {
 				case "count":
-					out = append(out, types.NewInt(g.count[i]))
+					out = append(out, types.NewInt(g.parts[i].count))
 				case "sum":
-					out = append(out, g.sums[i].Result())
+					out = append(out, g.parts[i].sum.Result())
 				case "avg":
-					out = append(out, g.sums[i].Result(), types.NewInt(g.count[i]))
+					out = append(out, g.parts[i].sum.Result(), types.NewInt(g.parts[i].count))
 				default:
-					out = append(out, g.extremes[i])
+					out = append(out, g.parts[i].extreme)
 				}
 			}
 			out = append(out, g.first...)
