@@ -214,14 +214,14 @@ type Runner struct {
 	ctx      *expr.EvalContext
 	warnings []error
 	row      []types.Datum
-	vals     []types.Datum
+	dec      *codec.RowDecoder
 	paging   int
 
 	out      *BatchBuilder
 	outRow   []types.Datum
 	produced int
 
-	groups  map[string]*group
+	groups  *groupTable
 	order   []*group
 	keyBuf  []byte
 	scanned uint64
@@ -229,25 +229,38 @@ type Runner struct {
 	top *topHeap
 	// pageFull: an aggregation has paging groups.
 	pageFull bool
-	argRow   [1]types.Datum // an aggregate's argument, for its accumulator
 }
 
 type group struct {
-	keys     []types.Datum
-	count    []int64
-	sums     []expr.Accumulator
-	extremes []types.Datum
-	first    []types.Datum
+	hashKey string // the group-by values' hash key
+	keys    []types.Datum
+	parts   []partial // per function
+	first   []types.Datum
+	// inline holds parts for up to two functions, so that a row's
+	// updates touch the group's own memory.
+	inline [2]partial
+}
+
+// partial is one function's partial state in a group.
+type partial struct {
+	count   int64
+	sum     expr.ValueAdder // sum, avg
+	extreme types.Datum     // min, max
 }
 
 // NewRunner starts a run; pagingRows > 0 stops a fragment after that many
 // output rows (an aggregation: groups), except a top-N.
 func (f *Fragment) NewRunner(pagingRows int) *Runner {
-	r := &Runner{f: f, row: make([]types.Datum, f.width), vals: make([]types.Datum, len(f.offsets)), paging: pagingRows}
+	r := &Runner{f: f, row: make([]types.Datum, f.width), paging: pagingRows}
+	if f.decodeValue {
+		// Columns a row lacks (added after it was written) take their
+		// origin defaults.
+		r.dec = codec.NewRowDecoder(f.ids, f.fts, f.kinds, f.offsets, f.origin)
+	}
 	r.ctx = &expr.EvalContext{Warnings: &r.warnings}
 	switch {
 	case f.agg:
-		r.groups = make(map[string]*group)
+		r.groups = newGroupTable()
 	case len(f.topN) > 0:
 		r.top = &topHeap{keys: f.topN}
 	default:
@@ -301,8 +314,8 @@ func (r *Runner) AddCount(n uint64) error {
 		return err
 	}
 	g := r.order[0]
-	for i := range g.count {
-		g.count[i] += int64(n - 1)
+	for i := range g.parts {
+		g.parts[i].count += int64(n - 1)
 	}
 	r.scanned += n - 1
 	return nil
@@ -357,16 +370,8 @@ func (r *Runner) Add(key, value []byte) error {
 		}
 	}
 	if f.decodeValue {
-		if f.origin != nil {
-			copy(r.vals, f.origin)
-		} else {
-			clear(r.vals)
-		}
-		if err := codec.DecodeRowKinds(value, f.ids, f.fts, f.kinds, r.vals); err != nil {
+		if err := r.dec.Decode(value, row); err != nil {
 			return err
-		}
-		for i, off := range f.offsets {
-			row[off] = r.vals[i]
 		}
 	}
 	if f.filter != nil {
@@ -433,12 +438,14 @@ func (r *Runner) aggregate(row []types.Datum) error {
 		gk = append(gk, d)
 		r.keyBuf = d.AppendHashKeyCollated(r.keyBuf, f.groupCol[i])
 	}
-	g, ok := r.groups[string(r.keyBuf)]
-	if !ok {
-		g = &group{
-			count:    make([]int64, len(f.funcs)),
-			sums:     make([]expr.Accumulator, len(f.funcs)),
-			extremes: make([]types.Datum, len(f.funcs)),
+	h := r.groups.hash(r.keyBuf)
+	g := r.groups.find(r.keyBuf, h)
+	if g == nil {
+		g = &group{hashKey: string(r.keyBuf)}
+		if len(f.funcs) <= len(g.inline) {
+			g.parts = g.inline[:len(f.funcs)]
+		} else {
+			g.parts = make([]partial, len(f.funcs))
 		}
 		for _, d := range gk {
 			g.keys = append(g.keys, owned(d))
@@ -448,10 +455,10 @@ func (r *Runner) aggregate(row []types.Datum) error {
 		}
 		for i, a := range f.funcs {
 			if a.sum != nil {
-				g.sums[i] = a.sum.NewAccumulator()
+				g.parts[i].sum = a.sum.NewAccumulator().(expr.ValueAdder)
 			}
 		}
-		r.groups[string(r.keyBuf)] = g
+		r.groups.insert(g, h)
 		r.order = append(r.order, g)
 		if r.paging > 0 && len(r.order) >= r.paging {
 			// A page holds this many groups: the rest of the range goes
@@ -465,9 +472,11 @@ func (r *Runner) aggregate(row []types.Datum) error {
 
 // accumulate adds a row to its group's partial states.
 func (r *Runner) accumulate(g *group, row []types.Datum) error {
-	for i, a := range r.f.funcs {
+	funcs := r.f.funcs
+	for i := range funcs {
+		a := &funcs[i]
 		if a.arg == nil {
-			g.count[i]++
+			g.parts[i].count++
 			continue
 		}
 		d, err := a.arg.Eval(r.ctx, row)
@@ -477,24 +486,21 @@ func (r *Runner) accumulate(g *group, row []types.Datum) error {
 		if d.IsNull() {
 			continue
 		}
-		g.count[i]++
-		switch a.name {
-		case "sum", "avg":
-			r.argRow[0] = d
-			if err := g.sums[i].Add(r.ctx, r.argRow[:]); err != nil {
-				return err
-			}
-		case "min", "max":
-			if g.extremes[i].IsNull() {
-				g.extremes[i] = owned(d)
+		g.parts[i].count++
+		switch {
+		case a.sum != nil: // sum, avg
+			g.parts[i].sum.AddValue(r.ctx, d)
+		case a.name == "min" || a.name == "max":
+			if g.parts[i].extreme.IsNull() {
+				g.parts[i].extreme = owned(d)
 				continue
 			}
-			c, err := types.CompareCollated(d, g.extremes[i], a.coll)
+			c, err := types.CompareCollated(d, g.parts[i].extreme, a.coll)
 			if err != nil {
 				return err
 			}
 			if (a.name == "min" && c < 0) || (a.name == "max" && c > 0) {
-				g.extremes[i] = owned(d)
+				g.parts[i].extreme = owned(d)
 			}
 		}
 	}
@@ -518,13 +524,13 @@ func (r *Runner) Finish() *kvpb.CopBatch {
 			for i, a := range f.funcs {
 				switch a.name {
 				case "count":
-					out = append(out, types.NewInt(g.count[i]))
+					out = append(out, types.NewInt(g.parts[i].count))
 				case "sum":
-					out = append(out, g.sums[i].Result())
+					out = append(out, g.parts[i].sum.Result())
 				case "avg":
-					out = append(out, g.sums[i].Result(), types.NewInt(g.count[i]))
+					out = append(out, g.parts[i].sum.Result(), types.NewInt(g.parts[i].count))
 				default:
-					out = append(out, g.extremes[i])
+					out = append(out, g.parts[i].extreme)
 				}
 			}
 			out = append(out, g.first...)

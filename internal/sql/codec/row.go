@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
@@ -259,6 +260,178 @@ func DecodeRowKinds(b []byte, colIDs []int64, fts []*ptypes.FieldType, kinds []t
 			out[i] = d
 			break
 		}
+	}
+	return nil
+}
+
+// RowDecoder decodes the same columns out of many row values, such as
+// the records of one table a scan reads. Rows written with the same
+// columns share the header's column-id list byte for byte, so the decoder
+// keeps the last list it saw and where each wanted column sits in it; a
+// row whose list matches (a prefix compare) is decoded without parsing or
+// searching the ids again. The values of columns not wanted are never
+// looked at: their bytes are skipped by the offsets. A RowDecoder is not
+// safe for concurrent use; its results are the same as DecodeRowKinds'.
+type RowDecoder struct {
+	colIDs   []int64
+	fts      []*ptypes.FieldType
+	kinds    []types.Kind
+	offsets  []int
+	defaults []types.Datum
+
+	// The layout last learned: its header bytes after the version (uvarint
+	// n and the n uvarint ids), and per wanted column its index in the
+	// row, or -1 when the row lacks it.
+	layout []byte
+	// word and mask: a layout of at most 8 bytes as a little-endian word
+	// (compared with one load), mask 0 otherwise.
+	word, mask uint64
+	n          int
+	pos        []int
+	ends       []uint64 // for rows wider than maxStackCols
+}
+
+// NewRowDecoder returns a decoder of the columns colIDs, with fts and
+// kinds as DecodeRowKinds takes them (either may be nil). Decode writes
+// column i to out[offsets[i]] (to out[i] when offsets is nil), and a
+// column a row does not hold as defaults[i] (NULL when defaults is nil):
+// the value of rows written before the column was added.
+func NewRowDecoder(colIDs []int64, fts []*ptypes.FieldType, kinds []types.Kind, offsets []int, defaults []types.Datum) *RowDecoder {
+	if kinds == nil && fts != nil {
+		kinds = make([]types.Kind, len(fts))
+		for i, ft := range fts {
+			if ft != nil {
+				kinds[i] = types.KindForFieldType(ft)
+			}
+		}
+	}
+	if offsets == nil {
+		offsets = make([]int, len(colIDs))
+		for i := range offsets {
+			offsets[i] = i
+		}
+	}
+	return &RowDecoder{colIDs: colIDs, fts: fts, kinds: kinds, offsets: offsets, defaults: defaults, pos: make([]int, len(colIDs))}
+}
+
+// Decode decodes the row value b into out. Decoded strings alias b.
+func (d *RowDecoder) Decode(b []byte, out []types.Datum) error {
+	if len(b) == 0 || b[0] != rowVersion {
+		return ErrCorrupt
+	}
+	p := b[1:]
+	same := false
+	if d.mask != 0 && len(p) >= 8 {
+		same = binary.LittleEndian.Uint64(p)&d.mask == d.word
+	} else {
+		same = len(d.layout) > 0 && bytes.HasPrefix(p, d.layout)
+	}
+	if !same {
+		if err := d.learn(p); err != nil {
+			return err
+		}
+	}
+	p = p[len(d.layout):]
+	var endsArr [maxStackCols]uint64
+	ends := endsArr[:0]
+	if d.n > maxStackCols {
+		ends = d.ends[:0]
+	}
+	for range d.n {
+		// The offsets are mostly one or two bytes long.
+		var v uint64
+		if len(p) > 0 && p[0] < 0x80 {
+			v, p = uint64(p[0]), p[1:]
+		} else {
+			var k int
+			if v, k = binary.Uvarint(p); k <= 0 {
+				return ErrCorrupt
+			}
+			p = p[k:]
+		}
+		ends = append(ends, v)
+	}
+	data := p
+	if d.n > 0 && ends[d.n-1] != uint64(len(data)) {
+		return ErrCorrupt
+	}
+	for i, j := range d.pos {
+		if j < 0 {
+			if d.defaults != nil {
+				out[d.offsets[i]] = d.defaults[i]
+			} else {
+				out[d.offsets[i]] = types.Datum{}
+			}
+			continue
+		}
+		var start uint64
+		if j > 0 {
+			start = ends[j-1]
+		}
+		if start > ends[j] || ends[j] > uint64(len(data)) {
+			return ErrCorrupt
+		}
+		v, err := decodeValue(data[start:ends[j]:ends[j]])
+		if err != nil {
+			return err
+		}
+		if d.fts != nil && d.fts[i] != nil && !v.IsNull() && v.Kind() != d.kinds[i] {
+			if v, err = types.Convert(v, d.fts[i]); err != nil {
+				return err
+			}
+		}
+		out[d.offsets[i]] = v
+	}
+	return nil
+}
+
+// learn parses the header of a row value p (after the version byte) and
+// finds the wanted columns in it, as DecodeRowKinds' search does.
+func (d *RowDecoder) learn(p []byte) error {
+	d.layout, d.word, d.mask = d.layout[:0], 0, 0
+	n64, k := binary.Uvarint(p)
+	if k <= 0 || n64 > uint64(len(p)) {
+		return ErrCorrupt
+	}
+	n := int(n64)
+	h := k
+	var idsArr [maxStackCols]uint64
+	ids := idsArr[:0]
+	if n > maxStackCols {
+		ids = make([]uint64, 0, n)
+	}
+	for range n {
+		v, k := binary.Uvarint(p[h:])
+		if k <= 0 {
+			return ErrCorrupt
+		}
+		ids = append(ids, v)
+		h += k
+	}
+	next := 0
+	for i, want := range d.colIDs {
+		d.pos[i] = -1
+		for probe := 0; probe < n; probe++ {
+			j := next + probe
+			if j >= n {
+				j -= n
+			}
+			if ids[j] == uint64(want) {
+				d.pos[i], next = j, j+1
+				break
+			}
+		}
+	}
+	d.layout = append(d.layout, p[:h]...)
+	if h <= 8 {
+		var w [8]byte
+		copy(w[:], p[:h])
+		d.word = binary.LittleEndian.Uint64(w[:])
+		d.mask = ^uint64(0) >> (64 - 8*h)
+	}
+	d.n = n
+	if n > maxStackCols && cap(d.ends) < n {
+		d.ends = make([]uint64, 0, n)
 	}
 	return nil
 }

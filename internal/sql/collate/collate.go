@@ -28,6 +28,7 @@ package collate
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -238,8 +239,13 @@ func (c *Collation) Key(buf, s []byte) []byte {
 		s = trimSpace(s)
 	}
 	if c.asciiOK && isASCII(s) {
+		// Every ASCII key is empty or one 16-bit weight (w16).
+		buf = slices.Grow(buf, 2*len(s))
 		for _, b := range s {
-			buf = append(buf, c.ascii[b]...)
+			if w := c.w16[b]; w != 0 {
+				w--
+				buf = append(buf, byte(w>>8), byte(w))
+			}
 		}
 		return buf
 	}

@@ -35,6 +35,14 @@ type Accumulator interface {
 	Result() types.Datum
 }
 
+// ValueAdder is implemented by the accumulators of SUM and AVG without
+// DISTINCT: AddValue is Add of a row whose argument evaluated to v (the
+// caller evaluated it once already).
+type ValueAdder interface {
+	Accumulator
+	AddValue(ctx *EvalContext, v types.Datum)
+}
+
 // NewAggFunc builds an aggregate from its compiled arguments, in the shape
 // the parser gives them (ast.AggregateFuncExpr.Args): COUNT(*) arrives as
 // COUNT(1) and may also be passed with no arguments; GROUP_CONCAT's last
@@ -125,9 +133,9 @@ func (a *AggFunc) NewAccumulator() Accumulator {
 	case "count":
 		return &countAcc{aggBase: base}
 	case "sum":
-		return &sumAcc{aggBase: base}
+		return &sumAcc{aggBase: base, real: classOf(a.ft) == classReal}
 	case "avg":
-		return &sumAcc{aggBase: base, avg: true}
+		return &sumAcc{aggBase: base, avg: true, real: classOf(a.ft) == classReal}
 	case "min":
 		return &extremeAcc{aggBase: base, dir: -1}
 	case "max":
@@ -213,6 +221,7 @@ func (c *countAcc) Result() types.Datum { return types.NewInt(c.n) }
 type sumAcc struct {
 	aggBase
 	avg   bool
+	real  bool // the result is a double: the sum is kept in f
 	n     int64
 	isDec bool
 	ints  int64 // running sum while every value is an int64 and no overflow
@@ -226,24 +235,39 @@ func (s *sumAcc) Add(ctx *EvalContext, row []types.Datum) error {
 	if err != nil || skip {
 		return err
 	}
-	v := vals[0]
+	s.add(ctx, vals[0])
+	return nil
+}
+
+// AddValue implements ValueAdder.
+func (s *sumAcc) AddValue(ctx *EvalContext, v types.Datum) {
+	if s.seen != nil {
+		panic("expr: AddValue on a DISTINCT aggregate")
+	}
+	if !v.IsNull() {
+		s.add(ctx, v)
+	}
+}
+
+// add takes a non-NULL argument value into the sum.
+func (s *sumAcc) add(ctx *EvalContext, v types.Datum) {
 	s.n++
-	if classOf(s.fn.ft) == classReal {
+	if s.real {
 		f, werr := v.ToFloat64()
 		ctx.Warn(werr)
 		s.f += f
-		return nil
+		return
 	}
 	if v.Kind() == types.KindInt64 && (s.n == 1 || s.inInt) {
 		x := v.Int()
 		if s.n == 1 {
 			s.ints, s.inInt = x, true
-			return nil
+			return
 		}
 		sum := s.ints + x
 		if (sum > s.ints) == (x > 0) {
 			s.ints = sum
-			return nil
+			return
 		}
 	}
 	if s.inInt {
@@ -256,14 +280,13 @@ func (s *sumAcc) Add(ctx *EvalContext, row []types.Datum) error {
 	} else {
 		s.dec = s.dec.Add(d)
 	}
-	return nil
 }
 
 func (s *sumAcc) Result() types.Datum {
 	if s.n == 0 {
 		return types.Datum{}
 	}
-	if classOf(s.fn.ft) == classReal {
+	if s.real {
 		if s.avg {
 			return types.NewFloat(s.f / float64(s.n))
 		}
