@@ -445,18 +445,24 @@ func (t *Txn) IterSized(ctx context.Context, start, end []byte, reverse bool, ex
 // forEachParallel runs fn(0..n-1), concurrently when n > 1, and returns the
 // first error.
 func forEachParallel(n int, fn func(i int) error) error {
-	if n == 1 {
+	switch n {
+	case 0:
+		return nil
+	case 1:
 		return fn(0)
 	}
+	// The last call runs on the caller's goroutine, which would otherwise
+	// only wait: one goroutine fewer to start and schedule.
 	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
+	for i := 0; i < n-1; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			errs[i] = fn(i)
 		}()
 	}
+	errs[n-1] = fn(n - 1)
 	wg.Wait()
 	return firstError(errs)
 }
