@@ -67,6 +67,9 @@ type Txn struct {
 	stmts           int
 	stmtForUpdateTS uint64
 
+	// reread holds what point reads at readTS returned (see rereads.go).
+	reread rereadCache
+
 	finished bool
 }
 
@@ -233,12 +236,22 @@ func (t *Txn) Get(ctx context.Context, key []byte) ([]byte, error) {
 		t.notePoint(key, pv.value, true)
 		return pv.value, nil
 	}
-	v, err := t.c.snapshotGet(ctx, t.view(), key)
+	view := t.view()
+	if r, ok := t.reread.get(view.ts, key); ok {
+		t.notePoint(key, r.value, r.found)
+		if !r.found {
+			return nil, kv.ErrNotFound
+		}
+		return r.value, nil
+	}
+	v, err := t.c.snapshotGet(ctx, view, key)
 	switch {
 	case err == nil:
 		t.notePoint(key, v, true)
+		t.reread.put(view.ts, key, v, true)
 	case errors.Is(err, kv.ErrNotFound):
 		t.notePoint(key, nil, false)
+		t.reread.put(view.ts, key, nil, false)
 	}
 	return v, err
 }
@@ -313,15 +326,35 @@ func (t *Txn) BatchGet(ctx context.Context, keys [][]byte) (map[string][]byte, e
 	}
 	sortKeys(remote)
 	remote = dedupSorted(remote)
-	var mu sync.Mutex
-	bo := newBackoffer(ctx, t.c.opts.BackoffBudget)
-	err := t.c.batchGet(&bo, t.view(), remote, func(k, v []byte) {
-		mu.Lock()
-		out[string(k)] = v
-		mu.Unlock()
-	})
-	if err != nil {
-		return nil, err
+	view := t.view()
+	fetch := remote
+	if t.reread.holds(view.ts) {
+		fetch = make([][]byte, 0, len(remote))
+		for _, k := range remote {
+			if r, ok := t.reread.get(view.ts, k); ok {
+				if r.found {
+					out[string(k)] = r.value
+				}
+				continue
+			}
+			fetch = append(fetch, k)
+		}
+	}
+	if len(fetch) > 0 {
+		var mu sync.Mutex
+		bo := newBackoffer(ctx, t.c.opts.BackoffBudget)
+		err := t.c.batchGet(&bo, view, fetch, func(k, v []byte) {
+			mu.Lock()
+			out[string(k)] = v
+			mu.Unlock()
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range fetch {
+			v, ok := out[string(k)]
+			t.reread.put(view.ts, k, v, ok)
+		}
 	}
 	if t.recording() {
 		for _, k := range remote {
@@ -445,18 +478,24 @@ func (t *Txn) IterSized(ctx context.Context, start, end []byte, reverse bool, ex
 // forEachParallel runs fn(0..n-1), concurrently when n > 1, and returns the
 // first error.
 func forEachParallel(n int, fn func(i int) error) error {
-	if n == 1 {
+	switch n {
+	case 0:
+		return nil
+	case 1:
 		return fn(0)
 	}
+	// The last call runs on the caller's goroutine, which would otherwise
+	// only wait: one goroutine fewer to start and schedule.
 	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
+	for i := 0; i < n-1; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			errs[i] = fn(i)
 		}()
 	}
+	errs[n-1] = fn(n - 1)
 	wg.Wait()
 	return firstError(errs)
 }

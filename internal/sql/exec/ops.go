@@ -1240,13 +1240,21 @@ func (s *setOpExec) union(c *Context) ([][]types.Datum, error) {
 }
 
 // rowConcat builds joined rows (a left row followed by a right row of
-// rightWidth columns) in shared slabs of 64 rows, one allocation per 64.
-type rowConcat struct{ slab []types.Datum }
+// rightWidth columns) in shared slabs of up to 64 rows.
+type rowConcat struct {
+	slab []types.Datum
+	// rows is how many rows the last slab held. Slabs double from one row
+	// up to 64, so a join that emits one row (a point lookup joined to a
+	// point lookup) allocates one row, not 64 of them (46 KiB for 30
+	// columns, zeroed and scanned by the collector).
+	rows int
+}
 
 func (c *rowConcat) concat(l, r []types.Datum, rightWidth int) []types.Datum {
 	w := len(l) + rightWidth
 	if len(c.slab) < w {
-		c.slab = make([]types.Datum, w*64)
+		c.rows = min(max(2*c.rows, 1), 64)
+		c.slab = make([]types.Datum, w*c.rows)
 	}
 	row := c.slab[:w:w]
 	c.slab = c.slab[w:]

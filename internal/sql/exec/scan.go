@@ -173,6 +173,10 @@ func layoutOf(t *catalog.TableInfo) *rowLayout {
 
 // encode builds the row value of a full table row.
 func (l *rowLayout) encode(buf []byte, row []types.Datum) ([]byte, error) {
+	if l.first >= 0 {
+		// The stored columns are adjacent in the row: encode them in place.
+		return codec.EncodeRow(buf, l.ids, row[l.first:l.first+len(l.offsets)])
+	}
 	vals := make([]types.Datum, len(l.offsets))
 	for i, off := range l.offsets {
 		vals[i] = row[off]

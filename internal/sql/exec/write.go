@@ -26,6 +26,9 @@ type writer struct {
 	gen     bool  // the table has generated columns (generated.go)
 	depth   int   // foreign key cascade depth (fk.go)
 	current int64 // handle of the row whose foreign key actions run
+	// scratch holds the encoding of an updated row's old value, which is
+	// only compared with the new one.
+	scratch []byte
 }
 
 func newWriter(c *Context, t *catalog.TableInfo) *writer {
@@ -246,10 +249,11 @@ func (w *writer) handleOf(row []types.Datum) int64 {
 // updateRow replaces old with new for the row at handle, keeping indexes
 // and uniqueness. It reports whether anything changed.
 func (w *writer) updateRow(handle int64, old, new []types.Datum) (bool, error) {
-	ov, err := w.l.encode(nil, old)
+	ov, err := w.l.encode(w.scratch[:0], old)
 	if err != nil {
 		return false, err
 	}
+	w.scratch = ov
 	nv, err := w.l.encode(nil, new)
 	if err != nil {
 		return false, err

@@ -186,3 +186,84 @@ func TestStalledHandshakeIsDisconnected(t *testing.T) {
 		t.Fatalf("idle authenticated connection answered %q", p)
 	}
 }
+
+// recordingConn reads a fixed input and records each write the way the
+// socket would see it.
+type recordingConn struct {
+	bytesConn
+	writes [][]byte
+}
+
+func (c *recordingConn) Write(b []byte) (int, error) {
+	c.writes = append(c.writes, append([]byte(nil), b...))
+	return len(b), nil
+}
+
+func TestPrepareAnswerIsOneWrite(t *testing.T) {
+	in := append(packet(0, "\x16SELECT c FROM t WHERE a = ? AND b = ?"), packet(0, "\x03SELECT 1")...)
+	in = append(in, packet(0, "\x0e")...)
+	sock := &recordingConn{bytesConn: bytesConn{r: bytes.NewReader(in)}}
+	c := newClientConn(sock, 0)
+	c.authenticated = true
+	readPacket := func() []byte {
+		t.Helper()
+		hdr := make([]byte, 4)
+		if _, err := io.ReadFull(c, hdr); err != nil {
+			t.Fatal(err)
+		}
+		body := make([]byte, int(hdr[0])|int(hdr[1])<<8|int(hdr[2])<<16)
+		if _, err := io.ReadFull(c, body); err != nil {
+			t.Fatal(err)
+		}
+		return body
+	}
+	// The library's answer to a prepare: header and body of each packet
+	// written apart.
+	answer := [][]byte{packet(1, "\x00ok"), packet(2, "param a"), packet(3, "param b"), packet(4, "column c")}
+	writeAnswer := func() {
+		t.Helper()
+		for _, p := range answer {
+			for _, part := range [][]byte{p[:4], p[4:]} {
+				if _, err := c.Write(part); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+
+	if got := readPacket(); got[0] != comStmtPrepare {
+		t.Fatalf("first command %q", got)
+	}
+	writeAnswer()
+	if len(sock.writes) != 0 {
+		t.Fatalf("%d writes reached the socket before the answer was complete", len(sock.writes))
+	}
+	// Reading the next command sends the whole answer, in order, at once.
+	if got := readPacket(); string(got) != "\x03SELECT 1" {
+		t.Fatalf("second command %q", got)
+	}
+	if want := bytes.Join(answer, nil); len(sock.writes) != 1 || !bytes.Equal(sock.writes[0], want) {
+		t.Fatalf("socket writes %q, want one write %q", sock.writes, want)
+	}
+	// Other commands' writes go straight through (the library buffers
+	// those itself).
+	writeAnswer()
+	if len(sock.writes) != 1+2*len(answer) {
+		t.Fatalf("%d socket writes after a query's answer, want %d", len(sock.writes), 1+2*len(answer))
+	}
+	// An answer larger than coalesceLimit is not held back whole.
+	sock.writes = nil
+	if got := readPacket(); got[0] != 0x0e {
+		t.Fatalf("third command %q", got)
+	}
+	c.coalesce = true
+	big := make([]byte, coalesceLimit)
+	for range 3 {
+		if _, err := c.Write(big[:coalesceLimit/2+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(sock.writes) != 2 {
+		t.Fatalf("%d socket writes for three half-limit writes, want 2", len(sock.writes))
+	}
+}
