@@ -161,6 +161,8 @@ func (c converter) toInt(d Datum) (Datum, error) {
 		}
 	case KindTime:
 		return c.toInt(d.Time().ToNumber())
+	case KindDuration:
+		return c.toInt(durationToNumber(d.Duration()))
 	}
 	r := dec.Round(0)
 	if c.unsigned() {
