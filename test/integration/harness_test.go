@@ -25,8 +25,11 @@ func TestStartRetriesTakenPort(t *testing.T) {
 	defer func() { pickAddr = freeAddr }()
 
 	n := StartNode(t)
-	if calls != 8 {
-		t.Fatalf("the harness chose %d addresses, want 8 (two attempts)", calls)
+	// Four addresses per attempt: the first attempt fails on the taken
+	// port; a later one may also lose a free port to another test's
+	// process between choosing it and binding it, and is retried too.
+	if calls < 8 || calls%4 != 0 {
+		t.Fatalf("the harness chose %d addresses, want two or more attempts of 4", calls)
 	}
 	if n.RESPAddr == taken.Addr().String() {
 		t.Fatalf("node kept the taken address %s", n.RESPAddr)
