@@ -241,14 +241,11 @@ func DecodeRowKinds(b []byte, colIDs []int64, fts []*ptypes.FieldType, kinds []t
 				continue
 			}
 			next = j + 1
-			var start uint64
-			if j > 0 {
-				start = ends[j-1]
-			}
-			if start > ends[j] || ends[j] > uint64(len(data)) {
+			b, ok := valueBytes(data, ends, j)
+			if !ok {
 				return ErrCorrupt
 			}
-			d, err := decodeValue(data[start:ends[j]:ends[j]])
+			d, err := decodeValue(b)
 			if err != nil {
 				return err
 			}
@@ -364,14 +361,11 @@ func (d *RowDecoder) Decode(b []byte, out []types.Datum) error {
 			}
 			continue
 		}
-		var start uint64
-		if j > 0 {
-			start = ends[j-1]
-		}
-		if start > ends[j] || ends[j] > uint64(len(data)) {
+		b, ok := valueBytes(data, ends, j)
+		if !ok {
 			return ErrCorrupt
 		}
-		v, err := decodeValue(data[start:ends[j]:ends[j]])
+		v, err := decodeValue(b)
 		if err != nil {
 			return err
 		}
@@ -504,4 +498,17 @@ func SumColumns(seed maphash.Seed, b []byte, colIDs []int64) uint64 {
 		h.Write(p[start:ends[j]])
 	}
 	return h.Sum64()
+}
+
+// valueBytes slices the j-th stored value out of a row's data, which the
+// end offsets ends cut into values; ok is false when the offsets do not fit.
+func valueBytes(data []byte, ends []uint64, j int) (b []byte, ok bool) {
+	var start uint64
+	if j > 0 {
+		start = ends[j-1]
+	}
+	if start > ends[j] || ends[j] > uint64(len(data)) {
+		return nil, false
+	}
+	return data[start:ends[j]:ends[j]], true
 }
