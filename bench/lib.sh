@@ -189,13 +189,15 @@ start_mariadb() {
 
 # start_strata <binary> <dir> <sql_port> <http_port> [grpc_port] [resp_port]:
 # starts a single-node Strata with its data under dir/data and waits until its
-# SQL port answers. The Redis listener is off unless resp_port is given. Sets
-# STRATA_PID.
+# SQL port answers. The Redis listener is off unless resp_port is given; the
+# block cache is STRATA_CACHE when that is set (--cache), else Strata's
+# default. Sets STRATA_PID.
 start_strata() {
 	local bin=$1 dir=$2 port=$3 http_port=$4 grpc_port=${5:-} resp_port=${6:-}
 	local extra=() ports=("$port" "$http_port")
+	[[ -n ${STRATA_CACHE:-} ]] && extra+=(--cache "$STRATA_CACHE")
 	if [[ -n $grpc_port ]]; then
-		extra=(--grpc-addr "127.0.0.1:$grpc_port")
+		extra+=(--grpc-addr "127.0.0.1:$grpc_port")
 		ports+=("$grpc_port")
 	fi
 	if [[ -n $resp_port ]]; then

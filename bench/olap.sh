@@ -22,7 +22,8 @@
 #   REPEATS=3  WARMUP=1 (0: no unmeasured first run)  QUERY_TIMEOUT=1800s (per TPC-H query; a query past it counts as failed)
 #   QUERIES=1-22 (TPC-H queries, e.g. 1,3,5-7)  LOAD_THREADS=4
 #   MARIADB_PORT=3307  STRATA_PORT=4000  STRATA_HTTP_PORT=8080  STRATA_GRPC_PORT=20160
-#   MARIADB_BUFFER_POOL=4G  WORK_DIR=<mktemp -d>  KEEP_WORK=0  RESULTS_DIR=bench/results
+#   MARIADB_BUFFER_POOL=4G  STRATA_CACHE=$MARIADB_BUFFER_POOL (Strata's --cache: the same memory
+#   for its block cache as MariaDB's buffer pool)  WORK_DIR=<mktemp -d>  KEEP_WORK=0  RESULTS_DIR=bench/results
 #   STRATA_BIN=bin/strata (built from ./cmd/strata unless SKIP_BUILD=1)  NOTE="free text"
 #
 # Method, and why:
@@ -43,7 +44,7 @@ source "$REPO_ROOT/bench/lib.sh"
 
 usage() { bench_usage "${BASH_SOURCE[0]}" "${1:-0}"; }
 
-parse_flags "ROWS SCALE REPEATS WARMUP QUERY_TIMEOUT QUERIES LOAD_THREADS MARIADB_PORT STRATA_PORT STRATA_HTTP_PORT STRATA_GRPC_PORT MARIADB_BUFFER_POOL WORK_DIR KEEP_WORK RESULTS_DIR STRATA_BIN SKIP_BUILD NOTE" "$@"
+parse_flags "ROWS SCALE REPEATS WARMUP QUERY_TIMEOUT QUERIES LOAD_THREADS MARIADB_PORT STRATA_PORT STRATA_HTTP_PORT STRATA_GRPC_PORT MARIADB_BUFFER_POOL STRATA_CACHE WORK_DIR KEEP_WORK RESULTS_DIR STRATA_BIN SKIP_BUILD NOTE" "$@"
 
 ROWS=${ROWS-1000000 10000000}
 SCALE=${SCALE:-1}
@@ -57,6 +58,7 @@ STRATA_PORT=${STRATA_PORT:-4000}
 STRATA_HTTP_PORT=${STRATA_HTTP_PORT:-8080}
 STRATA_GRPC_PORT=${STRATA_GRPC_PORT:-20160}
 MARIADB_BUFFER_POOL=${MARIADB_BUFFER_POOL:-4G}
+STRATA_CACHE=${STRATA_CACHE:-$MARIADB_BUFFER_POOL}
 KEEP_WORK=${KEEP_WORK:-0}
 RESULTS_DIR=${RESULTS_DIR:-$REPO_ROOT/bench/results}
 STRATA_BIN=${STRATA_BIN:-$REPO_ROOT/bin/strata}
@@ -217,7 +219,7 @@ if [[ $SCALE != 0 ]]; then
 fi
 
 REPORT=$(
-	echo "Analytics (olap.sh), Strata vs MariaDB $(mariadbd --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*-MariaDB' | head -1); commit $COMMIT; $(date -u +%Y-%m-%d); $(nproc) cores"
+	echo "Analytics (olap.sh), Strata vs MariaDB $(mariadbd --version | grep -o '[0-9]*\.[0-9]*\.[0-9]*-MariaDB' | head -1); commit $COMMIT; $(date -u +%Y-%m-%d); $(nproc) cores; MariaDB buffer pool $MARIADB_BUFFER_POOL, Strata --cache $STRATA_CACHE"
 	[[ -n $NOTE ]] && echo && echo "$NOTE"
 	for part in "${REPORT_PARTS[@]}"; do
 		echo

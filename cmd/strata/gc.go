@@ -49,8 +49,9 @@ func configureGC(logger *slog.Logger, gogc int, memoryLimit int64) error {
 
 // defaultMemoryLimit is the Go heap's soft limit without --memory-limit: a
 // quarter of the machine's RAM, at most 1 GiB. The node's other large
-// memory lives outside the Go heap (block caches 288 MiB, version cache
-// 256 MiB, memtables up to 256 MiB), so with the cap a node stays under
+// memory lives outside the Go heap (the KV engine's block cache, --cache,
+// filled only as blocks are read; the Raft engine's 32 MiB; version cache
+// 256 MiB; memtables up to 256 MiB), so with the cap a node stays under
 // 2 GiB resident under sysbench: at GOGC=400 without it, peak RSS reached
 // 1.77 GiB in oltp_insert. Larger machines raise it with --memory-limit.
 func defaultMemoryLimit(ram int64) int64 {

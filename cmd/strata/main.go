@@ -118,6 +118,48 @@ func parseSize(s string) (int64, error) {
 	return v * mult, nil
 }
 
+// minCacheSize is the smallest block cache --cache may ask for, and the
+// size a share of RAM falls back to where RAM is unknown is
+// fallbackCacheSize.
+const (
+	minCacheSize      = 8 << 20
+	fallbackCacheSize = 256 << 20
+)
+
+// parseCacheSize reads --cache: a byte size (parseSize) or a share of ram,
+// the machine's memory, as a percentage ("25%") or a fraction (".25").
+func parseCacheSize(s string, ram int64) (int64, error) {
+	t := strings.TrimSpace(s)
+	share := -1.0
+	if pct, ok := strings.CutSuffix(t, "%"); ok {
+		v, err := strconv.ParseFloat(strings.TrimSpace(pct), 64)
+		if err != nil {
+			return 0, fmt.Errorf("want a size such as 4GiB or a share of RAM such as 25%%, not %q", s)
+		}
+		share = v / 100
+	} else if strings.Contains(t, ".") {
+		v, err := strconv.ParseFloat(t, 64)
+		if err != nil {
+			return 0, fmt.Errorf("want a size such as 4GiB or a share of RAM such as .25, not %q", s)
+		}
+		share = v
+	}
+	if share >= 0 {
+		if share <= 0 || share > 0.9 {
+			return 0, fmt.Errorf("a share of RAM must be above 0 and at most 90%%, not %q", s)
+		}
+		if ram <= 0 {
+			return fallbackCacheSize, nil
+		}
+		return max(int64(float64(ram)*share), minCacheSize), nil
+	}
+	n, err := parseSize(t)
+	if err != nil || n < minCacheSize {
+		return 0, fmt.Errorf("want a size of at least 8MiB such as 4GiB, or a share of RAM such as 25%%, not %q", s)
+	}
+	return n, nil
+}
+
 // versionCacheSize maps the flag (0 disables) to node.Config (0 is the
 // default there, negative disables).
 func versionCacheSize(flagValue int64) int64 {
@@ -137,6 +179,7 @@ func start(args []string) error {
 	maxValueSize := fs.Int("max-value-size", 64<<20, "largest value (bytes) a Redis command may write or send")
 	gcInterval := fs.Duration("gc-interval", time.Minute, "how often old MVCC versions are garbage-collected (negative disables, and keeps the data of dropped tables)")
 	gcLifeTime := fs.Duration("gc-life-time", 10*time.Minute, "how long old versions are kept: the longest a transaction may run")
+	cache := fs.String("cache", "25%", "size of the storage engine's block cache: bytes (with KiB, MiB, GiB) or a share of the machine's RAM (25%, .25)")
 	versionCache := fs.Int64("version-cache-size", node.DefaultVersionCacheSize,
 		"bytes of memory for the cache of each key's newest version, which answers point reads without the LSM (0 disables)")
 	httpAddr := fs.String("http-addr", "127.0.0.1:8080", "HTTP address for /healthz, /metrics and /debug/pprof")
@@ -187,6 +230,10 @@ func start(args []string) error {
 	if err != nil || maxSize < 1024 {
 		return fmt.Errorf("--region-max-size: want a size of at least 1KiB such as 96MiB, not %q", *regionMaxSize)
 	}
+	cacheBytes, err := parseCacheSize(*cache, physicalMemory())
+	if err != nil {
+		return fmt.Errorf("--cache: %w", err)
+	}
 	mergeSize, err := parseSize(*maxMergeSize)
 	if err != nil {
 		return fmt.Errorf("--max-merge-region-size: want a size such as 20MiB (0 disables merges), not %q", *maxMergeSize)
@@ -232,6 +279,7 @@ func start(args []string) error {
 		MaxValueSize:           *maxValueSize,
 		GCInterval:             *gcInterval,
 		GCLifeTime:             *gcLifeTime,
+		CacheBytes:             cacheBytes,
 		VersionCacheSize:       versionCacheSize(*versionCache),
 		HTTPAddr:               *httpAddr,
 		GRPCAddr:               *grpcAddr,

@@ -126,6 +126,9 @@ type Config struct {
 	// overwritten (default 10 minutes, the client's MaxTxnLifetime): a
 	// transaction older than this fails its reads.
 	GCLifeTime time.Duration
+	// CacheBytes is the KV engine's block cache, in bytes (0: the
+	// engine's default, 256 MiB).
+	CacheBytes int64
 	// VersionCacheSize is the memory, in bytes, of the cache of each
 	// key's newest MVCC version (mvcc.VersionCache), which answers point
 	// reads without the LSM. 0 means DefaultVersionCacheSize; negative
@@ -284,7 +287,7 @@ func (n *Node) open(ctx context.Context) error {
 			return err
 		}
 	}
-	eng, err := engine.OpenEngines(n.cfg.DataDir, engine.Options{InMemory: n.cfg.InMemory})
+	eng, err := engine.OpenEngines(n.cfg.DataDir, engine.Options{InMemory: n.cfg.InMemory, CacheBytes: n.cfg.CacheBytes})
 	if err != nil {
 		if isLocked(err) {
 			return fmt.Errorf("data directory %s is in use by another strata process", n.cfg.DataDir)
