@@ -57,17 +57,54 @@ func GC(r pebble.Reader, b *pebble.Batch, start, end []byte, safePoint uint64, l
 	defer it.Close()
 	var s staged
 	full := func() bool { return limit > 0 && len(s.ops) >= limit }
-	var prefix []byte
-	for valid := it.First(); valid; {
-		key, _, err := decodeWriteKey(it.Key())
-		if err != nil {
-			return res, err
+	// prefix is the escaped engine prefix of the key under the iterator
+	// (its write key without the timestamp); the user key is unescaped
+	// only when a deletion or a resume point needs it. Most keys of a
+	// table have one version, which GC keeps whatever the safe point:
+	// those cost a look at the record's kind and one Next.
+	var prefix, key []byte
+	userKey := func() ([]byte, error) {
+		if key == nil {
+			k, _, err := appendWriteKeyUserKey(nil, append(prefix, make([]byte, 8)...))
+			if err != nil {
+				return nil, err
+			}
+			key = k
 		}
+		return key, nil
+	}
+	for valid := it.First(); valid; {
+		k := it.Key()
+		if len(k) < minWriteKeyLen || k[0] != Prefix || k[1] != writeCF {
+			return res, fmt.Errorf("mvcc: %q is not a write key", k)
+		}
+		prefix, key = append(prefix[:0], k[:len(k)-8]...), nil
 		if full() {
-			res.Resume = key
+			if res.Resume, err = userKey(); err != nil {
+				return res, err
+			}
 			break
 		}
-		prefix = appendEscaped(append(prefix[:0], Prefix, writeCF), key)
+		if ^bigEndianTS(k[len(k)-8:]) <= safePoint {
+			if kind, _, ok := inlineWrite(it.Value()); ok && kind == writePut {
+				// The newest record is the Put a read at the safe point
+				// sees: only older records can go.
+				if valid = it.Next(); !valid || !bytes.HasPrefix(it.Key(), prefix) {
+					continue
+				}
+				if err := gcOlder(it, &s, &res, prefix, userKey, full); err != nil {
+					return res, err
+				}
+				if res.Resume != nil {
+					break
+				}
+				valid = it.Valid()
+				if valid && bytes.HasPrefix(it.Key(), prefix) {
+					valid = it.NextPrefix()
+				}
+				continue
+			}
+		}
 		// Step over the versions above the safe point: Next while there
 		// are few, then seek.
 		for steps := 0; valid && bytes.HasPrefix(it.Key(), prefix) && ^bigEndianTS(it.Key()[len(prefix):]) > safePoint; steps++ {
@@ -79,40 +116,51 @@ func GC(r pebble.Reader, b *pebble.Batch, start, end []byte, safePoint uint64, l
 		}
 		kept := false           // the newest Put or Delete at or below safePoint was seen
 		var deleteMarker []byte // the write key of that version when it is a Delete
-		cut := false
 		for ; valid && bytes.HasPrefix(it.Key(), prefix); valid = it.Next() {
 			w, err := decodeWrite(it.Value())
 			if err != nil {
 				return res, err
 			}
-			if !kept && (w.kind == writePut || w.kind == writeDelete) {
+			if w.kind == writePut || w.kind == writeDelete {
 				kept = true
 				if w.kind == writeDelete {
 					deleteMarker = slices.Clone(it.Key())
 				}
-				continue
+				valid = it.Next()
+				break
 			}
+			// A Lock or Rollback record above the version that gives
+			// the key its value at the safe point.
 			if full() {
-				cut = true
+				if res.Resume, err = userKey(); err != nil {
+					return res, err
+				}
 				break
 			}
 			s.del(slices.Clone(it.Key()))
 			res.Versions++
-			if w.kind == writePut && !w.hasValue {
-				s.del(dataKey(key, w.startTS))
-				res.Values++
+		}
+		if res.Resume != nil {
+			break
+		}
+		if kept && valid && bytes.HasPrefix(it.Key(), prefix) {
+			if err := gcOlder(it, &s, &res, prefix, userKey, full); err != nil {
+				return res, err
 			}
+			if res.Resume != nil {
+				break
+			}
+			valid = it.Valid()
 		}
 		if err := it.Error(); err != nil {
 			return res, err
 		}
-		if cut {
-			res.Resume = key
-			break
-		}
 		if deleteMarker != nil {
 			if full() {
-				res.Resume = key // the next call finds the Delete alone
+				// The next call finds the Delete alone.
+				if res.Resume, err = userKey(); err != nil {
+					return res, err
+				}
 				break
 			}
 			s.del(deleteMarker)
@@ -173,4 +221,34 @@ func decodeGCSafePoint(k, v []byte) (uint64, error) {
 		return 0, fmt.Errorf("mvcc: corrupt GC safe point record %q = %x", k, v)
 	}
 	return binary.BigEndian.Uint64(v), nil
+}
+
+// gcOlder deletes the records under the iterator and after it that belong
+// to the key of prefix: all are older than the version a read at the safe
+// point sees. A Put's value in the data column family goes with its
+// record. Cut short by full, it sets res.Resume to the key; otherwise it
+// leaves the iterator past the key's records.
+func gcOlder(it *pebble.Iterator, s *staged, res *GCResult, prefix []byte, userKey func() ([]byte, error), full func() bool) error {
+	for valid := true; valid && bytes.HasPrefix(it.Key(), prefix); valid = it.Next() {
+		if full() {
+			key, err := userKey()
+			res.Resume = key
+			return err
+		}
+		w, err := decodeWrite(it.Value())
+		if err != nil {
+			return err
+		}
+		s.del(slices.Clone(it.Key()))
+		res.Versions++
+		if w.kind == writePut && !w.hasValue {
+			key, err := userKey()
+			if err != nil {
+				return err
+			}
+			s.del(dataKey(key, w.startTS))
+			res.Values++
+		}
+	}
+	return it.Error()
 }
