@@ -130,6 +130,17 @@ func NewDecimalFromFloat(f float64) (*Decimal, error) {
 	return ParseDecimal(strconv.FormatFloat(f, 'g', -1, 64))
 }
 
+// NewDecimalSmall returns unscaled * 10^-scale without a big.Int: the
+// form a decimal whose unscaled value fits an int64 always takes. scale
+// must be >= 0.
+func NewDecimalSmall(unscaled int64, scale int) *Decimal {
+	return &Decimal{small: unscaled, scale: int32(scale)}
+}
+
+// Small returns the unscaled value when it fits an int64 (ok false: it
+// does not, Unscaled has it).
+func (d *Decimal) Small() (unscaled int64, ok bool) { return d.small, d.big == nil }
+
 // NewDecimalUnscaled returns unscaled * 10^-scale. scale must be >= 0.
 func NewDecimalUnscaled(unscaled *big.Int, scale int) *Decimal {
 	return newDecimalBig(new(big.Int).Set(unscaled), int32(scale))
