@@ -224,7 +224,11 @@ type sumAcc struct {
 	real  bool // the result is a double: the sum is kept in f
 	n     int64
 	isDec bool
-	ints  int64 // running sum while every value is an int64 and no overflow
+	// ints is the running sum, unscaled at scale, while every value is
+	// an int64 or a decimal of int64 unscaled value and the sum fits
+	// (inInt): no Decimal allocated per value.
+	ints  int64
+	scale int32
 	dec   *types.Decimal
 	f     float64
 	inInt bool
@@ -258,20 +262,30 @@ func (s *sumAcc) add(ctx *EvalContext, v types.Datum) {
 		s.f += f
 		return
 	}
-	if v.Kind() == types.KindInt64 && (s.n == 1 || s.inInt) {
-		x := v.Int()
-		if s.n == 1 {
-			s.ints, s.inInt = x, true
+	if s.n == 1 || s.inInt {
+		var x int64
+		var xs int32
+		ok := false
+		switch v.Kind() {
+		case types.KindInt64:
+			x, ok = v.Int(), true
+		case types.KindDecimal:
+			x, ok = v.Decimal().Small()
+			xs = int32(v.Decimal().Scale())
+		}
+		if ok && s.n == 1 {
+			s.ints, s.scale, s.inInt = x, xs, true
 			return
 		}
-		sum := s.ints + x
-		if (sum > s.ints) == (x > 0) {
-			s.ints = sum
-			return
+		if ok {
+			if sum, scale, fits := types.AddUnscaled(s.ints, s.scale, x, xs); fits {
+				s.ints, s.scale = sum, scale
+				return
+			}
 		}
 	}
 	if s.inInt {
-		s.dec, s.inInt = types.NewDecimalFromInt(s.ints), false
+		s.dec, s.inInt = types.NewDecimalSmall(s.ints, int(s.scale)), false
 	}
 	d, werr := v.ToDecimal()
 	ctx.Warn(werr)
@@ -294,7 +308,7 @@ func (s *sumAcc) Result() types.Datum {
 	}
 	total := s.dec
 	if s.inInt {
-		total = types.NewDecimalFromInt(s.ints)
+		total = types.NewDecimalSmall(s.ints, int(s.scale))
 	}
 	if s.avg {
 		q, _ := total.Div(types.NewDecimalFromInt(s.n), types.DivPrecisionIncrement)

@@ -245,6 +245,9 @@ func (a *Arith) evalSlow(ctx *EvalContext, l, r types.Datum) (types.Datum, error
 		y, _ := r.ToFloat64()
 		return a.evalFloat(ctx, x, y)
 	case lk == types.KindDecimal || rk == types.KindDecimal || a.Op == OpDiv:
+		if d, ok := a.smallDecimal(ctx, l, r); ok {
+			return d, nil
+		}
 		x, _ := l.ToDecimal()
 		y, _ := r.ToDecimal()
 		return a.evalDecimal(ctx, x, y)
@@ -252,6 +255,50 @@ func (a *Arith) evalSlow(ctx *EvalContext, l, r types.Datum) (types.Datum, error
 		return a.evalInt(ctx, l.Int(), r.Int())
 	}
 	return a.evalUnsigned(ctx, l, r)
+}
+
+// smallDecimal computes l + r, l - r or l * r, a decimal, in int64 when
+// each operand is an int64 or a decimal of int64 unscaled value and the
+// result fits (ok false otherwise: evalDecimal does it): the same value
+// and scale as Decimal's Add, Sub and Mul, without math/big, in a decimal
+// from the context's slab. A scan's arithmetic over DECIMAL columns (TPC-H
+// Q1's prices) made a big.Int and a Decimal per operator and row.
+func (a *Arith) smallDecimal(ctx *EvalContext, l, r types.Datum) (types.Datum, bool) {
+	x, xs, ok1 := smallOperand(l)
+	y, ys, ok2 := smallOperand(r)
+	if !ok1 || !ok2 {
+		return types.Datum{}, false
+	}
+	var v int64
+	var scale int32
+	ok := false
+	switch a.Op {
+	case OpPlus:
+		v, scale, ok = types.AddUnscaled(x, xs, y, ys)
+	case OpMinus:
+		if y != math.MinInt64 {
+			v, scale, ok = types.AddUnscaled(x, xs, -y, ys)
+		}
+	case OpMul:
+		v, scale, ok = types.MulUnscaled(x, xs, y, ys)
+	}
+	if !ok {
+		return types.Datum{}, false
+	}
+	return types.NewDecimal(ctx.smallDecimal(v, scale)), true
+}
+
+// smallOperand returns an int64 or a decimal of int64 unscaled value as
+// its unscaled value and scale.
+func smallOperand(d types.Datum) (unscaled int64, scale int32, ok bool) {
+	switch d.Kind() {
+	case types.KindInt64:
+		return d.Int(), 0, true
+	case types.KindDecimal:
+		v, ok := d.Decimal().Small()
+		return v, int32(d.Decimal().Scale()), ok
+	}
+	return 0, 0, false
 }
 
 func (a *Arith) evalFloat(ctx *EvalContext, x, y float64) (types.Datum, error) {

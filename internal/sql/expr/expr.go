@@ -88,13 +88,30 @@ type EvalContext struct {
 	// fragment's CPU was that allocation). An EvalContext serves one
 	// goroutine at a time; another goroutine gets a Fork.
 	args []types.Datum
+	// decs hands out the decimal results of arithmetic on int64-sized
+	// values (Arith.smallDecimal); a pointer, so copies of the context
+	// share it and never hand out one decimal twice, and Fork's gets
+	// its own.
+	decs *types.DecimalSlab
+}
+
+// smallDecimal returns a decimal of int64 unscaled value, from the
+// context's slab.
+func (ctx *EvalContext) smallDecimal(unscaled int64, scale int32) *types.Decimal {
+	if ctx == nil {
+		return types.NewDecimalSmall(unscaled, int(scale))
+	}
+	if ctx.decs == nil {
+		ctx.decs = &types.DecimalSlab{}
+	}
+	return ctx.decs.Small(unscaled, int(scale))
 }
 
 // Fork returns a copy of ctx for another goroutine, with its own argument
 // stack.
 func (ctx *EvalContext) Fork() *EvalContext {
 	c := *ctx
-	c.args = nil
+	c.args, c.decs = nil, nil
 	return &c
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"math/bits"
 	"strconv"
 	"strings"
 )
@@ -135,6 +136,54 @@ func NewDecimalFromFloat(f float64) (*Decimal, error) {
 // must be >= 0.
 func NewDecimalSmall(unscaled int64, scale int) *Decimal {
 	return &Decimal{small: unscaled, scale: int32(scale)}
+}
+
+// DecimalSlab hands out decimals of int64 unscaled value from chunks, one
+// allocation per decimalSlabSize of them instead of one each: expression
+// evaluation over many rows (a scan's arithmetic) makes a decimal per
+// row and operator. A decimal it returns stays valid while referenced, as
+// any other. Not safe for concurrent use.
+type DecimalSlab struct {
+	free []Decimal
+}
+
+const decimalSlabSize = 128
+
+// Small is NewDecimalSmall from the slab.
+func (s *DecimalSlab) Small(unscaled int64, scale int) *Decimal {
+	if len(s.free) == 0 {
+		s.free = make([]Decimal, decimalSlabSize)
+	}
+	d := &s.free[0]
+	s.free = s.free[1:]
+	d.small, d.scale = unscaled, int32(scale)
+	return d
+}
+
+// MulUnscaled returns x*10^-xs * y*10^-ys as an unscaled value at scale
+// xs+ys when that scale is at most MaxDecimalScale and the product fits an
+// int64 (ok false otherwise): Mul without a Decimal.
+func MulUnscaled(x int64, xs int32, y int64, ys int32) (product int64, scale int32, ok bool) {
+	scale = xs + ys
+	if scale > MaxDecimalScale {
+		return 0, 0, false
+	}
+	hi, lo := bits.Mul64(absU64(x), absU64(y))
+	neg := (x < 0) != (y < 0)
+	switch {
+	case hi != 0 || lo > 1<<63 || (lo == 1<<63 && !neg):
+		return 0, 0, false
+	case neg:
+		return int64(-lo), scale, true // -(1<<63) wraps to math.MinInt64
+	}
+	return int64(lo), scale, true
+}
+
+func absU64(v int64) uint64 {
+	if v < 0 {
+		return uint64(-(v + 1)) + 1
+	}
+	return uint64(v)
 }
 
 // Small returns the unscaled value when it fits an int64 (ok false: it
@@ -303,6 +352,20 @@ func (d *Decimal) Precision() int {
 
 // IntDigits returns the number of digits before the decimal point (0 for |d|<1).
 func (d *Decimal) IntDigits() int {
+	if d.big == nil {
+		u := uint64(d.small)
+		if d.small < 0 {
+			u = uint64(-(d.small + 1)) + 1
+		}
+		if u == 0 {
+			return 0
+		}
+		n := 1
+		for n < len(pow10Int64) && u >= uint64(pow10Int64[n]) {
+			n++
+		}
+		return max(n-int(d.scale), 0)
+	}
 	var tmp [24]byte
 	digits := d.absDigits(tmp[:0])
 	n := len(digits) - int(d.scale)
@@ -386,6 +449,22 @@ func (d *Decimal) Add(o *Decimal) *Decimal {
 	}
 	s := max(d.scale, o.scale)
 	return newDecimalBig(new(big.Int).Add(d.rescaled(s), o.rescaled(s)), s)
+}
+
+// AddUnscaled returns x*10^-xs + y*10^-ys as an unscaled value at scale
+// max(xs, ys) when both values align at that scale and the sum fits an
+// int64 (ok false otherwise): Add without a Decimal, for running sums.
+func AddUnscaled(x int64, xs int32, y int64, ys int32) (sum int64, scale int32, ok bool) {
+	scale = max(xs, ys)
+	a, ok1 := mulPow10(x, int(scale-xs))
+	b, ok2 := mulPow10(y, int(scale-ys))
+	if !ok1 || !ok2 {
+		return 0, 0, false
+	}
+	if sum = a + b; (sum > a) != (b > 0) {
+		return 0, 0, false
+	}
+	return sum, scale, true
 }
 
 // Sub returns d-o with scale max(scale(d), scale(o)).
