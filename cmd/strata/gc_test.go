@@ -63,14 +63,17 @@ func TestConfigureGCFlags(t *testing.T) {
 	if runtime.GOOS == "linux" && ram <= 0 {
 		t.Fatalf("physicalMemory() = %d on Linux", ram)
 	}
-	if got := debug.SetMemoryLimit(-1); ram > 0 && got != min(ram/4, 1<<30) {
-		t.Errorf("default memory limit %d, want a quarter of %d capped at 1 GiB", got, ram)
+	if got := debug.SetMemoryLimit(-1); ram > 0 && got != defaultMemoryLimit(ram) {
+		t.Errorf("default memory limit %d, want defaultMemoryLimit(%d) = %d", got, ram, defaultMemoryLimit(ram))
 	}
-	if got := defaultMemoryLimit(2 << 30); got != 512<<20 {
-		t.Errorf("defaultMemoryLimit(2 GiB) = %d, want 512 MiB", got)
-	}
-	if got := defaultMemoryLimit(64 << 30); got != 1<<30 {
-		t.Errorf("defaultMemoryLimit(64 GiB) = %d, want 1 GiB", got)
+	for _, c := range []struct{ ram, want int64 }{
+		{2 << 30, 1 << 30},   // half of RAM
+		{6 << 30, 2 << 30},   // twice the statement quota
+		{64 << 30, 16 << 30}, // a quarter of RAM
+	} {
+		if got := defaultMemoryLimit(c.ram); got != c.want {
+			t.Errorf("defaultMemoryLimit(%d GiB) = %d, want %d", c.ram>>30, got, c.want)
+		}
 	}
 }
 

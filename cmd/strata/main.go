@@ -203,7 +203,7 @@ func start(args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	gogc := fs.Int("gogc", defaultGOGC, "Go collector heap growth target in percent (the GOGC environment variable overrides it)")
 	memoryLimit := fs.Int64("memory-limit", 0,
-		"soft limit in bytes on the Go heap, past which the collector works harder (0: a quarter of RAM, at most 1 GiB; negative: none; GOMEMLIMIT overrides it)")
+		"soft limit in bytes on the Go heap, past which the collector works harder (0: a quarter of RAM, at least 2 GiB and at most half of RAM; negative: none; GOMEMLIMIT overrides it)")
 	walProc := fs.Bool("wal-proc", true,
 		"run one more Go processor than cores while durable Raft log writes keep a thread blocked (GOMAXPROCS in the environment overrides it)")
 	regionMaxSize := fs.String("region-max-size", "96MiB", "a region larger than this is split in two (bytes, or with KiB, MiB, GiB)")
