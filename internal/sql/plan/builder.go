@@ -267,9 +267,20 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 		}
 	}
 	for _, c := range conds {
+		nsub := len(b.Subqueries)
 		e, err := expr.Compile(c, sc)
 		if err != nil {
 			return nil, err
+		}
+		if sel.From != nil && !lock && parent == nil && sub == nil && len(b.Subqueries) == nsub+1 {
+			// A correlated [NOT] EXISTS the estimates say is cheaper
+			// as a hash semi or anti join (semijoin.go).
+			if jn := b.semiJoin(c, p, sc, b.Subqueries[nsub]); jn != nil {
+				clear(b.Subqueries[nsub:])
+				b.Subqueries = b.Subqueries[:nsub]
+				p = jn
+				continue
+			}
 		}
 		p = &Filter{base: base{p.Columns()}, Child: p, Cond: e}
 	}

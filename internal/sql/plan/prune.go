@@ -85,6 +85,15 @@ func prune(p Plan, need []bool) {
 		// The output is the left row followed by the right row; Cond
 		// reads the combined row, the keys each side's own.
 		nl, nr := len(n.Left.Columns()), len(n.Right.Columns())
+		if n.Type.LeftOnly() && (need == nil || len(need) == nl) {
+			// The output is the left row; the right row is read by
+			// Cond and the keys alone.
+			ext := make([]bool, nl+nr)
+			for i := range nl {
+				ext[i] = need == nil || need[i]
+			}
+			need = ext
+		}
 		if need == nil || len(need) != nl+nr {
 			prune(n.Left, nil)
 			prune(n.Right, nil)
