@@ -95,6 +95,13 @@ func (b *Builder) BuildQuery(node ast.ResultSetNode) (Plan, error) {
 			// their subqueries may read what they have written.
 			sq.memoOK = sq.Correlated && !sq.reachesOut && !sq.volatile && len(sq.outerCols) > 0
 			if sq.Correlated {
+				// Its scans decode only the columns it reads (an
+				// EXISTS none of its select list).
+				if sq.Kind == ExistsSubquery && ColumnPruning {
+					prune(sq.Plan, make([]bool, len(sq.Plan.Columns())))
+				} else {
+					pruneColumns(sq.Plan)
+				}
 				continue
 			}
 			pruneColumns(sq.Plan)
