@@ -11,9 +11,11 @@
 // equality), turns equalities between tables into join keys, and makes a
 // join an index join (Join.Lookup) when the joined table would otherwise
 // be read whole and a key reaches it through its primary key or an index.
-// Last, it hands the scans it can to the coprocessor (cop.go): a full
-// table scan with its filter and its aggregation, top-N or limit becomes a
-// CopRead.
+// With table statistics it decorrelates a scalar aggregate subquery into a
+// grouped join (decorrelate.go) and a [NOT] EXISTS into a hash semi or
+// anti join (semijoin.go) when the estimates say so. Last, it hands the
+// scans it can to the coprocessor (cop.go): a full table scan with its
+// filter and its aggregation, top-N or limit becomes a CopRead.
 //
 // Contract with package exec: a plan is immutable after Build except for the
 // per-execution state of its Subquery expressions, which exec installs
