@@ -155,7 +155,12 @@ func (b *Builder) semiJoin(c ast.ExprNode, p Plan, sc *scope, sq *Subquery) *Joi
 		return nil
 	}
 	hashCost := scanCost*innerRaw + innerRows + outerRows
-	if hashCost >= outerRows*b.perRunCost(sq.Plan, innerRaw, innerRows) {
+	perRow := outerRows * b.perRunCost(sq.Plan, innerRaw, innerRows)
+	if ij, cost := b.indexSemiJoin(p, sc, right, in, not, innerKeys, outerKeys, residual, outerRows, innerRaw); ij != nil && cost < hashCost && cost < perRow {
+		clearEstimates(ij.Right) // right is read per key, not whole
+		return ij
+	}
+	if hashCost >= perRow {
 		return nil
 	}
 
@@ -207,6 +212,83 @@ func (b *Builder) semiJoin(c ast.ExprNode, p Plan, sc *scope, sq *Subquery) *Joi
 	// condition (cost.go's defaultSel).
 	jn.EstRows = math.Max(1, outerRows*defaultSel)
 	return jn
+}
+
+// indexSemiJoin returns the semi or anti join of the outer plan p with
+// right, the inner table's scan under its own conditions (scope in), as
+// an index join: batches of outer rows look their keys up together
+// through the inner table's integer primary key or an index whose leading
+// columns are correlation keys (exec's indexJoinExec, joinExec's lookup),
+// one request per region for a batch's index ranges instead of one run of
+// the subquery per outer row. It returns nil when right is not a single
+// table or no index reaches it, else the join and its estimated cost:
+// per outer row a point read (the integer primary key) or an index range,
+// and the inner rows of a key fetched (the table's rows over the number
+// of distinct values of its first lookup column).
+func (b *Builder) indexSemiJoin(p Plan, sc *scope, right Plan, in *scope, not bool,
+	innerKeys, outerKeys, residual []ast.ExprNode, outerRows, innerRaw float64) (*Join, float64) {
+	scan, _ := BaseScan(right)
+	if scan == nil || scan.Access != TableFullScan {
+		return nil, 0
+	}
+	jn := &Join{Left: p, Right: right, Type: SemiJoin, Lookup: -1}
+	if not {
+		jn.Type = AntiJoin
+	}
+	for i := range innerKeys {
+		lk, err := expr.Compile(outerKeys[i], sc)
+		if err != nil {
+			return nil, 0
+		}
+		rk, err := expr.Compile(innerKeys[i], in)
+		if err != nil {
+			return nil, 0
+		}
+		jn.LeftKeys, jn.RightKey = append(jn.LeftKeys, lk), append(jn.RightKey, rk)
+	}
+	// Cond reads the outer row followed by the whole inner row.
+	width := len(p.Columns())
+	comb := &scope{b: b, values: -1}
+	comb.cols = append(comb.cols, sc.cols...)
+	for _, col := range in.cols {
+		col.idx += width
+		comb.cols = append(comb.cols, col)
+	}
+	for _, r := range residual {
+		e, err := expr.Compile(r, comb)
+		if err != nil {
+			return nil, 0
+		}
+		if jn.Cond == nil {
+			jn.Cond = e
+		} else {
+			jn.Cond = &andExpr{l: jn.Cond, r: e}
+		}
+	}
+	jn.Lookup = lookupKey(jn, scan)
+	perKey, perKeyRows := rangeCost, 1.0
+	if jn.Lookup >= 0 {
+		perKey = pointCost
+	} else {
+		indexLookup(jn, scan, true)
+		if jn.Lookup < 0 {
+			return nil, 0
+		}
+		ndv := 0.0
+		for _, k := range jn.LookupKeys {
+			if off, ok := expr.ColumnIndex(jn.RightKey[k]); ok {
+				ndv = math.Max(ndv, b.columnNDV(&leaf{scan: scan}, off))
+			}
+		}
+		if ndv > 0 {
+			perKeyRows = math.Max(1, innerRaw/ndv)
+		} else {
+			perKeyRows = math.Max(1, innerRaw/math.Max(1, outerRows))
+		}
+	}
+	jn.cols = p.Columns()
+	jn.EstRows = math.Max(1, outerRows*defaultSel)
+	return jn, outerRows*(perKey+fetchCost*perKeyRows) + outerRows
 }
 
 // perRunCost estimates one run of an EXISTS subquery's per-row plan: the
