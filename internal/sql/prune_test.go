@@ -50,6 +50,13 @@ func TestColumnPruningKeepsResults(t *testing.T) {
 		"SELECT id FROM t WHERE k IN (SELECT tid * 10 FROM u WHERE note <> 'w') ORDER BY id",
 		"SELECT id, (SELECT note FROM u WHERE u.tid = t.id LIMIT 1) FROM t ORDER BY id",
 		"SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.tid = t.id AND u.extra > t.k - 15) ORDER BY id",
+		// The outer columns a subquery reads, through a nested one, in
+		// HAVING, ORDER BY and a join; an EXISTS's select list unread.
+		"SELECT id FROM t WHERE EXISTS (SELECT * FROM u WHERE u.tid = t.id AND EXISTS (SELECT 1 FROM a WHERE a.x = u.tid AND a.y > t.k - 40)) ORDER BY id",
+		"SELECT c FROM t WHERE NOT EXISTS (SELECT note, extra FROM u WHERE u.tid = t.id AND u.note > t.c) ORDER BY dt, id",
+		"SELECT k, COUNT(*) FROM t GROUP BY k HAVING COUNT(*) > (SELECT COUNT(*) FROM u WHERE u.tid = t.k / 10) ORDER BY k",
+		"SELECT id FROM t ORDER BY (SELECT MAX(extra) FROM u WHERE u.tid = t.id), pad, id",
+		"SELECT t.c, u.note FROM t JOIN u ON u.tid = t.id AND u.extra > (SELECT MIN(x) FROM a WHERE a.id = t.id) ORDER BY u.id",
 		"SELECT t.c, u.note FROM t JOIN u ON u.tid = t.id ORDER BY u.id",
 		"SELECT t.pad, u.extra FROM t LEFT JOIN u ON u.tid = t.id WHERE t.f > 2 ORDER BY t.id, u.id",
 		"SELECT x.c FROM (SELECT c, pad FROM t WHERE k = 10) AS x ORDER BY x.pad",

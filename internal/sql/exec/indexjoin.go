@@ -17,11 +17,12 @@ import (
 	"github.com/strata-db/strata/kvpb"
 )
 
-// indexJoinExec runs an inner index join through an index of the right
-// table (plan.Join.LookupIndex): for each batch of left rows it reads, by
-// one index range per distinct lookup key, only the right rows that can
-// match, applies the right side's filters, and joins the batch against
-// them by all the join keys.
+// indexJoinExec runs an inner, semi or anti index join through an index
+// of the right table (plan.Join.LookupIndex): for each batch of left rows
+// it reads, by one index range per distinct lookup key, only the right
+// rows that can match, applies the right side's filters, and joins the
+// batch against them by all the join keys (a semi or anti join outputs
+// the left rows that some right row matches, or that none does).
 //
 // A batch's ranges are read together (lookupRows): the index entries of
 // all of them through the coprocessor, one request per region carrying
@@ -252,12 +253,38 @@ func (j *indexJoinExec) joinBatch(c *Context, left [][]types.Datum, charge bool)
 		}
 	}
 	width := len(j.p.Right.Columns())
+	var pair []types.Datum
 	for _, l := range left {
 		k, ok, err := joinKey(c, key[:0], j.p.LeftKeys, l, j.colls)
 		if err != nil {
 			return err
 		}
 		key = k
+		if j.p.Type.LeftOnly() {
+			// A semi join keeps the left row once when some right row
+			// of its key passes Cond, an anti join when none does (a
+			// NULL key has none).
+			matched := false
+			if ok {
+				for _, r := range table[string(k)] {
+					if j.p.Cond == nil {
+						matched = true
+						break
+					}
+					pair = append(append(pair[:0], l...), r...)
+					if matched, err = truth(c, j.p.Cond, pair); err != nil {
+						return err
+					}
+					if matched {
+						break
+					}
+				}
+			}
+			if matched == (j.p.Type == plan.SemiJoin) {
+				j.out = append(j.out, l)
+			}
+			continue
+		}
 		if !ok {
 			continue
 		}

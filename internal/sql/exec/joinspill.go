@@ -9,8 +9,9 @@ import (
 // files by the hash of their join key, the probe side is written to
 // partition files by the same hash, and each pair of partitions is joined
 // on its own (every match of a probe row is in its partition). Probe rows
-// whose key is NULL match nothing: an inner join drops them, a left join
-// keeps them in partition 0, where they come out NULL-extended.
+// whose key is NULL match nothing: an inner or semi join drops them, a left
+// or anti join keeps them in partition 0, where they come out (a left
+// join's NULL-extended).
 
 // spillBuild moves the hash table to partition files.
 func (j *joinExec) spillBuild(c *Context) error {
@@ -54,7 +55,7 @@ func (j *joinExec) nextSpilled(c *Context) ([][]types.Datum, error) {
 				i := 0
 				if ok {
 					i = j.lparts.of(k)
-				} else if j.p.Type != plan.LeftJoin {
+				} else if !keepsUnmatched(j.p.Type) {
 					continue
 				}
 				if err := j.lparts.write(c, i, l); err != nil {
@@ -82,7 +83,7 @@ func (j *joinExec) nextSpilled(c *Context) ([][]types.Datum, error) {
 		i := j.part
 		j.part++
 		lf, rf := j.lparts.files[i], j.rparts.files[i]
-		if lf == nil || (rf == nil && j.p.Type != plan.LeftJoin) {
+		if lf == nil || (rf == nil && !keepsUnmatched(j.p.Type)) {
 			if lf != nil {
 				lf.remove(c)
 			}
@@ -98,6 +99,9 @@ func (j *joinExec) nextSpilled(c *Context) ([][]types.Datum, error) {
 		j.sub = &joinExec{left: &spillScan{file: lf}, right: right, p: j.p, rightWidth: j.rightWidth, colls: j.colls, depth: j.depth + 1}
 	}
 }
+
+// keepsUnmatched: the join outputs left rows that match no right row.
+func keepsUnmatched(t plan.JoinType) bool { return t == plan.LeftJoin || t == plan.AntiJoin }
 
 // Nested loop past the quota: the inner (right) rows move to a spill file,
 // and each batch of outer (left) rows is joined with one read of the file
@@ -119,7 +123,9 @@ type nlSpill struct {
 
 // spillInner moves the nested loop's inner rows to a spill file.
 func (j *joinExec) spillInner(c *Context) error {
-	if !c.canSpill() {
+	if !c.canSpill() || j.p.Type.LeftOnly() {
+		// (The planner gives a semi or anti join keys: its rows are
+		// hashed, never in a nested loop's list.)
 		return c.Mem.overErr()
 	}
 	f, err := c.newSpillFile()

@@ -783,6 +783,7 @@ type joinExec struct {
 	workers     int      // parallel probe workers used (0: serial)
 	par         *joinPar
 	leftBatches int
+	pair        []types.Datum // a semi or anti join's joined row under test
 }
 
 func (j *joinExec) memStats() (peak, disk int64) { return j.acct.peak, j.acct.disk }
@@ -881,6 +882,13 @@ func (j *joinExec) build(c *Context) error {
 				}
 				continue
 			}
+			if j.p.Cond == nil && j.p.Type.LeftOnly() {
+				// Any row of a key answers a semi or anti join
+				// without a residual condition: one is kept.
+				if _, dup := j.table[string(key)]; dup {
+					continue
+				}
+			}
 			j.table[string(key)] = append(j.table[string(key)], r)
 			if j.acct.grow(c, RowSize(r)) {
 				if err := j.spillBuild(c); err != nil {
@@ -967,6 +975,16 @@ func (j *joinExec) Next(c *Context) ([][]types.Datum, error) {
 			continue
 		}
 		l := j.batch[j.li]
+		if j.p.Type.LeftOnly() {
+			matched, err := j.semiMatch(c, c.Eval, l, j.candidates, &j.pair)
+			if err != nil {
+				return nil, err
+			}
+			if matched == (j.p.Type == plan.SemiJoin) {
+				out = append(out, l)
+			}
+			j.ci = len(j.candidates)
+		}
 		for j.ci < len(j.candidates) && len(out) < BatchSize {
 			if j.ci&4095 == 4095 {
 				// A nested loop may test millions of pairs for one
@@ -1009,6 +1027,30 @@ func (j *joinExec) Next(c *Context) ([][]types.Datum, error) {
 		return nil, nil
 	}
 	return out, nil
+}
+
+// semiMatch reports whether some candidate right row matches left row l
+// (Cond true on the pair, or no Cond): a semi join keeps l when one does,
+// an anti join when none does. pair is scratch space for the joined row,
+// which is not kept.
+func (j *joinExec) semiMatch(c *Context, ev *expr.EvalContext, l []types.Datum, cands [][]types.Datum, pair *[]types.Datum) (bool, error) {
+	if j.p.Cond == nil {
+		return len(cands) > 0, nil
+	}
+	for i, r := range cands {
+		if i&4095 == 4095 {
+			if err := c.Ctx.Err(); err != nil {
+				return false, err
+			}
+		}
+		row := append(append((*pair)[:0], l...), r...)
+		*pair = row
+		ok, err := truthEv(ev, j.p.Cond, row)
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
 }
 
 // startRow looks up the join candidates of the current left row.

@@ -149,6 +149,7 @@ func (j *joinExec) probeBatch(c *Context, ev *expr.EvalContext, batch [][]types.
 	var out [][]types.Datum
 	var key []byte
 	var cat rowConcat
+	var pair []types.Datum
 	emit := func(l, r []types.Datum) []types.Datum { return cat.concat(l, r, j.rightWidth) }
 	for _, l := range batch {
 		k, ok, err := joinKeyEv(ev, key[:0], j.p.LeftKeys, l, j.colls)
@@ -159,6 +160,16 @@ func (j *joinExec) probeBatch(c *Context, ev *expr.EvalContext, batch [][]types.
 		var cands [][]types.Datum
 		if ok {
 			cands = j.table[string(k)]
+		}
+		if j.p.Type.LeftOnly() {
+			matched, err := j.semiMatch(c, ev, l, cands, &pair)
+			if err != nil {
+				return nil, err
+			}
+			if matched == (j.p.Type == plan.SemiJoin) {
+				out = append(out, l)
+			}
+			continue
 		}
 		matched := false
 		for i, r := range cands {

@@ -95,6 +95,13 @@ func (b *Builder) BuildQuery(node ast.ResultSetNode) (Plan, error) {
 			// their subqueries may read what they have written.
 			sq.memoOK = sq.Correlated && !sq.reachesOut && !sq.volatile && len(sq.outerCols) > 0
 			if sq.Correlated {
+				// Its scans decode only the columns it reads (an
+				// EXISTS none of its select list).
+				if sq.Kind == ExistsSubquery && ColumnPruning {
+					prune(sq.Plan, make([]bool, len(sq.Plan.Columns())))
+				} else {
+					pruneColumns(sq.Plan)
+				}
 				continue
 			}
 			pruneColumns(sq.Plan)
@@ -267,9 +274,20 @@ func (b *Builder) buildSelect(sel *ast.SelectStmt, parent *scope, sub *Subquery)
 		}
 	}
 	for _, c := range conds {
+		nsub := len(b.Subqueries)
 		e, err := expr.Compile(c, sc)
 		if err != nil {
 			return nil, err
+		}
+		if sel.From != nil && !lock && parent == nil && sub == nil && len(b.Subqueries) == nsub+1 {
+			// A correlated [NOT] EXISTS the estimates say is cheaper
+			// as a hash semi or anti join (semijoin.go).
+			if jn := b.semiJoin(c, p, sc, b.Subqueries[nsub]); jn != nil {
+				clear(b.Subqueries[nsub:])
+				b.Subqueries = b.Subqueries[:nsub]
+				p = jn
+				continue
+			}
 		}
 		p = &Filter{base: base{p.Columns()}, Child: p, Cond: e}
 	}

@@ -257,13 +257,14 @@ func joinOrder(leaves []*leaf, filtered []bool, conds []joinCond, straight bool)
 	return order, driven
 }
 
-// indexLookup makes jn an index join through a secondary index (or a
-// composite primary key) of the right table when the table would otherwise
+// indexLookup makes jn (an inner, semi or anti join) an index join
+// through a secondary index (or a composite primary key) of the right
+// table when the table would otherwise
 // be read in full and some of the join keys are bare columns that make a
 // prefix of the index: a whole unique index first, else (when prefix) the
 // longest prefix.
 func indexLookup(jn *Join, scan *Scan, prefix bool) {
-	if scan == nil || scan.Access != TableFullScan || scan.WithHandle || jn.Type != InnerJoin || jn.Lookup >= 0 {
+	if scan == nil || scan.Access != TableFullScan || scan.WithHandle || jn.Type == LeftJoin || jn.Lookup >= 0 {
 		return
 	}
 	keyOf := map[int]int{} // right column offset -> key position

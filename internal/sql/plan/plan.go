@@ -11,9 +11,11 @@
 // equality), turns equalities between tables into join keys, and makes a
 // join an index join (Join.Lookup) when the joined table would otherwise
 // be read whole and a key reaches it through its primary key or an index.
-// Last, it hands the scans it can to the coprocessor (cop.go): a full
-// table scan with its filter and its aggregation, top-N or limit becomes a
-// CopRead.
+// With table statistics it decorrelates a scalar aggregate subquery into a
+// grouped join (decorrelate.go) and a [NOT] EXISTS into a hash semi or
+// anti join (semijoin.go) when the estimates say so. Last, it hands the
+// scans it can to the coprocessor (cop.go): a full table scan with its
+// filter and its aggregation, top-N or limit becomes a CopRead.
 //
 // Contract with package exec: a plan is immutable after Build except for the
 // per-execution state of its Subquery expressions, which exec installs
@@ -331,18 +333,29 @@ type Distinct struct {
 func (d *Distinct) Children() []Plan { return []Plan{d.Child} }
 func (d *Distinct) Explain() string  { return "Distinct" }
 
-// JoinType is INNER or LEFT OUTER.
+// JoinType is INNER, LEFT OUTER, semi or anti.
 type JoinType int
 
 // Join types.
 const (
 	InnerJoin JoinType = iota
 	LeftJoin
+	// SemiJoin outputs each left row once when some right row matches
+	// it (keys equal and Cond true): EXISTS (semijoin.go).
+	SemiJoin
+	// AntiJoin outputs each left row that no right row matches: NOT
+	// EXISTS. A left row with a NULL key matches nothing.
+	AntiJoin
 )
 
+// LeftOnly reports whether the join outputs left rows alone (semi and
+// anti joins), never a right row's columns.
+func (t JoinType) LeftOnly() bool { return t == SemiJoin || t == AntiJoin }
+
 // Join combines rows of Left and Right; the output row is the left row
-// followed by the right row. With equality keys it is a hash join (build on
-// Right), otherwise a nested loop. Cond is evaluated on the combined row.
+// followed by the right row (a semi or anti join's is the left row alone).
+// With equality keys it is a hash join (build on Right), otherwise a nested
+// loop. Cond is evaluated on the combined row.
 type Join struct {
 	base
 	Left, Right        Plan
@@ -374,11 +387,7 @@ func (j *Join) Explain() string {
 	} else if len(j.LeftKeys) > 0 {
 		kind = "HashJoin"
 	}
-	if j.Type == LeftJoin {
-		kind += " left"
-	} else {
-		kind += " inner"
-	}
+	kind += [...]string{" inner", " left", " semi", " anti"}[j.Type]
 	if len(j.LeftKeys) > 0 {
 		kind += fmt.Sprintf(" keys=[%s]=[%s]", exprList(j.LeftKeys), exprList(j.RightKey))
 	}

@@ -10,9 +10,11 @@ import "github.com/strata-db/strata/internal/sql/expr"
 //
 // The walk goes top-down and knows which columns of its input each
 // operator reads. It is conservative: below an operator it does not
-// model (joins, set operations, derived tables) and below any expression
-// it cannot see into (subqueries, which may read the outer row by
-// position), every column counts as read. A column the plan does read but
+// model (set operations, derived tables) and below any expression it
+// cannot see into, every column counts as read. A subquery reads the row
+// it is evaluated with at the positions of its OuterRefs
+// (Subquery.outerCols); an OuterRef inside a correlated subquery's plan
+// reads the outer row, none of the plan's own columns. A column the plan does read but
 // the walk missed would come out NULL, so anything unknown must fall into
 // "every column".
 func pruneColumns(p Plan) {
@@ -85,6 +87,15 @@ func prune(p Plan, need []bool) {
 		// The output is the left row followed by the right row; Cond
 		// reads the combined row, the keys each side's own.
 		nl, nr := len(n.Left.Columns()), len(n.Right.Columns())
+		if n.Type.LeftOnly() && (need == nil || len(need) == nl) {
+			// The output is the left row; the right row is read by
+			// Cond and the keys alone.
+			ext := make([]bool, nl+nr)
+			for i := range nl {
+				ext[i] = need == nil || need[i]
+			}
+			need = ext
+		}
 		if need == nil || len(need) != nl+nr {
 			prune(n.Left, nil)
 			prune(n.Right, nil)
@@ -205,6 +216,20 @@ func exprCols(e expr.Expr, mark func(int) bool) bool {
 		return all(n.E, n.Pattern)
 	case *expr.Regexp:
 		return all(n.E, n.Pattern)
+	case *Subquery:
+		// Its plan reads the row it is evaluated with only through
+		// OuterRefs (its own and its nested subqueries'), whose
+		// columns are outerCols; its operand is an expression of the
+		// row.
+		for _, i := range n.outerCols {
+			if !mark(i) {
+				return false
+			}
+		}
+		return all(n.Left)
+	case *OuterRef:
+		// A column of the outer row, not of this plan's rows.
+		return true
 	}
 	return false
 }
