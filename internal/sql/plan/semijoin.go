@@ -181,33 +181,10 @@ func (b *Builder) semiJoin(c ast.ExprNode, p Plan, sc *scope, sq *Subquery) *Joi
 		col.idx += width
 		comb.cols = append(comb.cols, col)
 	}
-	jn := &Join{Left: p, Right: proj, Type: SemiJoin, Lookup: -1}
-	if not {
-		jn.Type = AntiJoin
+	jn := newSemiJoin(p, proj, not, sc, narrow, comb, innerKeys, outerKeys, residual)
+	if jn == nil {
+		return nil
 	}
-	for i := range innerKeys {
-		lk, err := expr.Compile(outerKeys[i], sc)
-		if err != nil {
-			return nil
-		}
-		rk, err := expr.Compile(innerKeys[i], narrow)
-		if err != nil {
-			return nil
-		}
-		jn.LeftKeys, jn.RightKey = append(jn.LeftKeys, lk), append(jn.RightKey, rk)
-	}
-	for _, r := range residual {
-		e, err := expr.Compile(r, comb)
-		if err != nil {
-			return nil
-		}
-		if jn.Cond == nil {
-			jn.Cond = e
-		} else {
-			jn.Cond = &andExpr{l: jn.Cond, r: e}
-		}
-	}
-	jn.cols = p.Columns()
 	// EXISTS selectivity unknown: half the outer rows, as for any other
 	// condition (cost.go's defaultSel).
 	jn.EstRows = math.Max(1, outerRows*defaultSel)
@@ -231,21 +208,6 @@ func (b *Builder) indexSemiJoin(p Plan, sc *scope, right Plan, in *scope, not bo
 	if scan == nil || scan.Access != TableFullScan {
 		return nil, 0
 	}
-	jn := &Join{Left: p, Right: right, Type: SemiJoin, Lookup: -1}
-	if not {
-		jn.Type = AntiJoin
-	}
-	for i := range innerKeys {
-		lk, err := expr.Compile(outerKeys[i], sc)
-		if err != nil {
-			return nil, 0
-		}
-		rk, err := expr.Compile(innerKeys[i], in)
-		if err != nil {
-			return nil, 0
-		}
-		jn.LeftKeys, jn.RightKey = append(jn.LeftKeys, lk), append(jn.RightKey, rk)
-	}
 	// Cond reads the outer row followed by the whole inner row.
 	width := len(p.Columns())
 	comb := &scope{b: b, values: -1}
@@ -254,16 +216,9 @@ func (b *Builder) indexSemiJoin(p Plan, sc *scope, right Plan, in *scope, not bo
 		col.idx += width
 		comb.cols = append(comb.cols, col)
 	}
-	for _, r := range residual {
-		e, err := expr.Compile(r, comb)
-		if err != nil {
-			return nil, 0
-		}
-		if jn.Cond == nil {
-			jn.Cond = e
-		} else {
-			jn.Cond = &andExpr{l: jn.Cond, r: e}
-		}
+	jn := newSemiJoin(p, right, not, sc, in, comb, innerKeys, outerKeys, residual)
+	if jn == nil {
+		return nil, 0
 	}
 	jn.Lookup = lookupKey(jn, scan)
 	perKey, perKeyRows := rangeCost, 1.0
@@ -286,9 +241,44 @@ func (b *Builder) indexSemiJoin(p Plan, sc *scope, right Plan, in *scope, not bo
 			perKeyRows = math.Max(1, innerRaw/math.Max(1, outerRows))
 		}
 	}
-	jn.cols = p.Columns()
 	jn.EstRows = math.Max(1, outerRows*defaultSel)
 	return jn, outerRows*(perKey+fetchCost*perKeyRows) + outerRows
+}
+
+// newSemiJoin returns the semi (anti, when not) join of left with right
+// on the correlation keys (the outer ones compiled in outer, the inner
+// ones in inner, right's scope) and the residual conditions (compiled in
+// comb, the outer row followed by right's row), or nil when one does not
+// compile.
+func newSemiJoin(left, right Plan, not bool, outer, inner, comb *scope, innerKeys, outerKeys, residual []ast.ExprNode) *Join {
+	jn := &Join{Left: left, Right: right, Type: SemiJoin, Lookup: -1}
+	if not {
+		jn.Type = AntiJoin
+	}
+	for i := range innerKeys {
+		lk, err := expr.Compile(outerKeys[i], outer)
+		if err != nil {
+			return nil
+		}
+		rk, err := expr.Compile(innerKeys[i], inner)
+		if err != nil {
+			return nil
+		}
+		jn.LeftKeys, jn.RightKey = append(jn.LeftKeys, lk), append(jn.RightKey, rk)
+	}
+	for _, r := range residual {
+		e, err := expr.Compile(r, comb)
+		if err != nil {
+			return nil
+		}
+		if jn.Cond == nil {
+			jn.Cond = e
+		} else {
+			jn.Cond = &andExpr{l: jn.Cond, r: e}
+		}
+	}
+	jn.cols = left.Columns()
+	return jn
 }
 
 // perRunCost estimates one run of an EXISTS subquery's per-row plan: the
