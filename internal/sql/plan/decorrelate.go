@@ -177,17 +177,23 @@ func (b *Builder) decorrelateCond(c ast.ExprNode, outerRows float64, sc *scope, 
 	return &condRewrite{sel: d, conds: append(conds, cmp), alias: alias}
 }
 
-// correlationPair recognizes inner column = outer column (either order):
-// a name that resolves among the subquery's tables, and one that does not
-// but resolves in the outer scope sc, of one type.
-func (b *Builder) correlationPair(w ast.ExprNode, from *ast.TableRefsClause, sc *scope) (in, out *ast.ColumnNameExpr, ok bool) {
+// columnEquality returns the two columns of a conjunct column = column.
+func columnEquality(w ast.ExprNode) (l, r *ast.ColumnNameExpr, ok bool) {
 	eq, isEq := unparen(w).(*ast.BinaryOperationExpr)
 	if !isEq || eq.Op != opcode.EQ {
 		return nil, nil, false
 	}
 	l, lok := unparen(eq.L).(*ast.ColumnNameExpr)
 	r, rok := unparen(eq.R).(*ast.ColumnNameExpr)
-	if !lok || !rok {
+	return l, r, lok && rok
+}
+
+// correlationPair recognizes inner column = outer column (either order):
+// a name that resolves among the subquery's tables, and one that does not
+// but resolves in the outer scope sc, of one type.
+func (b *Builder) correlationPair(w ast.ExprNode, from *ast.TableRefsClause, sc *scope) (in, out *ast.ColumnNameExpr, ok bool) {
+	l, r, ok := columnEquality(w)
+	if !ok {
 		return nil, nil, false
 	}
 	lt := b.innerColumnType(l, from)

@@ -381,13 +381,8 @@ func (v *sideVisitor) Leave(n ast.Node) (ast.Node, bool) { return n, v.ok }
 // correlationKey recognizes inner column = outer column (either order) of
 // one type and collation (sameKeyType).
 func (b *Builder) correlationKey(w ast.ExprNode, in, out *scope) (inner, outer ast.ExprNode, ok bool) {
-	eq, isEq := unparen(w).(*ast.BinaryOperationExpr)
-	if !isEq || eq.Op != opcode.EQ {
-		return nil, nil, false
-	}
-	l, lok := unparen(eq.L).(*ast.ColumnNameExpr)
-	r, rok := unparen(eq.R).(*ast.ColumnNameExpr)
-	if !lok || !rok {
+	l, r, ok := columnEquality(w)
+	if !ok {
 		return nil, nil, false
 	}
 	if _, found, _ := in.find(l.Name); !found {
