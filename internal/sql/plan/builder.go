@@ -1325,28 +1325,31 @@ func (b *Builder) buildOuterJoin(j *ast.Join, parent *scope, lock bool) (*leaf, 
 	// right side's access path and run in the coprocessor with its scan,
 	// and the columns only they read stay out of the join (TPC-H Q13's
 	// o_comment NOT LIKE ... was tested per pair, with every order's
-	// comment in the hash table). Names are resolved in a scope of the
-	// right side built first for that.
+	// comment in the hash table). The right side is planned again with
+	// them when there are any.
+	rp, _, err := b.buildFrom(asJoin(right), rs, nil, lock)
+	if err != nil {
+		return nil, err
+	}
 	var conds, inner []ast.ExprNode
 	if j.On != nil {
-		probe := newScope(b)
-		probe.parent, probe.sub = parent.parent, parent.sub
-		if _, _, err := b.buildFrom(asJoin(right), probe, nil, false); err != nil {
-			return nil, err
-		}
 		for _, c := range splitAnd(j.On.Expr, nil) {
-			if used, opaque := refs(c, []*scope{ls, probe}); !opaque && used[1] && !used[0] && resolvesIn(c, probe) {
+			if used, opaque := refs(c, []*scope{ls, rs}); !opaque && used[1] && !used[0] && resolvesIn(c, rs) {
 				inner = append(inner, c)
 				continue
 			}
 			conds = append(conds, c)
 		}
 	}
-	rp, innerRest, err := b.buildFrom(asJoin(right), rs, inner, lock)
-	if err != nil {
-		return nil, err
+	if len(inner) > 0 {
+		rs = newScope(b)
+		rs.parent, rs.sub = parent.parent, parent.sub
+		var innerRest []ast.ExprNode
+		if rp, innerRest, err = b.buildFrom(asJoin(right), rs, inner, lock); err != nil {
+			return nil, err
+		}
+		conds = append(conds, innerRest...)
 	}
-	conds = append(conds, innerRest...)
 	using, err := usingColumns(j, ls, rs)
 	if err != nil {
 		return nil, err

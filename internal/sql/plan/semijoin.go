@@ -102,12 +102,7 @@ func (b *Builder) semiJoin(c ast.ExprNode, p Plan, sc *scope, sq *Subquery) *Joi
 		return nil
 	}
 	width := len(p.Columns())
-	comb := &scope{b: b, values: -1}
-	comb.cols = append(comb.cols, sc.cols...)
-	for _, col := range probe.cols {
-		col.idx += width
-		comb.cols = append(comb.cols, col)
-	}
+	comb := b.pairScope(sc, probe, width)
 	var kept, residual []ast.ExprNode
 	var innerKeys, outerKeys []ast.ExprNode
 	read := map[int]bool{} // the inner columns keys and residual read
@@ -209,13 +204,7 @@ func (b *Builder) indexSemiJoin(p Plan, sc *scope, right Plan, in *scope, not bo
 		return nil, 0
 	}
 	// Cond reads the outer row followed by the whole inner row.
-	width := len(p.Columns())
-	comb := &scope{b: b, values: -1}
-	comb.cols = append(comb.cols, sc.cols...)
-	for _, col := range in.cols {
-		col.idx += width
-		comb.cols = append(comb.cols, col)
-	}
+	comb := b.pairScope(sc, in, len(p.Columns()))
 	jn := newSemiJoin(p, right, not, sc, in, comb, innerKeys, outerKeys, residual)
 	if jn == nil {
 		return nil, 0
@@ -243,6 +232,18 @@ func (b *Builder) indexSemiJoin(p Plan, sc *scope, right Plan, in *scope, not bo
 	}
 	jn.EstRows = math.Max(1, outerRows*defaultSel)
 	return jn, outerRows*(perKey+fetchCost*perKeyRows) + outerRows
+}
+
+// pairScope returns the names of an outer row (sc, width columns)
+// followed by an inner one (in).
+func (b *Builder) pairScope(sc, in *scope, width int) *scope {
+	comb := &scope{b: b, values: -1}
+	comb.cols = append(comb.cols, sc.cols...)
+	for _, col := range in.cols {
+		col.idx += width
+		comb.cols = append(comb.cols, col)
+	}
+	return comb
 }
 
 // newSemiJoin returns the semi (anti, when not) join of left with right
