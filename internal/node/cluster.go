@@ -481,7 +481,10 @@ func (n *Node) runOperator(op *kvpb.Operator) {
 			case <-ctx.Done():
 			}
 		}()
-		if err := n.applyOperator(ctx, op); err != nil {
+		if err := n.applyOperator(ctx, op); errors.Is(err, raftstore.ErrTransfereeBehind) {
+			// PD decides again from the next reports.
+			n.log.Info("leader transfer refused", "region", op.RegionId, "err", err)
+		} else if err != nil {
 			n.log.Warn("operator failed", "region", op.RegionId, "kind", op.Kind.String(), "err", err)
 		}
 	}()

@@ -264,3 +264,46 @@ func TestUnchangedReportsAreNotScheduled(t *testing.T) {
 		c.heartbeat(2, true, testRegion(101, 2, 1, 4)) // back as it was
 	}
 }
+
+// A store that stopped heartbeating a few seconds ago is not down yet (it
+// may be restarting), but it takes no leaders: a region whose leader moved
+// to a store killed a moment ago would stall for an election timeout.
+// Store 4 dies; region 103, which it led, fails over to store 2, and the
+// leader balancer, which would give the leaderless store 4 a leader, gives
+// it none until it heartbeats again.
+func TestSilentStoreTakesNoLeaders(t *testing.T) {
+	c := startHBCluster(t, Config{})
+	// Stores 1 to 3 lead every data region (store 4 none): unbalanced
+	// enough that store 4 gets a leader once it is heard from.
+	failedOver := testRegion(103, 2, 4, 3)
+	failedOver.Region.Peers[0].Id, failedOver.Region.Peers[1].Id = 1034, 1032
+	c.led[2], c.led[4] = append(c.led[2], failedOver, testRegion(104, 2, 4, 3)), nil
+	c.lead().storesMu.Lock()
+	c.lead().stores[4].lastHeartbeat = time.Now().Add(-silentAfter)
+	c.lead().storesMu.Unlock()
+	toStore4 := func(ops []*kvpb.Operator) bool {
+		for _, op := range ops {
+			if op.Peer.GetStoreId() == 4 {
+				return true
+			}
+		}
+		return false
+	}
+	for store := uint64(1); store <= 3; store++ {
+		if resp := c.heartbeat(store, true, c.led[store]...); toStore4(resp.Operators) {
+			t.Fatalf("store 4, silent for %v, got %s", silentAfter, opsString(resp.Operators))
+		}
+	}
+	if st := c.status(); !st.Stores[3].Up {
+		t.Fatalf("store 4 counted down after %v: %v", silentAfter, st.Stores[3])
+	}
+	// Store 4 is back: the balancer moves a leader to it.
+	c.heartbeat(4, true)
+	got := false
+	for store := uint64(1); store <= 3 && !got; store++ {
+		got = toStore4(c.heartbeat(store, true, c.led[store]...).Operators)
+	}
+	if !got {
+		t.Fatal("store 4, heard from again, got no leader")
+	}
+}

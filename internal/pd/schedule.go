@@ -67,8 +67,11 @@ func DefaultScheduleConfig() ScheduleConfig {
 // StoreInfo is what the schedulers know of one store. The counts and
 // flows are derived from the regions by Cluster.Prepare.
 type StoreInfo struct {
-	ID      uint64
-	Up      bool          // heartbeat within the liveness window
+	ID uint64
+	Up bool // heartbeat within the liveness window
+	// Silent: up, but no heartbeat to this leader in the last few
+	// seconds (or none yet): perhaps just killed; no target of moves.
+	Silent  bool
 	DownFor time.Duration // since its last heartbeat
 	State   kvpb.StoreState
 
@@ -83,7 +86,7 @@ type StoreInfo struct {
 func (s *StoreInfo) dead(c *Cluster) bool { return !s.Up && s.DownFor >= c.DownAfter }
 
 // serving: may take new replicas and leaders.
-func (s *StoreInfo) serving() bool { return s.Up && s.State == kvpb.StoreState_Serving }
+func (s *StoreInfo) serving() bool { return s.Up && !s.Silent && s.State == kvpb.StoreState_Serving }
 
 // Cluster is the state the schedulers decide from.
 type Cluster struct {

@@ -95,7 +95,8 @@ func (s *Server) clusterLocked(st *leaderState, now time.Time) *Cluster {
 	c := &Cluster{ScheduleConfig: cfg, Stores: map[uint64]*StoreInfo{}, Regions: st.dir.all(),
 		Busy: map[uint64]bool{}, Moves: map[uint64]uint64{}}
 	for id, ss := range st.stores {
-		si := &StoreInfo{ID: id, Up: ss.up, State: ss.info.State}
+		si := &StoreInfo{ID: id, Up: ss.up, State: ss.info.State,
+			Silent: !ss.heard || now.Sub(ss.lastHeartbeat) >= silentAfter}
 		if !ss.up {
 			si.DownFor = now.Sub(ss.lastHeartbeat)
 		}

@@ -17,7 +17,7 @@ import (
 // (testdata/scheduler/*):
 //
 //	config [replicas=n] [down-after=d] [store-limit=n] [repair-limit=n] [leader-limit=n] [hot-min=bytes/s]
-//	stores                     one store a line: <id> [down=<d>] [draining|decommissioning|decommissioned]
+//	stores                     one store a line: <id> [down=<d>] [silent] [draining|decommissioning|decommissioned]
 //	region id=<id> peers=<id@store[L|+|-],...> [leader=<peer>] [commit=<i>] [match=<peer:index,...>]
 //	       [size=<bytes>] [read=<B/s>] [write=<B/s>] [move-from=<store>]
 //	       [start=<key>] [end=<key>] [keys=<n>] [age=<d>]
@@ -137,6 +137,8 @@ func (h *schedHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 				case strings.HasPrefix(a, "down="):
 					s.Up = false
 					s.DownFor, _ = time.ParseDuration(strings.TrimPrefix(a, "down="))
+				case a == "silent":
+					s.Silent = true
 				case a == "draining":
 					s.State = kvpb.StoreState_Draining
 				case a == "decommissioning":

@@ -23,13 +23,23 @@ import (
 // counts it down (status, scheduling).
 var downAfter = 10 * time.Second
 
+// silentAfter: a store up (not yet down) but without a heartbeat for this
+// long, or without one to this leader yet, takes no new replicas or
+// leaders. A node heartbeats every second; a store killed a moment ago
+// counts as up for downAfter, and a leader moved to it would stall its
+// region for an election timeout.
+const silentAfter = 3 * time.Second
+
 type storeState struct {
 	info          *kvpb.Store
 	lastHeartbeat time.Time
-	up            bool
-	since         time.Time // when it last went up or down
-	replicaCount  uint32
-	leaderCount   uint32
+	// heard: the store has sent this leader a heartbeat (a new leader
+	// starts with every store up but none heard).
+	heard        bool
+	up           bool
+	since        time.Time // when it last went up or down
+	replicaCount uint32
+	leaderCount  uint32
 	// complete: this leader has had a report of every region the store
 	// leads (a heartbeat with regions_complete); until then it asks for
 	// one. Its later heartbeats carry only the regions whose report
@@ -216,13 +226,13 @@ func (s *Server) putStore(ctx context.Context, st *leaderState, info *kvpb.Store
 	st.storesMu.Lock()
 	if ss, ok := st.stores[info.Id]; ok {
 		info.State = ss.info.State
-		ss.lastHeartbeat = now
+		ss.lastHeartbeat, ss.heard = now, true
 		ss.info = info
 		if !ss.up {
 			ss.up, ss.since = true, now
 		}
 	} else {
-		st.stores[info.Id] = &storeState{info: info, up: true, since: now, lastHeartbeat: now}
+		st.stores[info.Id] = &storeState{info: info, up: true, since: now, lastHeartbeat: now, heard: true}
 	}
 	st.storesMu.Unlock()
 	s.setStores([]*kvpb.Store{info})

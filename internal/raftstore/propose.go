@@ -10,6 +10,7 @@ import (
 	"github.com/strata-db/strata/kvpb"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -257,6 +258,14 @@ func (s *Store) ChangePeers(ctx context.Context, p *Peer, epoch *kvpb.RegionEpoc
 // confChangeTimeout bounds how long ChangePeers waits for its change.
 var confChangeTimeout = 10 * time.Second
 
+// transferMaxLag: a leadership transfer goes to a replica at most this
+// many entries behind the commit index.
+const transferMaxLag = 128
+
+// ErrTransfereeBehind: a leadership transfer refused because the
+// transferee is not known to be live and caught up.
+var ErrTransfereeBehind = errors.New("raftstore: the transferee is not replicating in step with the leader")
+
 // TransferLeader asks p (the leader) to hand leadership to the replica
 // with raft id to. It returns at once; the transfer completes (or is
 // abandoned by raft after an election timeout) asynchronously. The lease
@@ -276,6 +285,19 @@ func (s *Store) TransferLeader(p *Peer, to uint64) error {
 	}
 	if !found {
 		return fmt.Errorf("raftstore: region %d has no voter %d", p.regionID, to)
+	}
+	// Raft drops every proposal while a transfer is in flight, for up to an
+	// election timeout if the transferee never answers: a replica this
+	// leader has not heard from lately (its store perhaps just killed), or
+	// one far behind, would stall the region.
+	commit, ready := p.rn.BasicStatus().HardState.GetCommit(), false
+	p.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if id == to {
+			ready = pr.State == tracker.StateReplicate && pr.RecentActive && pr.Match+transferMaxLag >= commit
+		}
+	})
+	if !ready {
+		return fmt.Errorf("%w: region %d, replica %d", ErrTransfereeBehind, p.regionID, to)
 	}
 	p.revokeLeaseLocked()
 	p.wakeLocked()

@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -571,16 +572,26 @@ func (s *Store) Close() {
 	<-s.stopped
 }
 
-// raftLogger adapts slog to raft.Logger.
+// raftLogger adapts slog to raft.Logger. Raft's info messages (elections,
+// terms, votes) are logged at debug level (`--log-level debug`); its own
+// debug messages are dropped.
 type raftLogger struct{ l *slog.Logger }
 
 func (r raftLogger) Debug(v ...any)                 {}
 func (r raftLogger) Debugf(format string, v ...any) {}
 func (r raftLogger) Error(v ...any)                 { r.l.Error(fmt.Sprint(v...)) }
 func (r raftLogger) Errorf(format string, v ...any) { r.l.Error(fmt.Sprintf(format, v...)) }
-func (r raftLogger) Info(v ...any)                  {}
-func (r raftLogger) Infof(format string, v ...any)  {}
-func (r raftLogger) Warning(v ...any)               { r.l.Warn(fmt.Sprint(v...)) }
+func (r raftLogger) Info(v ...any) {
+	if r.l.Enabled(context.Background(), slog.LevelDebug) {
+		r.l.Debug(fmt.Sprint(v...))
+	}
+}
+func (r raftLogger) Infof(format string, v ...any) {
+	if r.l.Enabled(context.Background(), slog.LevelDebug) {
+		r.l.Debug(fmt.Sprintf(format, v...))
+	}
+}
+func (r raftLogger) Warning(v ...any) { r.l.Warn(fmt.Sprint(v...)) }
 func (r raftLogger) Warningf(format string, v ...any) {
 	r.l.Warn(fmt.Sprintf(format, v...))
 }
