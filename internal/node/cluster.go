@@ -347,9 +347,10 @@ func (n *Node) heartbeat(ctx context.Context) {
 		n.triggerHeartbeat()
 	}
 	n.pd.ObserveHeartbeat(resp)
-	// Hibernating replicas whose leader's store is down elect another.
+	// Replicas whose leader's store is down elect another (hibernating
+	// ones would not notice).
 	for _, id := range resp.DownStores {
-		n.store.WakeLedBy(id)
+		n.store.StoreLost(id)
 	}
 	for _, op := range resp.Operators {
 		n.runOperator(op)

@@ -299,11 +299,25 @@ func TestSilentStoreTakesNoLeaders(t *testing.T) {
 	}
 	// Store 4 is back: the balancer moves a leader to it.
 	c.heartbeat(4, true)
-	got := false
-	for store := uint64(1); store <= 3 && !got; store++ {
-		got = toStore4(c.heartbeat(store, true, c.led[store]...).Operators)
+	var moved *kvpb.Operator
+	for store := uint64(1); store <= 3 && moved == nil; store++ {
+		for _, op := range c.heartbeat(store, true, c.led[store]...).Operators {
+			if op.Peer.GetStoreId() == 4 {
+				moved = op
+			}
+		}
 	}
-	if !got {
+	if moved == nil {
 		t.Fatal("store 4, heard from again, got no leader")
+	}
+	// The region a balancer moved cools down: the balancers leave it
+	// alone for BalanceCooldown.
+	st := c.lead()
+	st.storesMu.Lock()
+	cooling := c.s.clusterLocked(st, time.Now()).Cooling[moved.RegionId]
+	later := c.s.clusterLocked(st, time.Now().Add(DefaultScheduleConfig().BalanceCooldown)).Cooling[moved.RegionId]
+	st.storesMu.Unlock()
+	if !cooling || later {
+		t.Fatalf("region %d cooling after its move: %v, after BalanceCooldown: %v", moved.RegionId, cooling, later)
 	}
 }

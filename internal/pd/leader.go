@@ -50,6 +50,8 @@ type leaderState struct {
 	ops map[uint64]*inflightOp
 	// moves are the replica moves in progress, by region.
 	moves map[uint64]moveState
+	// balanced: when a balancer last moved each region (BalanceCooldown).
+	balanced map[uint64]time.Time
 	// opLog is the most recent operators handed out, oldest first.
 	opLog []*kvpb.OperatorRecord
 	// ages: since when each region has had its range (the merge
@@ -144,7 +146,8 @@ func (s *Server) LeaderChanged(leader bool) {
 func (s *Server) load(term uint64) (*leaderState, error) {
 	db := s.store.Engine()
 	st := &leaderState{term: term, since: time.Now(), stores: map[uint64]*storeState{}, ops: map[uint64]*inflightOp{}, moves: map[uint64]moveState{},
-		ages: map[uint64]regionAge{}, merging: map[uint64]pendingMerge{},
+		balanced: map[uint64]time.Time{},
+		ages:     map[uint64]regionAge{}, merging: map[uint64]pendingMerge{},
 		detector: deadlock.New(0)}
 	limit, err := readUint(db, tsoLimitKey)
 	if err != nil {

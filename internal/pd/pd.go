@@ -151,6 +151,9 @@ func withDefaults(c ScheduleConfig) ScheduleConfig {
 	if c.HotMinBytes > 0 {
 		d.HotMinBytes = c.HotMinBytes
 	}
+	if c.BalanceCooldown > 0 {
+		d.BalanceCooldown = c.BalanceCooldown
+	}
 	return d
 }
 

@@ -56,12 +56,18 @@ type ScheduleConfig struct {
 	Tolerance float64
 	// HotMinBytes: stores whose flow (bytes/s) is below this are never hot.
 	HotMinBytes float64
+	// BalanceCooldown: a region a balancer moved (its leader or a
+	// replica) is left to the other balancers' moves for this long. Its
+	// flows as the stores report them right after a move are from
+	// different intervals on different stores; without a pause a hot
+	// region's leadership went back and forth on the next heartbeats.
+	BalanceCooldown time.Duration
 }
 
 // DefaultScheduleConfig returns the defaults of a server.
 func DefaultScheduleConfig() ScheduleConfig {
 	return ScheduleConfig{Replicas: DefaultReplicas, DownAfter: 5 * time.Minute, StoreLimit: 4, RepairLimit: 8,
-		LeaderLimit: 4, Tolerance: 0.05, HotMinBytes: 1 << 20}
+		LeaderLimit: 4, Tolerance: 0.05, HotMinBytes: 1 << 20, BalanceCooldown: 15 * time.Second}
 }
 
 // StoreInfo is what the schedulers know of one store. The counts and
@@ -95,6 +101,9 @@ type Cluster struct {
 	Regions []*kvpb.RegionStat // every region, by id
 	// Busy: regions with an operator in flight.
 	Busy map[uint64]bool
+	// Cooling: regions a balancer moved within BalanceCooldown; the
+	// balancers leave them alone.
+	Cooling map[uint64]bool
 	// Moves: the source store of each replica move in progress.
 	Moves map[uint64]uint64
 
@@ -112,6 +121,8 @@ type Cluster struct {
 type Decision struct {
 	Op       *kvpb.Operator
 	MoveFrom uint64
+	// Balance: a balancer's move (the region cools down after it).
+	Balance bool
 }
 
 // RegionRate returns a region's read and written bytes per second.
@@ -579,6 +590,12 @@ func (c *Cluster) sortedStores() []*StoreInfo {
 // stable: a region the balancers may touch: nothing in flight, no move
 // under way, voters only, no membership step pending, not PD's own
 // region.
+// balanceable: a balancer may move r (stable, and not cooling down after
+// a balancer's last move).
+func (c *Cluster) balanceable(r *kvpb.RegionStat) bool {
+	return !c.Cooling[r.Region.Id] && c.stable(r)
+}
+
 func (c *Cluster) stable(r *kvpb.RegionStat) bool {
 	if c.Busy[r.Region.Id] || r.Region.Id == SystemRegionID || r.Leader == nil || c.Moves[r.Region.Id] != 0 {
 		return false
@@ -755,13 +772,13 @@ func (c *Cluster) leaderDecision(r *kvpb.RegionStat, to *kvpb.Peer, why string) 
 	src, t := c.Stores[r.Leader.StoreId], c.Stores[to.StoreId]
 	return Decision{Op: op(r.Region, kvpb.OperatorKind_TransferLeader, to,
 		fmt.Sprintf("%s: store %d has %d leaders reading %.0f B/s, store %d has %d reading %.0f B/s",
-			why, src.ID, src.Leaders, src.ReadRate, t.ID, t.Leaders, t.ReadRate))}
+			why, src.ID, src.Leaders, src.ReadRate, t.ID, t.Leaders, t.ReadRate)), Balance: true}
 }
 
 func (c *Cluster) replicaDecision(r *kvpb.RegionStat, src, t *StoreInfo, why string) Decision {
 	return Decision{Op: op(r.Region, kvpb.OperatorKind_AddLearner, &kvpb.Peer{StoreId: t.ID, Role: kvpb.PeerRole_Learner},
 		fmt.Sprintf("%s: store %d has %d replicas written %.0f B/s, store %d has %d written %.0f B/s",
-			why, src.ID, src.Replicas, src.WriteRate, t.ID, t.Replicas, t.WriteRate)), MoveFrom: src.ID}
+			why, src.ID, src.Replicas, src.WriteRate, t.ID, t.Replicas, t.WriteRate)), MoveFrom: src.ID, Balance: true}
 }
 
 // BalanceLeaders transfers leaderships that lower the leader cost
@@ -769,7 +786,7 @@ func (c *Cluster) replicaDecision(r *kvpb.RegionStat, src, t *StoreInfo, why str
 func BalanceLeaders(c *Cluster, candidates []*kvpb.RegionStat) []Decision {
 	var out []Decision
 	for _, r := range candidates {
-		if !c.stable(r) {
+		if !c.balanceable(r) {
 			continue
 		}
 		if to, _ := c.bestLeaderMove(r); to != nil {
@@ -787,7 +804,7 @@ func BalanceReplicas(c *Cluster, candidates []*kvpb.RegionStat) []Decision {
 		if !c.canTake() {
 			break
 		}
-		if !c.stable(r) {
+		if !c.balanceable(r) {
 			continue
 		}
 		if src, t := c.bestReplicaMove(r); t != nil {
@@ -824,7 +841,7 @@ func BalanceHot(c *Cluster, candidates []*kvpb.RegionStat) []Decision {
 			break
 		}
 		r := h.r
-		if !c.stable(r) {
+		if !c.balanceable(r) {
 			continue
 		}
 		if h.rd > 0 && c.meanRead > c.HotMinBytes {

@@ -93,7 +93,14 @@ func (s *Server) clusterLocked(st *leaderState, now time.Time) *Cluster {
 	cfg.Replicas = int(st.replicas)
 	st.clusterBuilds++
 	c := &Cluster{ScheduleConfig: cfg, Stores: map[uint64]*StoreInfo{}, Regions: st.dir.all(),
-		Busy: map[uint64]bool{}, Moves: map[uint64]uint64{}}
+		Busy: map[uint64]bool{}, Moves: map[uint64]uint64{}, Cooling: map[uint64]bool{}}
+	for id, at := range st.balanced {
+		if now.Sub(at) >= cfg.BalanceCooldown {
+			delete(st.balanced, id)
+		} else {
+			c.Cooling[id] = true
+		}
+	}
 	for id, ss := range st.stores {
 		si := &StoreInfo{ID: id, Up: ss.up, State: ss.info.State,
 			Silent: !ss.heard || now.Sub(ss.lastHeartbeat) >= silentAfter}
@@ -230,6 +237,9 @@ func (s *Server) schedule(ctx context.Context, st *leaderState, store uint64, re
 		st.ops[op.RegionId] = &inflightOp{op: op, at: now}
 		if d.MoveFrom != 0 {
 			st.moves[op.RegionId] = moveState{from: d.MoveFrom, at: now}
+		}
+		if d.Balance {
+			st.balanced[op.RegionId] = now
 		}
 		st.opLog = append(st.opLog, &kvpb.OperatorRecord{Operator: op, UnixMs: now.UnixMilli(), StoreId: s.leaderStoreOf(regions, op.RegionId)})
 		if len(st.opLog) > opLogSize {

@@ -25,9 +25,10 @@ import (
 //	regions n=<count> from=<id> stores=<s1,s2,...> [size=..] [read=..] [write=..]
 //	                           adds count caught-up regions with voters on the stores, led by the first
 //	step id=<id>               RegionStep for one region
-//	schedule [busy=<id,...>] [transfers=<region:store,...>]
+//	schedule [busy=<id,...>] [transfers=<region:store,...>] [cooling=<id,...>]
 //	                           one round of every scheduler over every region, with
-//	                           those regions busy, or those leader transfers in flight
+//	                           those regions busy, those leader transfers in flight, or
+//	                           those regions moved by a balancer within BalanceCooldown
 //	run [max=<rounds>]         rounds of schedule, each decision done at once (learners caught up),
 //	                           until a round decides nothing; prints the rounds and the stores
 //	merge [max-size=..] [max-keys=..] [max-merged-size=..] [max-merged-keys=..] [max-rate=..]
@@ -58,7 +59,7 @@ type schedHarness struct {
 func (h *schedHarness) cluster(busy map[uint64]bool) *Cluster { return h.clusterWith(busy, nil) }
 
 func (h *schedHarness) clusterWith(busy map[uint64]bool, ops map[uint64]*kvpb.Operator) *Cluster {
-	c := &Cluster{ScheduleConfig: h.cfg, Stores: map[uint64]*StoreInfo{}, Busy: map[uint64]bool{}, Moves: map[uint64]uint64{}}
+	c := &Cluster{ScheduleConfig: h.cfg, Stores: map[uint64]*StoreInfo{}, Busy: map[uint64]bool{}, Moves: map[uint64]uint64{}, Cooling: map[uint64]bool{}}
 	for id, s := range h.stores {
 		cp := *s
 		c.Stores[id] = &cp
@@ -277,6 +278,13 @@ func (h *schedHarness) cmd(t *testing.T, d *datadriven.TestData) string {
 			}
 		}
 		c := h.clusterWith(busy, ops)
+		var cooling string
+		d.MaybeScanArgs(t, "cooling", &cooling)
+		for _, s := range strings.Split(cooling, ",") {
+			if id, err := strconv.ParseUint(s, 10, 64); err == nil {
+				c.Cooling[id] = true
+			}
+		}
 		var out []string
 		for _, dec := range c.Schedule(c.Regions) {
 			out = append(out, fmtOp(dec.Op, dec.MoveFrom))

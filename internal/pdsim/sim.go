@@ -110,6 +110,8 @@ type Sim struct {
 	nextID  uint64
 	ops     map[uint64]*inflight
 	moves   map[uint64]uint64
+	// balanced: when a balancer last moved each region (as PD keeps it).
+	balanced map[uint64]time.Duration
 	// Operators counts the operators handed out, by kind.
 	Operators map[string]int
 	// Splits counts the load-based splits.
@@ -122,7 +124,7 @@ func New(sc Scenario) *Sim {
 		sc.Tolerance = 0.1
 	}
 	s := &Sim{sc: sc, rng: rand.New(rand.NewSource(sc.Seed)), regions: map[uint64]*region{}, ops: map[uint64]*inflight{},
-		moves: map[uint64]uint64{}, Operators: map[string]int{}, nextID: 1_000_000, byID: map[uint64]*store{}}
+		moves: map[uint64]uint64{}, balanced: map[uint64]time.Duration{}, Operators: map[string]int{}, nextID: 1_000_000, byID: map[uint64]*store{}}
 	for i := 0; i < sc.Stores; i++ {
 		s.addStore()
 	}
@@ -197,7 +199,15 @@ func (s *Sim) store(id uint64) *store { return s.byID[id] }
 
 // cluster builds the schedulers' view, as PD's leader does.
 func (s *Sim) cluster() *pd.Cluster {
-	c := &pd.Cluster{ScheduleConfig: s.sc.Config, Stores: map[uint64]*pd.StoreInfo{}, Busy: map[uint64]bool{}, Moves: map[uint64]uint64{}}
+	c := &pd.Cluster{ScheduleConfig: s.sc.Config, Stores: map[uint64]*pd.StoreInfo{}, Busy: map[uint64]bool{}, Moves: map[uint64]uint64{},
+		Cooling: map[uint64]bool{}}
+	for id, at := range s.balanced {
+		if s.now-at >= s.sc.Config.BalanceCooldown {
+			delete(s.balanced, id)
+		} else {
+			c.Cooling[id] = true
+		}
+	}
 	for _, st := range s.stores {
 		si := &pd.StoreInfo{ID: st.id, Up: !st.failed, State: st.state}
 		if st.failed {
@@ -313,6 +323,9 @@ func (s *Sim) step() {
 		s.ops[op.RegionId] = &inflight{op: op, doneAt: s.now + lat, from: d.MoveFrom}
 		if d.MoveFrom != 0 {
 			s.moves[op.RegionId] = d.MoveFrom
+		}
+		if d.Balance {
+			s.balanced[op.RegionId] = s.now
 		}
 		s.Operators[op.Kind.String()]++
 	}

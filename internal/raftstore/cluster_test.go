@@ -230,7 +230,7 @@ type testStore struct {
 //	log store=<s> region=<id>              applied, truncated and last index
 //	flush store=<s>                        flush the KV engine (and truncate logs)
 //	asleep region=<id> [stores=<s,...>]    which replicas hibernate
-//	wake-led-by down=<s> [stores=<s,...>]  Store.WakeLedBy: PD counts store s down
+//	store-lost down=<s> [stores=<s,...>]   Store.StoreLost: the transport lost store s, or PD counts it down
 //	destroy-stale store=<s> region=<id> peer=<id> conf-ver=<n>
 //	                                       Store.DestroyStale: PD's descriptor at conf-ver lacks the peer
 //	destroy-merged store=<s> region=<id> peer=<id>
@@ -822,12 +822,12 @@ func (h *clusterHarness) run(d *datadriven.TestData) string {
 			}
 		}
 		return strings.Join(parts, " ")
-	case "wake-led-by":
+	case "store-lost":
 		var down uint64
 		d.ScanArgs(h.t, "down", &down)
 		for _, ts := range h.storeArgs(d, "stores") {
 			if ts.s != nil {
-				ts.s.WakeLedBy(down)
+				ts.s.StoreLost(down)
 			}
 		}
 		return ""

@@ -27,7 +27,7 @@ import (
 //     transfer, a read that needs a ReadIndex round, a campaign; a request
 //     that finds a follower not leading wakes it (Check), so a client
 //     retrying on the followers of a dead leader starts an election.
-//   - A follower's leader may die while both sleep: WakeLedBy wakes the
+//   - A follower's leader may die while both sleep: StoreLost wakes the
 //     replicas led from a store the transport lost its connection to, or
 //     that PD counts down (the node calls it with the heartbeat
 //     response's down stores).
@@ -107,6 +107,12 @@ func (s *Store) tickLocked(p *Peer) []*kvpb.RaftMessage {
 	}
 	if p.idleTicks < sleepTicks {
 		p.rn.Tick()
+		if !p.isLeader {
+			p.leaderTicks++
+			if p.lostLeader != 0 && p.leaderTicks > electionTicks {
+				p.campaignEarlyLocked()
+			}
+		}
 		return nil
 	}
 	p.asleep.Store(true)
@@ -188,22 +194,71 @@ func (p *Peer) wakeOnMessageLocked(m *pb.Message) {
 	p.wakeLocked()
 }
 
-// WakeLedBy wakes every hibernating follower whose leader is on store
-// (PD counts it down), so that they elect a new leader.
-func (s *Store) WakeLedBy(store uint64) {
-	n := 0
+// StoreLost is told that store is gone: the transport lost its
+// connection to it, or PD counts it down. Every follower led from there
+// wakes (a hibernating one would not notice the loss), and the first of
+// each such region's other voters (lowest replica id) campaigns as soon
+// as the others can vote for it (campaignEarlyLocked).
+func (s *Store) StoreLost(store uint64) {
+	woken, marked := 0, 0
 	for _, p := range s.Peers() {
-		if !p.asleep.Load() {
-			continue
-		}
 		p.mu.Lock()
 		if !p.isLeader && p.storeOfLocked(p.rn.BasicStatus().Lead) == store {
-			p.wakeLocked()
-			n++
+			if p.asleep.Load() {
+				p.wakeLocked()
+				woken++
+			}
+			p.lostLeader = store
+			marked++
 		}
 		p.mu.Unlock()
 	}
-	if n > 0 {
-		s.log.Info("raftstore: woke hibernating replicas led from a store that is down", "store", store, "replicas", n)
+	if woken > 0 {
+		s.log.Info("raftstore: woke hibernating replicas led from a store that is gone", "store", store, "replicas", woken)
+	}
+	if marked > 0 {
+		s.log.Debug("raftstore: leader's store lost", "store", store, "replicas", marked)
+	}
+}
+
+// heardLeaderLocked notes a message from a leader. p.mu held.
+func (p *Peer) heardLeaderLocked() {
+	p.heardAt.Store(time.Now().UnixNano())
+	p.leaderTicks = 0
+	p.lostLeader = 0
+}
+
+// campaignEarlyLocked: this follower's leader is on a store that is gone,
+// and electionTicks+1 ticks have passed since its last message. Without
+// this the region waits for raft's randomized election timeout (one to
+// two election timeouts) of whichever replica fires first. A vote is
+// granted only by a replica whose own election timer has run out since
+// it last heard from the leader (check-quorum: that is what keeps leases
+// safe, read.go); the other replicas heard the leader's last message when
+// this one did, so one tick past the timeout their timers have run out.
+// Only the first of the other voters campaigns: two at once would split
+// the vote. If the store is not gone after all, or a voter is still in
+// its lease, the pre-vote fails and nothing changes (pre-vote disturbs
+// no term). p.mu held.
+func (p *Peer) campaignEarlyLocked() {
+	lost := p.lostLeader
+	p.lostLeader = 0
+	st := p.rn.BasicStatus()
+	if st.RaftState != raft.StateFollower || p.storeOfLocked(st.Lead) != lost {
+		return
+	}
+	self := false
+	for _, rp := range p.Region().Peers {
+		if !IsVoter(rp) || rp.StoreId == lost {
+			continue
+		}
+		if rp.Id < p.id {
+			return
+		}
+		self = self || rp.Id == p.id
+	}
+	if self {
+		p.store.log.Debug("raftstore: campaigning early: the leader's store is gone", "region", p.regionID, "store", lost)
+		_ = p.rn.Campaign()
 	}
 }

@@ -80,6 +80,12 @@ type Peer struct {
 	// takes the queue.
 	poll      atomic.Bool
 	idleTicks int
+	// leaderTicks counts a follower's ticks since the last message from
+	// a leader; lostLeader is the store of a leader the transport lost
+	// (StoreLost), until this replica hears from a leader or decides on
+	// an early campaign (hibernate.go). Store loop and Receive, mu held.
+	leaderTicks int
+	lostLeader  uint64
 	// Store loop only: visitedAt and pokedAt are the loop rounds in which
 	// the replica was last looked at and last taken from the queue;
 	// inAwake and inMerging, that it is in Store.awake, Store.merging.

@@ -2,7 +2,6 @@ package raftstore
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/strata-db/strata/kvpb"
 	"go.etcd.io/raft/v3"
@@ -110,13 +109,13 @@ func (s *Store) Receive(env *kvpb.RaftMessage) error {
 	}
 	p.peerStores[env.FromPeer.GetId()] = env.FromPeer.GetStoreId()
 	if env.HibernateCommit != 0 {
-		p.heardAt.Store(time.Now().UnixNano())
+		p.heardLeaderLocked()
 		p.receiveHibernateLocked(env)
 		return nil
 	}
 	switch m.GetType() {
 	case pb.MessageType_MsgApp, pb.MessageType_MsgHeartbeat, pb.MessageType_MsgSnap:
-		p.heardAt.Store(time.Now().UnixNano()) // only a leader sends these
+		p.heardLeaderLocked() // only a leader sends these
 	}
 	p.wakeOnMessageLocked(m)
 	err = p.rn.Step(m)

@@ -196,10 +196,12 @@ func (s *sender) run() {
 	}
 }
 
-// watch wakes the hibernating replicas the destination store led
-// (raftstore.Store.WakeLedBy) as soon as a ready connection to it fails:
-// the store may be gone, and replicas that do not tick would not notice.
-// A store that is still there is woken again by their vote requests.
+// watch tells the raft store as soon as a ready connection to the
+// destination fails (raftstore.Store.StoreLost): the store may be gone;
+// the replicas it led wake if they hibernate, and one of each region's
+// other voters campaigns as soon as the rest can vote. A store that is
+// still there keeps its leaders: its followers, still in their leases,
+// ignore the votes, and its next message ends the campaign.
 func (s *sender) watch(ctx context.Context, conn *grpc.ClientConn) {
 	ready := false
 	for state := conn.GetState(); ; state = conn.GetState() {
@@ -209,7 +211,7 @@ func (s *sender) watch(ctx context.Context, conn *grpc.ClientConn) {
 		case connectivity.TransientFailure, connectivity.Idle:
 			if ready {
 				if st := s.t.getStore(); st != nil && ctx.Err() == nil {
-					st.WakeLedBy(s.to)
+					st.StoreLost(s.to)
 				}
 				ready = false
 			}
