@@ -491,6 +491,32 @@ func (n *Node) runOperator(op *kvpb.Operator) {
 	}()
 }
 
+// transferRetry: how long a leader transfer waits for its transferee to be
+// replicating in step (raftstore.ErrTransfereeBehind) before it is given
+// up: a hibernating region's first heartbeats, a follower catching up
+// with a few entries. A transferee that is gone is given up for PD to
+// decide again; nothing waits on the region meanwhile.
+const transferRetry = 3 * time.Second
+
+func (n *Node) transferLeader(ctx context.Context, p *raftstore.Peer, op *kvpb.Operator) error {
+	deadline := time.Now().Add(transferRetry)
+	for {
+		err := n.store.CheckTransfer(p, op.Peer.GetId())
+		if err == nil {
+			n.persistLocks(ctx, op.RegionId) // the next leader has them
+			return n.store.TransferLeader(p, op.Peer.GetId())
+		}
+		if !errors.Is(err, raftstore.ErrTransfereeBehind) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 func (n *Node) applyOperator(ctx context.Context, op *kvpb.Operator) error {
 	p, ok := n.store.Peer(op.RegionId)
 	if !ok || !p.IsLeaderReady() {
@@ -516,8 +542,7 @@ func (n *Node) applyOperator(ctx context.Context, op *kvpb.Operator) error {
 		}
 		return err
 	case kvpb.OperatorKind_TransferLeader:
-		n.persistLocks(ctx, op.RegionId) // the next leader has them
-		return n.store.TransferLeader(p, op.Peer.GetId())
+		return n.transferLeader(ctx, p, op)
 	case kvpb.OperatorKind_AddLearner:
 		kind = raftstore.AddLearner
 	case kvpb.OperatorKind_PromoteLearner:

@@ -270,10 +270,37 @@ var ErrTransfereeBehind = errors.New("raftstore: the transferee is not replicati
 // with raft id to. It returns at once; the transfer completes (or is
 // abandoned by raft after an election timeout) asynchronously. The lease
 // is given up at once: the transferee may be elected without waiting for
-// it (read.go).
+// it (read.go). A transferee not replicating in step is refused
+// (ErrTransfereeBehind; transferableLocked).
 func (s *Store) TransferLeader(p *Peer, to uint64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err := s.transferableLocked(p, to); err != nil {
+		return err
+	}
+	p.revokeLeaseLocked()
+	p.rn.TransferLeader(to)
+	s.wake()
+	return nil
+}
+
+// CheckTransfer reports whether TransferLeader(p, to) would go ahead now,
+// without starting it (it wakes a hibernating leader, as TransferLeader
+// does).
+func (s *Store) CheckTransfer(p *Peer, to uint64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return s.transferableLocked(p, to)
+}
+
+// transferableLocked: p leads, to is one of its voters, and to is
+// replicating in step. Raft drops every proposal while a transfer is in
+// flight, for up to an election timeout if the transferee never answers:
+// a replica this leader has not heard from lately (its store perhaps just
+// killed), or one far behind, would stall the region. A hibernating
+// leader wakes first: its view of the replicas' activity is as old as its
+// sleep, and its heartbeats renew it for the caller's next try. p.mu held.
+func (s *Store) transferableLocked(p *Peer, to uint64) error {
 	if !p.isLeader {
 		return p.notLeaderError()
 	}
@@ -286,10 +313,8 @@ func (s *Store) TransferLeader(p *Peer, to uint64) error {
 	if !found {
 		return fmt.Errorf("raftstore: region %d has no voter %d", p.regionID, to)
 	}
-	// Raft drops every proposal while a transfer is in flight, for up to an
-	// election timeout if the transferee never answers: a replica this
-	// leader has not heard from lately (its store perhaps just killed), or
-	// one far behind, would stall the region.
+	p.wakeLocked()
+	p.touch()
 	commit, ready := p.rn.BasicStatus().HardState.GetCommit(), false
 	p.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
 		if id == to {
@@ -297,13 +322,9 @@ func (s *Store) TransferLeader(p *Peer, to uint64) error {
 		}
 	})
 	if !ready {
+		s.wake()
 		return fmt.Errorf("%w: region %d, replica %d", ErrTransfereeBehind, p.regionID, to)
 	}
-	p.revokeLeaseLocked()
-	p.wakeLocked()
-	p.touch()
-	p.rn.TransferLeader(to)
-	s.wake()
 	return nil
 }
 
