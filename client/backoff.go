@@ -28,15 +28,21 @@ const (
 	numBackoffKinds
 )
 
+// The ceilings of the kinds a failover causes (region miss while a region
+// elects a leader, store RPC to the node that died, PD while its own
+// region elects) are short: a request waits at most that long after the
+// cluster can serve it again. With ceilings of 0.5-1 s, transactions
+// blocked through a 1 s election came back spread over the next second.
+// A retry is one cheap RPC; the budget bounds the total wait either way.
 var backoffSchedule = [numBackoffKinds]struct {
 	base, ceiling time.Duration
 	name          string
 }{
-	boRegionMiss: {base: 2 * time.Millisecond, ceiling: 500 * time.Millisecond, name: "region miss"},
+	boRegionMiss: {base: 2 * time.Millisecond, ceiling: 100 * time.Millisecond, name: "region miss"},
 	boServerBusy: {base: 20 * time.Millisecond, ceiling: 2 * time.Second, name: "server busy"},
-	boStoreRPC:   {base: 10 * time.Millisecond, ceiling: time.Second, name: "store rpc"},
+	boStoreRPC:   {base: 10 * time.Millisecond, ceiling: 200 * time.Millisecond, name: "store rpc"},
 	boTxnLock:    {base: 5 * time.Millisecond, ceiling: 500 * time.Millisecond, name: "txn lock"},
-	boPD:         {base: 10 * time.Millisecond, ceiling: time.Second, name: "pd"},
+	boPD:         {base: 10 * time.Millisecond, ceiling: 200 * time.Millisecond, name: "pd"},
 }
 
 // backoffer sleeps between retries of one logical operation. Sleeps grow
