@@ -294,7 +294,8 @@ func (s *Store) CheckTransfer(p *Peer, to uint64) error {
 }
 
 // transferableLocked: p leads, to is one of its voters, and to is
-// replicating in step. Raft drops every proposal while a transfer is in
+// replicating in step: recently active, and within transferMaxLag entries
+// of the commit index (at it, when probing). Raft drops every proposal while a transfer is in
 // flight, for up to an election timeout if the transferee never answers:
 // a replica this leader has not heard from lately (its store perhaps just
 // killed), or one far behind, would stall the region. A hibernating
@@ -317,8 +318,18 @@ func (s *Store) transferableLocked(p *Peer, to uint64) error {
 	p.touch()
 	commit, ready := p.rn.BasicStatus().HardState.GetCommit(), false
 	p.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
-		if id == to {
-			ready = pr.State == tracker.StateReplicate && pr.RecentActive && pr.Match+transferMaxLag >= commit
+		if id != to || !pr.RecentActive {
+			return
+		}
+		switch pr.State {
+		case tracker.StateReplicate:
+			ready = pr.Match+transferMaxLag >= commit
+		case tracker.StateProbe:
+			// A replica that caught up by snapshot on an idle region stays
+			// probing (nothing to append moves it on); one whose messages
+			// failed (ReportUnreachable) probes too, and falls behind as
+			// soon as anything is written.
+			ready = pr.Match >= commit
 		}
 	})
 	if !ready {
