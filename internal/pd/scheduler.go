@@ -103,7 +103,9 @@ func (s *Server) clusterLocked(st *leaderState, now time.Time) *Cluster {
 	}
 	for id, ss := range st.stores {
 		si := &StoreInfo{ID: id, Up: ss.up, State: ss.info.State,
-			Silent: !ss.heard || now.Sub(ss.lastHeartbeat) >= silentAfter}
+			// A new leader starts every store's last heartbeat at its
+			// start: none is heard until it sends one.
+			Silent: !ss.lastHeartbeat.After(st.since) || now.Sub(ss.lastHeartbeat) >= silentAfter}
 		if !ss.up {
 			si.DownFor = now.Sub(ss.lastHeartbeat)
 		}

@@ -33,13 +33,10 @@ const silentAfter = 3 * time.Second
 type storeState struct {
 	info          *kvpb.Store
 	lastHeartbeat time.Time
-	// heard: the store has sent this leader a heartbeat (a new leader
-	// starts with every store up but none heard).
-	heard        bool
-	up           bool
-	since        time.Time // when it last went up or down
-	replicaCount uint32
-	leaderCount  uint32
+	up            bool
+	since         time.Time // when it last went up or down
+	replicaCount  uint32
+	leaderCount   uint32
 	// complete: this leader has had a report of every region the store
 	// leads (a heartbeat with regions_complete); until then it asks for
 	// one. Its later heartbeats carry only the regions whose report
@@ -226,13 +223,13 @@ func (s *Server) putStore(ctx context.Context, st *leaderState, info *kvpb.Store
 	st.storesMu.Lock()
 	if ss, ok := st.stores[info.Id]; ok {
 		info.State = ss.info.State
-		ss.lastHeartbeat, ss.heard = now, true
+		ss.lastHeartbeat = now
 		ss.info = info
 		if !ss.up {
 			ss.up, ss.since = true, now
 		}
 	} else {
-		st.stores[info.Id] = &storeState{info: info, up: true, since: now, lastHeartbeat: now, heard: true}
+		st.stores[info.Id] = &storeState{info: info, up: true, since: now, lastHeartbeat: now}
 	}
 	st.storesMu.Unlock()
 	s.setStores([]*kvpb.Store{info})
