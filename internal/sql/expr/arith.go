@@ -119,6 +119,11 @@ func (a *Arith) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 	if err != nil || r.IsNull() {
 		return types.Datum{}, err
 	}
+	return a.apply(ctx, l, r)
+}
+
+// apply computes l op r for operands that are not NULL.
+func (a *Arith) apply(ctx *EvalContext, l, r types.Datum) (types.Datum, error) {
 	if l.Kind() == types.KindInt64 && r.Kind() == types.KindInt64 && a.Op != OpDiv {
 		return a.evalInt(ctx, l.Int(), r.Int())
 	}

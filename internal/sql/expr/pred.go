@@ -101,6 +101,11 @@ func (c *Comparison) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, err
 	if err != nil {
 		return types.Datum{}, err
 	}
+	return c.apply(l, r)
+}
+
+// apply compares the operands' values.
+func (c *Comparison) apply(l, r types.Datum) (types.Datum, error) {
 	if c.Op == CmpNullEQ {
 		if l.IsNull() || r.IsNull() {
 			return types.NewBool(l.IsNull() && r.IsNull()), nil
@@ -108,7 +113,10 @@ func (c *Comparison) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, err
 	} else if l.IsNull() || r.IsNull() {
 		return types.Datum{}, nil
 	}
-	var cmp int
+	var (
+		cmp int
+		err error
+	)
 	if c.json {
 		cmp, err = jsonCompare(c.L, c.R, l, r)
 	} else {
@@ -143,15 +151,22 @@ func truth(ctx *EvalContext, e Expr, row []types.Datum) (isTrue, isNull bool, er
 	if err != nil {
 		return false, false, err
 	}
+	isTrue, isNull = truthOf(ctx, d)
+	return isTrue, isNull, nil
+}
+
+// truthOf is a value's truth as a condition; a value that does not
+// convert cleanly warns.
+func truthOf(ctx *EvalContext, d types.Datum) (isTrue, isNull bool) {
 	switch d.Kind() {
 	case types.KindInt64, types.KindUint64:
-		return d.Int() != 0, false, nil
+		return d.Int() != 0, false
 	case types.KindNull:
-		return false, true, nil
+		return false, true
 	}
 	t, n, werr := d.ToBool()
 	ctx.Warn(werr)
-	return t, n, nil
+	return t, n
 }
 
 // LogicOp is AND, OR or XOR.
@@ -188,46 +203,61 @@ func (g *Logic) Eval(ctx *EvalContext, row []types.Datum) (types.Datum, error) {
 	if err != nil {
 		return types.Datum{}, err
 	}
-	switch g.Op {
-	case LogicAnd:
-		if !lt && !ln {
-			return types.NewBool(false), nil
-		}
-	case LogicOr:
-		if lt {
-			return types.NewBool(true), nil
-		}
-	case LogicXor:
-		if ln {
-			return types.Datum{}, nil
-		}
+	if d, done := g.short(lt, ln); done {
+		return d, nil
 	}
 	rt, rn, err := truth(ctx, g.R, row)
 	if err != nil {
 		return types.Datum{}, err
 	}
+	return g.combine(lt, ln, rt, rn), nil
+}
+
+// short is the result when the left operand's truth decides it (done);
+// otherwise the right operand is evaluated.
+func (g *Logic) short(lt, ln bool) (d types.Datum, done bool) {
+	switch g.Op {
+	case LogicAnd:
+		if !lt && !ln {
+			return types.NewBool(false), true
+		}
+	case LogicOr:
+		if lt {
+			return types.NewBool(true), true
+		}
+	case LogicXor:
+		if ln {
+			return types.Datum{}, true
+		}
+	}
+	return types.Datum{}, false
+}
+
+// combine is the result from both operands' truth, when short did not
+// decide it.
+func (g *Logic) combine(lt, ln, rt, rn bool) types.Datum {
 	switch g.Op {
 	case LogicAnd:
 		if !rt && !rn {
-			return types.NewBool(false), nil
+			return types.NewBool(false)
 		}
 		if ln || rn {
-			return types.Datum{}, nil
+			return types.Datum{}
 		}
-		return types.NewBool(true), nil
+		return types.NewBool(true)
 	case LogicOr:
 		if rt {
-			return types.NewBool(true), nil
+			return types.NewBool(true)
 		}
 		if ln || rn {
-			return types.Datum{}, nil
+			return types.Datum{}
 		}
-		return types.NewBool(false), nil
+		return types.NewBool(false)
 	}
 	if rn {
-		return types.Datum{}, nil
+		return types.Datum{}
 	}
-	return types.NewBool(lt != rt), nil
+	return types.NewBool(lt != rt)
 }
 
 // Not is three-valued NOT.
