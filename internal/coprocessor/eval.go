@@ -229,6 +229,10 @@ type Runner struct {
 	top *topHeap
 	// pageFull: an aggregation has paging groups.
 	pageFull bool
+
+	// vec, when set, evaluates the fragment over batches of records
+	// (vec.go).
+	vec *vecRun
 }
 
 type group struct {
@@ -267,6 +271,7 @@ func (f *Fragment) NewRunner(pagingRows int) *Runner {
 		r.out = NewBatchBuilder(len(f.output))
 		r.outRow = make([]types.Datum, len(f.output))
 	}
+	r.vec = newVecRun(f)
 	return r
 }
 
@@ -329,11 +334,41 @@ func (r *Runner) Warnings() []error { return r.warnings }
 
 // Add evaluates the fragment over one record. key and value are only
 // valid during the call. It returns ErrStop when no more records are
-// needed.
+// needed. A run that evaluates in batches (vec.go) may keep the record
+// and evaluate it later, in Flush at the latest.
 func (r *Runner) Add(key, value []byte) error {
-	f := r.f
 	r.scanned++
-	row := r.row
+	if r.vec != nil {
+		if r.canBuffer() {
+			return r.buffer(key, value)
+		}
+		// This record may be the one that stops the run: the ones before
+		// it go first, then it alone.
+		if err := r.Flush(); err != nil {
+			return err
+		}
+	}
+	if err := r.decode(key, value, r.row); err != nil {
+		return err
+	}
+	return r.consume(r.row)
+}
+
+// decode fills row's needed columns from a record.
+func (r *Runner) decode(key, value []byte, row []types.Datum) error {
+	if err := r.decodeKey(key, value, row); err != nil {
+		return err
+	}
+	if r.f.decodeValue {
+		return r.dec.Decode(value, row)
+	}
+	return nil
+}
+
+// decodeKey fills the columns that come from a record's key (an index's
+// columns, the handle).
+func (r *Runner) decodeKey(key, value []byte, row []types.Datum) error {
+	f := r.f
 	if f.index {
 		if len(f.indexCols) > 0 {
 			if len(key) < f.indexPrefix {
@@ -369,11 +404,12 @@ func (r *Runner) Add(key, value []byte) error {
 			row[f.handle] = types.NewInt(h)
 		}
 	}
-	if f.decodeValue {
-		if err := r.dec.Decode(value, row); err != nil {
-			return err
-		}
-	}
+	return nil
+}
+
+// consume runs the fragment's operators over one decoded row.
+func (r *Runner) consume(row []types.Datum) error {
+	f := r.f
 	if f.filter != nil {
 		d, err := f.filter.Eval(r.ctx, row)
 		if err != nil {
@@ -392,6 +428,12 @@ func (r *Runner) Add(key, value []byte) error {
 	case r.top != nil:
 		return r.topAdd(row)
 	}
+	return r.output(row)
+}
+
+// output appends a row to a fragment's output rows.
+func (r *Runner) output(row []types.Datum) error {
+	f := r.f
 	for i, off := range f.output {
 		r.outRow[i] = row[off]
 	}
@@ -427,47 +469,56 @@ func (r *Runner) aggregate(row []types.Datum) error {
 	if len(f.groupBy) == 0 && len(r.order) == 1 {
 		return r.accumulate(r.order[0], row) // the one group: no hashing
 	}
-	r.keyBuf = r.keyBuf[:0]
 	var keys [4]types.Datum
 	gk := keys[:0]
-	for i, g := range f.groupBy {
+	for _, g := range f.groupBy {
 		d, err := g.Eval(r.ctx, row)
 		if err != nil {
 			return err
 		}
 		gk = append(gk, d)
+	}
+	return r.accumulate(r.groupFor(gk, row), row)
+}
+
+// groupFor returns the group of a row whose group-by values are gk,
+// making it when it is new.
+func (r *Runner) groupFor(gk, row []types.Datum) *group {
+	f := r.f
+	r.keyBuf = r.keyBuf[:0]
+	for i, d := range gk {
 		r.keyBuf = d.AppendHashKeyCollated(r.keyBuf, f.groupCol[i])
 	}
 	h := r.groups.hash(r.keyBuf)
-	g := r.groups.find(r.keyBuf, h)
-	if g == nil {
-		g = &group{hashKey: string(r.keyBuf)}
-		if len(f.funcs) <= len(g.inline) {
-			g.parts = g.inline[:len(f.funcs)]
-		} else {
-			g.parts = make([]partial, len(f.funcs))
-		}
-		for _, d := range gk {
-			g.keys = append(g.keys, owned(d))
-		}
-		for _, off := range f.firstRow {
-			g.first = append(g.first, owned(row[off]))
-		}
-		for i, a := range f.funcs {
-			if a.sum != nil {
-				g.parts[i].sum = a.sum.NewAccumulator().(expr.ValueAdder)
-			}
-		}
-		r.groups.insert(g, h)
-		r.order = append(r.order, g)
-		if r.paging > 0 && len(r.order) >= r.paging {
-			// A page holds this many groups: the rest of the range goes
-			// to the next page, whose partial states the final phase
-			// merges with these.
-			defer func() { r.pageFull = true }()
+	if g := r.groups.find(r.keyBuf, h); g != nil {
+		return g
+	}
+	g := &group{hashKey: string(r.keyBuf)}
+	if len(f.funcs) <= len(g.inline) {
+		g.parts = g.inline[:len(f.funcs)]
+	} else {
+		g.parts = make([]partial, len(f.funcs))
+	}
+	for _, d := range gk {
+		g.keys = append(g.keys, owned(d))
+	}
+	for _, off := range f.firstRow {
+		g.first = append(g.first, owned(row[off]))
+	}
+	for i, a := range f.funcs {
+		if a.sum != nil {
+			g.parts[i].sum = a.sum.NewAccumulator().(expr.ValueAdder)
 		}
 	}
-	return r.accumulate(g, row)
+	r.groups.insert(g, h)
+	r.order = append(r.order, g)
+	if r.paging > 0 && len(r.order) >= r.paging {
+		// A page holds this many groups: the rest of the range goes to
+		// the next page, whose partial states the final phase merges
+		// with these.
+		r.pageFull = true
+	}
+	return g
 }
 
 // accumulate adds a row to its group's partial states.
@@ -483,32 +534,51 @@ func (r *Runner) accumulate(g *group, row []types.Datum) error {
 		if err != nil {
 			return err
 		}
-		if d.IsNull() {
-			continue
-		}
-		g.parts[i].count++
-		switch {
-		case a.sum != nil: // sum, avg
-			g.parts[i].sum.AddValue(r.ctx, d)
-		case a.name == "min" || a.name == "max":
-			if g.parts[i].extreme.IsNull() {
-				g.parts[i].extreme = owned(d)
-				continue
-			}
-			c, err := types.CompareCollated(d, g.parts[i].extreme, a.coll)
-			if err != nil {
-				return err
-			}
-			if (a.name == "min" && c < 0) || (a.name == "max" && c > 0) {
-				g.parts[i].extreme = owned(d)
-			}
+		if err := r.accumulateValue(g, i, d); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// Finish returns the output of the run.
-func (r *Runner) Finish() *kvpb.CopBatch {
+// accumulateValue adds function i's argument value d to g's partial
+// state.
+func (r *Runner) accumulateValue(g *group, i int, d types.Datum) error {
+	if d.IsNull() {
+		return nil
+	}
+	a := &r.f.funcs[i]
+	p := &g.parts[i]
+	p.count++
+	switch {
+	case a.sum != nil: // sum, avg
+		p.sum.AddValue(r.ctx, d)
+	case a.name == "min" || a.name == "max":
+		if p.extreme.IsNull() {
+			p.extreme = owned(d)
+			return nil
+		}
+		c, err := types.CompareCollated(d, p.extreme, a.coll)
+		if err != nil {
+			return err
+		}
+		if (a.name == "min" && c < 0) || (a.name == "max" && c > 0) {
+			p.extreme = owned(d)
+		}
+	}
+	return nil
+}
+
+// Finish returns the output of the run, after evaluating what Add kept
+// (Flush).
+func (r *Runner) Finish() (*kvpb.CopBatch, error) {
+	if err := r.Flush(); err != nil {
+		return nil, err
+	}
+	return r.finish(), nil
+}
+
+func (r *Runner) finish() *kvpb.CopBatch {
 	f := r.f
 	switch {
 	case f.agg:

@@ -33,11 +33,15 @@ func sbtestFragment(b *testing.B, groupBy expr.Expr, funcs ...*kvpb.CopAggFunc) 
 	for i, ft := range fts {
 		scan.Columns = append(scan.Columns, &kvpb.CopColumnInfo{Id: int64(i + 1), Type: FieldTypeToPB(ft), Needed: true})
 	}
-	g, ok := ExprToPB(groupBy)
-	if !ok {
-		b.Fatalf("%s does not push", groupBy)
+	agg := &kvpb.CopAgg{Funcs: funcs}
+	if groupBy != nil {
+		g, ok := ExprToPB(groupBy)
+		if !ok {
+			b.Fatalf("%s does not push", groupBy)
+		}
+		agg.GroupBy = []*kvpb.CopExpr{g}
 	}
-	dag := &kvpb.CopDAG{Scan: scan, Agg: &kvpb.CopAgg{GroupBy: []*kvpb.CopExpr{g}, Funcs: funcs}}
+	dag := &kvpb.CopDAG{Scan: scan, Agg: agg}
 	// Only the columns the expressions read are needed.
 	for _, c := range scan.Columns {
 		c.Needed = false
@@ -51,7 +55,9 @@ func sbtestFragment(b *testing.B, groupBy expr.Expr, funcs ...*kvpb.CopAggFunc) 
 			mark(a)
 		}
 	}
-	mark(g)
+	for _, g := range agg.GroupBy {
+		mark(g)
+	}
 	for _, f := range funcs {
 		for _, a := range f.Args {
 			mark(a)
@@ -124,18 +130,85 @@ func BenchmarkFragmentGroupBy(b *testing.B) {
 			{Name: "count"}, {Name: "avg", Args: []*kvpb.CopExpr{mustPB(k, nil)}},
 		}},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
-			f, rows := sbtestFragment(b, tc.groupBy, tc.funcs...)
-			b.ReportAllocs()
+		for _, mode := range []string{"batch", "rows"} {
+			b.Run(tc.name+"/"+mode, func(b *testing.B) {
+				benchFragment(b, mode, tc.groupBy, tc.funcs)
+			})
+		}
+	}
+}
+
+func benchFragment(b *testing.B, mode string, groupBy expr.Expr, funcs []*kvpb.CopAggFunc) {
+	f, rows := sbtestFragment(b, groupBy, funcs...)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		r := f.NewRunner(0)
+		if mode == "rows" {
+			r.vec = nil // the row-at-a-time path
+		}
+		for j := 0; j < 100000 && i < b.N; j, i = j+1, i+1 {
+			if err := r.Add(nil, rows[i%len(rows)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := r.Finish(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFragmentFilter is a filtered aggregation over sbtest1 rows:
+// SELECT COUNT(*), SUM(k) ... WHERE k >= 100000 AND k < 900000 AND
+// LENGTH(c) > 10 AND k % 7 <> 3.
+func BenchmarkFragmentFilter(b *testing.B) {
+	intFT := ptypes.NewFieldType(mysql.TypeLong)
+	intFT.SetFlag(mysql.NotNullFlag)
+	charFT := ptypes.NewFieldType(mysql.TypeString)
+	charFT.SetCharset("utf8mb4")
+	charFT.SetCollate("utf8mb4_0900_ai_ci")
+	charFT.SetFlag(mysql.NotNullFlag)
+	k := column(1, intFT, "k")
+	c := column(2, charFT, "c")
+	num := func(v int64) expr.Expr { return expr.NewConstant(types.NewInt(v), nil) }
+	length, err := expr.NewFunc("length", []expr.Expr{c})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cond := expr.NewLogic(expr.LogicAnd,
+		expr.NewLogic(expr.LogicAnd, expr.NewComparison(expr.CmpGE, k, num(100000)), expr.NewComparison(expr.CmpLT, k, num(900000))),
+		expr.NewLogic(expr.LogicAnd, expr.NewComparison(expr.CmpGT, length, num(10)),
+			expr.NewComparison(expr.CmpNE, expr.NewArith(expr.OpMod, k, num(7)), num(3))))
+	kpb, _ := ExprToPB(k)
+	for _, mode := range []string{"batch", "rows"} {
+		b.Run(mode, func(b *testing.B) {
+			f, rows := sbtestFragment(b, nil, &kvpb.CopAggFunc{Name: "count"}, &kvpb.CopAggFunc{Name: "sum", Args: []*kvpb.CopExpr{kpb}})
+			fpb, ok := ExprToPB(cond)
+			if !ok {
+				b.Fatal("filter does not push")
+			}
+			dag := f.dag
+			dag.Filter = fpb
+			for _, col := range dag.Scan.Columns[1:3] {
+				col.Needed = true
+			}
+			if f, err = Compile(dag); err != nil {
+				b.Fatal(err)
+			}
 			b.ResetTimer()
 			for i := 0; i < b.N; {
 				r := f.NewRunner(0)
+				if mode == "rows" {
+					r.vec = nil
+				}
 				for j := 0; j < 100000 && i < b.N; j, i = j+1, i+1 {
 					if err := r.Add(nil, rows[i%len(rows)]); err != nil {
 						b.Fatal(err)
 					}
 				}
-				r.Finish()
+				if _, err := r.Finish(); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

@@ -102,7 +102,11 @@ func TestRunnerDecodesEveryLayout(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		rows, err := DecodeBatch(r.Finish(), 0)
+		b, err := r.Finish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := DecodeBatch(b, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

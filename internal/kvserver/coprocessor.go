@@ -127,6 +127,15 @@ func (s *Server) KvCoprocessor(ctx context.Context, req *kvpb.CopRequest) (*kvpb
 				err = mvcc.ScanValues(s.db, start, end, 0, req.Version, reverse, vfn)
 			}
 		}
+		if mvcc.KeyErrorOf(err) != nil {
+			// The records the runner kept (it evaluates in batches) came
+			// before the lock: their evaluation errors come first, as
+			// row at a time. Otherwise the batch carries on over the
+			// next range, and Finish evaluates what is left.
+			if ferr := run.Flush(); ferr != nil {
+				err = ferr
+			}
+		}
 		s.noteRead(r.Id, start, int(run.Scanned()-before), readBytes)
 		if err != nil && !errors.Is(err, coprocessor.ErrStop) {
 			if ke := mvcc.KeyErrorOf(err); ke != nil {
@@ -148,7 +157,10 @@ func (s *Server) KvCoprocessor(ctx context.Context, req *kvpb.CopRequest) (*kvpb
 			resp.ResumeKey = append(stopKey, 0)
 		}
 	}
-	resp.Batch = run.Finish()
+	if resp.Batch, err = run.Finish(); err != nil {
+		resp.EvalError = coprocessor.ErrorToPB(err)
+		return resp, nil
+	}
 	resp.ScannedKeys = run.Scanned()
 	limit := int(req.Dag.WarningsLimit)
 	for _, w := range run.Warnings() {
