@@ -20,6 +20,8 @@ type filterExec struct {
 	// byRange is the scan under a plan.Filter.ByRange conjunct: when its
 	// range is exact, every row it returns satisfies cond.
 	byRange *scanExec
+	// batch evaluates cond over batches of rows (vecbatch.go).
+	batch vecBatch
 }
 
 // scanUnder returns the scan at the bottom of a chain of filters, or nil.
@@ -46,6 +48,22 @@ func (f *filterExec) Next(c *Context) ([][]types.Datum, error) {
 		}
 		if f.byRange != nil && f.byRange.exact {
 			return batch, nil
+		}
+		if vals := f.batch.eval(c, batch, f.cond); vals != nil {
+			out := batch[:0]
+			for j, d := range vals[0] {
+				t, null, err := d.ToBool()
+				if err != nil {
+					return nil, err
+				}
+				if t && !null {
+					out = append(out, batch[j])
+				}
+			}
+			if len(out) > 0 {
+				return out, nil
+			}
+			continue
 		}
 		out := batch[:0]
 		for _, r := range batch {
@@ -83,6 +101,7 @@ func truthEv(ev *expr.EvalContext, e expr.Expr, row []types.Datum) (bool, error)
 type projectionExec struct {
 	child Executor
 	exprs []expr.Expr
+	batch vecBatch
 }
 
 func (p *projectionExec) Next(c *Context) ([][]types.Datum, error) {
@@ -92,6 +111,17 @@ func (p *projectionExec) Next(c *Context) ([][]types.Datum, error) {
 	}
 	out := make([][]types.Datum, len(batch))
 	vals := make([]types.Datum, len(batch)*len(p.exprs))
+	if cols := p.batch.eval(c, batch, p.exprs...); cols != nil {
+		w := len(p.exprs)
+		for i := range batch {
+			row := vals[i*w : (i+1)*w : (i+1)*w]
+			for j, col := range cols {
+				row[j] = col[i]
+			}
+			out[i] = row
+		}
+		return out, nil
+	}
 	for i, r := range batch {
 		row := vals[i*len(p.exprs) : (i+1)*len(p.exprs) : (i+1)*len(p.exprs)]
 		for j, e := range p.exprs {
