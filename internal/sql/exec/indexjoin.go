@@ -35,14 +35,24 @@ import (
 // LookupBatchMin left rows and double up to LookupBatchMax, so a join
 // whose consumer stops early (a LIMIT) reads little, and a long one sends
 // few requests.
+//
+// The right side may also group the table's rows (plan.LookupSource: an
+// Aggregate, and Projections, above the filtered scan; a decorrelated
+// subquery's derived table): a batch's rows, read as above, are then
+// aggregated by that part of the plan, and its rows are what the batch
+// joins against. Each lookup key fixes a GROUP BY column, so the groups
+// of a batch's keys are whole.
 type indexJoinExec struct {
 	left  Executor
 	p     *plan.Join
 	colls []*collate.Collation // per key pair (nil: all byte-wise)
 	scan  *plan.Scan
 	conds []expr.Expr // the filters above the right scan
-	out   [][]types.Datum
-	done  bool
+	// base is the node of p.Right whose rows the lookup reads (p.Right
+	// itself unless the right side groups them).
+	base plan.Plan
+	out  [][]types.Datum
+	done bool
 	// pending are left rows read but not yet joined; size is how many
 	// the next batch takes.
 	pending  [][]types.Datum
@@ -77,8 +87,8 @@ var (
 )
 
 func newIndexJoinExec(left Executor, p *plan.Join, colls []*collate.Collation) *indexJoinExec {
-	scan, conds := plan.BaseScan(p.Right)
-	return &indexJoinExec{left: left, p: p, colls: colls, scan: scan, conds: conds}
+	scan, conds, base := plan.LookupSource(p.Right)
+	return &indexJoinExec{left: left, p: p, colls: colls, scan: scan, conds: conds, base: base}
 }
 
 func (j *indexJoinExec) Next(c *Context) ([][]types.Datum, error) {
@@ -213,6 +223,15 @@ func (j *indexJoinExec) joinBatch(c *Context, left [][]types.Datum, charge bool)
 	table := map[string][][]types.Datum{}
 	var held int64
 	defer func() { c.Mem.Release(held) }()
+	grouped := j.base != j.p.Right
+	var read [][]types.Datum // the rows to group
+	add := func(r []types.Datum) error {
+		key, ok, err := joinKey(c, key[:0], j.p.RightKey, r, j.colls)
+		if ok {
+			table[string(key)] = append(table[string(key)], r)
+		}
+		return err
+	}
 	for {
 		batch, err := rows.Next(c)
 		if err != nil {
@@ -243,12 +262,30 @@ func (j *indexJoinExec) joinBatch(c *Context, left [][]types.Datum, charge bool)
 				}
 				held += size
 			}
-			var ok bool
-			if key, ok, err = joinKey(c, key[:0], j.p.RightKey, r, j.colls); err != nil {
+			if grouped {
+				read = append(read, r)
+			} else if err := add(r); err != nil {
 				return err
 			}
-			if ok {
-				table[string(key)] = append(table[string(key)], r)
+		}
+	}
+	if grouped && len(read) > 0 {
+		e, err := buildOver(j.p.Right, j.base, read)
+		if err != nil {
+			return err
+		}
+		for {
+			batch, err := e.Next(c)
+			if err != nil {
+				return err
+			}
+			if batch == nil {
+				break
+			}
+			for _, r := range batch {
+				if err := add(r); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -305,6 +342,42 @@ func (j *indexJoinExec) joinBatch(c *Context, left [][]types.Datum, charge bool)
 		}
 	}
 	return nil
+}
+
+// buildOver builds the executors of p, Projections and Aggregates down to
+// base, with rows as base's rows (indexJoinExec's grouped right side).
+func buildOver(p, base plan.Plan, rows [][]types.Datum) (Executor, error) {
+	if p == base {
+		return &rowsExec{rows: rows}, nil
+	}
+	switch n := p.(type) {
+	case *plan.Projection:
+		child, err := buildOver(n.Child, base, rows)
+		if err != nil {
+			return nil, err
+		}
+		return &projectionExec{child: child, exprs: n.Exprs}, nil
+	case *plan.Aggregate:
+		child, err := buildOver(n.Child, base, rows)
+		if err != nil {
+			return nil, err
+		}
+		return &aggExec{child: child, p: n}, nil
+	}
+	return nil, errString("exec: an index join's right side is not a lookup source")
+}
+
+// rowsExec hands out rows it holds, BatchSize at a time, as they are.
+type rowsExec struct{ rows [][]types.Datum }
+
+func (r *rowsExec) Next(*Context) ([][]types.Datum, error) {
+	if len(r.rows) == 0 {
+		return nil, nil
+	}
+	n := min(len(r.rows), BatchSize)
+	out := r.rows[:n:n]
+	r.rows = r.rows[n:]
+	return out, nil
 }
 
 // lookupExec reads the rows of an index lookup of many ranges: the

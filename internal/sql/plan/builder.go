@@ -60,6 +60,10 @@ type Builder struct {
 	// them the join order and the hash joins' build sides follow
 	// estimated row counts (cost.go).
 	Stats *catalog.Stats
+	// lookupSels are the derived tables of decorrelated subqueries that
+	// are joined through an index of their table (decorrelate.go,
+	// groupLookup).
+	lookupSels map[*ast.SelectStmt]bool
 }
 
 func (b *Builder) clauseName() string {
@@ -830,6 +834,9 @@ type leaf struct {
 	plan  Plan
 	scope *scope
 	scan  *Scan // set when the leaf is a base table (access path candidate)
+	// lookup: a derived table of a decorrelated subquery, joined through
+	// an index of its table when it can be (groupLookup).
+	lookup bool
 }
 
 // buildFrom plans the FROM clause into sc. Conjuncts of WHERE (conds) that
@@ -881,6 +888,12 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		}
 	}
 	// Single-table conjuncts: filter (and access path) on the leaf.
+	// costed: the join order will be costed (every leaf a table with
+	// statistics), which inLookup must not take away.
+	costed := len(leaves) > 1 && b.Stats != nil
+	for _, l := range leaves {
+		costed = costed && b.leafStats(l) != nil
+	}
 	filtered := make([]bool, len(leaves))
 	mineOf := make([][]ast.ExprNode, len(leaves)) // for the estimates (cost.go)
 	subqOf := make([][]float64, len(leaves))      // the selectivity of each conjunct with a subquery
@@ -888,6 +901,8 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		var mine []ast.ExprNode
 		var subq []expr.Expr // compiled conjuncts with uncorrelated subqueries
 		var subqSel []float64
+		var subqNode []ast.ExprNode
+		var subqOwn []*Subquery // the subquery each compiled last (its own, not a nested one)
 		for _, c := range cs {
 			if c.done || !onlyUses(c.used, i) {
 				continue
@@ -900,6 +915,8 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 				}
 				subq = append(subq, e)
 				subqSel = append(subqSel, b.subquerySel(c.node, b.Subqueries[nsub:]))
+				subqNode = append(subqNode, c.node)
+				subqOwn = append(subqOwn, b.Subqueries[len(b.Subqueries)-1])
 				c.done = true
 				continue
 			}
@@ -923,8 +940,15 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 			l.plan = &Filter{base: base{l.plan.Columns()}, Child: l.plan, Cond: e, ByRange: slices.Contains(byRange, m)}
 		}
 		// After the sargable filters: a subquery's condition is tested
-		// on the rows they leave.
-		for _, e := range subq {
+		// on the rows they leave, or reads them through an index
+		// (inlookup.go).
+		for k, e := range subq {
+			if !costed && !lock {
+				if jp := b.inLookup(l, subqNode[k], subqOwn[k]); jp != nil {
+					l.plan, l.scan = jp, nil
+					continue
+				}
+			}
 			l.plan = &Filter{base: base{l.plan.Columns()}, Child: l.plan, Cond: e}
 		}
 	}
@@ -999,6 +1023,9 @@ func (b *Builder) buildFrom(j *ast.Join, sc *scope, conds []ast.ExprNode, lock b
 		if hashed&(1<<i) == 0 {
 			jn.Lookup = lookupKey(jn, l.scan)
 			indexLookup(jn, l.scan, driven)
+			if l.lookup {
+				groupLookup(jn)
+			}
 		}
 		if jn.Lookup >= 0 || jn.LookupIndex != nil {
 			clearEstimates(jn.Right)
@@ -1603,7 +1630,8 @@ func (b *Builder) buildTableSource(ts *ast.TableSource, parent *scope, lock bool
 			cols[i] = &cc
 			sc.add("", ts.AsName.O, &cc)
 		}
-		return &leaf{plan: &Projection{base: base{cols}, Child: p, Exprs: identity(p.Columns())}, scope: sc}, nil
+		sel, isSel := src.(*ast.SelectStmt)
+		return &leaf{plan: &Projection{base: base{cols}, Child: p, Exprs: identity(p.Columns())}, scope: sc, lookup: isSel && b.lookupSels[sel]}, nil
 	case *ast.Join:
 		p, _, err := b.buildFrom(src, sc, nil, lock)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/strata-db/strata/internal/sql/catalog"
 	"github.com/strata-db/strata/internal/sql/expr"
+	"github.com/strata-db/strata/internal/sql/types"
 )
 
 // Join order of a flattened inner join (buildFrom), greedy and without
@@ -306,6 +307,100 @@ func indexLookup(jn *Join, scan *Scan, prefix bool) {
 	}
 	if best != nil && (bestUnique || prefix) {
 		jn.LookupIndex, jn.LookupKeys, jn.Lookup = best, bestKeys, bestKeys[0]
+	}
+}
+
+// groupLookup makes jn an index join into its right side, a derived table
+// of a decorrelated subquery (decorrelate.go) that groups one table's
+// filtered rows: Projections over an Aggregate over a chain of filters on
+// a full scan. The join keys that are, through the projections, GROUP BY
+// columns of the table are the lookup keys, when they make a prefix of
+// an index (indexLookup's rules). A batch of left rows then reads the
+// table's rows of its keys only, and every group of those keys is whole,
+// since each key fixes a GROUP BY column: the aggregate over them gives
+// those groups' rows exactly (exec.indexJoinExec, LookupSource).
+func groupLookup(jn *Join) {
+	if jn.Type != InnerJoin || jn.Lookup >= 0 || len(jn.RightKey) == 0 {
+		return
+	}
+	scan, _, base := LookupSource(jn.Right)
+	if scan == nil || base == jn.Right {
+		return
+	}
+	mapped := make([]expr.Expr, len(jn.RightKey))
+	for k, rk := range jn.RightKey {
+		mapped[k] = expr.NewConstant(types.Datum{}, rk.Type()) // not a lookup key
+		idx, ok := expr.ColumnIndex(rk)
+		if !ok {
+			continue
+		}
+		if off, ok := groupColumn(jn.Right, base, idx); ok {
+			mapped[k] = expr.NewColumn(off, scan.Table.Columns[off].Type, scan.Table.Columns[off].Name)
+		}
+	}
+	probe := &Join{Type: InnerJoin, LeftKeys: jn.LeftKeys, RightKey: mapped, Lookup: -1}
+	indexLookup(probe, scan, true)
+	if probe.LookupIndex != nil {
+		jn.LookupIndex, jn.LookupKeys, jn.Lookup = probe.LookupIndex, probe.LookupKeys, probe.Lookup
+	}
+}
+
+// groupColumn follows column idx of p's output down to base, the rows of
+// a table: through projections of bare columns and an Aggregate, whose
+// output column is a GROUP BY column of the table. off is that column.
+func groupColumn(p, base Plan, idx int) (off int, ok bool) {
+	grouped := false
+	for p != base {
+		switch n := p.(type) {
+		case *Projection:
+			if idx >= len(n.Exprs) {
+				return 0, false
+			}
+			if idx, ok = expr.ColumnIndex(n.Exprs[idx]); !ok {
+				return 0, false
+			}
+			p = n.Child
+		case *Aggregate:
+			if grouped || idx < len(n.Aggs) {
+				return 0, false
+			}
+			idx -= len(n.Aggs) // the group's first row
+			found := false
+			for _, g := range n.GroupBy {
+				if gi, isCol := expr.ColumnIndex(g); isCol && gi == idx {
+					found = true
+				}
+			}
+			if !found {
+				return 0, false
+			}
+			grouped = true
+			p = n.Child
+		default:
+			return 0, false
+		}
+	}
+	return idx, grouped
+}
+
+// LookupSource returns, for the right side p of an index join, the table
+// scan it reads and the filters above the scan, and base, the node of p
+// whose rows those are (the top of the chain of filters): p itself, or
+// the input of the Aggregate and Projections above it (groupLookup).
+// scan is nil when p is not such a plan.
+func LookupSource(p Plan) (scan *Scan, conds []expr.Expr, base Plan) {
+	for {
+		if s, c := BaseScan(p); s != nil {
+			return s, c, p
+		}
+		switch n := p.(type) {
+		case *Projection:
+			p = n.Child
+		case *Aggregate:
+			p = n.Child
+		default:
+			return nil, nil, nil
+		}
 	}
 }
 

@@ -372,6 +372,9 @@ type Join struct {
 	// read through: its first len(LookupKeys) columns equal LeftKeys[
 	// LookupKeys[0]], LeftKeys[LookupKeys[1]], ... (an index range per
 	// distinct key in the batch; Lookup is LookupKeys[0]). Inner joins only.
+	// Right may group the scan's rows (an Aggregate and Projections above
+	// the filtered scan, LookupSource) when each lookup key is a GROUP BY
+	// column (groupLookup).
 	LookupIndex *catalog.IndexInfo
 	LookupKeys  []int
 	// EstRows is the estimated number of rows the join produces (0:
