@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -252,6 +253,45 @@ func TestSingleRegionCommitIsOnePhase(t *testing.T) {
 	}
 	if get(t, begin(t, c, kv.TxnOptions{}), "b") != "2" {
 		t.Fatal("one-phase commit not visible")
+	}
+}
+
+// A transaction in one region larger than one prewrite request (a bulk
+// INSERT) still commits in one request, up to the one-phase bounds; past
+// them it runs 2PC in requests of bounded size.
+func TestLargeSingleRegionCommitIsOnePhase(t *testing.T) {
+	for _, tc := range []struct {
+		keys, valueBytes   int
+		prewrites, commits int
+	}{
+		{keys: 3 * maxMutationsPerRequest / 2, valueBytes: 100, prewrites: 1, commits: 0},
+		{keys: maxOnePCMutations, valueBytes: 10, prewrites: 1, commits: 0},
+		{keys: maxOnePCMutations + 1, valueBytes: 10, prewrites: 5, commits: 5},
+		{keys: 2 * maxMutationsPerRequest, valueBytes: maxOnePCBytes / maxMutationsPerRequest, prewrites: 2, commits: 2},
+	} {
+		fc := newFakeCluster()
+		c := fc.newClient(Options{})
+		txn := begin(t, c, kv.TxnOptions{})
+		value := bytes.Repeat([]byte("v"), tc.valueBytes)
+		for i := 0; i < tc.keys; i++ {
+			if err := txn.Set([]byte(fmt.Sprintf("k%06d", i)), value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := txn.Commit(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if p, cm := fc.callCount("Prewrite"), fc.callCount("Commit"); p != tc.prewrites || cm != tc.commits {
+			t.Errorf("%d keys of %d bytes: prewrites=%d commits=%d, want %d and %d",
+				tc.keys, tc.valueBytes, p, cm, tc.prewrites, tc.commits)
+		}
+		if locked := fc.lockedKeys(); len(locked) != 0 {
+			t.Errorf("%d keys: locks left after commit: %d", tc.keys, len(locked))
+		}
+		if got := get(t, begin(t, c, kv.TxnOptions{}), fmt.Sprintf("k%06d", tc.keys-1)); got != string(value) {
+			t.Errorf("%d keys: last key not visible", tc.keys)
+		}
+		c.Close()
 	}
 }
 

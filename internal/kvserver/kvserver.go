@@ -304,7 +304,7 @@ func (s *Server) KvBatchGet(ctx context.Context, req *kvpb.BatchGetRequest) (*kv
 		if err := s.cm.CheckReadKey(ctx, k, req.Version); err != nil {
 			return nil, err
 		}
-		val, found, err := s.get(k, req.Version)
+		val, found, err := mvcc.BatchGetKey(s.db, k, req.Version, nil)
 		if err != nil {
 			if ke := mvcc.KeyErrorOf(err); ke != nil {
 				resp.Pairs = append(resp.Pairs, &kvpb.KvPair{Key: k, Error: ke})

@@ -154,6 +154,46 @@ func TestVersionCacheServesTheNewestVersion(t *testing.T) {
 	}
 }
 
+// A batch read (a multi-row INSERT's uniqueness check) does not enter
+// keys without a record in the cache; it still fills and serves keys that
+// have one.
+func TestVersionCacheBatchReadsDoNotCacheAbsentKeys(t *testing.T) {
+	h := newCacheHarness(t, 1<<20)
+	h.onePC("k", "v1", 10, 11)
+	batchGet := func(key string, ts uint64) string {
+		t.Helper()
+		v, found, err := BatchGetKey(h.locks.Reader(h.db), []byte(key), ts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !found {
+			return "<none>"
+		}
+		return string(v)
+	}
+	entries := h.locks.VersionCache().Stats().Entries
+	if got := batchGet("new", 20); got != "<none>" {
+		t.Fatalf("batch get new@20 = %q", got)
+	}
+	if n := h.locks.VersionCache().Stats().Entries; n != entries {
+		t.Fatalf("a batch read of an absent key left %d entries, want %d", n, entries)
+	}
+	h.onePC("new", "n1", 30, 31)
+	if got := batchGet("new", 40); got != "n1" {
+		t.Fatalf("batch get new@40 = %q", got)
+	}
+	if got := batchGet("k", 40); got != "v1" { // a miss, which fills the cache
+		t.Fatalf("batch get k@40 = %q", got)
+	}
+	hits := h.locks.VersionCache().Stats().Hits
+	if got := batchGet("k", 40); got != "v1" {
+		t.Fatalf("batch get k@40 = %q", got)
+	}
+	if h.locks.VersionCache().Stats().Hits != hits+1 {
+		t.Fatal("the second batch read of a key with a record was not a cache hit")
+	}
+}
+
 func TestVersionCacheDoesNotServeKeysBeingApplied(t *testing.T) {
 	h := newCacheHarness(t, 1<<20)
 	h.onePC("k", "v1", 10, 11)

@@ -48,6 +48,16 @@ func (b *StmtBuffer) Prefetch(ctx context.Context, keys [][]byte) error {
 	return nil
 }
 
+// Covers reports whether Get answers key without reading the
+// transaction: the statement wrote key, or read it ahead.
+func (b *StmtBuffer) Covers(key []byte) bool {
+	if _, ok := b.vals[string(key)]; ok {
+		return true
+	}
+	_, ok := b.pre[string(key)]
+	return ok
+}
+
 type stmtWrite struct {
 	value  []byte
 	del    bool

@@ -29,6 +29,8 @@ type writer struct {
 	// scratch holds the encoding of an updated row's old value, which is
 	// only compared with the new one.
 	scratch []byte
+	// generated: completeRow allocated the handle of the row it completed.
+	generated bool
 }
 
 func newWriter(c *Context, t *catalog.TableInfo) *writer {
@@ -386,6 +388,7 @@ func autoRandom(id int64, bits int, startTS uint64) int64 {
 // completeRow converts a candidate row to the column types, fills AUTO_INCREMENT
 // and checks NOT NULL. rowNum is 1-based for error messages.
 func (w *writer) completeRow(row []types.Datum, rowNum int) error {
+	w.generated = false
 	for i, col := range w.t.Columns {
 		if w.gen && col.IsGenerated() {
 			continue
@@ -412,6 +415,7 @@ func (w *writer) completeRow(row []types.Datum, rowNum int) error {
 				if w.c.LastInsertID == 0 {
 					w.c.LastInsertID = uint64(id)
 				}
+				w.generated = w.t.PKIsHandle && i == w.t.HandleOffset
 			} else {
 				n, err := v.ToInt64()
 				if err == nil {
@@ -473,6 +477,35 @@ func (w *writer) prefetchHandles(p *plan.Insert, rows [][]types.Datum) error {
 		keys = append(keys, tablecodec.RecordKey(w.t.ID, h))
 	}
 	return w.c.Writes.Prefetch(w.c.Ctx, keys)
+}
+
+// generatedReadAhead bounds how many generated handles one read ahead
+// covers (prefetchGenerated).
+const generatedReadAhead = 1024
+
+// prefetchGenerated reads ahead, in one batch, the rows that the handles
+// about to be generated would collide with, when the handle h just
+// generated for a row of a multi-row INSERT was not read already; rows is
+// the number of rows still to insert, this one included. The allocator
+// hands out consecutive ids (AUTO_RANDOM keeps the shard bits of the
+// transaction), so the next handles are guessed as h+1, h+2, ...: nothing
+// is allocated ahead, rows are still completed and inserted one at a time
+// in order, and a wrong guess (another session took some of the ids, or
+// the allocator moved to a new batch) only costs reads of keys the
+// statement does not use, at its own snapshot. A failed read ahead is not
+// an error of the statement: each row's own check reads its key again.
+func (w *writer) prefetchGenerated(h int64, rows int) {
+	key := tablecodec.RecordKey(w.t.ID, h)
+	if w.c.Writes.Covers(key) {
+		return
+	}
+	k := min(rows, generatedReadAhead)
+	keys := make([][]byte, k)
+	keys[0] = key
+	for j := 1; j < k; j++ {
+		keys[j] = tablecodec.RecordKey(w.t.ID, h+int64(j))
+	}
+	_ = w.c.Writes.Prefetch(w.c.Ctx, keys)
 }
 
 // RunInsert executes INSERT / REPLACE.
@@ -563,6 +596,9 @@ func RunInsert(c *Context, p *plan.Insert) error {
 		}
 		if err := w.completeRow(row, i+1); err != nil {
 			return err
+		}
+		if w.generated && n-i > 1 {
+			w.prefetchGenerated(w.handleOf(row), n-i)
 		}
 		if err := w.insertOne(p, row); err != nil {
 			return err
