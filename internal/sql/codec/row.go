@@ -363,6 +363,25 @@ func NewRowDecoder(colIDs []int64, fts []*ptypes.FieldType, kinds []types.Kind, 
 
 // Decode decodes the row value b into out. Decoded strings alias b.
 func (d *RowDecoder) Decode(b []byte, out []types.Datum) error {
+	return d.DecodeShared(b, nil, out)
+}
+
+// RowOffsets holds a row value's parsed column offsets, for several
+// decoders of the same row (different columns of it, decoded at different
+// times): the first parses them, the others reuse them. Reset it for
+// another row.
+type RowOffsets struct {
+	data   []byte
+	ends   []uint64
+	parsed bool
+}
+
+// Reset forgets the row whose offsets o holds.
+func (o *RowOffsets) Reset() { o.parsed = false }
+
+// DecodeShared is Decode with the row's offsets taken from o when a
+// decoder of the same row parsed them already (o nil: parsed here).
+func (d *RowDecoder) DecodeShared(b []byte, o *RowOffsets, out []types.Datum) error {
 	if len(b) == 0 || b[0] != rowVersion {
 		return ErrCorrupt
 	}
@@ -378,12 +397,31 @@ func (d *RowDecoder) Decode(b []byte, out []types.Datum) error {
 			return err
 		}
 	}
-	p = p[len(d.layout):]
+	if o != nil {
+		if !o.parsed {
+			data, ends, err := d.parseOffsets(p[len(d.layout):], o.ends[:0])
+			if err != nil {
+				return err
+			}
+			o.data, o.ends, o.parsed = data, ends, true
+		}
+		return d.decodeValues(o.data, o.ends, out)
+	}
 	var endsArr [maxStackCols]uint64
 	ends := endsArr[:0]
 	if d.n > maxStackCols {
 		ends = d.ends[:0]
 	}
+	data, ends, err := d.parseOffsets(p[len(d.layout):], ends)
+	if err != nil {
+		return err
+	}
+	return d.decodeValues(data, ends, out)
+}
+
+// parseOffsets reads the d.n column end offsets at the start of p (a row
+// value after its layout) into ends and returns the values after them.
+func (d *RowDecoder) parseOffsets(p []byte, ends []uint64) ([]byte, []uint64, error) {
 	for range d.n {
 		// The offsets are mostly one or two bytes long.
 		var v uint64
@@ -392,16 +430,21 @@ func (d *RowDecoder) Decode(b []byte, out []types.Datum) error {
 		} else {
 			var k int
 			if v, k = binary.Uvarint(p); k <= 0 {
-				return ErrCorrupt
+				return nil, nil, ErrCorrupt
 			}
 			p = p[k:]
 		}
 		ends = append(ends, v)
 	}
-	data := p
-	if d.n > 0 && ends[d.n-1] != uint64(len(data)) {
-		return ErrCorrupt
+	if d.n > 0 && ends[d.n-1] != uint64(len(p)) {
+		return nil, nil, ErrCorrupt
 	}
+	return p, ends, nil
+}
+
+// decodeValues decodes the wanted columns of a row whose values are data,
+// column i ending at ends[i].
+func (d *RowDecoder) decodeValues(data []byte, ends []uint64, out []types.Datum) error {
 	for i, j := range d.pos {
 		if j < 0 {
 			if d.defaults != nil {

@@ -173,3 +173,50 @@ func TestRowDecoderDoesNotAllocate(t *testing.T) {
 		t.Fatalf("decoded %v", out)
 	}
 }
+
+// TestRowDecoderSharedOffsets decodes rows of several layouts with two
+// decoders of disjoint columns that share each row's parsed offsets
+// (RowOffsets), the second after the first, and requires what one decoder
+// of all the columns gives.
+func TestRowDecoderSharedOffsets(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	layouts := [][]int64{{1, 2, 3, 4}, {4, 3, 2, 1}, {1, 3}, {2, 4, 5}, {1, 2, 3, 4, 5, 6}}
+	var rows [][]byte
+	for range 300 {
+		ids := layouts[rng.Intn(len(layouts))]
+		vals := make([]types.Datum, len(ids))
+		for i := range vals {
+			if rng.Intn(5) > 0 {
+				vals[i] = randomDatum(t, rng, allKinds[rng.Intn(len(allKinds))])
+			}
+		}
+		b, err := EncodeRow(nil, ids, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, b)
+	}
+	all := NewRowDecoder([]int64{1, 2, 3, 4}, nil, nil, []int{0, 1, 2, 3}, nil)
+	first := NewRowDecoder([]int64{3, 1}, nil, nil, []int{2, 0}, nil)
+	second := NewRowDecoder([]int64{2, 4}, nil, nil, []int{1, 3}, nil)
+	var o RowOffsets
+	for i, b := range rows {
+		want := make([]types.Datum, 4)
+		if err := all.Decode(b, want); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]types.Datum, 4)
+		o.Reset()
+		if err := first.DecodeShared(b, &o, got); err != nil {
+			t.Fatal(err)
+		}
+		if err := second.DecodeShared(b, &o, got); err != nil {
+			t.Fatal(err)
+		}
+		for c := range want {
+			if want[c].Kind() != got[c].Kind() || (!want[c].IsNull() && want[c].String() != got[c].String()) {
+				t.Fatalf("row %d column %d: shared %v, whole %v", i, c, got[c], want[c])
+			}
+		}
+	}
+}
