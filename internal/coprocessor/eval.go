@@ -231,8 +231,10 @@ type Runner struct {
 	pageFull bool
 
 	// vec, when set, evaluates the fragment over batches of records
-	// (vec.go).
-	vec *vecRun
+	// (vec.go), from the vecAfter-th record on: a request of a few
+	// records (an index join's lookups) never builds one.
+	vec      *vecRun
+	vecTried bool
 }
 
 type group struct {
@@ -271,7 +273,6 @@ func (f *Fragment) NewRunner(pagingRows int) *Runner {
 		r.out = NewBatchBuilder(len(f.output))
 		r.outRow = make([]types.Datum, len(f.output))
 	}
-	r.vec = newVecRun(f)
 	return r
 }
 
@@ -338,6 +339,10 @@ func (r *Runner) Warnings() []error { return r.warnings }
 // and evaluate it later, in Flush at the latest.
 func (r *Runner) Add(key, value []byte) error {
 	r.scanned++
+	if r.vec == nil && !r.vecTried && r.scanned > vecAfter {
+		r.vecTried = true
+		r.vec = newVecRun(r.f)
+	}
 	if r.vec != nil {
 		if r.canBuffer() {
 			return r.buffer(key, value)

@@ -145,7 +145,7 @@ func benchFragment(b *testing.B, mode string, groupBy expr.Expr, funcs []*kvpb.C
 	for i := 0; i < b.N; {
 		r := f.NewRunner(0)
 		if mode == "rows" {
-			r.vec = nil // the row-at-a-time path
+			r.vecTried = true // the row-at-a-time path
 		}
 		for j := 0; j < 100000 && i < b.N; j, i = j+1, i+1 {
 			if err := r.Add(nil, rows[i%len(rows)]); err != nil {
@@ -199,7 +199,7 @@ func BenchmarkFragmentFilter(b *testing.B) {
 			for i := 0; i < b.N; {
 				r := f.NewRunner(0)
 				if mode == "rows" {
-					r.vec = nil
+					r.vecTried = true
 				}
 				for j := 0; j < 100000 && i < b.N; j, i = j+1, i+1 {
 					if err := r.Add(nil, rows[i%len(rows)]); err != nil {

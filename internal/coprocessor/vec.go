@@ -54,6 +54,10 @@ import (
 // cost about what batch evaluation of a group-by's one or two light
 // expressions saves (BenchmarkFragmentGroupBy).
 
+// vecAfter is how many records a run evaluates row at a time before it
+// evaluates in batches.
+const vecAfter = 64
+
 // vecBatch is how many records a batch holds.
 const vecBatch = 256
 
@@ -67,12 +71,6 @@ type vecRun struct {
 	// that pass.
 	conj []conjunct
 	rest *codec.RowDecoder
-	// eager: decode every needed column of every row first, with the
-	// runner's decoder, as the row path does. Each decoder parses a row's
-	// header again, so decoding late pays only when few rows pass: a
-	// batch decodes late when at most half the rows of the one before
-	// passed the filter.
-	eager bool
 
 	groupBy []*expr.Vec
 	args    []*expr.Vec // per function; nil for COUNT(*)
@@ -80,10 +78,11 @@ type vecRun struct {
 	copyKeys bool
 
 	width   int
-	rows    [][]types.Datum // up to vecBatch rows of the fragment's width, made as needed
-	vals    [][]byte        // each row's record value, in the arena
-	n       int             // rows held
-	all     []int           // 0..len(rows)-1
+	rows    [][]types.Datum    // up to vecBatch rows of the fragment's width, made as needed
+	vals    [][]byte           // each row's record value, in the arena
+	offs    []codec.RowOffsets // each row's column offsets, parsed by its first decoder
+	n       int                // rows held
+	all     []int              // 0..len(rows)-1
 	sel     []int
 	pass    []int
 	keyVals [][]types.Datum // group-by values of the selected rows
@@ -245,6 +244,7 @@ func (v *vecRun) grow() {
 	for i := range n {
 		v.rows = append(v.rows, backing[i*v.width:(i+1)*v.width:(i+1)*v.width])
 		v.vals = append(v.vals, nil)
+		v.offs = append(v.offs, codec.RowOffsets{})
 		v.all = append(v.all, len(v.all))
 	}
 }
@@ -258,6 +258,7 @@ func (r *Runner) buffer(key, value []byte) error {
 	}
 	if r.f.decodeValue {
 		v.vals[v.n] = append(v.alloc(len(value))[:0], value...)
+		v.offs[v.n].Reset()
 	}
 	if v.copyKeys {
 		key = append(v.alloc(len(key))[:0], key...)
@@ -325,7 +326,7 @@ func (r *Runner) evalBatch(rows [][]types.Datum, sel []int) (pass []int, ok bool
 			return nil
 		}
 		for _, i := range sel {
-			if err := d.Decode(v.vals[i], rows[i]); err != nil {
+			if err := d.DecodeShared(v.vals[i], &v.offs[i], rows[i]); err != nil {
 				return err
 			}
 		}
@@ -334,22 +335,14 @@ func (r *Runner) evalBatch(rows [][]types.Datum, sel []int) (pass []int, ok bool
 	// A row passes when every conjunct is true; it is evaluated further
 	// while none is false (a NULL conjunct rejects it, but the row path
 	// evaluates the next one, whose errors and warnings then count).
-	eager := v.eager
-	if eager {
-		if err := decode(r.dec, sel); err != nil {
-			return nil, false, err
-		}
-	}
 	pass = append(v.pass[:0], sel...)
 	live := append(v.sel[:0], sel...)
 	for _, c := range v.conj {
 		if len(live) == 0 {
 			break
 		}
-		if !eager {
-			if err := decode(c.dec, live); err != nil {
-				return nil, false, err
-			}
+		if err := decode(c.dec, live); err != nil {
+			return nil, false, err
 		}
 		vals, verr := c.vec.Eval(r.ctx, rows, live)
 		if verr != nil {
@@ -377,11 +370,8 @@ func (r *Runner) evalBatch(rows [][]types.Datum, sel []int) (pass []int, ok bool
 		live, pass = next, p
 	}
 	v.sel, v.pass = live, pass
-	v.eager = len(pass)*2 > len(sel)
-	if !eager {
-		if err := decode(v.rest, pass); err != nil {
-			return nil, false, err
-		}
+	if err := decode(v.rest, pass); err != nil {
+		return nil, false, err
 	}
 	if !r.f.agg || len(pass) == 0 {
 		return pass, true, nil

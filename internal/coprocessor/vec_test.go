@@ -31,7 +31,7 @@ func driveRunner(t *testing.T, f *Fragment, paging int, rowPath bool, records []
 	t.Helper()
 	r := f.NewRunner(paging)
 	if rowPath {
-		r.vec = nil
+		r.vecTried = true
 	}
 	out := runOutcome{stopAt: -1}
 	var err error
@@ -215,7 +215,7 @@ func TestBatchMatchesRowPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.NewRunner(paging).vec == nil {
+		if newVecRun(f) == nil {
 			t.Fatalf("%s: not evaluated in batches", cond)
 		}
 		ends := map[int]bool{}
