@@ -83,6 +83,9 @@ type aggExec struct {
 	// allocation of their own for OLTP's small aggregations.
 	serial aggTable
 	one    [1]*aggTable
+	// batch evaluates the group-by expressions over an input batch
+	// (vecbatch.go).
+	batch vecBatch
 }
 
 func (a *aggExec) memStats() (peak, disk int64) { return a.stats.peak, a.stats.disk }
@@ -198,8 +201,24 @@ func (a *aggExec) consume(c *Context) ([]*aggTable, error) {
 		if batch == nil {
 			return a.one[:], nil
 		}
-		for _, r := range batch {
-			if key, err = groupKey(c, key[:0], a.p.GroupBy, colls, r); err != nil {
+		// The group keys of the whole batch first, when they can be
+		// evaluated in one go (no error, no warning); then row by row,
+		// in input order, as before.
+		var vals [][]types.Datum
+		if len(a.p.GroupBy) > 0 {
+			vals = a.batch.eval(c, batch, a.p.GroupBy...)
+		}
+		for i, r := range batch {
+			if vals != nil {
+				key = key[:0]
+				for k, vec := range vals {
+					if colls != nil {
+						key = vec[i].AppendHashKeyCollated(key, colls[k])
+					} else {
+						key = vec[i].AppendHashKey(key)
+					}
+				}
+			} else if key, err = groupKey(c, key[:0], a.p.GroupBy, colls, r); err != nil {
 				return nil, err
 			}
 			if err := t.add(c, c.Eval, key, r, seq); err != nil {

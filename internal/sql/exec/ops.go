@@ -257,6 +257,10 @@ type sortExec struct {
 	err      error
 	done     bool
 	pos      int
+	// batch evaluates key expressions over an input batch (vecbatch.go);
+	// keyExprs are the keys' expressions.
+	batch    vecBatch
+	keyExprs []expr.Expr
 
 	acct  memAcct
 	runs  []*spillFile // sorted runs on disk (sortspill.go)
@@ -490,8 +494,10 @@ func (s *sortExec) truncate(n int) {
 	s.rows, s.vals = rows, vals
 }
 
-// add collects one input row and its key values.
-func (s *sortExec) add(c *Context, r []types.Datum) (size int64, err error) {
+// add collects one input row and its key values; keys, when not nil,
+// holds them already, evaluated with the batch's other rows (key k of the
+// row at keys[k][i]).
+func (s *sortExec) add(c *Context, r []types.Datum, keys [][]types.Datum, i int) (size int64, err error) {
 	if s.cols != nil {
 		if s.maxCol >= len(r) {
 			// A row too short for a key: the column's own error.
@@ -505,6 +511,13 @@ func (s *sortExec) add(c *Context, r []types.Datum) (size int64, err error) {
 		return RowSize(r) + int64(24+40*len(s.keys)), nil
 	}
 	n := len(s.vals)
+	if keys != nil {
+		for _, vec := range keys {
+			s.vals = append(s.vals, vec[i])
+		}
+		s.rows = append(s.rows, r)
+		return RowSize(r) + RowSize(s.vals[n:]), nil
+	}
 	for _, k := range s.keys {
 		v, err := k.Expr.Eval(c.Eval, r)
 		if err != nil {
@@ -539,8 +552,17 @@ func (s *sortExec) Next(c *Context) ([][]types.Datum, error) {
 			if s.cols == nil {
 				s.vals = slices.Grow(s.vals, len(batch)*len(s.keys))
 			}
-			for _, r := range batch {
-				size, err := s.add(c, r)
+			var keys [][]types.Datum
+			if s.cols == nil {
+				if s.keyExprs == nil {
+					for _, k := range s.keys {
+						s.keyExprs = append(s.keyExprs, k.Expr)
+					}
+				}
+				keys = s.batch.eval(c, batch, s.keyExprs...)
+			}
+			for i, r := range batch {
+				size, err := s.add(c, r, keys, i)
 				if err != nil {
 					return nil, err
 				}
