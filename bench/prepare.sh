@@ -33,25 +33,7 @@ HTTP_PORT=${HTTP_PORT:-8330}
 GRPC_PORT=${GRPC_PORT:-20330}
 MARIADB_PORT=${MARIADB_PORT:-3330}
 KEEP_WORK=${KEEP_WORK:-0}
-OWN_WORK_DIR=0
-if [[ -z ${WORK_DIR:-} ]]; then
-	WORK_DIR=$(mktemp -d -t strata-prepare.XXXXXX)
-	OWN_WORK_DIR=1
-fi
-STRATA_PID=
-MARIADB_PID=
-cleanup() {
-	local rc=$?
-	[[ -n $STRATA_PID ]] && stop_pid "$STRATA_PID" 30
-	[[ -n $MARIADB_PID ]] && stop_pid "$MARIADB_PID" 30
-	if ((OWN_WORK_DIR)) && [[ $KEEP_WORK != 1 ]]; then
-		rm -rf "$WORK_DIR"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_setup prepare
 
 ensure_debian_packages sysbench mariadb -- sysbench mariadb-client
 

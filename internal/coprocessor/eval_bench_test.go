@@ -94,13 +94,20 @@ func sbtestFragment(b *testing.B, groupBy expr.Expr, funcs ...*kvpb.CopAggFunc) 
 
 func column(i int, ft *ptypes.FieldType, name string) expr.Expr { return expr.NewColumn(i, ft, name) }
 
-func BenchmarkFragmentGroupBy(b *testing.B) {
-	intFT := ptypes.NewFieldType(mysql.TypeLong)
+// sbtestTypes are the types of sbtest1's k (INT NOT NULL) and of its
+// CHAR columns.
+func sbtestTypes() (intFT, charFT *ptypes.FieldType) {
+	intFT = ptypes.NewFieldType(mysql.TypeLong)
 	intFT.SetFlag(mysql.NotNullFlag)
-	charFT := ptypes.NewFieldType(mysql.TypeString)
+	charFT = ptypes.NewFieldType(mysql.TypeString)
 	charFT.SetCharset("utf8mb4")
 	charFT.SetCollate("utf8mb4_0900_ai_ci")
 	charFT.SetFlag(mysql.NotNullFlag)
+	return intFT, charFT
+}
+
+func BenchmarkFragmentGroupBy(b *testing.B) {
+	intFT, charFT := sbtestTypes()
 	mustPB := func(e expr.Expr, err error) *kvpb.CopExpr {
 		if err != nil {
 			b.Fatal(err)
@@ -162,12 +169,7 @@ func benchFragment(b *testing.B, mode string, groupBy expr.Expr, funcs []*kvpb.C
 // SELECT COUNT(*), SUM(k) ... WHERE k >= 100000 AND k < 900000 AND
 // LENGTH(c) > 10 AND k % 7 <> 3.
 func BenchmarkFragmentFilter(b *testing.B) {
-	intFT := ptypes.NewFieldType(mysql.TypeLong)
-	intFT.SetFlag(mysql.NotNullFlag)
-	charFT := ptypes.NewFieldType(mysql.TypeString)
-	charFT.SetCharset("utf8mb4")
-	charFT.SetCollate("utf8mb4_0900_ai_ci")
-	charFT.SetFlag(mysql.NotNullFlag)
+	intFT, charFT := sbtestTypes()
 	k := column(1, intFT, "k")
 	c := column(2, charFT, "c")
 	num := func(v int64) expr.Expr { return expr.NewConstant(types.NewInt(v), nil) }

@@ -211,12 +211,23 @@ func pureTree(e Expr) bool {
 	return ok
 }
 
-// grow returns buf with length n, reusing its memory.
-func grow(buf []types.Datum, n int) []types.Datum {
-	if cap(buf) < n {
-		return make([]types.Datum, n, max(n, 2*cap(buf)))
+// grow sets *buf to length n, reusing its memory, and returns it.
+func grow(buf *[]types.Datum, n int) []types.Datum {
+	if cap(*buf) < n {
+		*buf = make([]types.Datum, n, max(n, 2*cap(*buf)))
+	} else {
+		*buf = (*buf)[:n]
 	}
-	return buf[:n]
+	return *buf
+}
+
+// operands evaluates a binary node's operands.
+func operands(ctx *EvalContext, l, r vnode, rows [][]types.Datum, sel []int) (lv, rv []types.Datum, err error) {
+	if lv, err = l.eval(ctx, rows, sel); err != nil {
+		return nil, nil, err
+	}
+	rv, err = r.eval(ctx, rows, sel)
+	return lv, rv, err
 }
 
 type colVec struct {
@@ -225,8 +236,7 @@ type colVec struct {
 }
 
 func (n *colVec) eval(_ *EvalContext, rows [][]types.Datum, sel []int) ([]types.Datum, error) {
-	out := grow(n.buf, len(sel))
-	n.buf = out
+	out := grow(&n.buf, len(sel))
 	for j, i := range sel {
 		out[j] = rows[i][n.idx]
 	}
@@ -255,16 +265,11 @@ type arithVec struct {
 }
 
 func (n *arithVec) eval(ctx *EvalContext, rows [][]types.Datum, sel []int) ([]types.Datum, error) {
-	lv, err := n.l.eval(ctx, rows, sel)
+	lv, rv, err := operands(ctx, n.l, n.r, rows, sel)
 	if err != nil {
 		return nil, err
 	}
-	rv, err := n.r.eval(ctx, rows, sel)
-	if err != nil {
-		return nil, err
-	}
-	out := grow(n.buf, len(sel))
-	n.buf = out
+	out := grow(&n.buf, len(sel))
 	a := n.a
 	for j := range out {
 		x, y := lv[j], rv[j]
@@ -311,16 +316,11 @@ type cmpVec struct {
 }
 
 func (n *cmpVec) eval(ctx *EvalContext, rows [][]types.Datum, sel []int) ([]types.Datum, error) {
-	lv, err := n.l.eval(ctx, rows, sel)
+	lv, rv, err := operands(ctx, n.l, n.r, rows, sel)
 	if err != nil {
 		return nil, err
 	}
-	rv, err := n.r.eval(ctx, rows, sel)
-	if err != nil {
-		return nil, err
-	}
-	out := grow(n.buf, len(sel))
-	n.buf = out
+	out := grow(&n.buf, len(sel))
 	c := n.c
 	if c.Op != CmpNullEQ && !c.json {
 		// The common case, integers against integers, inline.
@@ -367,8 +367,7 @@ func (n *logicVec) eval(ctx *EvalContext, rows [][]types.Datum, sel []int) ([]ty
 	if err != nil {
 		return nil, err
 	}
-	out := grow(n.buf, len(sel))
-	n.buf = out
+	out := grow(&n.buf, len(sel))
 	if cap(n.lt) < len(sel) {
 		n.lt, n.ln = make([]bool, len(sel)), make([]bool, len(sel))
 	}
@@ -406,8 +405,7 @@ func (n *notVec) eval(ctx *EvalContext, rows [][]types.Datum, sel []int) ([]type
 	if err != nil {
 		return nil, err
 	}
-	out := grow(n.buf, len(sel))
-	n.buf = out
+	out := grow(&n.buf, len(sel))
 	for j, d := range v {
 		if t, isNull := truthOf(ctx, d); isNull {
 			out[j] = types.Datum{}
@@ -429,8 +427,7 @@ func (n *isNullVec) eval(ctx *EvalContext, rows [][]types.Datum, sel []int) ([]t
 	if err != nil {
 		return nil, err
 	}
-	out := grow(n.buf, len(sel))
-	n.buf = out
+	out := grow(&n.buf, len(sel))
 	for j, d := range v {
 		out[j] = types.NewBool(d.IsNull() != n.not)
 	}
@@ -455,8 +452,7 @@ func (n *funcVec) eval(ctx *EvalContext, rows [][]types.Datum, sel []int) ([]typ
 		}
 		n.vals[i] = v
 	}
-	out := grow(n.buf, len(sel))
-	n.buf = out
+	out := grow(&n.buf, len(sel))
 	f := n.f
 	base := len(ctx.args)
 	defer func() { ctx.args = ctx.args[:base] }()
@@ -488,8 +484,7 @@ type rowVec struct {
 }
 
 func (n *rowVec) eval(ctx *EvalContext, rows [][]types.Datum, sel []int) ([]types.Datum, error) {
-	out := grow(n.buf, len(sel))
-	n.buf = out
+	out := grow(&n.buf, len(sel))
 	var err error
 	for j, i := range sel {
 		if out[j], err = n.e.Eval(ctx, rows[i]); err != nil {
