@@ -85,7 +85,7 @@ type aggExec struct {
 	one    [1]*aggTable
 	// batch evaluates the group-by expressions over an input batch
 	// (vecbatch.go).
-	batch vecBatch
+	batch *vecBatch
 }
 
 func (a *aggExec) memStats() (peak, disk int64) { return a.stats.peak, a.stats.disk }
@@ -206,7 +206,7 @@ func (a *aggExec) consume(c *Context) ([]*aggTable, error) {
 		// in input order, as before.
 		var vals [][]types.Datum
 		if len(a.p.GroupBy) > 0 {
-			vals = a.batch.eval(c, batch, a.p.GroupBy...)
+			vals = evalBatch(c, &a.batch, batch, a.p.GroupBy...)
 		}
 		for i, r := range batch {
 			if vals != nil {

@@ -21,7 +21,7 @@ type filterExec struct {
 	// range is exact, every row it returns satisfies cond.
 	byRange *scanExec
 	// batch evaluates cond over batches of rows (vecbatch.go).
-	batch vecBatch
+	batch *vecBatch
 }
 
 // scanUnder returns the scan at the bottom of a chain of filters, or nil.
@@ -49,7 +49,7 @@ func (f *filterExec) Next(c *Context) ([][]types.Datum, error) {
 		if f.byRange != nil && f.byRange.exact {
 			return batch, nil
 		}
-		if vals := f.batch.eval(c, batch, f.cond); vals != nil {
+		if vals := evalBatch(c, &f.batch, batch, f.cond); vals != nil {
 			out := batch[:0]
 			for j, d := range vals[0] {
 				t, null, err := d.ToBool()
@@ -101,7 +101,7 @@ func truthEv(ev *expr.EvalContext, e expr.Expr, row []types.Datum) (bool, error)
 type projectionExec struct {
 	child Executor
 	exprs []expr.Expr
-	batch vecBatch
+	batch *vecBatch
 }
 
 func (p *projectionExec) Next(c *Context) ([][]types.Datum, error) {
@@ -111,7 +111,7 @@ func (p *projectionExec) Next(c *Context) ([][]types.Datum, error) {
 	}
 	out := make([][]types.Datum, len(batch))
 	vals := make([]types.Datum, len(batch)*len(p.exprs))
-	if cols := p.batch.eval(c, batch, p.exprs...); cols != nil {
+	if cols := evalBatch(c, &p.batch, batch, p.exprs...); cols != nil {
 		w := len(p.exprs)
 		for i := range batch {
 			row := vals[i*w : (i+1)*w : (i+1)*w]
@@ -259,7 +259,7 @@ type sortExec struct {
 	pos      int
 	// batch evaluates key expressions over an input batch (vecbatch.go);
 	// keyExprs are the keys' expressions.
-	batch    vecBatch
+	batch    *vecBatch
 	keyExprs []expr.Expr
 
 	acct  memAcct
@@ -559,7 +559,7 @@ func (s *sortExec) Next(c *Context) ([][]types.Datum, error) {
 						s.keyExprs = append(s.keyExprs, k.Expr)
 					}
 				}
-				keys = s.batch.eval(c, batch, s.keyExprs...)
+				keys = evalBatch(c, &s.batch, batch, s.keyExprs...)
 			}
 			for i, r := range batch {
 				size, err := s.add(c, r, keys, i)

@@ -22,13 +22,22 @@ type vecBatch struct {
 	out   [][]types.Datum
 }
 
-// eval returns, per expression, its values for the rows of batch, or nil
-// when the operator is to evaluate the batch row by row. The values are
-// valid until the next call.
-func (b *vecBatch) eval(c *Context, batch [][]types.Datum, es ...expr.Expr) [][]types.Datum {
+// evalBatch returns, per expression, its values for the rows of batch, or
+// nil when the operator is to evaluate the batch row by row. The values are
+// valid until the next call. *b is the operator's state, made at its first
+// batch big enough: an operator that only ever sees a point lookup's row
+// carries a nil pointer, not the state.
+func evalBatch(c *Context, b **vecBatch, batch [][]types.Datum, es ...expr.Expr) [][]types.Datum {
 	if len(batch) < minVecBatch || c.Eval == nil {
 		return nil
 	}
+	if *b == nil {
+		*b = &vecBatch{}
+	}
+	return (*b).eval(c, batch, es...)
+}
+
+func (b *vecBatch) eval(c *Context, batch [][]types.Datum, es ...expr.Expr) [][]types.Datum {
 	if !b.tried {
 		b.tried = true
 		computed := false
