@@ -175,13 +175,17 @@ func groupKey(c *Context, key []byte, groupBy []expr.Expr, colls []*collate.Coll
 		if err != nil {
 			return nil, err
 		}
-		if colls != nil {
-			key = d.AppendHashKeyCollated(key, colls[i])
-		} else {
-			key = d.AppendHashKey(key)
-		}
+		key = appendGroupValue(key, d, colls, i)
 	}
 	return key, nil
+}
+
+// appendGroupValue appends group-by value i's part of a group key.
+func appendGroupValue(key []byte, d types.Datum, colls []*collate.Collation, i int) []byte {
+	if colls != nil {
+		return d.AppendHashKeyCollated(key, colls[i])
+	}
+	return d.AppendHashKey(key)
 }
 
 // consume reads the whole input into group tables: one, or one per
@@ -212,11 +216,7 @@ func (a *aggExec) consume(c *Context) ([]*aggTable, error) {
 			if vals != nil {
 				key = key[:0]
 				for k, vec := range vals {
-					if colls != nil {
-						key = vec[i].AppendHashKeyCollated(key, colls[k])
-					} else {
-						key = vec[i].AppendHashKey(key)
-					}
+					key = appendGroupValue(key, vec[i], colls, k)
 				}
 			} else if key, err = groupKey(c, key[:0], a.p.GroupBy, colls, r); err != nil {
 				return nil, err

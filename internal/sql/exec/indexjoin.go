@@ -226,7 +226,9 @@ func (j *indexJoinExec) joinBatch(c *Context, left [][]types.Datum, charge bool)
 	grouped := j.base != j.p.Right
 	var read [][]types.Datum // the rows to group
 	add := func(r []types.Datum) error {
-		key, ok, err := joinKey(c, key[:0], j.p.RightKey, r, j.colls)
+		var ok bool
+		var err error
+		key, ok, err = joinKey(c, key[:0], j.p.RightKey, r, j.colls)
 		if ok {
 			table[string(key)] = append(table[string(key)], r)
 		}
