@@ -8,7 +8,9 @@ import (
 
 // BenchmarkAnalytic runs the analytic queries over sbtest1 (an
 // in-process node, sbtestRows rows) serially and with two workers
-// (tidb_executor_concurrency), and under a quota that makes them spill.
+// (tidb_executor_concurrency), in batches and row by row
+// (tidb_enable_vectorized_expression), and under a quota that makes them
+// spill.
 //
 //	go test ./internal/sql -run '^$' -bench Analytic -benchtime 5x
 func BenchmarkAnalytic(b *testing.B) {
@@ -29,9 +31,11 @@ func BenchmarkAnalytic(b *testing.B) {
 			name string
 			set  string
 		}{
-			{"serial", "SET tidb_executor_concurrency = 1, tidb_mem_quota_query = DEFAULT"},
-			{"workers2", "SET tidb_executor_concurrency = 2, tidb_mem_quota_query = DEFAULT"},
-			{"spill", "SET tidb_executor_concurrency = 1, tidb_mem_quota_query = 4194304"},
+			{"serial", "SET tidb_executor_concurrency = 1, tidb_mem_quota_query = DEFAULT, tidb_enable_vectorized_expression = ON"},
+			{"serial_rowbyrow", "SET tidb_executor_concurrency = 1, tidb_mem_quota_query = DEFAULT, tidb_enable_vectorized_expression = OFF"},
+			{"workers2", "SET tidb_executor_concurrency = 2, tidb_mem_quota_query = DEFAULT, tidb_enable_vectorized_expression = ON"},
+			{"workers2_rowbyrow", "SET tidb_executor_concurrency = 2, tidb_mem_quota_query = DEFAULT, tidb_enable_vectorized_expression = OFF"},
+			{"spill", "SET tidb_executor_concurrency = 1, tidb_mem_quota_query = 4194304, tidb_enable_vectorized_expression = ON"},
 		} {
 			b.Run(fmt.Sprintf("%s/%s", q.name, mode.name), func(b *testing.B) {
 				if _, err := s.Execute(ctx, mode.set); err != nil {

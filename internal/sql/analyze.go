@@ -172,7 +172,7 @@ func (s *Session) collectStats(ctx context.Context, txn kv.Txn, schema *catalog.
 	set := s.execSettings()
 	ec := &exec.Context{
 		Ctx: ctx, Txn: txn, Eval: s.evalContext(nil), IDs: s.e.ids,
-		Mem: exec.NewMemTracker(set.quota), TmpDir: s.e.tmpDir, NoSpill: !set.spill, Concurrency: set.concurrency, MaxRecursion: set.recursion,
+		Mem: exec.NewMemTracker(set.quota), TmpDir: s.e.tmpDir, NoSpill: !set.spill, Concurrency: set.concurrency, MaxRecursion: set.recursion, NoVec: set.noVec,
 		Schema: schema, CopConcurrency: s.copConcurrency(),
 	}
 	ec.Eval.Ctx = ctx

@@ -58,7 +58,7 @@ func (s *Session) explainAnalyze(ctx context.Context, c *compiled) (*exec.Analys
 	set := s.execSettings()
 	ec := &exec.Context{
 		Ctx: ctx, Txn: s.txn, Eval: s.evalContext(nil), IDs: s.e.ids,
-		Mem: exec.NewMemTracker(set.quota), TmpDir: s.e.tmpDir, NoSpill: !set.spill, Concurrency: set.concurrency, MaxRecursion: set.recursion,
+		Mem: exec.NewMemTracker(set.quota), TmpDir: s.e.tmpDir, NoSpill: !set.spill, Concurrency: set.concurrency, MaxRecursion: set.recursion, NoVec: set.noVec,
 		Schema: s.schema, FKChecks: !s.x.fkOff, NonStrict: s.x.nonStrict, CopConcurrency: s.copConcurrency(),
 	}
 	defer ec.Close()

@@ -672,7 +672,7 @@ func (s *Session) execStmt(ctx context.Context, c *compiled, params []types.Datu
 	set := s.execSettings()
 	ec := &exec.Context{
 		Ctx: ctx, Txn: s.txn, Eval: s.evalContext(params), IDs: s.e.ids,
-		Mem: exec.NewMemTracker(set.quota), TmpDir: s.e.tmpDir, NoSpill: !set.spill, Concurrency: set.concurrency, MaxRecursion: set.recursion,
+		Mem: exec.NewMemTracker(set.quota), TmpDir: s.e.tmpDir, NoSpill: !set.spill, Concurrency: set.concurrency, MaxRecursion: set.recursion, NoVec: set.noVec,
 		Schema: s.schema, FKChecks: !s.x.fkOff, NonStrict: s.x.nonStrict, FoundRows: s.x.clientFoundRows,
 		// A statement that is its own transaction, with nothing written
 		// before it: its commit follows at once, so an INSERT may leave

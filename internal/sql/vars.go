@@ -83,6 +83,10 @@ var systemVars = map[string]types.Datum{
 	"tidb_enable_tmp_storage_on_oom":  types.NewInt(1),
 	"tidb_executor_concurrency":       types.NewInt(int64(defaultExecutorConcurrency)),
 	"tidb_ddl_reorg_worker_cnt":       types.NewInt(defaultBackfillWorkers),
+	// Whether SQL operators evaluate expressions over batches of rows
+	// (exec's vecbatch.go) or row by row; the answers, errors and
+	// warnings are the same.
+	"tidb_enable_vectorized_expression": types.NewInt(1),
 	// The coprocessor (docs/architecture.md): whether full table scans
 	// with a filter, an aggregation, a top-N or a limit run next to the
 	// data, and how many region requests a statement keeps in flight.
@@ -321,7 +325,7 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 			return nil, sqlerr.New(sqlerr.ErUnknownSystemVariable, "HY000", "Unknown system variable '%s'", v.Name)
 		}
 		switch name {
-		case "tidb_enable_tmp_storage_on_oom":
+		case "tidb_enable_tmp_storage_on_oom", "tidb_enable_vectorized_expression":
 			on, err := parseOnOff(val)
 			if err != nil {
 				return nil, err
@@ -386,6 +390,7 @@ var defaultExecutorConcurrency = func() int {
 // them without the engine's lock.
 var execVarNames = map[string]struct{}{
 	"tidb_mem_quota_query": {}, "tidb_enable_tmp_storage_on_oom": {}, "tidb_executor_concurrency": {},
+	"tidb_enable_vectorized_expression": {},
 }
 
 // execSettings are a statement's memory quota, spill switch and worker
@@ -394,7 +399,8 @@ type execSettings struct {
 	quota       int64
 	spill       bool
 	concurrency int
-	recursion   int // cte_max_recursion_depth
+	recursion   int  // cte_max_recursion_depth
+	noVec       bool // tidb_enable_vectorized_expression = OFF
 }
 
 func execGlobalsOf(globals map[string]types.Datum) *execSettings {
@@ -407,7 +413,8 @@ func execGlobalsOf(globals map[string]types.Datum) *execSettings {
 	return &execSettings{quota: intVar(get("tidb_mem_quota_query"), exec.DefaultMemQuota),
 		spill:       intVar(get("tidb_enable_tmp_storage_on_oom"), 1) != 0,
 		concurrency: int(intVar(get("tidb_executor_concurrency"), int64(defaultExecutorConcurrency))),
-		recursion:   int(intVar(get("cte_max_recursion_depth"), exec.DefaultMaxRecursion))}
+		recursion:   int(intVar(get("cte_max_recursion_depth"), exec.DefaultMaxRecursion)),
+		noVec:       intVar(get("tidb_enable_vectorized_expression"), 1) == 0}
 }
 
 func intVar(v types.Datum, def int64) int64 {
@@ -435,6 +442,9 @@ func (s *Session) execSettings() execSettings {
 	}
 	if v, ok := s.vars["tidb_executor_concurrency"]; ok {
 		out.concurrency = int(intVar(v, int64(out.concurrency)))
+	}
+	if v, ok := s.vars["tidb_enable_vectorized_expression"]; ok {
+		out.noVec = intVar(v, 1) == 0
 	}
 	if v, ok := s.vars["cte_max_recursion_depth"]; ok {
 		out.recursion = int(intVar(v, int64(out.recursion)))

@@ -180,6 +180,15 @@ func groupKey(c *Context, key []byte, groupBy []expr.Expr, colls []*collate.Coll
 	return key, nil
 }
 
+// batchGroupKey appends the group key of a batch's row i, from the
+// group-by values evalBatch gave for the batch.
+func batchGroupKey(key []byte, vals [][]types.Datum, colls []*collate.Collation, i int) []byte {
+	for k, vec := range vals {
+		key = appendGroupValue(key, vec[i], colls, k)
+	}
+	return key
+}
+
 // appendGroupValue appends group-by value i's part of a group key.
 func appendGroupValue(key []byte, d types.Datum, colls []*collate.Collation, i int) []byte {
 	if colls != nil {
@@ -214,10 +223,7 @@ func (a *aggExec) consume(c *Context) ([]*aggTable, error) {
 		}
 		for i, r := range batch {
 			if vals != nil {
-				key = key[:0]
-				for k, vec := range vals {
-					key = appendGroupValue(key, vec[i], colls, k)
-				}
+				key = batchGroupKey(key[:0], vals, colls, i)
 			} else if key, err = groupKey(c, key[:0], a.p.GroupBy, colls, r); err != nil {
 				return nil, err
 			}
@@ -317,8 +323,11 @@ func (a *aggExec) consumeParallel(c *Context, t *aggTable, seq int64, colls []*c
 			return nil, err
 		}
 		works := make([]aggWork, n)
-		for _, r := range batch {
-			if key, err = groupKey(c, key[:0], a.p.GroupBy, colls, r); err != nil {
+		vals := evalBatch(c, &a.batch, batch, a.p.GroupBy...)
+		for i, r := range batch {
+			if vals != nil {
+				key = batchGroupKey(key[:0], vals, colls, i)
+			} else if key, err = groupKey(c, key[:0], a.p.GroupBy, colls, r); err != nil {
 				stop()
 				return nil, err
 			}

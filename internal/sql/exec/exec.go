@@ -63,6 +63,9 @@ type Context struct {
 	// serial). See parallel.go.
 	Concurrency int
 	tmp         tmpFiles
+	// NoVec makes every operator evaluate its expressions row by row
+	// (tidb_enable_vectorized_expression = OFF): vecbatch.go.
+	NoVec bool
 
 	// DeferDupCheck lets a single-row INSERT leave the primary key's
 	// uniqueness check to the commit (kv.Inserter) instead of reading the

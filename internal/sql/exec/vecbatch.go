@@ -28,7 +28,7 @@ type vecBatch struct {
 // batch big enough: an operator that only ever sees a point lookup's row
 // carries a nil pointer, not the state.
 func evalBatch(c *Context, b **vecBatch, batch [][]types.Datum, es ...expr.Expr) [][]types.Datum {
-	if len(batch) < minVecBatch || c.Eval == nil {
+	if len(batch) < minVecBatch || c.Eval == nil || c.NoVec {
 		return nil
 	}
 	if *b == nil {

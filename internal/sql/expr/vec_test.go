@@ -192,12 +192,12 @@ func BenchmarkVecVsEval(b *testing.B) {
 	for i := range sel {
 		sel[i] = i
 	}
-	for _, sql := range []string{"i % 100", "LENGTH(s)", "i > 5 AND j < 2", "(i + j) * 2 >= j - 1"} {
+	for _, sql := range []string{"i % 100", "LENGTH(s)", "i > 5 AND j < 2", "(i + j) * 2 >= j - 1", "d * (1 - d)", "CASE WHEN i > 5 THEN d ELSE 0 END"} {
 		e, err := compileSQL(b, cols, sql)
 		if err != nil {
 			b.Fatal(err)
 		}
-		name := strings.NewReplacer(" ", "", "%", "mod").Replace(sql)
+		name := strings.NewReplacer(" ", "", "%", "mod", "*", "x").Replace(sql)
 		b.Run(name+"/rows", func(b *testing.B) {
 			ctx := &EvalContext{}
 			for range b.N {
