@@ -118,10 +118,14 @@ func (e *copExec) warn(c *Context, ws []*kvpb.CopError) {
 
 // widen turns rows of the fragment's output columns (the scan's needed
 // columns) into rows of the table's layout, the others NULL.
-func (e *copExec) widen(rows [][]types.Datum) [][]types.Datum {
-	t := e.p.Scan.Table
+func (e *copExec) widen(rows [][]types.Datum) [][]types.Datum { return widenRows(e.p.Scan, rows) }
+
+// widenRows turns rows of a fragment that reads s's needed columns into
+// rows of the table's layout, the others NULL.
+func widenRows(s *plan.Scan, rows [][]types.Datum) [][]types.Datum {
+	t := s.Table
 	width := len(t.Columns)
-	needed := e.p.Scan.Needed
+	needed := s.Needed
 	slab := make([]types.Datum, width*len(rows))
 	out := make([][]types.Datum, len(rows))
 	for i, r := range rows {

@@ -393,6 +393,9 @@ type lookupExec struct {
 	it      kv.CopIterator
 	cp      kv.Coprocessor
 	records *recordReader // nil: by BatchGet only
+	// covering: it returns the rows' needed columns from the index
+	// entries themselves (plan.CoveringIndexDAG), nothing to fetch.
+	covering bool
 	// filtered: the rows Next returned last passed the filters above the
 	// scan already (recordReader.filter).
 	filtered bool
@@ -422,8 +425,12 @@ func lookupRows(c *Context, s *plan.Scan, records *recordReader) (*lookupExec, e
 	for i, r := range sc.ranges {
 		ranges[i] = kv.KeyRange{Start: r[0], End: r[1]}
 	}
+	dag, covering := plan.CoveringIndexDAG(s)
+	if !covering {
+		dag = handleDAG(s)
+	}
 	it, err := cp.Coprocess(c.Ctx, &kv.CopRequest{
-		DAG:         handleDAG(s),
+		DAG:         dag,
 		Ranges:      ranges,
 		Concurrency: c.CopConcurrency,
 		// In key order, so that each key's rows come in the order the
@@ -435,7 +442,7 @@ func lookupRows(c *Context, s *plan.Scan, records *recordReader) (*lookupExec, e
 	if err != nil {
 		return nil, err
 	}
-	l.it, l.cp, l.records = it, cp, records
+	l.it, l.cp, l.records, l.covering = it, cp, records, covering
 	return l, nil
 }
 
@@ -450,6 +457,16 @@ func (l *lookupExec) Next(c *Context) ([][]types.Datum, error) {
 		}
 		if resp == nil {
 			return nil, nil
+		}
+		if l.covering {
+			rows, err := coprocessor.DecodeBatch(resp.Batch, 0)
+			if err != nil {
+				return nil, err
+			}
+			if len(rows) > 0 {
+				return widenRows(l.scan.p, rows), nil
+			}
+			continue
 		}
 		handles, err := batchHandles(resp.Batch)
 		if err != nil {

@@ -258,22 +258,50 @@ func coveringIndex(s *Scan) bool {
 			}
 		}
 	}
+	var needed []int
+	for off, need := range s.Needed {
+		if need {
+			needed = append(needed, off)
+		}
+	}
+	return indexHolds(s.Table, s.Index, needed)
+}
+
+// indexHolds reports whether every column of t at the offsets cols is the
+// integer handle or an integer column of ix (whole, not a prefix), which
+// an index scan decodes from an entry's key.
+func indexHolds(t *catalog.TableInfo, ix *catalog.IndexInfo, cols []int) bool {
 	inIndex := map[int]bool{}
-	for i, off := range s.Index.Columns {
-		if i < len(s.Index.Lengths) && s.Index.Lengths[i] > 0 {
+	for i, off := range ix.Columns {
+		if i < len(ix.Lengths) && ix.Lengths[i] > 0 {
 			return false
 		}
-		switch types.KindForFieldType(s.Table.Columns[off].Type) {
+		switch types.KindForFieldType(t.Columns[off].Type) {
 		case types.KindInt64, types.KindUint64:
 			inIndex[off] = true
 		}
 	}
-	for off, need := range s.Needed {
-		if need && !inIndex[off] && !(s.Table.PKIsHandle && off == s.Table.HandleOffset) {
+	for _, off := range cols {
+		if !inIndex[off] && !(t.PKIsHandle && off == t.HandleOffset) {
 			return false
 		}
 	}
 	return true
+}
+
+// CoveringIndexDAG returns, for s an index lookup that coveringIndex
+// takes (every column it needs decoded from the index entries' keys), the
+// fragment that reads those columns from the entries of s's ranges, no
+// row fetched; ok is false otherwise.
+func CoveringIndexDAG(s *Scan) (dag *kvpb.CopDAG, ok bool) {
+	if !coveringIndex(s) || s.Lock || s.WithHandle || s.Table.Temporary || s.Table.ViewSQL != "" {
+		return nil, false
+	}
+	cs, ok := copScan(s)
+	if !ok {
+		return nil, false
+	}
+	return &kvpb.CopDAG{Scan: cs, Reverse: s.Desc}, true
 }
 
 // pushableScanOf is pushableScan; withIndex also takes a covering index

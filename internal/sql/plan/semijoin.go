@@ -151,7 +151,7 @@ func (b *Builder) semiJoin(c ast.ExprNode, p Plan, sc *scope, sq *Subquery) *Joi
 	}
 	hashCost := scanCost*innerRaw + innerRows + outerRows
 	perRow := outerRows * b.perRunCost(sq.Plan, innerRaw, innerRows)
-	if ij, cost := b.indexSemiJoin(p, sc, right, in, not, innerKeys, outerKeys, residual, outerRows, innerRaw); ij != nil && cost < hashCost && cost < perRow {
+	if ij, cost := b.indexSemiJoin(p, sc, right, in, not, innerKeys, outerKeys, residual, read, outerRows, innerRaw); ij != nil && cost < hashCost && cost < perRow {
 		clearEstimates(ij.Right) // right is read per key, not whole
 		return ij
 	}
@@ -196,9 +196,14 @@ func (b *Builder) semiJoin(c ast.ExprNode, p Plan, sc *scope, sq *Subquery) *Joi
 // table or no index reaches it, else the join and its estimated cost:
 // per outer row a point read (the integer primary key) or an index range,
 // and the inner rows of a key fetched (the table's rows over the number
-// of distinct values of its first lookup column).
+// of distinct values of its first lookup column), or only their index
+// entries read when the index holds every inner column the join reads
+// (read: the keys' and the residual conditions', no filter of the inner
+// table's own) and the lookup takes them from the entries
+// (coveringIndex; NOT EXISTS (SELECT * FROM orders WHERE o_custkey =
+// c_custkey), TPC-H Q22).
 func (b *Builder) indexSemiJoin(p Plan, sc *scope, right Plan, in *scope, not bool,
-	innerKeys, outerKeys, residual []ast.ExprNode, outerRows, innerRaw float64) (*Join, float64) {
+	innerKeys, outerKeys, residual []ast.ExprNode, read map[int]bool, outerRows, innerRaw float64) (*Join, float64) {
 	scan, _ := BaseScan(right)
 	if scan == nil || scan.Access != TableFullScan {
 		return nil, 0
@@ -230,8 +235,20 @@ func (b *Builder) indexSemiJoin(p Plan, sc *scope, right Plan, in *scope, not bo
 			perKeyRows = math.Max(1, innerRaw/math.Max(1, outerRows))
 		}
 	}
+	perRow := fetchCost
+	if right == Plan(scan) && jn.LookupIndex != nil {
+		var cols []int
+		for off, r := range read {
+			if r {
+				cols = append(cols, off)
+			}
+		}
+		if indexHolds(scan.Table, jn.LookupIndex, cols) {
+			perRow = scanCost
+		}
+	}
 	jn.EstRows = math.Max(1, outerRows*defaultSel)
-	return jn, outerRows*(perKey+fetchCost*perKeyRows) + outerRows
+	return jn, outerRows*(perKey+perRow*perKeyRows) + outerRows
 }
 
 // pairScope returns the names of an outer row (sc, width columns)
