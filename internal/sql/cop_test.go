@@ -21,11 +21,7 @@ import (
 // older than some of them, and in a transaction with its own writes.
 func TestCoprocessorPushdown(t *testing.T) {
 	ctx := context.Background()
-	n, err := node.Start(ctx, node.Config{DataDir: t.TempDir(), InMemory: true, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := inProcessNode(t)
 	e := n.SQL()
 	exec := func(s *sql.Session, q string) [][]string {
 		t.Helper()
@@ -240,4 +236,16 @@ func BenchmarkCopQueries(b *testing.B) {
 			})
 		}
 	}
+}
+
+// inProcessNode starts a real node in memory (no GC) for the test and
+// stops it at its end.
+func inProcessNode(t testing.TB) *node.Node {
+	t.Helper()
+	n, err := node.Start(context.Background(), node.Config{DataDir: t.TempDir(), InMemory: true, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
 }

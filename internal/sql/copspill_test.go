@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/strata-db/strata/internal/node"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 )
 
@@ -18,11 +17,7 @@ import (
 // 8175.
 func TestCopAggregationOverQuotaFallsBack(t *testing.T) {
 	ctx := context.Background()
-	n, err := node.Start(ctx, node.Config{DataDir: t.TempDir(), InMemory: true, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := inProcessNode(t)
 	s := n.SQL().NewSession("root", "localhost")
 	run := func(q string) (string, error) {
 		rs, err := s.Execute(ctx, q)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/strata-db/strata/internal/node"
 	"github.com/strata-db/strata/internal/sql"
 	exec_ "github.com/strata-db/strata/internal/sql/exec"
 	"github.com/strata-db/strata/internal/sql/plan"
@@ -27,11 +26,7 @@ import (
 // the right table (in its index, and in its rows only).
 func TestIndexJoinBatchedLookups(t *testing.T) {
 	ctx := context.Background()
-	n, err := node.Start(ctx, node.Config{DataDir: t.TempDir(), InMemory: true, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := inProcessNode(t)
 	e := n.SQL()
 	exec := func(s *sql.Session, q string) [][]string {
 		t.Helper()
@@ -251,11 +246,7 @@ func TestIndexJoinBatchedLookups(t *testing.T) {
 // another session's commits and locks on those entries.
 func TestIndexSemiJoinFromEntries(t *testing.T) {
 	ctx := context.Background()
-	n, err := node.Start(ctx, node.Config{DataDir: t.TempDir(), InMemory: true, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := inProcessNode(t)
 	s := n.SQL().NewSession("root", "localhost")
 	exec := func(s *sql.Session, q string) string {
 		t.Helper()

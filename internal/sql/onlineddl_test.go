@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/strata-db/strata/internal/kv/kvtest"
-	"github.com/strata-db/strata/internal/node"
 	"github.com/strata-db/strata/internal/sql"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 )
@@ -26,11 +25,7 @@ func TestIndexChangesUnderWritesThroughTwoEngines(t *testing.T) {
 		t.Skip("stress test")
 	}
 	ctx := context.Background()
-	n, err := node.Start(ctx, node.Config{DataDir: t.TempDir(), InMemory: true, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
+	n := inProcessNode(t)
 	a := n.SQL()
 	b, err := sql.NewEngine(ctx, n.Storage(), sql.Options{SchemaLease: 3 * time.Second, SchemaPoll: 20 * time.Millisecond})
 	if err != nil {
