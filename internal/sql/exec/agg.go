@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"cmp"
 	"hash/maphash"
 	"slices"
 	"sync"
@@ -274,12 +275,12 @@ func (a *aggExec) consumeParallel(c *Context, t *aggTable, seq int64, colls []*c
 
 	ins := make([]chan aggWork, n)
 	errs := make([]error, n)
-	warns := make([][]error, n)
+	warns := make([]seqWarnings, n+1) // the workers', then the reader's
 	var wg sync.WaitGroup
 	for i := range ins {
 		ins[i] = make(chan aggWork, 4)
 		ev := c.Eval.Fork()
-		ev.Warnings = &warns[i]
+		ev.Warnings = &warns[i].errs
 		wg.Add(1)
 		go func(i int, ev *expr.EvalContext) {
 			defer wg.Done()
@@ -289,7 +290,9 @@ func (a *aggExec) consumeParallel(c *Context, t *aggTable, seq int64, colls []*c
 				}
 				start := 0
 				for j, r := range w.rows {
-					if err := tables[i].add(c, ev, w.keys[start:w.ends[j]], r, w.seqs[j]); err != nil {
+					err := tables[i].add(c, ev, w.keys[start:w.ends[j]], r, w.seqs[j])
+					warns[i].tag(w.seqs[j], phaseArgs)
+					if err != nil {
 						errs[i] = err
 						break
 					}
@@ -298,20 +301,35 @@ func (a *aggExec) consumeParallel(c *Context, t *aggTable, seq int64, colls []*c
 			}
 		}(i, ev)
 	}
+	// The reader's warnings (its input's, the group keys') are moved out
+	// of the statement's list as they come, and merged back with the
+	// workers' in input order when the workers are done: the warnings of
+	// the serial aggregation, in its order.
+	reader := &warns[n]
+	var w0 int
+	if c.Eval.Warnings != nil {
+		w0 = len(*c.Eval.Warnings)
+	}
+	take := func(seq int64, phase int) {
+		if ws := c.Eval.Warnings; ws != nil && len(*ws) > w0 {
+			reader.errs = append(reader.errs, (*ws)[w0:]...)
+			*ws = (*ws)[:w0]
+			reader.tag(seq, phase)
+		}
+	}
 	stop := func() {
 		for _, ch := range ins {
 			close(ch)
 		}
 		wg.Wait()
 		if c.Eval.Warnings != nil {
-			for _, w := range warns {
-				*c.Eval.Warnings = append(*c.Eval.Warnings, w...)
-			}
+			*c.Eval.Warnings = append(*c.Eval.Warnings, mergeSeqWarnings(warns)...)
 		}
 	}
 	var key []byte
 	for {
 		batch, err := a.child.Next(c)
+		take(seq, phaseInput)
 		if err == nil && batch == nil {
 			break
 		}
@@ -328,9 +346,11 @@ func (a *aggExec) consumeParallel(c *Context, t *aggTable, seq int64, colls []*c
 			if vals != nil {
 				key = batchGroupKey(key[:0], vals, colls, i)
 			} else if key, err = groupKey(c, key[:0], a.p.GroupBy, colls, r); err != nil {
+				take(seq, phaseKey)
 				stop()
 				return nil, err
 			}
+			take(seq, phaseKey)
 			w := &works[maphash.Bytes(seed, key)%uint64(n)]
 			w.keys = append(w.keys, key...)
 			w.ends = append(w.ends, len(w.keys))
@@ -351,4 +371,56 @@ func (a *aggExec) consumeParallel(c *Context, t *aggTable, seq int64, colls []*c
 		}
 	}
 	return tables, nil
+}
+
+// A parallel aggregation's warnings are tagged with the input position of
+// the row they came from and the phase that raised them, so that they can
+// be put in the serial aggregation's order: per batch the input's
+// warnings, then per row its group key's and its aggregates'.
+const (
+	phaseInput = iota
+	phaseKey
+	phaseArgs
+)
+
+// seqWarnings are warnings (errs) and, for each, its row's input position
+// and phase; tag labels the warnings added since the last call.
+type seqWarnings struct {
+	errs   []error
+	seqs   []int64
+	phases []int
+}
+
+func (w *seqWarnings) tag(seq int64, phase int) {
+	for len(w.seqs) < len(w.errs) {
+		w.seqs = append(w.seqs, seq)
+		w.phases = append(w.phases, phase)
+	}
+}
+
+// mergeSeqWarnings returns all the warnings of ws ordered by input
+// position, then phase, then as each list had them.
+func mergeSeqWarnings(ws []seqWarnings) []error {
+	type tagged struct {
+		err   error
+		seq   int64
+		phase int
+	}
+	var all []tagged
+	for _, w := range ws {
+		for i, err := range w.errs {
+			all = append(all, tagged{err, w.seqs[i], w.phases[i]})
+		}
+	}
+	slices.SortStableFunc(all, func(x, y tagged) int {
+		if x.seq != y.seq {
+			return cmp.Compare(x.seq, y.seq)
+		}
+		return cmp.Compare(x.phase, y.phase)
+	})
+	out := make([]error, len(all))
+	for i, t := range all {
+		out[i] = t.err
+	}
+	return out
 }
