@@ -345,12 +345,14 @@ func (a *aggExec) consumeParallel(c *Context, t *aggTable, seq int64, colls []*c
 		for i, r := range batch {
 			if vals != nil {
 				key = batchGroupKey(key[:0], vals, colls, i)
-			} else if key, err = groupKey(c, key[:0], a.p.GroupBy, colls, r); err != nil {
-				take(seq, phaseKey)
+			} else {
+				key, err = groupKey(c, key[:0], a.p.GroupBy, colls, r)
+			}
+			take(seq, phaseKey)
+			if err != nil {
 				stop()
 				return nil, err
 			}
-			take(seq, phaseKey)
 			w := &works[maphash.Bytes(seed, key)%uint64(n)]
 			w.keys = append(w.keys, key...)
 			w.ends = append(w.ends, len(w.keys))
@@ -383,18 +385,22 @@ const (
 	phaseArgs
 )
 
-// seqWarnings are warnings (errs) and, for each, its row's input position
-// and phase; tag labels the warnings added since the last call.
+// warnTag is a warning's row input position and phase.
+type warnTag struct {
+	seq   int64
+	phase int
+}
+
+// seqWarnings are warnings (errs) and, for each, its tag; tag labels the
+// warnings added since the last call.
 type seqWarnings struct {
-	errs   []error
-	seqs   []int64
-	phases []int
+	errs []error
+	tags []warnTag
 }
 
 func (w *seqWarnings) tag(seq int64, phase int) {
-	for len(w.seqs) < len(w.errs) {
-		w.seqs = append(w.seqs, seq)
-		w.phases = append(w.phases, phase)
+	for len(w.tags) < len(w.errs) {
+		w.tags = append(w.tags, warnTag{seq, phase})
 	}
 }
 
@@ -402,14 +408,13 @@ func (w *seqWarnings) tag(seq int64, phase int) {
 // position, then phase, then as each list had them.
 func mergeSeqWarnings(ws []seqWarnings) []error {
 	type tagged struct {
-		err   error
-		seq   int64
-		phase int
+		err error
+		warnTag
 	}
 	var all []tagged
 	for _, w := range ws {
 		for i, err := range w.errs {
-			all = append(all, tagged{err, w.seqs[i], w.phases[i]})
+			all = append(all, tagged{err, w.tags[i]})
 		}
 	}
 	slices.SortStableFunc(all, func(x, y tagged) int {
