@@ -280,6 +280,9 @@ func (k batchKv) KvTxnHeartBeat(ctx context.Context, in *kvpb.TxnHeartBeatReques
 func (k batchKv) KvDestroyRange(ctx context.Context, in *kvpb.DestroyRangeRequest, _ ...grpc.CallOption) (*kvpb.DestroyRangeResponse, error) {
 	return call(k.b, ctx, "KvDestroyRange", in, &kvpb.DestroyRangeResponse{})
 }
+func (k batchKv) KvImport(ctx context.Context, in *kvpb.ImportRequest, _ ...grpc.CallOption) (*kvpb.ImportResponse, error) {
+	return call(k.b, ctx, "KvImport", in, &kvpb.ImportResponse{})
+}
 func (k batchKv) KvCoprocessor(ctx context.Context, in *kvpb.CopRequest, _ ...grpc.CallOption) (*kvpb.CopResponse, error) {
 	return call(k.b, ctx, "KvCoprocessor", in, &kvpb.CopResponse{})
 }

@@ -92,6 +92,10 @@ func (l localKv) KvDestroyRange(ctx context.Context, in *kvpb.DestroyRangeReques
 	return l.srv.KvDestroyRange(ctx, in)
 }
 
+func (l localKv) KvImport(ctx context.Context, in *kvpb.ImportRequest, _ ...grpc.CallOption) (*kvpb.ImportResponse, error) {
+	return l.srv.KvImport(ctx, in)
+}
+
 func (l localKv) KvCoprocessor(ctx context.Context, in *kvpb.CopRequest, _ ...grpc.CallOption) (*kvpb.CopResponse, error) {
 	return l.srv.KvCoprocessor(ctx, in)
 }

@@ -57,6 +57,25 @@ type RangeDestroyer interface {
 	DestroyRange(ctx context.Context, start, end []byte, safePoint uint64) error
 }
 
+// VersionedKeyValue is a pair to import (Importer) with the timestamp it
+// is committed at.
+type VersionedKeyValue struct {
+	Key, Value []byte
+	Version    uint64
+}
+
+// Importer is implemented by storages that can write committed versions
+// directly, without a transaction (the client's Import; what TiDB's
+// ingest-mode index backfill does with SSTs). Each pair becomes a Put of
+// its key committed at its version. It is for data derived from a
+// snapshot at that version that no transaction writes at that timestamp:
+// the entries of an index being added, computed from rows read at the
+// version, while every writer already maintains the index. pairs must be
+// sorted by key without duplicates.
+type Importer interface {
+	Import(ctx context.Context, pairs []VersionedKeyValue) error
+}
+
 // LatestReader is implemented by storages that can read a key's newest
 // committed value outside any transaction, without a timestamp from the
 // TSO: linearizable for that one key (client.Client.GetLatest). The SQL

@@ -3486,6 +3486,179 @@ func (x *DestroyRangeResponse) GetError() string {
 	return ""
 }
 
+// ImportRequest writes committed versions directly, without locks or a
+// two-phase commit: each pair becomes a Put committed at its version
+// (start ts = commit ts = version). It is for data the caller derived from
+// a snapshot at that version and that no transaction can have written at
+// that timestamp, such as the entries of an index being added, computed
+// from the rows read at the version (the SQL layer's ingest-mode
+// backfill). Pairs are sorted by key, without duplicates, and all lie in
+// the addressed region; a version at or below the store's GC safe point is
+// refused. One Raft proposal; idempotent (a retry writes the same records).
+type ImportRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Context       *Context               `protobuf:"bytes,1,opt,name=context,proto3" json:"context,omitempty"`
+	Pairs         []*ImportPair          `protobuf:"bytes,2,rep,name=pairs,proto3" json:"pairs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportRequest) Reset() {
+	*x = ImportRequest{}
+	mi := &file_kvpb_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportRequest) ProtoMessage() {}
+
+func (x *ImportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportRequest.ProtoReflect.Descriptor instead.
+func (*ImportRequest) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ImportRequest) GetContext() *Context {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *ImportRequest) GetPairs() []*ImportPair {
+	if x != nil {
+		return x.Pairs
+	}
+	return nil
+}
+
+type ImportPair struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Version       uint64                 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportPair) Reset() {
+	*x = ImportPair{}
+	mi := &file_kvpb_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportPair) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportPair) ProtoMessage() {}
+
+func (x *ImportPair) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportPair.ProtoReflect.Descriptor instead.
+func (*ImportPair) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ImportPair) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *ImportPair) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *ImportPair) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+type ImportResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RegionError   *RegionError           `protobuf:"bytes,1,opt,name=region_error,json=regionError,proto3" json:"region_error,omitempty"`
+	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImportResponse) Reset() {
+	*x = ImportResponse{}
+	mi := &file_kvpb_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImportResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImportResponse) ProtoMessage() {}
+
+func (x *ImportResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_kvpb_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImportResponse.ProtoReflect.Descriptor instead.
+func (*ImportResponse) Descriptor() ([]byte, []int) {
+	return file_kvpb_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ImportResponse) GetRegionError() *RegionError {
+	if x != nil {
+		return x.RegionError
+	}
+	return nil
+}
+
+func (x *ImportResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // ScanLockRequest lists the locks in [start_key, end_key) (clipped to the
 // region) of transactions that started at or below max_version: what GC
 // must resolve before it publishes a safe point.
@@ -3502,7 +3675,7 @@ type ScanLockRequest struct {
 
 func (x *ScanLockRequest) Reset() {
 	*x = ScanLockRequest{}
-	mi := &file_kvpb_proto_msgTypes[44]
+	mi := &file_kvpb_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3514,7 +3687,7 @@ func (x *ScanLockRequest) String() string {
 func (*ScanLockRequest) ProtoMessage() {}
 
 func (x *ScanLockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[44]
+	mi := &file_kvpb_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3527,7 +3700,7 @@ func (x *ScanLockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanLockRequest.ProtoReflect.Descriptor instead.
 func (*ScanLockRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{44}
+	return file_kvpb_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ScanLockRequest) GetContext() *Context {
@@ -3576,7 +3749,7 @@ type ScanLockResponse struct {
 
 func (x *ScanLockResponse) Reset() {
 	*x = ScanLockResponse{}
-	mi := &file_kvpb_proto_msgTypes[45]
+	mi := &file_kvpb_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3588,7 +3761,7 @@ func (x *ScanLockResponse) String() string {
 func (*ScanLockResponse) ProtoMessage() {}
 
 func (x *ScanLockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[45]
+	mi := &file_kvpb_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3601,7 +3774,7 @@ func (x *ScanLockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanLockResponse.ProtoReflect.Descriptor instead.
 func (*ScanLockResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{45}
+	return file_kvpb_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ScanLockResponse) GetRegionError() *RegionError {
@@ -3638,7 +3811,7 @@ type BatchRequest struct {
 
 func (x *BatchRequest) Reset() {
 	*x = BatchRequest{}
-	mi := &file_kvpb_proto_msgTypes[46]
+	mi := &file_kvpb_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3650,7 +3823,7 @@ func (x *BatchRequest) String() string {
 func (*BatchRequest) ProtoMessage() {}
 
 func (x *BatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[46]
+	mi := &file_kvpb_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3663,7 +3836,7 @@ func (x *BatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRequest.ProtoReflect.Descriptor instead.
 func (*BatchRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{46}
+	return file_kvpb_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *BatchRequest) GetEntries() []*BatchRequestEntry {
@@ -3684,7 +3857,7 @@ type BatchRequestEntry struct {
 
 func (x *BatchRequestEntry) Reset() {
 	*x = BatchRequestEntry{}
-	mi := &file_kvpb_proto_msgTypes[47]
+	mi := &file_kvpb_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3696,7 +3869,7 @@ func (x *BatchRequestEntry) String() string {
 func (*BatchRequestEntry) ProtoMessage() {}
 
 func (x *BatchRequestEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[47]
+	mi := &file_kvpb_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3709,7 +3882,7 @@ func (x *BatchRequestEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchRequestEntry.ProtoReflect.Descriptor instead.
 func (*BatchRequestEntry) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{47}
+	return file_kvpb_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *BatchRequestEntry) GetId() uint64 {
@@ -3745,7 +3918,7 @@ type BatchResponse struct {
 
 func (x *BatchResponse) Reset() {
 	*x = BatchResponse{}
-	mi := &file_kvpb_proto_msgTypes[48]
+	mi := &file_kvpb_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3757,7 +3930,7 @@ func (x *BatchResponse) String() string {
 func (*BatchResponse) ProtoMessage() {}
 
 func (x *BatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[48]
+	mi := &file_kvpb_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3770,7 +3943,7 @@ func (x *BatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResponse.ProtoReflect.Descriptor instead.
 func (*BatchResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{48}
+	return file_kvpb_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *BatchResponse) GetEntries() []*BatchResponseEntry {
@@ -3791,7 +3964,7 @@ type BatchResponseEntry struct {
 
 func (x *BatchResponseEntry) Reset() {
 	*x = BatchResponseEntry{}
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3803,7 +3976,7 @@ func (x *BatchResponseEntry) String() string {
 func (*BatchResponseEntry) ProtoMessage() {}
 
 func (x *BatchResponseEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[49]
+	mi := &file_kvpb_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3816,7 +3989,7 @@ func (x *BatchResponseEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchResponseEntry.ProtoReflect.Descriptor instead.
 func (*BatchResponseEntry) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{49}
+	return file_kvpb_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *BatchResponseEntry) GetId() uint64 {
@@ -3855,7 +4028,7 @@ type WaitForEntry struct {
 
 func (x *WaitForEntry) Reset() {
 	*x = WaitForEntry{}
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3867,7 +4040,7 @@ func (x *WaitForEntry) String() string {
 func (*WaitForEntry) ProtoMessage() {}
 
 func (x *WaitForEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[50]
+	mi := &file_kvpb_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3880,7 +4053,7 @@ func (x *WaitForEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitForEntry.ProtoReflect.Descriptor instead.
 func (*WaitForEntry) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{50}
+	return file_kvpb_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *WaitForEntry) GetTxn() uint64 {
@@ -3921,7 +4094,7 @@ type DeadlockRequest struct {
 
 func (x *DeadlockRequest) Reset() {
 	*x = DeadlockRequest{}
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3933,7 +4106,7 @@ func (x *DeadlockRequest) String() string {
 func (*DeadlockRequest) ProtoMessage() {}
 
 func (x *DeadlockRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[51]
+	mi := &file_kvpb_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3946,7 +4119,7 @@ func (x *DeadlockRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadlockRequest.ProtoReflect.Descriptor instead.
 func (*DeadlockRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{51}
+	return file_kvpb_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DeadlockRequest) GetTp() DeadlockRequestType {
@@ -3980,7 +4153,7 @@ type DeadlockResponse struct {
 
 func (x *DeadlockResponse) Reset() {
 	*x = DeadlockResponse{}
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3992,7 +4165,7 @@ func (x *DeadlockResponse) String() string {
 func (*DeadlockResponse) ProtoMessage() {}
 
 func (x *DeadlockResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[52]
+	mi := &file_kvpb_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4005,7 +4178,7 @@ func (x *DeadlockResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadlockResponse.ProtoReflect.Descriptor instead.
 func (*DeadlockResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{52}
+	return file_kvpb_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *DeadlockResponse) GetEntry() *WaitForEntry {
@@ -4045,7 +4218,7 @@ type PDError struct {
 
 func (x *PDError) Reset() {
 	*x = PDError{}
-	mi := &file_kvpb_proto_msgTypes[53]
+	mi := &file_kvpb_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4057,7 +4230,7 @@ func (x *PDError) String() string {
 func (*PDError) ProtoMessage() {}
 
 func (x *PDError) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[53]
+	mi := &file_kvpb_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4070,7 +4243,7 @@ func (x *PDError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PDError.ProtoReflect.Descriptor instead.
 func (*PDError) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{53}
+	return file_kvpb_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *PDError) GetMessage() string {
@@ -4089,7 +4262,7 @@ type TsoRequest struct {
 
 func (x *TsoRequest) Reset() {
 	*x = TsoRequest{}
-	mi := &file_kvpb_proto_msgTypes[54]
+	mi := &file_kvpb_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4101,7 +4274,7 @@ func (x *TsoRequest) String() string {
 func (*TsoRequest) ProtoMessage() {}
 
 func (x *TsoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[54]
+	mi := &file_kvpb_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4114,7 +4287,7 @@ func (x *TsoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoRequest.ProtoReflect.Descriptor instead.
 func (*TsoRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{54}
+	return file_kvpb_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *TsoRequest) GetCount() uint32 {
@@ -4137,7 +4310,7 @@ type TsoResponse struct {
 
 func (x *TsoResponse) Reset() {
 	*x = TsoResponse{}
-	mi := &file_kvpb_proto_msgTypes[55]
+	mi := &file_kvpb_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4149,7 +4322,7 @@ func (x *TsoResponse) String() string {
 func (*TsoResponse) ProtoMessage() {}
 
 func (x *TsoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[55]
+	mi := &file_kvpb_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4162,7 +4335,7 @@ func (x *TsoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TsoResponse.ProtoReflect.Descriptor instead.
 func (*TsoResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{55}
+	return file_kvpb_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *TsoResponse) GetError() *PDError {
@@ -4195,7 +4368,7 @@ type GetRegionRequest struct {
 
 func (x *GetRegionRequest) Reset() {
 	*x = GetRegionRequest{}
-	mi := &file_kvpb_proto_msgTypes[56]
+	mi := &file_kvpb_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4207,7 +4380,7 @@ func (x *GetRegionRequest) String() string {
 func (*GetRegionRequest) ProtoMessage() {}
 
 func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[56]
+	mi := &file_kvpb_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4220,7 +4393,7 @@ func (x *GetRegionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{56}
+	return file_kvpb_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetRegionRequest) GetKey() []byte {
@@ -4239,7 +4412,7 @@ type GetRegionByIDRequest struct {
 
 func (x *GetRegionByIDRequest) Reset() {
 	*x = GetRegionByIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[57]
+	mi := &file_kvpb_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4251,7 +4424,7 @@ func (x *GetRegionByIDRequest) String() string {
 func (*GetRegionByIDRequest) ProtoMessage() {}
 
 func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[57]
+	mi := &file_kvpb_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4264,7 +4437,7 @@ func (x *GetRegionByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetRegionByIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{57}
+	return file_kvpb_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GetRegionByIDRequest) GetRegionId() uint64 {
@@ -4285,7 +4458,7 @@ type GetRegionResponse struct {
 
 func (x *GetRegionResponse) Reset() {
 	*x = GetRegionResponse{}
-	mi := &file_kvpb_proto_msgTypes[58]
+	mi := &file_kvpb_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4297,7 +4470,7 @@ func (x *GetRegionResponse) String() string {
 func (*GetRegionResponse) ProtoMessage() {}
 
 func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[58]
+	mi := &file_kvpb_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4310,7 +4483,7 @@ func (x *GetRegionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRegionResponse.ProtoReflect.Descriptor instead.
 func (*GetRegionResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{58}
+	return file_kvpb_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GetRegionResponse) GetError() *PDError {
@@ -4345,7 +4518,7 @@ type ScanRegionsRequest struct {
 
 func (x *ScanRegionsRequest) Reset() {
 	*x = ScanRegionsRequest{}
-	mi := &file_kvpb_proto_msgTypes[59]
+	mi := &file_kvpb_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4357,7 +4530,7 @@ func (x *ScanRegionsRequest) String() string {
 func (*ScanRegionsRequest) ProtoMessage() {}
 
 func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[59]
+	mi := &file_kvpb_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4370,7 +4543,7 @@ func (x *ScanRegionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsRequest.ProtoReflect.Descriptor instead.
 func (*ScanRegionsRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{59}
+	return file_kvpb_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ScanRegionsRequest) GetStartKey() []byte {
@@ -4405,7 +4578,7 @@ type ScanRegionsResponse struct {
 
 func (x *ScanRegionsResponse) Reset() {
 	*x = ScanRegionsResponse{}
-	mi := &file_kvpb_proto_msgTypes[60]
+	mi := &file_kvpb_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4417,7 +4590,7 @@ func (x *ScanRegionsResponse) String() string {
 func (*ScanRegionsResponse) ProtoMessage() {}
 
 func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[60]
+	mi := &file_kvpb_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4430,7 +4603,7 @@ func (x *ScanRegionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScanRegionsResponse.ProtoReflect.Descriptor instead.
 func (*ScanRegionsResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{60}
+	return file_kvpb_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ScanRegionsResponse) GetError() *PDError {
@@ -4463,7 +4636,7 @@ type GetStoreRequest struct {
 
 func (x *GetStoreRequest) Reset() {
 	*x = GetStoreRequest{}
-	mi := &file_kvpb_proto_msgTypes[61]
+	mi := &file_kvpb_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4475,7 +4648,7 @@ func (x *GetStoreRequest) String() string {
 func (*GetStoreRequest) ProtoMessage() {}
 
 func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[61]
+	mi := &file_kvpb_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4488,7 +4661,7 @@ func (x *GetStoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreRequest.ProtoReflect.Descriptor instead.
 func (*GetStoreRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{61}
+	return file_kvpb_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GetStoreRequest) GetStoreId() uint64 {
@@ -4508,7 +4681,7 @@ type GetStoreResponse struct {
 
 func (x *GetStoreResponse) Reset() {
 	*x = GetStoreResponse{}
-	mi := &file_kvpb_proto_msgTypes[62]
+	mi := &file_kvpb_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4520,7 +4693,7 @@ func (x *GetStoreResponse) String() string {
 func (*GetStoreResponse) ProtoMessage() {}
 
 func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[62]
+	mi := &file_kvpb_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4533,7 +4706,7 @@ func (x *GetStoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStoreResponse.ProtoReflect.Descriptor instead.
 func (*GetStoreResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{62}
+	return file_kvpb_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GetStoreResponse) GetError() *PDError {
@@ -4559,7 +4732,7 @@ type AllocIDRequest struct {
 
 func (x *AllocIDRequest) Reset() {
 	*x = AllocIDRequest{}
-	mi := &file_kvpb_proto_msgTypes[63]
+	mi := &file_kvpb_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4571,7 +4744,7 @@ func (x *AllocIDRequest) String() string {
 func (*AllocIDRequest) ProtoMessage() {}
 
 func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[63]
+	mi := &file_kvpb_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4584,7 +4757,7 @@ func (x *AllocIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDRequest.ProtoReflect.Descriptor instead.
 func (*AllocIDRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{63}
+	return file_kvpb_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *AllocIDRequest) GetCount() uint32 {
@@ -4604,7 +4777,7 @@ type AllocIDResponse struct {
 
 func (x *AllocIDResponse) Reset() {
 	*x = AllocIDResponse{}
-	mi := &file_kvpb_proto_msgTypes[64]
+	mi := &file_kvpb_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4616,7 +4789,7 @@ func (x *AllocIDResponse) String() string {
 func (*AllocIDResponse) ProtoMessage() {}
 
 func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[64]
+	mi := &file_kvpb_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4629,7 +4802,7 @@ func (x *AllocIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocIDResponse.ProtoReflect.Descriptor instead.
 func (*AllocIDResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{64}
+	return file_kvpb_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *AllocIDResponse) GetError() *PDError {
@@ -4660,7 +4833,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_kvpb_proto_msgTypes[65]
+	mi := &file_kvpb_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4672,7 +4845,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[65]
+	mi := &file_kvpb_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4685,7 +4858,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{65}
+	return file_kvpb_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *JoinRequest) GetClusterId() uint64 {
@@ -4713,7 +4886,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_kvpb_proto_msgTypes[66]
+	mi := &file_kvpb_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4725,7 +4898,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[66]
+	mi := &file_kvpb_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4738,7 +4911,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{66}
+	return file_kvpb_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *JoinResponse) GetError() *PDError {
@@ -4774,7 +4947,7 @@ type PeerProgress struct {
 
 func (x *PeerProgress) Reset() {
 	*x = PeerProgress{}
-	mi := &file_kvpb_proto_msgTypes[67]
+	mi := &file_kvpb_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4786,7 +4959,7 @@ func (x *PeerProgress) String() string {
 func (*PeerProgress) ProtoMessage() {}
 
 func (x *PeerProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[67]
+	mi := &file_kvpb_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4799,7 +4972,7 @@ func (x *PeerProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PeerProgress.ProtoReflect.Descriptor instead.
 func (*PeerProgress) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{67}
+	return file_kvpb_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PeerProgress) GetPeerId() uint64 {
@@ -4848,7 +5021,7 @@ type RegionStat struct {
 
 func (x *RegionStat) Reset() {
 	*x = RegionStat{}
-	mi := &file_kvpb_proto_msgTypes[68]
+	mi := &file_kvpb_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4860,7 +5033,7 @@ func (x *RegionStat) String() string {
 func (*RegionStat) ProtoMessage() {}
 
 func (x *RegionStat) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[68]
+	mi := &file_kvpb_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4873,7 +5046,7 @@ func (x *RegionStat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionStat.ProtoReflect.Descriptor instead.
 func (*RegionStat) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{68}
+	return file_kvpb_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *RegionStat) GetRegion() *Region {
@@ -4998,7 +5171,7 @@ type Operator struct {
 
 func (x *Operator) Reset() {
 	*x = Operator{}
-	mi := &file_kvpb_proto_msgTypes[69]
+	mi := &file_kvpb_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5010,7 +5183,7 @@ func (x *Operator) String() string {
 func (*Operator) ProtoMessage() {}
 
 func (x *Operator) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[69]
+	mi := &file_kvpb_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5023,7 +5196,7 @@ func (x *Operator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Operator.ProtoReflect.Descriptor instead.
 func (*Operator) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{69}
+	return file_kvpb_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Operator) GetRegionId() uint64 {
@@ -5082,7 +5255,7 @@ type MergeState struct {
 
 func (x *MergeState) Reset() {
 	*x = MergeState{}
-	mi := &file_kvpb_proto_msgTypes[70]
+	mi := &file_kvpb_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5094,7 +5267,7 @@ func (x *MergeState) String() string {
 func (*MergeState) ProtoMessage() {}
 
 func (x *MergeState) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[70]
+	mi := &file_kvpb_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5107,7 +5280,7 @@ func (x *MergeState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeState.ProtoReflect.Descriptor instead.
 func (*MergeState) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{70}
+	return file_kvpb_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *MergeState) GetPrepareIndex() uint64 {
@@ -5152,7 +5325,7 @@ type StoreHeartbeatRequest struct {
 
 func (x *StoreHeartbeatRequest) Reset() {
 	*x = StoreHeartbeatRequest{}
-	mi := &file_kvpb_proto_msgTypes[71]
+	mi := &file_kvpb_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5164,7 +5337,7 @@ func (x *StoreHeartbeatRequest) String() string {
 func (*StoreHeartbeatRequest) ProtoMessage() {}
 
 func (x *StoreHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[71]
+	mi := &file_kvpb_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5177,7 +5350,7 @@ func (x *StoreHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*StoreHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{71}
+	return file_kvpb_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *StoreHeartbeatRequest) GetClusterId() uint64 {
@@ -5242,7 +5415,7 @@ type StoreHeartbeatResponse struct {
 
 func (x *StoreHeartbeatResponse) Reset() {
 	*x = StoreHeartbeatResponse{}
-	mi := &file_kvpb_proto_msgTypes[72]
+	mi := &file_kvpb_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5254,7 +5427,7 @@ func (x *StoreHeartbeatResponse) String() string {
 func (*StoreHeartbeatResponse) ProtoMessage() {}
 
 func (x *StoreHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[72]
+	mi := &file_kvpb_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5267,7 +5440,7 @@ func (x *StoreHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*StoreHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{72}
+	return file_kvpb_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *StoreHeartbeatResponse) GetError() *PDError {
@@ -5320,7 +5493,7 @@ type ClusterStatusRequest struct {
 
 func (x *ClusterStatusRequest) Reset() {
 	*x = ClusterStatusRequest{}
-	mi := &file_kvpb_proto_msgTypes[73]
+	mi := &file_kvpb_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5332,7 +5505,7 @@ func (x *ClusterStatusRequest) String() string {
 func (*ClusterStatusRequest) ProtoMessage() {}
 
 func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[73]
+	mi := &file_kvpb_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5345,7 +5518,7 @@ func (x *ClusterStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusRequest.ProtoReflect.Descriptor instead.
 func (*ClusterStatusRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{73}
+	return file_kvpb_proto_rawDescGZIP(), []int{76}
 }
 
 type StoreStatus struct {
@@ -5368,7 +5541,7 @@ type StoreStatus struct {
 
 func (x *StoreStatus) Reset() {
 	*x = StoreStatus{}
-	mi := &file_kvpb_proto_msgTypes[74]
+	mi := &file_kvpb_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5380,7 +5553,7 @@ func (x *StoreStatus) String() string {
 func (*StoreStatus) ProtoMessage() {}
 
 func (x *StoreStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[74]
+	mi := &file_kvpb_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5393,7 +5566,7 @@ func (x *StoreStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreStatus.ProtoReflect.Descriptor instead.
 func (*StoreStatus) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{74}
+	return file_kvpb_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *StoreStatus) GetStore() *Store {
@@ -5501,7 +5674,7 @@ type RegionStatus struct {
 
 func (x *RegionStatus) Reset() {
 	*x = RegionStatus{}
-	mi := &file_kvpb_proto_msgTypes[75]
+	mi := &file_kvpb_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5513,7 +5686,7 @@ func (x *RegionStatus) String() string {
 func (*RegionStatus) ProtoMessage() {}
 
 func (x *RegionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[75]
+	mi := &file_kvpb_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5526,7 +5699,7 @@ func (x *RegionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionStatus.ProtoReflect.Descriptor instead.
 func (*RegionStatus) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{75}
+	return file_kvpb_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *RegionStatus) GetRegion() *Region {
@@ -5636,7 +5809,7 @@ type ClusterStatusResponse struct {
 
 func (x *ClusterStatusResponse) Reset() {
 	*x = ClusterStatusResponse{}
-	mi := &file_kvpb_proto_msgTypes[76]
+	mi := &file_kvpb_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5648,7 +5821,7 @@ func (x *ClusterStatusResponse) String() string {
 func (*ClusterStatusResponse) ProtoMessage() {}
 
 func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[76]
+	mi := &file_kvpb_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5661,7 +5834,7 @@ func (x *ClusterStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusResponse.ProtoReflect.Descriptor instead.
 func (*ClusterStatusResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{76}
+	return file_kvpb_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ClusterStatusResponse) GetError() *PDError {
@@ -5732,7 +5905,7 @@ type OperatorRecord struct {
 
 func (x *OperatorRecord) Reset() {
 	*x = OperatorRecord{}
-	mi := &file_kvpb_proto_msgTypes[77]
+	mi := &file_kvpb_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5744,7 +5917,7 @@ func (x *OperatorRecord) String() string {
 func (*OperatorRecord) ProtoMessage() {}
 
 func (x *OperatorRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[77]
+	mi := &file_kvpb_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5757,7 +5930,7 @@ func (x *OperatorRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OperatorRecord.ProtoReflect.Descriptor instead.
 func (*OperatorRecord) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{77}
+	return file_kvpb_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *OperatorRecord) GetOperator() *Operator {
@@ -5792,7 +5965,7 @@ type SetStoreStateRequest struct {
 
 func (x *SetStoreStateRequest) Reset() {
 	*x = SetStoreStateRequest{}
-	mi := &file_kvpb_proto_msgTypes[78]
+	mi := &file_kvpb_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5804,7 +5977,7 @@ func (x *SetStoreStateRequest) String() string {
 func (*SetStoreStateRequest) ProtoMessage() {}
 
 func (x *SetStoreStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[78]
+	mi := &file_kvpb_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5817,7 +5990,7 @@ func (x *SetStoreStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetStoreStateRequest.ProtoReflect.Descriptor instead.
 func (*SetStoreStateRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{78}
+	return file_kvpb_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *SetStoreStateRequest) GetStoreId() uint64 {
@@ -5844,7 +6017,7 @@ type SetStoreStateResponse struct {
 
 func (x *SetStoreStateResponse) Reset() {
 	*x = SetStoreStateResponse{}
-	mi := &file_kvpb_proto_msgTypes[79]
+	mi := &file_kvpb_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5856,7 +6029,7 @@ func (x *SetStoreStateResponse) String() string {
 func (*SetStoreStateResponse) ProtoMessage() {}
 
 func (x *SetStoreStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[79]
+	mi := &file_kvpb_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5869,7 +6042,7 @@ func (x *SetStoreStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetStoreStateResponse.ProtoReflect.Descriptor instead.
 func (*SetStoreStateResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{79}
+	return file_kvpb_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *SetStoreStateResponse) GetError() *PDError {
@@ -5895,7 +6068,7 @@ type GCSafePointRequest struct {
 
 func (x *GCSafePointRequest) Reset() {
 	*x = GCSafePointRequest{}
-	mi := &file_kvpb_proto_msgTypes[80]
+	mi := &file_kvpb_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5907,7 +6080,7 @@ func (x *GCSafePointRequest) String() string {
 func (*GCSafePointRequest) ProtoMessage() {}
 
 func (x *GCSafePointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[80]
+	mi := &file_kvpb_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5920,7 +6093,7 @@ func (x *GCSafePointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCSafePointRequest.ProtoReflect.Descriptor instead.
 func (*GCSafePointRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{80}
+	return file_kvpb_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *GCSafePointRequest) GetSafePoint() uint64 {
@@ -5940,7 +6113,7 @@ type GCSafePointResponse struct {
 
 func (x *GCSafePointResponse) Reset() {
 	*x = GCSafePointResponse{}
-	mi := &file_kvpb_proto_msgTypes[81]
+	mi := &file_kvpb_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5952,7 +6125,7 @@ func (x *GCSafePointResponse) String() string {
 func (*GCSafePointResponse) ProtoMessage() {}
 
 func (x *GCSafePointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[81]
+	mi := &file_kvpb_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5965,7 +6138,7 @@ func (x *GCSafePointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCSafePointResponse.ProtoReflect.Descriptor instead.
 func (*GCSafePointResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{81}
+	return file_kvpb_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *GCSafePointResponse) GetError() *PDError {
@@ -5992,7 +6165,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_kvpb_proto_msgTypes[82]
+	mi := &file_kvpb_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6004,7 +6177,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[82]
+	mi := &file_kvpb_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6017,7 +6190,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{82}
+	return file_kvpb_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *KeyRange) GetStart() []byte {
@@ -6051,7 +6224,7 @@ type CopRequest struct {
 
 func (x *CopRequest) Reset() {
 	*x = CopRequest{}
-	mi := &file_kvpb_proto_msgTypes[83]
+	mi := &file_kvpb_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6063,7 +6236,7 @@ func (x *CopRequest) String() string {
 func (*CopRequest) ProtoMessage() {}
 
 func (x *CopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[83]
+	mi := &file_kvpb_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6076,7 +6249,7 @@ func (x *CopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopRequest.ProtoReflect.Descriptor instead.
 func (*CopRequest) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{83}
+	return file_kvpb_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *CopRequest) GetContext() *Context {
@@ -6132,7 +6305,7 @@ type CopResponse struct {
 
 func (x *CopResponse) Reset() {
 	*x = CopResponse{}
-	mi := &file_kvpb_proto_msgTypes[84]
+	mi := &file_kvpb_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6144,7 +6317,7 @@ func (x *CopResponse) String() string {
 func (*CopResponse) ProtoMessage() {}
 
 func (x *CopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[84]
+	mi := &file_kvpb_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6157,7 +6330,7 @@ func (x *CopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopResponse.ProtoReflect.Descriptor instead.
 func (*CopResponse) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{84}
+	return file_kvpb_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *CopResponse) GetRegionError() *RegionError {
@@ -6221,7 +6394,7 @@ type CopError struct {
 
 func (x *CopError) Reset() {
 	*x = CopError{}
-	mi := &file_kvpb_proto_msgTypes[85]
+	mi := &file_kvpb_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6233,7 +6406,7 @@ func (x *CopError) String() string {
 func (*CopError) ProtoMessage() {}
 
 func (x *CopError) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[85]
+	mi := &file_kvpb_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6246,7 +6419,7 @@ func (x *CopError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopError.ProtoReflect.Descriptor instead.
 func (*CopError) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{85}
+	return file_kvpb_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *CopError) GetCode() uint32 {
@@ -6290,7 +6463,7 @@ type CopDAG struct {
 
 func (x *CopDAG) Reset() {
 	*x = CopDAG{}
-	mi := &file_kvpb_proto_msgTypes[86]
+	mi := &file_kvpb_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6302,7 +6475,7 @@ func (x *CopDAG) String() string {
 func (*CopDAG) ProtoMessage() {}
 
 func (x *CopDAG) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[86]
+	mi := &file_kvpb_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6315,7 +6488,7 @@ func (x *CopDAG) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopDAG.ProtoReflect.Descriptor instead.
 func (*CopDAG) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{86}
+	return file_kvpb_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *CopDAG) GetScan() *CopScan {
@@ -6389,7 +6562,7 @@ type CopScan struct {
 
 func (x *CopScan) Reset() {
 	*x = CopScan{}
-	mi := &file_kvpb_proto_msgTypes[87]
+	mi := &file_kvpb_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6401,7 +6574,7 @@ func (x *CopScan) String() string {
 func (*CopScan) ProtoMessage() {}
 
 func (x *CopScan) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[87]
+	mi := &file_kvpb_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6414,7 +6587,7 @@ func (x *CopScan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopScan.ProtoReflect.Descriptor instead.
 func (*CopScan) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{87}
+	return file_kvpb_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *CopScan) GetTableId() int64 {
@@ -6480,7 +6653,7 @@ type CopColumnInfo struct {
 
 func (x *CopColumnInfo) Reset() {
 	*x = CopColumnInfo{}
-	mi := &file_kvpb_proto_msgTypes[88]
+	mi := &file_kvpb_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6492,7 +6665,7 @@ func (x *CopColumnInfo) String() string {
 func (*CopColumnInfo) ProtoMessage() {}
 
 func (x *CopColumnInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[88]
+	mi := &file_kvpb_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6505,7 +6678,7 @@ func (x *CopColumnInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopColumnInfo.ProtoReflect.Descriptor instead.
 func (*CopColumnInfo) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{88}
+	return file_kvpb_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *CopColumnInfo) GetId() int64 {
@@ -6551,7 +6724,7 @@ type CopFieldType struct {
 
 func (x *CopFieldType) Reset() {
 	*x = CopFieldType{}
-	mi := &file_kvpb_proto_msgTypes[89]
+	mi := &file_kvpb_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6563,7 +6736,7 @@ func (x *CopFieldType) String() string {
 func (*CopFieldType) ProtoMessage() {}
 
 func (x *CopFieldType) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[89]
+	mi := &file_kvpb_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6576,7 +6749,7 @@ func (x *CopFieldType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopFieldType.ProtoReflect.Descriptor instead.
 func (*CopFieldType) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{89}
+	return file_kvpb_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *CopFieldType) GetTp() int32 {
@@ -6645,7 +6818,7 @@ type CopExpr struct {
 
 func (x *CopExpr) Reset() {
 	*x = CopExpr{}
-	mi := &file_kvpb_proto_msgTypes[90]
+	mi := &file_kvpb_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6657,7 +6830,7 @@ func (x *CopExpr) String() string {
 func (*CopExpr) ProtoMessage() {}
 
 func (x *CopExpr) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[90]
+	mi := &file_kvpb_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6670,7 +6843,7 @@ func (x *CopExpr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopExpr.ProtoReflect.Descriptor instead.
 func (*CopExpr) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{90}
+	return file_kvpb_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *CopExpr) GetKind() CopExprKind {
@@ -6751,7 +6924,7 @@ type CopAgg struct {
 
 func (x *CopAgg) Reset() {
 	*x = CopAgg{}
-	mi := &file_kvpb_proto_msgTypes[91]
+	mi := &file_kvpb_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6763,7 +6936,7 @@ func (x *CopAgg) String() string {
 func (*CopAgg) ProtoMessage() {}
 
 func (x *CopAgg) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[91]
+	mi := &file_kvpb_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6776,7 +6949,7 @@ func (x *CopAgg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopAgg.ProtoReflect.Descriptor instead.
 func (*CopAgg) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{91}
+	return file_kvpb_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *CopAgg) GetGroupBy() []*CopExpr {
@@ -6810,7 +6983,7 @@ type CopAggFunc struct {
 
 func (x *CopAggFunc) Reset() {
 	*x = CopAggFunc{}
-	mi := &file_kvpb_proto_msgTypes[92]
+	mi := &file_kvpb_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6822,7 +6995,7 @@ func (x *CopAggFunc) String() string {
 func (*CopAggFunc) ProtoMessage() {}
 
 func (x *CopAggFunc) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[92]
+	mi := &file_kvpb_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6835,7 +7008,7 @@ func (x *CopAggFunc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopAggFunc.ProtoReflect.Descriptor instead.
 func (*CopAggFunc) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{92}
+	return file_kvpb_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *CopAggFunc) GetName() string {
@@ -6862,7 +7035,7 @@ type CopSortKey struct {
 
 func (x *CopSortKey) Reset() {
 	*x = CopSortKey{}
-	mi := &file_kvpb_proto_msgTypes[93]
+	mi := &file_kvpb_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6874,7 +7047,7 @@ func (x *CopSortKey) String() string {
 func (*CopSortKey) ProtoMessage() {}
 
 func (x *CopSortKey) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[93]
+	mi := &file_kvpb_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6887,7 +7060,7 @@ func (x *CopSortKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopSortKey.ProtoReflect.Descriptor instead.
 func (*CopSortKey) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{93}
+	return file_kvpb_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *CopSortKey) GetExpr() *CopExpr {
@@ -6915,7 +7088,7 @@ type CopBatch struct {
 
 func (x *CopBatch) Reset() {
 	*x = CopBatch{}
-	mi := &file_kvpb_proto_msgTypes[94]
+	mi := &file_kvpb_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6927,7 +7100,7 @@ func (x *CopBatch) String() string {
 func (*CopBatch) ProtoMessage() {}
 
 func (x *CopBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[94]
+	mi := &file_kvpb_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6940,7 +7113,7 @@ func (x *CopBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopBatch.ProtoReflect.Descriptor instead.
 func (*CopBatch) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{94}
+	return file_kvpb_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *CopBatch) GetRows() uint32 {
@@ -6974,7 +7147,7 @@ type CopColumn struct {
 
 func (x *CopColumn) Reset() {
 	*x = CopColumn{}
-	mi := &file_kvpb_proto_msgTypes[95]
+	mi := &file_kvpb_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6986,7 +7159,7 @@ func (x *CopColumn) String() string {
 func (*CopColumn) ProtoMessage() {}
 
 func (x *CopColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_kvpb_proto_msgTypes[95]
+	mi := &file_kvpb_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6999,7 +7172,7 @@ func (x *CopColumn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopColumn.ProtoReflect.Descriptor instead.
 func (*CopColumn) Descriptor() ([]byte, []int) {
-	return file_kvpb_proto_rawDescGZIP(), []int{95}
+	return file_kvpb_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *CopColumn) GetKinds() []byte {
@@ -7272,6 +7445,17 @@ const file_kvpb_proto_rawDesc = "" +
 	"\n" +
 	"safe_point\x18\x04 \x01(\x04R\tsafePoint\"b\n" +
 	"\x14DestroyRangeResponse\x124\n" +
+	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"`\n" +
+	"\rImportRequest\x12'\n" +
+	"\acontext\x18\x01 \x01(\v2\r.kvpb.ContextR\acontext\x12&\n" +
+	"\x05pairs\x18\x02 \x03(\v2\x10.kvpb.ImportPairR\x05pairs\"N\n" +
+	"\n" +
+	"ImportPair\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\x04R\aversion\"\\\n" +
+	"\x0eImportResponse\x124\n" +
 	"\fregion_error\x18\x01 \x01(\v2\x11.kvpb.RegionErrorR\vregionError\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"\xa7\x01\n" +
 	"\x0fScanLockRequest\x12'\n" +
@@ -7614,7 +7798,7 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x06CopNeg\x10\n" +
 	"\x12\x0e\n" +
 	"\n" +
-	"CopBetween\x10\v2\xea\a\n" +
+	"CopBetween\x10\v2\xa1\b\n" +
 	"\x02Kv\x12>\n" +
 	"\x0fKvBatchCommands\x12\x12.kvpb.BatchRequest\x1a\x13.kvpb.BatchResponse(\x010\x01\x12;\n" +
 	"\n" +
@@ -7632,7 +7816,8 @@ const file_kvpb_proto_rawDesc = "" +
 	"\x11KvPessimisticLock\x12\x1c.kvpb.PessimisticLockRequest\x1a\x1d.kvpb.PessimisticLockResponse\x12\\\n" +
 	"\x15KvPessimisticRollback\x12 .kvpb.PessimisticRollbackRequest\x1a!.kvpb.PessimisticRollbackResponse\x12G\n" +
 	"\x0eKvTxnHeartBeat\x12\x19.kvpb.TxnHeartBeatRequest\x1a\x1a.kvpb.TxnHeartBeatResponse\x12G\n" +
-	"\x0eKvDestroyRange\x12\x19.kvpb.DestroyRangeRequest\x1a\x1a.kvpb.DestroyRangeResponse\x124\n" +
+	"\x0eKvDestroyRange\x12\x19.kvpb.DestroyRangeRequest\x1a\x1a.kvpb.DestroyRangeResponse\x125\n" +
+	"\bKvImport\x12\x13.kvpb.ImportRequest\x1a\x14.kvpb.ImportResponse\x124\n" +
 	"\rKvCoprocessor\x12\x10.kvpb.CopRequest\x1a\x11.kvpb.CopResponse2K\n" +
 	"\x10DeadlockDetector\x127\n" +
 	"\x06Detect\x12\x15.kvpb.DeadlockRequest\x1a\x16.kvpb.DeadlockResponse2\xbf\x05\n" +
@@ -7662,7 +7847,7 @@ func file_kvpb_proto_rawDescGZIP() []byte {
 }
 
 var file_kvpb_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 96)
+var file_kvpb_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
 var file_kvpb_proto_goTypes = []any{
 	(PeerRole)(0),                       // 0: kvpb.PeerRole
 	(StoreState)(0),                     // 1: kvpb.StoreState
@@ -7715,58 +7900,61 @@ var file_kvpb_proto_goTypes = []any{
 	(*TxnHeartBeatResponse)(nil),        // 48: kvpb.TxnHeartBeatResponse
 	(*DestroyRangeRequest)(nil),         // 49: kvpb.DestroyRangeRequest
 	(*DestroyRangeResponse)(nil),        // 50: kvpb.DestroyRangeResponse
-	(*ScanLockRequest)(nil),             // 51: kvpb.ScanLockRequest
-	(*ScanLockResponse)(nil),            // 52: kvpb.ScanLockResponse
-	(*BatchRequest)(nil),                // 53: kvpb.BatchRequest
-	(*BatchRequestEntry)(nil),           // 54: kvpb.BatchRequestEntry
-	(*BatchResponse)(nil),               // 55: kvpb.BatchResponse
-	(*BatchResponseEntry)(nil),          // 56: kvpb.BatchResponseEntry
-	(*WaitForEntry)(nil),                // 57: kvpb.WaitForEntry
-	(*DeadlockRequest)(nil),             // 58: kvpb.DeadlockRequest
-	(*DeadlockResponse)(nil),            // 59: kvpb.DeadlockResponse
-	(*PDError)(nil),                     // 60: kvpb.PDError
-	(*TsoRequest)(nil),                  // 61: kvpb.TsoRequest
-	(*TsoResponse)(nil),                 // 62: kvpb.TsoResponse
-	(*GetRegionRequest)(nil),            // 63: kvpb.GetRegionRequest
-	(*GetRegionByIDRequest)(nil),        // 64: kvpb.GetRegionByIDRequest
-	(*GetRegionResponse)(nil),           // 65: kvpb.GetRegionResponse
-	(*ScanRegionsRequest)(nil),          // 66: kvpb.ScanRegionsRequest
-	(*ScanRegionsResponse)(nil),         // 67: kvpb.ScanRegionsResponse
-	(*GetStoreRequest)(nil),             // 68: kvpb.GetStoreRequest
-	(*GetStoreResponse)(nil),            // 69: kvpb.GetStoreResponse
-	(*AllocIDRequest)(nil),              // 70: kvpb.AllocIDRequest
-	(*AllocIDResponse)(nil),             // 71: kvpb.AllocIDResponse
-	(*JoinRequest)(nil),                 // 72: kvpb.JoinRequest
-	(*JoinResponse)(nil),                // 73: kvpb.JoinResponse
-	(*PeerProgress)(nil),                // 74: kvpb.PeerProgress
-	(*RegionStat)(nil),                  // 75: kvpb.RegionStat
-	(*Operator)(nil),                    // 76: kvpb.Operator
-	(*MergeState)(nil),                  // 77: kvpb.MergeState
-	(*StoreHeartbeatRequest)(nil),       // 78: kvpb.StoreHeartbeatRequest
-	(*StoreHeartbeatResponse)(nil),      // 79: kvpb.StoreHeartbeatResponse
-	(*ClusterStatusRequest)(nil),        // 80: kvpb.ClusterStatusRequest
-	(*StoreStatus)(nil),                 // 81: kvpb.StoreStatus
-	(*RegionStatus)(nil),                // 82: kvpb.RegionStatus
-	(*ClusterStatusResponse)(nil),       // 83: kvpb.ClusterStatusResponse
-	(*OperatorRecord)(nil),              // 84: kvpb.OperatorRecord
-	(*SetStoreStateRequest)(nil),        // 85: kvpb.SetStoreStateRequest
-	(*SetStoreStateResponse)(nil),       // 86: kvpb.SetStoreStateResponse
-	(*GCSafePointRequest)(nil),          // 87: kvpb.GCSafePointRequest
-	(*GCSafePointResponse)(nil),         // 88: kvpb.GCSafePointResponse
-	(*KeyRange)(nil),                    // 89: kvpb.KeyRange
-	(*CopRequest)(nil),                  // 90: kvpb.CopRequest
-	(*CopResponse)(nil),                 // 91: kvpb.CopResponse
-	(*CopError)(nil),                    // 92: kvpb.CopError
-	(*CopDAG)(nil),                      // 93: kvpb.CopDAG
-	(*CopScan)(nil),                     // 94: kvpb.CopScan
-	(*CopColumnInfo)(nil),               // 95: kvpb.CopColumnInfo
-	(*CopFieldType)(nil),                // 96: kvpb.CopFieldType
-	(*CopExpr)(nil),                     // 97: kvpb.CopExpr
-	(*CopAgg)(nil),                      // 98: kvpb.CopAgg
-	(*CopAggFunc)(nil),                  // 99: kvpb.CopAggFunc
-	(*CopSortKey)(nil),                  // 100: kvpb.CopSortKey
-	(*CopBatch)(nil),                    // 101: kvpb.CopBatch
-	(*CopColumn)(nil),                   // 102: kvpb.CopColumn
+	(*ImportRequest)(nil),               // 51: kvpb.ImportRequest
+	(*ImportPair)(nil),                  // 52: kvpb.ImportPair
+	(*ImportResponse)(nil),              // 53: kvpb.ImportResponse
+	(*ScanLockRequest)(nil),             // 54: kvpb.ScanLockRequest
+	(*ScanLockResponse)(nil),            // 55: kvpb.ScanLockResponse
+	(*BatchRequest)(nil),                // 56: kvpb.BatchRequest
+	(*BatchRequestEntry)(nil),           // 57: kvpb.BatchRequestEntry
+	(*BatchResponse)(nil),               // 58: kvpb.BatchResponse
+	(*BatchResponseEntry)(nil),          // 59: kvpb.BatchResponseEntry
+	(*WaitForEntry)(nil),                // 60: kvpb.WaitForEntry
+	(*DeadlockRequest)(nil),             // 61: kvpb.DeadlockRequest
+	(*DeadlockResponse)(nil),            // 62: kvpb.DeadlockResponse
+	(*PDError)(nil),                     // 63: kvpb.PDError
+	(*TsoRequest)(nil),                  // 64: kvpb.TsoRequest
+	(*TsoResponse)(nil),                 // 65: kvpb.TsoResponse
+	(*GetRegionRequest)(nil),            // 66: kvpb.GetRegionRequest
+	(*GetRegionByIDRequest)(nil),        // 67: kvpb.GetRegionByIDRequest
+	(*GetRegionResponse)(nil),           // 68: kvpb.GetRegionResponse
+	(*ScanRegionsRequest)(nil),          // 69: kvpb.ScanRegionsRequest
+	(*ScanRegionsResponse)(nil),         // 70: kvpb.ScanRegionsResponse
+	(*GetStoreRequest)(nil),             // 71: kvpb.GetStoreRequest
+	(*GetStoreResponse)(nil),            // 72: kvpb.GetStoreResponse
+	(*AllocIDRequest)(nil),              // 73: kvpb.AllocIDRequest
+	(*AllocIDResponse)(nil),             // 74: kvpb.AllocIDResponse
+	(*JoinRequest)(nil),                 // 75: kvpb.JoinRequest
+	(*JoinResponse)(nil),                // 76: kvpb.JoinResponse
+	(*PeerProgress)(nil),                // 77: kvpb.PeerProgress
+	(*RegionStat)(nil),                  // 78: kvpb.RegionStat
+	(*Operator)(nil),                    // 79: kvpb.Operator
+	(*MergeState)(nil),                  // 80: kvpb.MergeState
+	(*StoreHeartbeatRequest)(nil),       // 81: kvpb.StoreHeartbeatRequest
+	(*StoreHeartbeatResponse)(nil),      // 82: kvpb.StoreHeartbeatResponse
+	(*ClusterStatusRequest)(nil),        // 83: kvpb.ClusterStatusRequest
+	(*StoreStatus)(nil),                 // 84: kvpb.StoreStatus
+	(*RegionStatus)(nil),                // 85: kvpb.RegionStatus
+	(*ClusterStatusResponse)(nil),       // 86: kvpb.ClusterStatusResponse
+	(*OperatorRecord)(nil),              // 87: kvpb.OperatorRecord
+	(*SetStoreStateRequest)(nil),        // 88: kvpb.SetStoreStateRequest
+	(*SetStoreStateResponse)(nil),       // 89: kvpb.SetStoreStateResponse
+	(*GCSafePointRequest)(nil),          // 90: kvpb.GCSafePointRequest
+	(*GCSafePointResponse)(nil),         // 91: kvpb.GCSafePointResponse
+	(*KeyRange)(nil),                    // 92: kvpb.KeyRange
+	(*CopRequest)(nil),                  // 93: kvpb.CopRequest
+	(*CopResponse)(nil),                 // 94: kvpb.CopResponse
+	(*CopError)(nil),                    // 95: kvpb.CopError
+	(*CopDAG)(nil),                      // 96: kvpb.CopDAG
+	(*CopScan)(nil),                     // 97: kvpb.CopScan
+	(*CopColumnInfo)(nil),               // 98: kvpb.CopColumnInfo
+	(*CopFieldType)(nil),                // 99: kvpb.CopFieldType
+	(*CopExpr)(nil),                     // 100: kvpb.CopExpr
+	(*CopAgg)(nil),                      // 101: kvpb.CopAgg
+	(*CopAggFunc)(nil),                  // 102: kvpb.CopAggFunc
+	(*CopSortKey)(nil),                  // 103: kvpb.CopSortKey
+	(*CopBatch)(nil),                    // 104: kvpb.CopBatch
+	(*CopColumn)(nil),                   // 105: kvpb.CopColumn
 }
 var file_kvpb_proto_depIdxs = []int32{
 	0,   // 0: kvpb.Peer.role:type_name -> kvpb.PeerRole
@@ -7784,7 +7972,7 @@ var file_kvpb_proto_depIdxs = []int32{
 	9,   // 12: kvpb.EpochNotMatch.current_regions:type_name -> kvpb.Region
 	2,   // 13: kvpb.Mutation.op:type_name -> kvpb.Op
 	2,   // 14: kvpb.LockInfo.lock_type:type_name -> kvpb.Op
-	57,  // 15: kvpb.Deadlock.wait_chain:type_name -> kvpb.WaitForEntry
+	60,  // 15: kvpb.Deadlock.wait_chain:type_name -> kvpb.WaitForEntry
 	19,  // 16: kvpb.KeyError.locked:type_name -> kvpb.LockInfo
 	20,  // 17: kvpb.KeyError.conflict:type_name -> kvpb.WriteConflict
 	21,  // 18: kvpb.KeyError.already_exist:type_name -> kvpb.AlreadyExist
@@ -7833,136 +8021,141 @@ var file_kvpb_proto_depIdxs = []int32{
 	24,  // 61: kvpb.TxnHeartBeatResponse.error:type_name -> kvpb.KeyError
 	11,  // 62: kvpb.DestroyRangeRequest.context:type_name -> kvpb.Context
 	12,  // 63: kvpb.DestroyRangeResponse.region_error:type_name -> kvpb.RegionError
-	11,  // 64: kvpb.ScanLockRequest.context:type_name -> kvpb.Context
-	12,  // 65: kvpb.ScanLockResponse.region_error:type_name -> kvpb.RegionError
-	19,  // 66: kvpb.ScanLockResponse.locks:type_name -> kvpb.LockInfo
-	54,  // 67: kvpb.BatchRequest.entries:type_name -> kvpb.BatchRequestEntry
-	56,  // 68: kvpb.BatchResponse.entries:type_name -> kvpb.BatchResponseEntry
-	4,   // 69: kvpb.DeadlockRequest.tp:type_name -> kvpb.DeadlockRequestType
-	57,  // 70: kvpb.DeadlockRequest.entry:type_name -> kvpb.WaitForEntry
-	57,  // 71: kvpb.DeadlockResponse.entry:type_name -> kvpb.WaitForEntry
-	57,  // 72: kvpb.DeadlockResponse.wait_chain:type_name -> kvpb.WaitForEntry
-	60,  // 73: kvpb.TsoResponse.error:type_name -> kvpb.PDError
-	60,  // 74: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
-	9,   // 75: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
-	8,   // 76: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
-	60,  // 77: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
-	9,   // 78: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
-	8,   // 79: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
-	60,  // 80: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
-	10,  // 81: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
-	60,  // 82: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
-	10,  // 83: kvpb.JoinRequest.store:type_name -> kvpb.Store
-	60,  // 84: kvpb.JoinResponse.error:type_name -> kvpb.PDError
-	9,   // 85: kvpb.RegionStat.region:type_name -> kvpb.Region
-	8,   // 86: kvpb.RegionStat.leader:type_name -> kvpb.Peer
-	74,  // 87: kvpb.RegionStat.progress:type_name -> kvpb.PeerProgress
-	7,   // 88: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
-	5,   // 89: kvpb.Operator.kind:type_name -> kvpb.OperatorKind
-	8,   // 90: kvpb.Operator.peer:type_name -> kvpb.Peer
-	9,   // 91: kvpb.Operator.target:type_name -> kvpb.Region
-	9,   // 92: kvpb.MergeState.target:type_name -> kvpb.Region
-	10,  // 93: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
-	75,  // 94: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
-	60,  // 95: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
-	76,  // 96: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
-	10,  // 97: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
-	10,  // 98: kvpb.StoreStatus.store:type_name -> kvpb.Store
-	9,   // 99: kvpb.RegionStatus.region:type_name -> kvpb.Region
-	8,   // 100: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
-	74,  // 101: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
-	60,  // 102: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
-	81,  // 103: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
-	82,  // 104: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
-	84,  // 105: kvpb.ClusterStatusResponse.operators:type_name -> kvpb.OperatorRecord
-	76,  // 106: kvpb.OperatorRecord.operator:type_name -> kvpb.Operator
-	1,   // 107: kvpb.SetStoreStateRequest.state:type_name -> kvpb.StoreState
-	60,  // 108: kvpb.SetStoreStateResponse.error:type_name -> kvpb.PDError
-	10,  // 109: kvpb.SetStoreStateResponse.store:type_name -> kvpb.Store
-	60,  // 110: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
-	11,  // 111: kvpb.CopRequest.context:type_name -> kvpb.Context
-	89,  // 112: kvpb.CopRequest.ranges:type_name -> kvpb.KeyRange
-	93,  // 113: kvpb.CopRequest.dag:type_name -> kvpb.CopDAG
-	12,  // 114: kvpb.CopResponse.region_error:type_name -> kvpb.RegionError
-	24,  // 115: kvpb.CopResponse.error:type_name -> kvpb.KeyError
-	92,  // 116: kvpb.CopResponse.eval_error:type_name -> kvpb.CopError
-	101, // 117: kvpb.CopResponse.batch:type_name -> kvpb.CopBatch
-	92,  // 118: kvpb.CopResponse.warnings:type_name -> kvpb.CopError
-	94,  // 119: kvpb.CopDAG.scan:type_name -> kvpb.CopScan
-	97,  // 120: kvpb.CopDAG.filter:type_name -> kvpb.CopExpr
-	98,  // 121: kvpb.CopDAG.agg:type_name -> kvpb.CopAgg
-	100, // 122: kvpb.CopDAG.top_n:type_name -> kvpb.CopSortKey
-	95,  // 123: kvpb.CopScan.columns:type_name -> kvpb.CopColumnInfo
-	96,  // 124: kvpb.CopColumnInfo.type:type_name -> kvpb.CopFieldType
-	101, // 125: kvpb.CopColumnInfo.origin_default:type_name -> kvpb.CopBatch
-	6,   // 126: kvpb.CopExpr.kind:type_name -> kvpb.CopExprKind
-	96,  // 127: kvpb.CopExpr.type:type_name -> kvpb.CopFieldType
-	101, // 128: kvpb.CopExpr.value:type_name -> kvpb.CopBatch
-	97,  // 129: kvpb.CopExpr.args:type_name -> kvpb.CopExpr
-	97,  // 130: kvpb.CopAgg.group_by:type_name -> kvpb.CopExpr
-	99,  // 131: kvpb.CopAgg.funcs:type_name -> kvpb.CopAggFunc
-	97,  // 132: kvpb.CopAggFunc.args:type_name -> kvpb.CopExpr
-	97,  // 133: kvpb.CopSortKey.expr:type_name -> kvpb.CopExpr
-	102, // 134: kvpb.CopBatch.columns:type_name -> kvpb.CopColumn
-	53,  // 135: kvpb.Kv.KvBatchCommands:input_type -> kvpb.BatchRequest
-	51,  // 136: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
-	26,  // 137: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
-	28,  // 138: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
-	30,  // 139: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
-	32,  // 140: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
-	34,  // 141: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
-	36,  // 142: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
-	38,  // 143: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
-	40,  // 144: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
-	42,  // 145: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
-	45,  // 146: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
-	47,  // 147: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
-	49,  // 148: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
-	90,  // 149: kvpb.Kv.KvCoprocessor:input_type -> kvpb.CopRequest
-	58,  // 150: kvpb.DeadlockDetector.Detect:input_type -> kvpb.DeadlockRequest
-	72,  // 151: kvpb.PD.Join:input_type -> kvpb.JoinRequest
-	78,  // 152: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
-	80,  // 153: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
-	87,  // 154: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
-	61,  // 155: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
-	63,  // 156: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
-	64,  // 157: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
-	66,  // 158: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
-	68,  // 159: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
-	70,  // 160: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
-	85,  // 161: kvpb.PD.SetStoreState:input_type -> kvpb.SetStoreStateRequest
-	55,  // 162: kvpb.Kv.KvBatchCommands:output_type -> kvpb.BatchResponse
-	52,  // 163: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
-	27,  // 164: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
-	29,  // 165: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
-	31,  // 166: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
-	33,  // 167: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
-	35,  // 168: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
-	37,  // 169: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
-	39,  // 170: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
-	41,  // 171: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
-	43,  // 172: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
-	46,  // 173: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
-	48,  // 174: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
-	50,  // 175: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
-	91,  // 176: kvpb.Kv.KvCoprocessor:output_type -> kvpb.CopResponse
-	59,  // 177: kvpb.DeadlockDetector.Detect:output_type -> kvpb.DeadlockResponse
-	73,  // 178: kvpb.PD.Join:output_type -> kvpb.JoinResponse
-	79,  // 179: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
-	83,  // 180: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
-	88,  // 181: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
-	62,  // 182: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
-	65,  // 183: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
-	65,  // 184: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
-	67,  // 185: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
-	69,  // 186: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
-	71,  // 187: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
-	86,  // 188: kvpb.PD.SetStoreState:output_type -> kvpb.SetStoreStateResponse
-	162, // [162:189] is the sub-list for method output_type
-	135, // [135:162] is the sub-list for method input_type
-	135, // [135:135] is the sub-list for extension type_name
-	135, // [135:135] is the sub-list for extension extendee
-	0,   // [0:135] is the sub-list for field type_name
+	11,  // 64: kvpb.ImportRequest.context:type_name -> kvpb.Context
+	52,  // 65: kvpb.ImportRequest.pairs:type_name -> kvpb.ImportPair
+	12,  // 66: kvpb.ImportResponse.region_error:type_name -> kvpb.RegionError
+	11,  // 67: kvpb.ScanLockRequest.context:type_name -> kvpb.Context
+	12,  // 68: kvpb.ScanLockResponse.region_error:type_name -> kvpb.RegionError
+	19,  // 69: kvpb.ScanLockResponse.locks:type_name -> kvpb.LockInfo
+	57,  // 70: kvpb.BatchRequest.entries:type_name -> kvpb.BatchRequestEntry
+	59,  // 71: kvpb.BatchResponse.entries:type_name -> kvpb.BatchResponseEntry
+	4,   // 72: kvpb.DeadlockRequest.tp:type_name -> kvpb.DeadlockRequestType
+	60,  // 73: kvpb.DeadlockRequest.entry:type_name -> kvpb.WaitForEntry
+	60,  // 74: kvpb.DeadlockResponse.entry:type_name -> kvpb.WaitForEntry
+	60,  // 75: kvpb.DeadlockResponse.wait_chain:type_name -> kvpb.WaitForEntry
+	63,  // 76: kvpb.TsoResponse.error:type_name -> kvpb.PDError
+	63,  // 77: kvpb.GetRegionResponse.error:type_name -> kvpb.PDError
+	9,   // 78: kvpb.GetRegionResponse.region:type_name -> kvpb.Region
+	8,   // 79: kvpb.GetRegionResponse.leader:type_name -> kvpb.Peer
+	63,  // 80: kvpb.ScanRegionsResponse.error:type_name -> kvpb.PDError
+	9,   // 81: kvpb.ScanRegionsResponse.regions:type_name -> kvpb.Region
+	8,   // 82: kvpb.ScanRegionsResponse.leaders:type_name -> kvpb.Peer
+	63,  // 83: kvpb.GetStoreResponse.error:type_name -> kvpb.PDError
+	10,  // 84: kvpb.GetStoreResponse.store:type_name -> kvpb.Store
+	63,  // 85: kvpb.AllocIDResponse.error:type_name -> kvpb.PDError
+	10,  // 86: kvpb.JoinRequest.store:type_name -> kvpb.Store
+	63,  // 87: kvpb.JoinResponse.error:type_name -> kvpb.PDError
+	9,   // 88: kvpb.RegionStat.region:type_name -> kvpb.Region
+	8,   // 89: kvpb.RegionStat.leader:type_name -> kvpb.Peer
+	77,  // 90: kvpb.RegionStat.progress:type_name -> kvpb.PeerProgress
+	7,   // 91: kvpb.Operator.epoch:type_name -> kvpb.RegionEpoch
+	5,   // 92: kvpb.Operator.kind:type_name -> kvpb.OperatorKind
+	8,   // 93: kvpb.Operator.peer:type_name -> kvpb.Peer
+	9,   // 94: kvpb.Operator.target:type_name -> kvpb.Region
+	9,   // 95: kvpb.MergeState.target:type_name -> kvpb.Region
+	10,  // 96: kvpb.StoreHeartbeatRequest.store:type_name -> kvpb.Store
+	78,  // 97: kvpb.StoreHeartbeatRequest.regions:type_name -> kvpb.RegionStat
+	63,  // 98: kvpb.StoreHeartbeatResponse.error:type_name -> kvpb.PDError
+	79,  // 99: kvpb.StoreHeartbeatResponse.operators:type_name -> kvpb.Operator
+	10,  // 100: kvpb.StoreHeartbeatResponse.stores:type_name -> kvpb.Store
+	10,  // 101: kvpb.StoreStatus.store:type_name -> kvpb.Store
+	9,   // 102: kvpb.RegionStatus.region:type_name -> kvpb.Region
+	8,   // 103: kvpb.RegionStatus.leader:type_name -> kvpb.Peer
+	77,  // 104: kvpb.RegionStatus.progress:type_name -> kvpb.PeerProgress
+	63,  // 105: kvpb.ClusterStatusResponse.error:type_name -> kvpb.PDError
+	84,  // 106: kvpb.ClusterStatusResponse.stores:type_name -> kvpb.StoreStatus
+	85,  // 107: kvpb.ClusterStatusResponse.regions:type_name -> kvpb.RegionStatus
+	87,  // 108: kvpb.ClusterStatusResponse.operators:type_name -> kvpb.OperatorRecord
+	79,  // 109: kvpb.OperatorRecord.operator:type_name -> kvpb.Operator
+	1,   // 110: kvpb.SetStoreStateRequest.state:type_name -> kvpb.StoreState
+	63,  // 111: kvpb.SetStoreStateResponse.error:type_name -> kvpb.PDError
+	10,  // 112: kvpb.SetStoreStateResponse.store:type_name -> kvpb.Store
+	63,  // 113: kvpb.GCSafePointResponse.error:type_name -> kvpb.PDError
+	11,  // 114: kvpb.CopRequest.context:type_name -> kvpb.Context
+	92,  // 115: kvpb.CopRequest.ranges:type_name -> kvpb.KeyRange
+	96,  // 116: kvpb.CopRequest.dag:type_name -> kvpb.CopDAG
+	12,  // 117: kvpb.CopResponse.region_error:type_name -> kvpb.RegionError
+	24,  // 118: kvpb.CopResponse.error:type_name -> kvpb.KeyError
+	95,  // 119: kvpb.CopResponse.eval_error:type_name -> kvpb.CopError
+	104, // 120: kvpb.CopResponse.batch:type_name -> kvpb.CopBatch
+	95,  // 121: kvpb.CopResponse.warnings:type_name -> kvpb.CopError
+	97,  // 122: kvpb.CopDAG.scan:type_name -> kvpb.CopScan
+	100, // 123: kvpb.CopDAG.filter:type_name -> kvpb.CopExpr
+	101, // 124: kvpb.CopDAG.agg:type_name -> kvpb.CopAgg
+	103, // 125: kvpb.CopDAG.top_n:type_name -> kvpb.CopSortKey
+	98,  // 126: kvpb.CopScan.columns:type_name -> kvpb.CopColumnInfo
+	99,  // 127: kvpb.CopColumnInfo.type:type_name -> kvpb.CopFieldType
+	104, // 128: kvpb.CopColumnInfo.origin_default:type_name -> kvpb.CopBatch
+	6,   // 129: kvpb.CopExpr.kind:type_name -> kvpb.CopExprKind
+	99,  // 130: kvpb.CopExpr.type:type_name -> kvpb.CopFieldType
+	104, // 131: kvpb.CopExpr.value:type_name -> kvpb.CopBatch
+	100, // 132: kvpb.CopExpr.args:type_name -> kvpb.CopExpr
+	100, // 133: kvpb.CopAgg.group_by:type_name -> kvpb.CopExpr
+	102, // 134: kvpb.CopAgg.funcs:type_name -> kvpb.CopAggFunc
+	100, // 135: kvpb.CopAggFunc.args:type_name -> kvpb.CopExpr
+	100, // 136: kvpb.CopSortKey.expr:type_name -> kvpb.CopExpr
+	105, // 137: kvpb.CopBatch.columns:type_name -> kvpb.CopColumn
+	56,  // 138: kvpb.Kv.KvBatchCommands:input_type -> kvpb.BatchRequest
+	54,  // 139: kvpb.Kv.KvScanLock:input_type -> kvpb.ScanLockRequest
+	26,  // 140: kvpb.Kv.KvGet:input_type -> kvpb.GetRequest
+	28,  // 141: kvpb.Kv.KvBatchGet:input_type -> kvpb.BatchGetRequest
+	30,  // 142: kvpb.Kv.KvScan:input_type -> kvpb.ScanRequest
+	32,  // 143: kvpb.Kv.KvPrewrite:input_type -> kvpb.PrewriteRequest
+	34,  // 144: kvpb.Kv.KvCommit:input_type -> kvpb.CommitRequest
+	36,  // 145: kvpb.Kv.KvBatchRollback:input_type -> kvpb.BatchRollbackRequest
+	38,  // 146: kvpb.Kv.KvCheckTxnStatus:input_type -> kvpb.CheckTxnStatusRequest
+	40,  // 147: kvpb.Kv.KvResolveLock:input_type -> kvpb.ResolveLockRequest
+	42,  // 148: kvpb.Kv.KvPessimisticLock:input_type -> kvpb.PessimisticLockRequest
+	45,  // 149: kvpb.Kv.KvPessimisticRollback:input_type -> kvpb.PessimisticRollbackRequest
+	47,  // 150: kvpb.Kv.KvTxnHeartBeat:input_type -> kvpb.TxnHeartBeatRequest
+	49,  // 151: kvpb.Kv.KvDestroyRange:input_type -> kvpb.DestroyRangeRequest
+	51,  // 152: kvpb.Kv.KvImport:input_type -> kvpb.ImportRequest
+	93,  // 153: kvpb.Kv.KvCoprocessor:input_type -> kvpb.CopRequest
+	61,  // 154: kvpb.DeadlockDetector.Detect:input_type -> kvpb.DeadlockRequest
+	75,  // 155: kvpb.PD.Join:input_type -> kvpb.JoinRequest
+	81,  // 156: kvpb.PD.StoreHeartbeat:input_type -> kvpb.StoreHeartbeatRequest
+	83,  // 157: kvpb.PD.ClusterStatus:input_type -> kvpb.ClusterStatusRequest
+	90,  // 158: kvpb.PD.GCSafePoint:input_type -> kvpb.GCSafePointRequest
+	64,  // 159: kvpb.PD.Tso:input_type -> kvpb.TsoRequest
+	66,  // 160: kvpb.PD.GetRegion:input_type -> kvpb.GetRegionRequest
+	67,  // 161: kvpb.PD.GetRegionByID:input_type -> kvpb.GetRegionByIDRequest
+	69,  // 162: kvpb.PD.ScanRegions:input_type -> kvpb.ScanRegionsRequest
+	71,  // 163: kvpb.PD.GetStore:input_type -> kvpb.GetStoreRequest
+	73,  // 164: kvpb.PD.AllocID:input_type -> kvpb.AllocIDRequest
+	88,  // 165: kvpb.PD.SetStoreState:input_type -> kvpb.SetStoreStateRequest
+	58,  // 166: kvpb.Kv.KvBatchCommands:output_type -> kvpb.BatchResponse
+	55,  // 167: kvpb.Kv.KvScanLock:output_type -> kvpb.ScanLockResponse
+	27,  // 168: kvpb.Kv.KvGet:output_type -> kvpb.GetResponse
+	29,  // 169: kvpb.Kv.KvBatchGet:output_type -> kvpb.BatchGetResponse
+	31,  // 170: kvpb.Kv.KvScan:output_type -> kvpb.ScanResponse
+	33,  // 171: kvpb.Kv.KvPrewrite:output_type -> kvpb.PrewriteResponse
+	35,  // 172: kvpb.Kv.KvCommit:output_type -> kvpb.CommitResponse
+	37,  // 173: kvpb.Kv.KvBatchRollback:output_type -> kvpb.BatchRollbackResponse
+	39,  // 174: kvpb.Kv.KvCheckTxnStatus:output_type -> kvpb.CheckTxnStatusResponse
+	41,  // 175: kvpb.Kv.KvResolveLock:output_type -> kvpb.ResolveLockResponse
+	43,  // 176: kvpb.Kv.KvPessimisticLock:output_type -> kvpb.PessimisticLockResponse
+	46,  // 177: kvpb.Kv.KvPessimisticRollback:output_type -> kvpb.PessimisticRollbackResponse
+	48,  // 178: kvpb.Kv.KvTxnHeartBeat:output_type -> kvpb.TxnHeartBeatResponse
+	50,  // 179: kvpb.Kv.KvDestroyRange:output_type -> kvpb.DestroyRangeResponse
+	53,  // 180: kvpb.Kv.KvImport:output_type -> kvpb.ImportResponse
+	94,  // 181: kvpb.Kv.KvCoprocessor:output_type -> kvpb.CopResponse
+	62,  // 182: kvpb.DeadlockDetector.Detect:output_type -> kvpb.DeadlockResponse
+	76,  // 183: kvpb.PD.Join:output_type -> kvpb.JoinResponse
+	82,  // 184: kvpb.PD.StoreHeartbeat:output_type -> kvpb.StoreHeartbeatResponse
+	86,  // 185: kvpb.PD.ClusterStatus:output_type -> kvpb.ClusterStatusResponse
+	91,  // 186: kvpb.PD.GCSafePoint:output_type -> kvpb.GCSafePointResponse
+	65,  // 187: kvpb.PD.Tso:output_type -> kvpb.TsoResponse
+	68,  // 188: kvpb.PD.GetRegion:output_type -> kvpb.GetRegionResponse
+	68,  // 189: kvpb.PD.GetRegionByID:output_type -> kvpb.GetRegionResponse
+	70,  // 190: kvpb.PD.ScanRegions:output_type -> kvpb.ScanRegionsResponse
+	72,  // 191: kvpb.PD.GetStore:output_type -> kvpb.GetStoreResponse
+	74,  // 192: kvpb.PD.AllocID:output_type -> kvpb.AllocIDResponse
+	89,  // 193: kvpb.PD.SetStoreState:output_type -> kvpb.SetStoreStateResponse
+	166, // [166:194] is the sub-list for method output_type
+	138, // [138:166] is the sub-list for method input_type
+	138, // [138:138] is the sub-list for extension type_name
+	138, // [138:138] is the sub-list for extension extendee
+	0,   // [0:138] is the sub-list for field type_name
 }
 
 func init() { file_kvpb_proto_init() }
@@ -7976,7 +8169,7 @@ func file_kvpb_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kvpb_proto_rawDesc), len(file_kvpb_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   96,
+			NumMessages:   99,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

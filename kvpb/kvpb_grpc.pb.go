@@ -38,6 +38,7 @@ const (
 	Kv_KvPessimisticRollback_FullMethodName = "/kvpb.Kv/KvPessimisticRollback"
 	Kv_KvTxnHeartBeat_FullMethodName        = "/kvpb.Kv/KvTxnHeartBeat"
 	Kv_KvDestroyRange_FullMethodName        = "/kvpb.Kv/KvDestroyRange"
+	Kv_KvImport_FullMethodName              = "/kvpb.Kv/KvImport"
 	Kv_KvCoprocessor_FullMethodName         = "/kvpb.Kv/KvCoprocessor"
 )
 
@@ -59,6 +60,7 @@ type KvClient interface {
 	KvPessimisticRollback(ctx context.Context, in *PessimisticRollbackRequest, opts ...grpc.CallOption) (*PessimisticRollbackResponse, error)
 	KvTxnHeartBeat(ctx context.Context, in *TxnHeartBeatRequest, opts ...grpc.CallOption) (*TxnHeartBeatResponse, error)
 	KvDestroyRange(ctx context.Context, in *DestroyRangeRequest, opts ...grpc.CallOption) (*DestroyRangeResponse, error)
+	KvImport(ctx context.Context, in *ImportRequest, opts ...grpc.CallOption) (*ImportResponse, error)
 	KvCoprocessor(ctx context.Context, in *CopRequest, opts ...grpc.CallOption) (*CopResponse, error)
 }
 
@@ -213,6 +215,16 @@ func (c *kvClient) KvDestroyRange(ctx context.Context, in *DestroyRangeRequest, 
 	return out, nil
 }
 
+func (c *kvClient) KvImport(ctx context.Context, in *ImportRequest, opts ...grpc.CallOption) (*ImportResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ImportResponse)
+	err := c.cc.Invoke(ctx, Kv_KvImport_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *kvClient) KvCoprocessor(ctx context.Context, in *CopRequest, opts ...grpc.CallOption) (*CopResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CopResponse)
@@ -241,6 +253,7 @@ type KvServer interface {
 	KvPessimisticRollback(context.Context, *PessimisticRollbackRequest) (*PessimisticRollbackResponse, error)
 	KvTxnHeartBeat(context.Context, *TxnHeartBeatRequest) (*TxnHeartBeatResponse, error)
 	KvDestroyRange(context.Context, *DestroyRangeRequest) (*DestroyRangeResponse, error)
+	KvImport(context.Context, *ImportRequest) (*ImportResponse, error)
 	KvCoprocessor(context.Context, *CopRequest) (*CopResponse, error)
 	mustEmbedUnimplementedKvServer()
 }
@@ -293,6 +306,9 @@ func (UnimplementedKvServer) KvTxnHeartBeat(context.Context, *TxnHeartBeatReques
 }
 func (UnimplementedKvServer) KvDestroyRange(context.Context, *DestroyRangeRequest) (*DestroyRangeResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method KvDestroyRange not implemented")
+}
+func (UnimplementedKvServer) KvImport(context.Context, *ImportRequest) (*ImportResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method KvImport not implemented")
 }
 func (UnimplementedKvServer) KvCoprocessor(context.Context, *CopRequest) (*CopResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method KvCoprocessor not implemented")
@@ -559,6 +575,24 @@ func _Kv_KvDestroyRange_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Kv_KvImport_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ImportRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KvServer).KvImport(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kv_KvImport_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KvServer).KvImport(ctx, req.(*ImportRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Kv_KvCoprocessor_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CopRequest)
 	if err := dec(in); err != nil {
@@ -635,6 +669,10 @@ var Kv_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "KvDestroyRange",
 			Handler:    _Kv_KvDestroyRange_Handler,
+		},
+		{
+			MethodName: "KvImport",
+			Handler:    _Kv_KvImport_Handler,
 		},
 		{
 			MethodName: "KvCoprocessor",

@@ -11,24 +11,26 @@ import (
 )
 
 type (
-	KeyValue       = pub.KeyValue
-	Storage        = pub.Storage
-	RangeDestroyer = pub.RangeDestroyer
-	TxnOptions     = pub.TxnOptions
-	Txn            = pub.Txn
-	Inserter       = pub.Inserter
-	KeyExistsError = pub.KeyExistsError
-	SizedIterer    = pub.SizedIterer
-	FuncScanner    = pub.FuncScanner
-	ScanCursor     = pub.ScanCursor
-	Iterator       = pub.Iterator
-	RetryableError = pub.RetryableError
-	Savepointer    = pub.Savepointer
-	LockOptions    = pub.LockOptions
-	OptionLocker   = pub.OptionLocker
-	StatementTxn   = pub.StatementTxn
-	ReadDigest     = pub.ReadDigest
-	ReadDigester   = pub.ReadDigester
+	KeyValue          = pub.KeyValue
+	Storage           = pub.Storage
+	RangeDestroyer    = pub.RangeDestroyer
+	Importer          = pub.Importer
+	VersionedKeyValue = pub.VersionedKeyValue
+	TxnOptions        = pub.TxnOptions
+	Txn               = pub.Txn
+	Inserter          = pub.Inserter
+	KeyExistsError    = pub.KeyExistsError
+	SizedIterer       = pub.SizedIterer
+	FuncScanner       = pub.FuncScanner
+	ScanCursor        = pub.ScanCursor
+	Iterator          = pub.Iterator
+	RetryableError    = pub.RetryableError
+	Savepointer       = pub.Savepointer
+	LockOptions       = pub.LockOptions
+	OptionLocker      = pub.OptionLocker
+	StatementTxn      = pub.StatementTxn
+	ReadDigest        = pub.ReadDigest
+	ReadDigester      = pub.ReadDigester
 )
 
 var (

@@ -42,6 +42,7 @@ var batchMethods = map[string]batchMethod{
 	"KvPessimisticRollback": method(func() *kvpb.PessimisticRollbackRequest { return &kvpb.PessimisticRollbackRequest{} }, (*Server).KvPessimisticRollback),
 	"KvTxnHeartBeat":        method(func() *kvpb.TxnHeartBeatRequest { return &kvpb.TxnHeartBeatRequest{} }, (*Server).KvTxnHeartBeat),
 	"KvDestroyRange":        method(func() *kvpb.DestroyRangeRequest { return &kvpb.DestroyRangeRequest{} }, (*Server).KvDestroyRange),
+	"KvImport":              method(func() *kvpb.ImportRequest { return &kvpb.ImportRequest{} }, (*Server).KvImport),
 	"KvCoprocessor":         method(func() *kvpb.CopRequest { return &kvpb.CopRequest{} }, (*Server).KvCoprocessor),
 	"KvScanLock":            method(func() *kvpb.ScanLockRequest { return &kvpb.ScanLockRequest{} }, (*Server).KvScanLock),
 }

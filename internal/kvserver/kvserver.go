@@ -878,6 +878,56 @@ func (s *Server) KvDestroyRange(ctx context.Context, req *kvpb.DestroyRangeReque
 	return resp, err
 }
 
+// KvImport implements kvpb.KvServer: it writes the request's pairs as
+// Puts committed at their versions (mvcc.Import), in one proposal under
+// the region's epoch. The pairs must be sorted and inside the region (a
+// pair outside it is KeyNotInRegion: the client's cache is stale). A
+// version at or below the store's GC safe point is refused, since GC may
+// already have passed over the key's history there. No latches are
+// taken and nothing is read: the records are new versions that no
+// transaction writes (see mvcc.Import for the caller's promise), and the
+// apply path tells the version cache and the recent-write bounds about
+// them like any commit.
+func (s *Server) KvImport(ctx context.Context, req *kvpb.ImportRequest) (*kvpb.ImportResponse, error) {
+	resp := &kvpb.ImportResponse{}
+	if len(req.Pairs) == 0 {
+		return resp, nil
+	}
+	first, last := req.Pairs[0].Key, req.Pairs[len(req.Pairs)-1].Key
+	p, r, rerr := s.route(req.Context, first, last)
+	if rerr != nil {
+		resp.RegionError = rerr
+		return resp, nil
+	}
+	sp := s.locks.GCSafePoint()
+	// Sized for the records up front: growing a batch of a few hundred
+	// KiB by doubling copies it over and over.
+	size := 0
+	for _, kv := range req.Pairs {
+		size += 2*len(kv.Key) + len(kv.Value) + 48
+	}
+	b := s.engine.NewBatchWithSize(size)
+	defer b.Close()
+	var prev []byte
+	for i, kv := range req.Pairs {
+		if i > 0 && bytes.Compare(prev, kv.Key) >= 0 {
+			resp.Error = "import: pairs are not sorted by key or repeat a key"
+			return resp, nil
+		}
+		prev = kv.Key
+		if kv.Version <= sp {
+			resp.Error = (&mvcc.TooOldError{ReadTS: kv.Version, SafePoint: sp}).Error()
+			return resp, nil
+		}
+		if err := mvcc.Import(b, kv.Key, kv.Value, kv.Version); err != nil {
+			return nil, err
+		}
+	}
+	rerr, err := s.propose(ctx, p, r, b)
+	resp.RegionError = rerr
+	return resp, err
+}
+
 // GCStats is what one GC of a region deleted.
 type GCStats struct {
 	Versions, Values int // write records, data-CF values

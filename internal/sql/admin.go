@@ -179,8 +179,12 @@ func jobRow(j *catalog.Job) []types.Datum {
 		}
 		return types.NewString(time.UnixMilli(ms).Format("2006-01-02 15:04:05"))
 	}
+	typ := j.Type
+	if j.ReorgMode != "" {
+		typ += " /* " + j.ReorgMode + " */"
+	}
 	return []types.Datum{types.NewInt(j.ID), types.NewString(j.SchemaName), types.NewString(j.TableName),
-		types.NewString(j.Type), types.NewString(j.SchemaState.String()), types.NewInt(j.SchemaID),
+		types.NewString(typ), types.NewString(j.SchemaState.String()), types.NewInt(j.SchemaID),
 		types.NewInt(j.TableID), types.NewInt(j.RowCount), ts(j.Created), ts(j.Started), ts(j.Finished),
 		types.NewString(string(j.State))}
 }

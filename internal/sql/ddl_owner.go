@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/strata-db/strata/internal/sql/exec"
 	"github.com/strata-db/strata/internal/sql/sqlerr"
 	"github.com/strata-db/strata/internal/sql/tablecodec"
+	"github.com/strata-db/strata/internal/sql/types"
 )
 
 // The DDL owner: the one engine of the cluster that runs DDL jobs, one
@@ -701,6 +703,10 @@ func (e *Engine) advanceJob(ctx context.Context, txn kv.Txn, job *catalog.Job, s
 				return res, err
 			}
 		}
+		job.ReorgMode = catalog.ReorgTxn
+		if _, ok := e.store.(kv.Importer); ok && importable(job, addingIndexes(nt, job)) {
+			job.ReorgMode = catalog.ReorgIngest
+		}
 		job.ReorgDone, job.RowCount = len(parts) == 0, 0
 	case before == catalog.StateWriteReorg:
 		// Deleting the shares makes any batch still running for them
@@ -844,13 +850,14 @@ func (e *Engine) backfillStep(ctx context.Context, queued *catalog.Job) (StepRes
 	if t == nil || t.Revision != queued.Version {
 		return res, fmt.Errorf("sql: job %d: table %d is not at the job's version %d", queued.ID, queued.TableID, queued.Version)
 	}
-	var ixs []*catalog.IndexInfo
-	for _, ix := range t.Changing {
-		if ix.State == catalog.StateWriteReorg && slices.Contains(queued.Adding, ix.ID) {
-			ixs = append(ixs, ix)
+	ixs := addingIndexes(t, queued)
+	batch := reorgSetting(queued, "tidb_ddl_reorg_batch_size", e.backfillBatch, 1, 10240)
+	fill := e.fillShare
+	if imp, ok := e.store.(kv.Importer); ok && queued.ReorgMode == catalog.ReorgIngest {
+		fill = func(ctx context.Context, job int64, part int, t *catalog.TableInfo, ixs []*catalog.IndexInfo, batch int) (int, error) {
+			return e.fillShareImport(ctx, imp, job, part, t, ixs, batch)
 		}
 	}
-	batch := reorgSetting(queued, "tidb_ddl_reorg_batch_size", e.backfillBatch, 1, 10240)
 	rows := make([]int, len(pending))
 	errs := make([]error, len(pending))
 	var wg sync.WaitGroup
@@ -858,7 +865,7 @@ func (e *Engine) backfillStep(ctx context.Context, queued *catalog.Job) (StepRes
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rows[i], errs[i] = e.fillShare(ctx, queued.ID, r.Part, t, ixs, batch)
+			rows[i], errs[i] = fill(ctx, queued.ID, r.Part, t, ixs, batch)
 		}()
 	}
 	wg.Wait()
@@ -899,6 +906,114 @@ func (e *Engine) fillShare(ctx context.Context, job int64, part int, t *catalog.
 		return 0, err
 	}
 	return n, txn.Commit(ctx)
+}
+
+// One run of a share of an ingest-mode backfill (fillShareImport) reads
+// at most importRunBatches batches (Options.ImportRunBatches) and ends
+// once it holds importRunBytes of index keys and values.
+const (
+	defaultImportRunBatches = 64
+	importRunBytes          = 16 << 20
+)
+
+// addingIndexes returns the indexes of t in backfill that job adds.
+func addingIndexes(t *catalog.TableInfo, job *catalog.Job) []*catalog.IndexInfo {
+	var ixs []*catalog.IndexInfo
+	for _, ix := range t.Changing {
+		if ix.State == catalog.StateWriteReorg && slices.Contains(job.Adding, ix.ID) {
+			ixs = append(ixs, ix)
+		}
+	}
+	return ixs
+}
+
+// importable reports whether a job's backfill of ixs runs in ingest mode
+// (fillShareImport): tidb_ddl_enable_fast_reorg is on (TiDB's name and
+// default) and no index is unique. A unique index's entries go through
+// transactions (fillShare), whose conflicts with writers are what makes
+// its duplicate check sound; imported entries conflict with nothing.
+func importable(job *catalog.Job, ixs []*catalog.IndexInfo) bool {
+	if reorgSetting(job, "tidb_ddl_enable_fast_reorg", 1, 0, 1) == 0 {
+		return false
+	}
+	for _, ix := range ixs {
+		if ix.Unique {
+			return false
+		}
+	}
+	return true
+}
+
+// fillShareImport is fillShare in ingest mode: it reads share part's rows
+// batch by batch, each batch at a snapshot of its own, for a run of
+// importRunBatches batches (fewer if the share ends or the entries reach
+// importRunBytes); sorts the entries and
+// imports them (kv.Importer), each committed at the timestamp of the
+// snapshot its row was read at, without locks or a two-phase commit; then
+// records the share's progress in a transaction that began before the
+// first read.
+//
+// An entry at its row's read timestamp is the index as of that snapshot:
+// every engine was at least write-only before the backfill began, so any
+// transaction that changes the row later writes the row's entries itself
+// and commits above that timestamp (a transaction's commit timestamp is
+// above every read of its keys' regions that came before its commit), so
+// its records hide the imported one; a change committed below it is what
+// the read saw. Nothing reads the index below those timestamps: it turns
+// public after the backfill. Entries are written again after a crash
+// between the import and the progress record (the same records), and a
+// progress record that a job step deleted meanwhile makes the commit fail
+// as in fillShare; entries imported by such a stale run are for an index
+// the job has moved past (correct if it turned public; unread garbage if
+// the job rolled back and its entries' range was already destroyed).
+//
+// Sorted runs are what make it fast: the entries reach the storage engine
+// in key order, next to one another, instead of in row order scattered over
+// the index, and one record per entry instead of a lock, its removal and
+// the commit record.
+func (e *Engine) fillShareImport(ctx context.Context, imp kv.Importer, job int64, part int, t *catalog.TableInfo, ixs []*catalog.IndexInfo, batch int) (int, error) {
+	txn, err := e.store.Begin(ctx, kv.TxnOptions{})
+	if err != nil {
+		return 0, err
+	}
+	defer txn.Rollback(ctx)
+	r, err := catalog.GetReorgRange(ctx, txn, job, part)
+	if err != nil || r == nil || r.Done {
+		return 0, err // gone: the job moved on
+	}
+	var pairs []kv.VersionedKeyValue
+	size, rows := 0, 0
+	next, done := r.Next, false
+	for batches := 0; !done && size < importRunBytes && batches < e.importRunBatches; batches++ {
+		read, err := e.store.Begin(ctx, kv.TxnOptions{})
+		if err != nil {
+			return 0, err
+		}
+		ts := read.StartTS()
+		ec := &exec.Context{Ctx: ctx, Txn: read, Mem: exec.NewMemTracker(0)}
+		var n int
+		next, n, done, err = exec.BackfillEntries(ec, t, ixs, next, r.End, batch,
+			func(_ *catalog.IndexInfo, k, v []byte, _ bool, _ int64, _ []types.Datum) error {
+				pairs = append(pairs, kv.VersionedKeyValue{Key: k, Value: v, Version: ts})
+				size += len(k) + len(v)
+				return nil
+			})
+		read.Rollback(ctx)
+		if err != nil {
+			return 0, err
+		}
+		rows += n
+	}
+	slices.SortFunc(pairs, func(a, b kv.VersionedKeyValue) int { return bytes.Compare(a.Key, b.Key) })
+	if err := imp.Import(ctx, pairs); err != nil {
+		return 0, err
+	}
+	r.Next, r.Done = next, done
+	r.Rows += int64(rows)
+	if err := catalog.PutReorgRange(txn, r); err != nil {
+		return 0, err
+	}
+	return rows, txn.Commit(ctx)
 }
 
 // finishBackfill records that every share of a job's backfill is done.

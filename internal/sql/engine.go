@@ -86,11 +86,13 @@ type Engine struct {
 	// The cleanup of dropped data (cleanup.go); nil safePoint: none.
 	safePoint SafePointSource
 	destroyer kv.RangeDestroyer
-	cleanupMu sync.Mutex    // one pass at a time
-	kick      chan struct{} // a DDL recorded a job
-	gcDone    sync.WaitGroup
-	gcCtx     context.Context // canceled by Close
-	gcStop    context.CancelFunc
+	// importRunBatches: Options.ImportRunBatches.
+	importRunBatches int
+	cleanupMu        sync.Mutex    // one pass at a time
+	kick             chan struct{} // a DDL recorded a job
+	gcDone           sync.WaitGroup
+	gcCtx            context.Context // canceled by Close
+	gcStop           context.CancelFunc
 }
 
 // Options configures an Engine. The zero value never destroys the data of
@@ -137,6 +139,11 @@ type Options struct {
 	// fills at the same time (default 4), so that their commits share
 	// fsyncs.
 	BackfillWorkers int
+	// ImportRunBatches is how many batches of BackfillBatch rows one share
+	// of an ingest-mode backfill reads, sorts and imports at a time before
+	// it records its progress (default 64; a run also ends at 16 MiB of
+	// index entries).
+	ImportRunBatches int
 	// Clock replaces the wall clock for leases (tests).
 	Clock Clock
 	// Manual runs no background loop: the caller drives the engine with
@@ -194,6 +201,9 @@ func NewEngine(ctx context.Context, store kv.Storage, opts Options) (*Engine, er
 	}
 	if e.backfillWorkers <= 0 {
 		e.backfillWorkers = defaultBackfillWorkers
+	}
+	if e.importRunBatches = opts.ImportRunBatches; e.importRunBatches <= 0 {
+		e.importRunBatches = defaultImportRunBatches
 	}
 	e.sl.clock, e.sl.lease, e.sl.poll = opts.Clock, opts.SchemaLease, opts.SchemaPoll
 	if e.sl.clock == nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -134,6 +136,10 @@ func TestIndexChangesUnderWritesThroughTwoEngines(t *testing.T) {
 		"ALTER TABLE t ADD UNIQUE INDEX uc (c)",
 		"ALTER TABLE t DROP INDEX ik",
 		"CREATE INDEX ik2 ON t (k)",
+		// The same backfill in transactions instead of ingest mode.
+		"SET tidb_ddl_enable_fast_reorg = OFF",
+		"CREATE INDEX ik3 ON t (k, id)",
+		"SET tidb_ddl_enable_fast_reorg = ON",
 		"ALTER TABLE t DROP INDEX ick, ADD INDEX ikc (k, c)",
 		"ALTER TABLE t ADD COLUMN extra INT DEFAULT 3, ADD INDEX ie (extra)",
 		"ALTER TABLE t DROP INDEX ie",
@@ -144,6 +150,9 @@ func TestIndexChangesUnderWritesThroughTwoEngines(t *testing.T) {
 		exec(admin, ddl)
 		if stop.Load() {
 			break
+		}
+		if strings.HasPrefix(ddl, "SET ") {
+			continue
 		}
 		if writes.Load() == before {
 			t.Errorf("%s: no write succeeded while it ran (%s)", ddl, time.Since(start))
@@ -157,6 +166,23 @@ func TestIndexChangesUnderWritesThroughTwoEngines(t *testing.T) {
 		t.Fatal(failure)
 	}
 	check("at the end")
+
+	// Non-unique indexes were backfilled in ingest mode, the unique one and
+	// the one with fast reorg off in transactions.
+	res, err := admin.Execute(ctx, "ADMIN SHOW DDL JOBS 20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	modes := map[string]int{}
+	for _, row := range res[len(res)-1].Rows {
+		if typ := row[3].String(); strings.Contains(typ, "/*") {
+			modes[typ]++
+		}
+	}
+	want := map[string]int{"add index /* ingest */": 2, "alter table multi-schema change /* ingest */": 2, "add index /* txn */": 2}
+	if !maps.Equal(modes, want) {
+		t.Errorf("backfill modes of the jobs: %v, want %v", modes, want)
+	}
 }
 
 // With one SQL engine the DDL owner waits for nobody: statements take a

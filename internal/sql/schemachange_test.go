@@ -180,7 +180,7 @@ func (h *schemaChangeHarness) run(t *testing.T, d *datadriven.TestData) string {
 		var out []string
 		for _, n := range names {
 			e, err := NewEngine(ctx, h.store, Options{ID: n, Manual: true, Clock: h.clock, SchemaLease: harnessLease,
-				SchemaPoll: time.Millisecond, BackfillBatch: batch, BackfillWorkers: workers})
+				SchemaPoll: time.Millisecond, BackfillBatch: batch, BackfillWorkers: workers, ImportRunBatches: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

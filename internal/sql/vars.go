@@ -93,10 +93,14 @@ var systemVars = map[string]types.Datum{
 	"strata_enable_coprocessor":     types.NewInt(1),
 	"tidb_distsql_scan_concurrency": types.NewInt(int64(defaultCopConcurrency())),
 	"tidb_ddl_reorg_batch_size":     types.NewInt(defaultBackfillBatch),
-	"last_insert_id":                types.NewInt(0),
-	"warning_count":                 types.NewInt(0),
-	"error_count":                   types.NewInt(0),
-	"identity":                      types.NewInt(0),
+	// Whether ADD INDEX backfills a non-unique index in ingest mode
+	// (sorted runs of entries imported without transactions; ddl_owner.go's
+	// fillShareImport) or in transactions of tidb_ddl_reorg_batch_size rows.
+	"tidb_ddl_enable_fast_reorg": types.NewInt(1),
+	"last_insert_id":             types.NewInt(0),
+	"warning_count":              types.NewInt(0),
+	"error_count":                types.NewInt(0),
+	"identity":                   types.NewInt(0),
 	// Read or set by dump tools, the mysql CLI and drivers.
 	"sql_quote_show_create":            types.NewInt(1),
 	"sql_notes":                        types.NewInt(1),
@@ -325,7 +329,7 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 			return nil, sqlerr.New(sqlerr.ErUnknownSystemVariable, "HY000", "Unknown system variable '%s'", v.Name)
 		}
 		switch name {
-		case "tidb_enable_tmp_storage_on_oom", "tidb_enable_vectorized_expression":
+		case "tidb_enable_tmp_storage_on_oom", "tidb_enable_vectorized_expression", "tidb_ddl_enable_fast_reorg":
 			on, err := parseOnOff(val)
 			if err != nil {
 				return nil, err

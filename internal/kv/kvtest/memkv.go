@@ -255,6 +255,24 @@ func (s *memStorage) DestroyRange(ctx context.Context, start, end []byte, safePo
 	return nil
 }
 
+// Import implements kv.Importer: each pair becomes a version committed at
+// its own timestamp, placed among the key's versions in timestamp order.
+func (s *memStorage) Import(ctx context.Context, pairs []kv.VersionedKeyValue) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range pairs {
+		vs := s.data[string(p.Key)]
+		i := sort.Search(len(vs), func(i int) bool { return vs[i].ts >= p.Version })
+		v := memVersion{ts: p.Version, value: append([]byte(nil), p.Value...)}
+		if i < len(vs) && vs[i].ts == p.Version {
+			vs[i] = v
+			continue
+		}
+		s.data[string(p.Key)] = append(vs[:i], append([]memVersion{v}, vs[i:]...)...)
+	}
+	return nil
+}
+
 // Savepoint implements kv.Savepointer.
 func (t *memTxn) Savepoint() any {
 	w := make(map[string]memVersion, len(t.writes))

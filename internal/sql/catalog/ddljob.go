@@ -130,6 +130,9 @@ type Job struct {
 	// (ReorgDone); while it runs, its ReorgRanges count them.
 	RowCount  int64 `json:"row_count,omitempty"`
 	ReorgDone bool  `json:"reorg_done,omitempty"`
+	// ReorgMode is how the backfill writes index entries, chosen when it
+	// starts: ReorgIngest or ReorgTxn.
+	ReorgMode string `json:"reorg_mode,omitempty"`
 
 	// Version is the schema version the job's last step committed.
 	Version int64 `json:"version,omitempty"`
@@ -143,6 +146,15 @@ type Job struct {
 	Error    *JobError  `json:"error,omitempty"`
 	Warnings []JobError `json:"warnings,omitempty"`
 }
+
+// Backfill modes (Job.ReorgMode), named as TiDB's ADMIN SHOW DDL JOBS
+// shows them after the job type ("add index /* ingest */").
+const (
+	// ReorgIngest: sorted runs of entries imported without transactions.
+	ReorgIngest = "ingest"
+	// ReorgTxn: entries written in transactions of a batch of rows each.
+	ReorgTxn = "txn"
+)
 
 // Done reports whether the job is over (it is then in the history).
 func (j *Job) Done() bool {

@@ -11,22 +11,16 @@ import (
 	"github.com/strata-db/strata/internal/sql/types"
 )
 
-// BackfillBatch writes, in c.Txn, the entries of the indexes ixs (being
-// added, in backfill) for up to limit rows of t whose record keys are in
-// [start, end) (start nil: the table's first row; end nil: its last). It
-// returns the key the next batch starts from, the number of rows read, and
-// done when the range's last row was read.
-//
-// Rows written while every engine was at least write-only carry their
-// own entries; the backfill writes every row's entry again, harmlessly. A
-// row that a writer changes after this batch's snapshot makes the batch
-// conflict with that writer on the entry both write (the writer deletes
-// the old entry the batch writes), so one of them starts over and a stale
-// entry is never left behind.
-//
-// A unique index's entry whose key already points to another row is a
-// duplicate: the batch fails with 1062 naming the values.
-func BackfillBatch(c *Context, t *catalog.TableInfo, ixs []*catalog.IndexInfo, start, end []byte, limit int) (next []byte, rows int, done bool, err error) {
+// BackfillEntries reads up to limit rows of t whose record keys are in
+// [start, end) (start nil: the table's first row; end nil: its last) at
+// c.Txn's snapshot and calls add with each row's entry in each index of
+// ixs: its key, its value, and whether it is a unique index's entry keyed
+// by its values alone (tablecodec.DistinctIndexKey), with the row's
+// handle and the index values for a duplicate's message. It returns the
+// key the next batch starts from, the number of rows read, and done when
+// the range's last row was read. The key and value belong to add.
+func BackfillEntries(c *Context, t *catalog.TableInfo, ixs []*catalog.IndexInfo, start, end []byte, limit int,
+	add func(ix *catalog.IndexInfo, key, value []byte, distinct bool, handle int64, vals []types.Datum) error) (next []byte, rows int, done bool, err error) {
 	w := newWriter(c, t)
 	prefix := tablecodec.RecordPrefix(t.ID)
 	if start == nil {
@@ -39,14 +33,6 @@ func BackfillBatch(c *Context, t *catalog.TableInfo, ixs []*catalog.IndexInfo, s
 	if err != nil {
 		return nil, 0, false, err
 	}
-	type uniqueEntry struct {
-		handle int64
-		value  []byte
-		ix     *catalog.IndexInfo
-		vals   []types.Datum
-	}
-	unique := map[string]uniqueEntry{}
-	var uniqueKeys [][]byte
 	for _, e := range kvs {
 		_, h, err := tablecodec.DecodeRecordKey(e.Key)
 		if err != nil {
@@ -62,37 +48,7 @@ func BackfillBatch(c *Context, t *catalog.TableInfo, ixs []*catalog.IndexInfo, s
 			if err != nil {
 				return nil, 0, false, err
 			}
-			if !tablecodec.DistinctIndexKey(ix.Unique, vals) {
-				if err := c.Txn.Set(k, v); err != nil {
-					return nil, 0, false, err
-				}
-				continue
-			}
-			if other, ok := unique[string(k)]; ok && other.handle != h {
-				return nil, 0, false, w.dupErr(vals, ix.Name)
-			}
-			unique[string(k)] = uniqueEntry{handle: h, value: v, ix: ix, vals: vals}
-			uniqueKeys = append(uniqueKeys, k)
-		}
-	}
-	if len(uniqueKeys) > 0 {
-		found, err := c.Txn.BatchGet(c.Ctx, uniqueKeys)
-		if err != nil {
-			return nil, 0, false, err
-		}
-		for _, k := range uniqueKeys {
-			u := unique[string(k)]
-			if v, ok := found[string(k)]; ok {
-				h, err := tablecodec.IndexEntryHandle(k, v)
-				if err != nil {
-					return nil, 0, false, err
-				}
-				if h != u.handle {
-					return nil, 0, false, w.dupErr(u.vals, u.ix.Name)
-				}
-				continue // written by a writer already
-			}
-			if err := c.Txn.Set(k, u.value); err != nil {
+			if err := add(ix, k, v, tablecodec.DistinctIndexKey(ix.Unique, vals), h, vals); err != nil {
 				return nil, 0, false, err
 			}
 		}
@@ -102,6 +58,66 @@ func BackfillBatch(c *Context, t *catalog.TableInfo, ixs []*catalog.IndexInfo, s
 	}
 	last := kvs[len(kvs)-1].Key
 	return append(append(make([]byte, 0, len(last)+1), last...), 0), len(kvs), false, nil
+}
+
+// BackfillBatch writes, in c.Txn, the entries of the indexes ixs (being
+// added, in backfill) for up to limit rows of t in [start, end), read by
+// BackfillEntries (which says what it returns).
+//
+// Rows written while every engine was at least write-only carry their
+// own entries; the backfill writes every row's entry again, harmlessly. A
+// row that a writer changes after this batch's snapshot makes the batch
+// conflict with that writer on the entry both write (the writer deletes
+// the old entry the batch writes), so one of them starts over and a stale
+// entry is never left behind.
+//
+// A unique index's entry whose key already points to another row is a
+// duplicate: the batch fails with 1062 naming the values.
+func BackfillBatch(c *Context, t *catalog.TableInfo, ixs []*catalog.IndexInfo, start, end []byte, limit int) (next []byte, rows int, done bool, err error) {
+	type uniqueEntry struct {
+		handle int64
+		value  []byte
+		ix     *catalog.IndexInfo
+		vals   []types.Datum
+	}
+	unique := map[string]uniqueEntry{}
+	var uniqueKeys [][]byte
+	next, rows, done, err = BackfillEntries(c, t, ixs, start, end, limit,
+		func(ix *catalog.IndexInfo, k, v []byte, distinct bool, h int64, vals []types.Datum) error {
+			if !distinct {
+				return c.Txn.Set(k, v)
+			}
+			if other, ok := unique[string(k)]; ok && other.handle != h {
+				return newWriter(c, t).dupErr(vals, ix.Name)
+			}
+			unique[string(k)] = uniqueEntry{handle: h, value: v, ix: ix, vals: vals}
+			uniqueKeys = append(uniqueKeys, k)
+			return nil
+		})
+	if err != nil || len(uniqueKeys) == 0 {
+		return next, rows, done, err
+	}
+	found, err := c.Txn.BatchGet(c.Ctx, uniqueKeys)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	for _, k := range uniqueKeys {
+		u := unique[string(k)]
+		if v, ok := found[string(k)]; ok {
+			h, err := tablecodec.IndexEntryHandle(k, v)
+			if err != nil {
+				return nil, 0, false, err
+			}
+			if h != u.handle {
+				return nil, 0, false, newWriter(c, t).dupErr(u.vals, u.ix.Name)
+			}
+			continue // written by a writer already
+		}
+		if err := c.Txn.Set(k, u.value); err != nil {
+			return nil, 0, false, err
+		}
+	}
+	return next, rows, done, nil
 }
 
 // IndexProblem is an inconsistency between a table's rows and one of its
