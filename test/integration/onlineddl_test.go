@@ -18,7 +18,8 @@ import (
 // cluster; clients write one table through both while indexes are added
 // (one unique) and dropped through the second node, and ADMIN CHECK TABLE
 // through either node then finds every row's index entries and no others.
-// ADMIN SHOW DDL JOBS shows the backfill's progress while it runs.
+// ADMIN SHOW DDL JOBS shows the backfill's progress while it runs, and
+// which backfills ran in ingest mode.
 func TestAddIndexUnderWritesThroughTwoNodes(t *testing.T) {
 	c := StartCluster(t, 2)
 	db0 := c.Nodes[0].DB(t, "")
@@ -150,6 +151,31 @@ func TestAddIndexUnderWritesThroughTwoNodes(t *testing.T) {
 	}
 	if n1 != n2 {
 		t.Fatalf("k = 5: %d rows through the index, %d without", n1, n2)
+	}
+	// The non-unique indexes were backfilled in ingest mode (imported
+	// through the region leaders, wherever they are), the unique one in
+	// transactions.
+	jobs, err := d0.Query("ADMIN SHOW DDL JOBS 10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jobs.Close()
+	modes := map[string]int{}
+	cols := make([]sql.RawBytes, 12)
+	ptrs := make([]any, len(cols))
+	for i := range cols {
+		ptrs[i] = &cols[i]
+	}
+	for jobs.Next() {
+		if err := jobs.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		if typ := string(cols[3]); strings.HasPrefix(typ, "add index") {
+			modes[typ]++
+		}
+	}
+	if modes["add index /* ingest */"] != 2 || modes["add index /* txn */"] != 1 {
+		t.Fatalf("backfill modes of the jobs: %v, want 2 ingest and 1 txn", modes)
 	}
 }
 
