@@ -26,7 +26,8 @@
 // GC garbage-collects a region's old versions at a safe point, in chunks
 // proposed through the region's Raft log like any write; KvDestroyRange
 // deletes a whole key range no reader needs (a dropped table's) in one
-// proposal of range deletions. Reads below the
+// proposal of range deletions; KvImport writes committed versions in
+// bulk (an ingest-mode index backfill's sorted entries). Reads below the
 // store's GC safe point fail (mvcc.TooOldError) instead of returning
 // partial history; they check it before and after reading the engine, and
 // the leader raises it before it proposes deletions, so a read that

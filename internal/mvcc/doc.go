@@ -89,6 +89,13 @@
 // leaving tombstones per key. LockSet.Observe drops the range's locks from
 // the lock index.
 //
+// Import is the bulk way data comes in (TiDB's ingest-mode backfill): a
+// Put committed at a given version, with no lock, no two-phase commit and
+// no read, for data the caller derived from its own snapshot at that
+// version (the entries of an index being added). It goes through Raft and
+// the apply path like any commit, so the version cache and the recent-write
+// bounds learn of it as of any other record; only Import needs no latches.
+//
 // # Contract with the KV service
 //
 // The functions are pure over a pebble.Reader (a snapshot or the DB): they
