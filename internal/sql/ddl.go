@@ -268,6 +268,21 @@ func (s *Session) alterTable(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 	nt := t.Clone()
 	var added []*catalog.IndexInfo
 	var rewrite []int // offsets of columns whose rows must be rewritten
+	// addFK adds foreign key c to nt (with an index on its columns when
+	// none starts with them) and checks the rows against it.
+	addFK := func(c *ast.Constraint) error {
+		db, _ := s.dbName(n.Table.Schema.O)
+		before := len(nt.Indexes)
+		if err := s.addForeignKey(schema, db, nt, c); err != nil {
+			return err
+		}
+		added = append(added, nt.Indexes[before:]...)
+		if s.foreignKeyChecks() {
+			ec := &exec.Context{Ctx: ctx, Txn: txn, Writes: exec.NewStmtBuffer(txn), Eval: s.evalContext(nil), IDs: s.e.ids, Mem: exec.NewMemTracker(0), Schema: schema}
+			return exec.CheckForeignKeyRows(ec, nt, nt.ForeignKeys[len(nt.ForeignKeys)-1])
+		}
+		return nil
+	}
 	for _, spec := range n.Specs {
 		switch spec.Tp {
 		case ast.AlterTableRenameColumn, ast.AlterTableChangeColumn, ast.AlterTableModifyColumn:
@@ -327,17 +342,8 @@ func (s *Session) alterTable(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 			case ast.ConstraintUniq, ast.ConstraintUniqKey, ast.ConstraintUniqIndex:
 				unique = true
 			case ast.ConstraintForeignKey:
-				db, _ := s.dbName(n.Table.Schema.O)
-				before := len(nt.Indexes)
-				if err := s.addForeignKey(schema, db, nt, c); err != nil {
+				if err := addFK(c); err != nil {
 					return false, err
-				}
-				added = append(added, nt.Indexes[before:]...)
-				if s.foreignKeyChecks() {
-					ec := &exec.Context{Ctx: ctx, Txn: txn, Writes: exec.NewStmtBuffer(txn), Eval: s.evalContext(nil), IDs: s.e.ids, Mem: exec.NewMemTracker(0), Schema: schema}
-					if err := exec.CheckForeignKeyRows(ec, nt, nt.ForeignKeys[len(nt.ForeignKeys)-1]); err != nil {
-						return false, err
-					}
 				}
 				continue
 			default:
@@ -357,8 +363,35 @@ func (s *Session) alterTable(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 				return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support FIRST / AFTER")
 			}
 			for _, cd := range spec.NewColumns {
-				if err := s.addColumn(nt, cd); err != nil {
+				// UNIQUE and REFERENCES become an index and a foreign
+				// key on the new column, as in CREATE TABLE.
+				plain := *cd
+				plain.Options = nil
+				var keys []*ast.ColumnOption
+				for _, opt := range cd.Options {
+					switch opt.Tp {
+					case ast.ColumnOptionUniqKey, ast.ColumnOptionReference:
+						keys = append(keys, opt)
+					default:
+						plain.Options = append(plain.Options, opt)
+					}
+				}
+				if err := s.addColumn(nt, &plain); err != nil {
 					return false, err
+				}
+				part := []*ast.IndexPartSpecification{{Column: cd.Name}}
+				for _, opt := range keys {
+					if opt.Tp == ast.ColumnOptionReference {
+						if err := addFK(&ast.Constraint{Tp: ast.ConstraintForeignKey, Keys: part, Refer: opt.Refer}); err != nil {
+							return false, err
+						}
+						continue
+					}
+					ix, err := addIndex(nt, "", part, true, false)
+					if err != nil {
+						return false, err
+					}
+					added = append(added, ix)
 				}
 			}
 		case ast.AlterTableDropColumn:
@@ -412,6 +445,16 @@ func (s *Session) addColumn(t *catalog.TableInfo, cd *ast.ColumnDef) error {
 			if err := setColumnCollation(ft, opt.StrValue); err != nil {
 				return err
 			}
+		case ast.ColumnOptionOnUpdate:
+			col.OnUpdateNow = true
+		case ast.ColumnOptionColumnFormat, ast.ColumnOptionStorage, ast.ColumnOptionCheck:
+			// Accepted and ignored, as in CREATE TABLE.
+		case ast.ColumnOptionPrimaryKey:
+			return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support adding a primary key column")
+		case ast.ColumnOptionAutoIncrement, ast.ColumnOptionAutoRandom:
+			return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support adding an AUTO_INCREMENT column")
+		case ast.ColumnOptionGenerated:
+			return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support adding a generated column")
 		default:
 			return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this option in ADD COLUMN")
 		}
