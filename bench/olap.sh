@@ -14,6 +14,10 @@
 #      generated rows in each), times the 22 queries, and compares every answer
 #      (strata workload check tpch --against: numbers rounded to hundredths; row counts
 #      and Q1, Q4, Q6, Q12, Q13 also against values computed from the generator).
+# After each load it waits (up to SETTLE_TIMEOUT) until Strata's KV engine has no
+# compaction debt and runs no compaction (strata_storage_compaction_debt_bytes and
+# strata_storage_compactions_running on /metrics), so that queries meet the LSM in the
+# shape it keeps, not the one a bulk load leaves behind for a minute or two.
 # It prints markdown tables (medians, every run, Strata/MariaDB time ratio) that are also
 # written to bench/results/<UTC date-time>-olap.md, with the raw timings in a .tsv.
 #
@@ -25,6 +29,7 @@
 #   MARIADB_BUFFER_POOL=4G  STRATA_CACHE=$MARIADB_BUFFER_POOL (Strata's --cache: the same memory
 #   for its block cache as MariaDB's buffer pool)  WORK_DIR=<mktemp -d>  KEEP_WORK=0  RESULTS_DIR=bench/results
 #   STRATA_BIN=bin/strata (built from ./cmd/strata unless SKIP_BUILD=1)  NOTE="free text"
+#   SETTLE_TIMEOUT=600 (seconds to wait for Strata's compactions after a load)
 #
 # Method, and why:
 #   - Alternation: repeat r runs MariaDB first when r is odd and Strata first when it is
@@ -44,7 +49,7 @@ source "$REPO_ROOT/bench/lib.sh"
 
 usage() { bench_usage "${BASH_SOURCE[0]}" "${1:-0}"; }
 
-parse_flags "ROWS SCALE REPEATS WARMUP QUERY_TIMEOUT QUERIES LOAD_THREADS MARIADB_PORT STRATA_PORT STRATA_HTTP_PORT STRATA_GRPC_PORT MARIADB_BUFFER_POOL STRATA_CACHE WORK_DIR KEEP_WORK RESULTS_DIR STRATA_BIN SKIP_BUILD NOTE" "$@"
+parse_flags "ROWS SCALE REPEATS WARMUP QUERY_TIMEOUT QUERIES LOAD_THREADS MARIADB_PORT STRATA_PORT STRATA_HTTP_PORT STRATA_GRPC_PORT MARIADB_BUFFER_POOL STRATA_CACHE WORK_DIR KEEP_WORK RESULTS_DIR STRATA_BIN SKIP_BUILD NOTE SETTLE_TIMEOUT" "$@"
 
 ROWS=${ROWS-1000000 10000000}
 SCALE=${SCALE:-1}
@@ -64,6 +69,7 @@ RESULTS_DIR=${RESULTS_DIR:-$REPO_ROOT/bench/results}
 STRATA_BIN=${STRATA_BIN:-$REPO_ROOT/bin/strata}
 SKIP_BUILD=${SKIP_BUILD:-0}
 NOTE=${NOTE:-}
+SETTLE_TIMEOUT=${SETTLE_TIMEOUT:-600}
 bench_setup olap
 
 ensure_debian_packages mariadbd mariadb sysbench -- mariadb-server mariadb-client sysbench
@@ -89,6 +95,22 @@ order() { if (($1 % 2)); then echo "mariadb strata"; else echo "strata mariadb";
 # median of the numbers on stdin.
 median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "-"; else print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
+# settle_strata waits until Strata's KV engine has paid its compaction debt.
+settle_strata() {
+	local started=$SECONDS metrics debt running
+	while ((SECONDS - started < SETTLE_TIMEOUT)); do
+		metrics=$(curl -fsS "http://127.0.0.1:$STRATA_HTTP_PORT/metrics" 2>/dev/null) || metrics=
+		debt=$(awk '$1 == "strata_storage_compaction_debt_bytes" {print $2}' <<<"$metrics")
+		running=$(awk '$1 == "strata_storage_compactions_running" {print $2}' <<<"$metrics")
+		if [[ -n $debt && -n $running ]] && awk -v d="$debt" -v r="$running" 'BEGIN {exit !(d == 0 && r == 0)}'; then
+			log "strata: compactions settled after $((SECONDS - started))s"
+			return
+		fi
+		sleep 2
+	done
+	log "strata: compactions still running after ${SETTLE_TIMEOUT}s (debt ${debt:-?} bytes); measuring anyway"
+}
+
 RAW=$WORK_DIR/timings.tsv # part, size, query, server, repeat, seconds
 : >"$RAW"
 REPORT_PARTS=()
@@ -113,6 +135,7 @@ for rows in $ROWS; do
 		fi
 		log "$server: prepared in $((SECONDS - started))s"
 	done
+	settle_strata
 	for ((i = 0; i < ${#SB_QUERIES[@]}; i++)); do
 		q=${SB_QUERIES[$i]}
 		for server in $TARGETS; do # warm-up
@@ -160,6 +183,7 @@ if [[ $SCALE != 0 ]]; then
 			--drop --threads "$LOAD_THREADS"
 		printf 'load\t%s\t0\t%s\t0\t%d\n' "$SCALE" "$server" "$((SECONDS - started))" >>"$RAW"
 	done
+	settle_strata
 	# The query numbers of QUERIES.
 	mapfile -t QLIST < <(tr ',' '\n' <<<"$QUERIES" | awk -F- '{hi = ($2 == "") ? $1 : $2; for (q = $1; q <= hi; q++) print q}')
 	tpch_run() { # <server> <query> <repeat>: times one query, appends to RAW

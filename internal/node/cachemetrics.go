@@ -3,6 +3,7 @@ package node
 import (
 	"sync/atomic"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/strata-db/strata/internal/mvcc"
 )
@@ -60,5 +61,34 @@ func init() {
 			Namespace: "strata", Subsystem: "mvcc", Name: "version_reads_full_total",
 			Help: "Reads of a key's versions (after a version cache miss) that searched the memtables too: a batch applied since the last completed flush wrote a key of the same slot, or a range deletion.",
 		}, func() float64 { return float64(recentWritesStats().FullReads) }),
+	)
+}
+
+// metricsKVEngine is the KV engine the compaction metrics below report.
+var metricsKVEngine atomic.Pointer[pebble.DB]
+
+func registerKVEngineMetrics(db *pebble.DB) { metricsKVEngine.Store(db) }
+
+// kvCompactions returns the KV engine's estimated compaction debt and the
+// compactions running (zeros before an engine is open).
+func kvCompactions() (debt uint64, running int64) {
+	db := metricsKVEngine.Load()
+	if db == nil {
+		return 0, 0
+	}
+	m := db.Metrics()
+	return m.Compact.EstimatedDebt, m.Compact.NumInProgress
+}
+
+func init() {
+	prometheus.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "strata", Subsystem: "storage", Name: "compaction_debt_bytes",
+			Help: "Bytes the KV engine estimates it must compact to bring its LSM to shape (Pebble's estimated debt); a bulk load or an ingest-mode index backfill leaves some behind, and reads are slower until it is paid.",
+		}, func() float64 { d, _ := kvCompactions(); return float64(d) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "strata", Subsystem: "storage", Name: "compactions_running",
+			Help: "Compactions the KV engine is running.",
+		}, func() float64 { _, n := kvCompactions(); return float64(n) }),
 	)
 }

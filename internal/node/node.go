@@ -351,6 +351,7 @@ func (n *Node) open(ctx context.Context) error {
 	locks.SetRecentWrites(recent)
 	registerRecentWritesMetrics(locks.RecentWrites())
 	registerVersionCacheMetrics(locks.VersionCache())
+	registerKVEngineMetrics(eng.KV)
 	resolver := &storeResolver{}
 	n.transport = transport.New(n.clusterID, n.storeID, resolver, n.log, n.dialOpts...)
 	store, err := raftstore.Open(eng, raftstore.Config{StoreID: n.storeID, Logger: n.log,
