@@ -125,6 +125,9 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 	case *ast.RenameTableStmt:
 		return s.renameTables(ctx, txn, schema, n.TableToTables)
 	case *ast.DropTableStmt:
+		if err := s.checkDropReferenced(schema, n.Tables); err != nil {
+			return false, err
+		}
 		var missing []string
 		changed := false
 		for _, tn := range n.Tables {
@@ -159,6 +162,12 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 		t, err := s.tableOf(schema, n.Table)
 		if err != nil {
 			return false, err
+		}
+		if s.foreignKeyChecks() {
+			db, _ := s.dbName(n.Table.Schema.O)
+			if childDB, child, fk := referencingKey(schema, db, t.Name, func(cdb string, c *catalog.TableInfo) bool { return c == t }); fk != nil {
+				return false, sqlerr.New(1701, "42000", "Cannot truncate a table referenced in a foreign key constraint (`%s`.`%s`, CONSTRAINT `%s`)", childDB, child.Name, fk.Name)
+			}
 		}
 		if err := dropTableData(ctx, txn, t); err != nil {
 			return false, err

@@ -792,3 +792,53 @@ func (s *Session) dropAllTemp() {
 		}
 	}
 }
+
+// referencingKey returns a foreign key of a table other than those skip
+// accepts that references db.name, with its table and database (nil when
+// there is none).
+func referencingKey(schema *catalog.Schema, db, name string, skip func(childDB string, child *catalog.TableInfo) bool) (string, *catalog.TableInfo, *catalog.ForeignKeyInfo) {
+	for _, cdb := range schema.DBNames() {
+		for _, child := range schema.Tables(cdb) {
+			if skip(cdb, child) {
+				continue
+			}
+			for _, fk := range child.ForeignKeys {
+				if strings.EqualFold(fk.RefDB, db) && strings.EqualFold(fk.RefTable, name) {
+					return cdb, child, fk
+				}
+			}
+		}
+	}
+	return "", nil, nil
+}
+
+// checkDropReferenced refuses, as InnoDB does (3730), to drop a table that
+// a foreign key of a table not dropped with it references, unless
+// foreign_key_checks is off.
+func (s *Session) checkDropReferenced(schema *catalog.Schema, tables []*ast.TableName) error {
+	if !s.foreignKeyChecks() {
+		return nil
+	}
+	dropping := map[*catalog.TableInfo]bool{}
+	var order []*catalog.TableInfo
+	for _, tn := range tables {
+		db, err := s.dbName(tn.Schema.O)
+		if err != nil {
+			return err
+		}
+		if t := schema.Table(db, tn.Name.O); t != nil && !t.IsView() && !dropping[t] {
+			dropping[t] = true
+			order = append(order, t)
+		}
+	}
+	for _, t := range order {
+		db := schema.DBByID(t.DBID)
+		if db == nil {
+			continue
+		}
+		if _, child, fk := referencingKey(schema, db.Name, t.Name, func(_ string, c *catalog.TableInfo) bool { return dropping[c] }); fk != nil {
+			return sqlerr.New(3730, "HY000", "Cannot drop table '%s' referenced by a foreign key constraint '%s' on table '%s'.", t.Name, fk.Name, child.Name)
+		}
+	}
+	return nil
+}
