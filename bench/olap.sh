@@ -14,10 +14,10 @@
 #      generated rows in each), times the 22 queries, and compares every answer
 #      (strata workload check tpch --against: numbers rounded to hundredths; row counts
 #      and Q1, Q4, Q6, Q12, Q13 also against values computed from the generator).
-# After each load it waits (up to SETTLE_TIMEOUT) until Strata's KV engine has no
-# compaction debt and runs no compaction (strata_storage_compaction_debt_bytes and
-# strata_storage_compactions_running on /metrics), so that queries meet the LSM in the
-# shape it keeps, not the one a bulk load leaves behind for a minute or two.
+# After each load it waits (up to SETTLE_TIMEOUT) until Strata's KV engine has run no
+# compaction for 10 s (strata_storage_compactions_running and _total on /metrics), so
+# that queries meet the LSM in the shape it keeps, not while a bulk load's compactions
+# still take a core.
 # It prints markdown tables (medians, every run, Strata/MariaDB time ratio) that are also
 # written to bench/results/<UTC date-time>-olap.md, with the raw timings in a .tsv.
 #
@@ -29,7 +29,7 @@
 #   MARIADB_BUFFER_POOL=4G  STRATA_CACHE=$MARIADB_BUFFER_POOL (Strata's --cache: the same memory
 #   for its block cache as MariaDB's buffer pool)  WORK_DIR=<mktemp -d>  KEEP_WORK=0  RESULTS_DIR=bench/results
 #   STRATA_BIN=bin/strata (built from ./cmd/strata unless SKIP_BUILD=1)  NOTE="free text"
-#   SETTLE_TIMEOUT=600 (seconds to wait for Strata's compactions after a load)
+#   SETTLE_TIMEOUT=600 (seconds to wait for Strata's compactions to stop after a load)
 #
 # Method, and why:
 #   - Alternation: repeat r runs MariaDB first when r is odd and Strata first when it is
@@ -95,20 +95,26 @@ order() { if (($1 % 2)); then echo "mariadb strata"; else echo "strata mariadb";
 # median of the numbers on stdin.
 median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "-"; else print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
-# settle_strata waits until Strata's KV engine has paid its compaction debt.
+# settle_strata waits until Strata's KV engine has run no compaction for 10 s.
 settle_strata() {
-	local started=$SECONDS metrics debt running
+	local started=$SECONDS quiet=0 last= metrics running total
 	while ((SECONDS - started < SETTLE_TIMEOUT)); do
 		metrics=$(curl -fsS "http://127.0.0.1:$STRATA_HTTP_PORT/metrics" 2>/dev/null) || metrics=
-		debt=$(awk '$1 == "strata_storage_compaction_debt_bytes" {print $2}' <<<"$metrics")
 		running=$(awk '$1 == "strata_storage_compactions_running" {print $2}' <<<"$metrics")
-		if [[ -n $debt && -n $running ]] && awk -v d="$debt" -v r="$running" 'BEGIN {exit !(d == 0 && r == 0)}'; then
+		total=$(awk '$1 == "strata_storage_compactions_total" {print $2}' <<<"$metrics")
+		if [[ -n $total && $running == 0 && $total == "$last" ]]; then
+			quiet=$((quiet + 2))
+		else
+			quiet=0
+		fi
+		last=$total
+		if ((quiet >= 10)); then
 			log "strata: compactions settled after $((SECONDS - started))s"
 			return
 		fi
 		sleep 2
 	done
-	log "strata: compactions still running after ${SETTLE_TIMEOUT}s (debt ${debt:-?} bytes); measuring anyway"
+	log "strata: compactions still running after ${SETTLE_TIMEOUT}s; measuring anyway"
 }
 
 RAW=$WORK_DIR/timings.tsv # part, size, query, server, repeat, seconds

@@ -69,26 +69,31 @@ var metricsKVEngine atomic.Pointer[pebble.DB]
 
 func registerKVEngineMetrics(db *pebble.DB) { metricsKVEngine.Store(db) }
 
-// kvCompactions returns the KV engine's estimated compaction debt and the
-// compactions running (zeros before an engine is open).
-func kvCompactions() (debt uint64, running int64) {
+// kvCompactions returns the KV engine's estimated compaction debt, the
+// compactions running and those run since it opened (zeros before an
+// engine is open).
+func kvCompactions() (debt uint64, running, total int64) {
 	db := metricsKVEngine.Load()
 	if db == nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	m := db.Metrics()
-	return m.Compact.EstimatedDebt, m.Compact.NumInProgress
+	return m.Compact.EstimatedDebt, m.Compact.NumInProgress, m.Compact.Count
 }
 
 func init() {
 	prometheus.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "strata", Subsystem: "storage", Name: "compaction_debt_bytes",
-			Help: "Bytes the KV engine estimates it must compact to bring its LSM to shape (Pebble's estimated debt); a bulk load or an ingest-mode index backfill leaves some behind, and reads are slower until it is paid.",
-		}, func() float64 { d, _ := kvCompactions(); return float64(d) }),
+			Help: "Bytes the KV engine estimates it would compact to bring every level to its target size (Pebble's estimated debt). Files that flushes put in level 0 without overlapping one another count in full although reads find one file per key there, so it need not reach zero.",
+		}, func() float64 { d, _, _ := kvCompactions(); return float64(d) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "strata", Subsystem: "storage", Name: "compactions_running",
 			Help: "Compactions the KV engine is running.",
-		}, func() float64 { _, n := kvCompactions(); return float64(n) }),
+		}, func() float64 { _, n, _ := kvCompactions(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: "strata", Subsystem: "storage", Name: "compactions_total",
+			Help: "Compactions the KV engine has run since it opened.",
+		}, func() float64 { _, _, n := kvCompactions(); return float64(n) }),
 	)
 }
