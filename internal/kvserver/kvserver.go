@@ -924,6 +924,9 @@ func (s *Server) KvImport(ctx context.Context, req *kvpb.ImportRequest) (*kvpb.I
 			return nil, err
 		}
 	}
+	// Counted like any write: the split checker adds the bytes to the
+	// region's size, and PD sees the traffic.
+	s.noteWrite(r.Id, first, int(b.Count()), b.Len())
 	rerr, err := s.propose(ctx, p, r, b)
 	resp.RegionError = rerr
 	return resp, err
