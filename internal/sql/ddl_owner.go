@@ -886,6 +886,18 @@ func (e *Engine) backfillStep(ctx context.Context, queued *catalog.Job) (StepRes
 
 // fillShare fills one batch of share part of a job's backfill.
 func (e *Engine) fillShare(ctx context.Context, job int64, part int, t *catalog.TableInfo, ixs []*catalog.IndexInfo, batch int) (int, error) {
+	return e.fillProgress(ctx, job, part, func(txn kv.Txn, r *catalog.ReorgRange) ([]byte, int, bool, error) {
+		ec := &exec.Context{Ctx: ctx, Txn: txn, Mem: exec.NewMemTracker(0)}
+		return exec.BackfillBatch(ec, t, ixs, r.Next, r.End, batch)
+	})
+}
+
+// fillProgress runs fill for share part of a job's backfill in a
+// transaction that reads the share's progress record first and writes it
+// after, as fill returns it (the key the next fill starts from, the rows
+// it read, whether the share is done), and commits. A share that is gone
+// or done is not filled.
+func (e *Engine) fillProgress(ctx context.Context, job int64, part int, fill func(txn kv.Txn, r *catalog.ReorgRange) ([]byte, int, bool, error)) (int, error) {
 	txn, err := e.store.Begin(ctx, kv.TxnOptions{})
 	if err != nil {
 		return 0, err
@@ -895,8 +907,7 @@ func (e *Engine) fillShare(ctx context.Context, job int64, part int, t *catalog.
 	if err != nil || r == nil || r.Done {
 		return 0, err // gone: the job moved on
 	}
-	ec := &exec.Context{Ctx: ctx, Txn: txn, Mem: exec.NewMemTracker(0)}
-	next, n, done, err := exec.BackfillBatch(ec, t, ixs, r.Next, r.End, batch)
+	next, n, done, err := fill(txn, r)
 	if err != nil {
 		return 0, err
 	}
@@ -972,48 +983,36 @@ func importable(job *catalog.Job, ixs []*catalog.IndexInfo) bool {
 // the index, and one record per entry instead of a lock, its removal and
 // the commit record.
 func (e *Engine) fillShareImport(ctx context.Context, imp kv.Importer, job int64, part int, t *catalog.TableInfo, ixs []*catalog.IndexInfo, batch int) (int, error) {
-	txn, err := e.store.Begin(ctx, kv.TxnOptions{})
-	if err != nil {
-		return 0, err
-	}
-	defer txn.Rollback(ctx)
-	r, err := catalog.GetReorgRange(ctx, txn, job, part)
-	if err != nil || r == nil || r.Done {
-		return 0, err // gone: the job moved on
-	}
-	var pairs []kv.VersionedKeyValue
-	size, rows := 0, 0
-	next, done := r.Next, false
-	for batches := 0; !done && size < importRunBytes && batches < e.importRunBatches; batches++ {
-		read, err := e.store.Begin(ctx, kv.TxnOptions{})
-		if err != nil {
-			return 0, err
+	return e.fillProgress(ctx, job, part, func(_ kv.Txn, r *catalog.ReorgRange) ([]byte, int, bool, error) {
+		var pairs []kv.VersionedKeyValue
+		size, rows := 0, 0
+		next, done := r.Next, false
+		for batches := 0; !done && size < importRunBytes && batches < e.importRunBatches; batches++ {
+			read, err := e.store.Begin(ctx, kv.TxnOptions{})
+			if err != nil {
+				return nil, 0, false, err
+			}
+			ts := read.StartTS()
+			ec := &exec.Context{Ctx: ctx, Txn: read, Mem: exec.NewMemTracker(0)}
+			var n int
+			next, n, done, err = exec.BackfillEntries(ec, t, ixs, next, r.End, batch,
+				func(_ *catalog.IndexInfo, k, v []byte, _ bool, _ int64, _ []types.Datum) error {
+					pairs = append(pairs, kv.VersionedKeyValue{Key: k, Value: v, Version: ts})
+					size += len(k) + len(v)
+					return nil
+				})
+			read.Rollback(ctx)
+			if err != nil {
+				return nil, 0, false, err
+			}
+			rows += n
 		}
-		ts := read.StartTS()
-		ec := &exec.Context{Ctx: ctx, Txn: read, Mem: exec.NewMemTracker(0)}
-		var n int
-		next, n, done, err = exec.BackfillEntries(ec, t, ixs, next, r.End, batch,
-			func(_ *catalog.IndexInfo, k, v []byte, _ bool, _ int64, _ []types.Datum) error {
-				pairs = append(pairs, kv.VersionedKeyValue{Key: k, Value: v, Version: ts})
-				size += len(k) + len(v)
-				return nil
-			})
-		read.Rollback(ctx)
-		if err != nil {
-			return 0, err
+		slices.SortFunc(pairs, func(a, b kv.VersionedKeyValue) int { return bytes.Compare(a.Key, b.Key) })
+		if err := imp.Import(ctx, pairs); err != nil {
+			return nil, 0, false, err
 		}
-		rows += n
-	}
-	slices.SortFunc(pairs, func(a, b kv.VersionedKeyValue) int { return bytes.Compare(a.Key, b.Key) })
-	if err := imp.Import(ctx, pairs); err != nil {
-		return 0, err
-	}
-	r.Next, r.Done = next, done
-	r.Rows += int64(rows)
-	if err := catalog.PutReorgRange(txn, r); err != nil {
-		return 0, err
-	}
-	return rows, txn.Commit(ctx)
+		return next, rows, done, nil
+	})
 }
 
 // finishBackfill records that every share of a job's backfill is done.
