@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -404,8 +405,21 @@ func (s *Session) alterTable(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 				}
 			}
 		case ast.AlterTableDropColumn:
-			if err := dropColumn(nt, spec.OldColumnName.Name.O); err != nil {
+			if err := s.checkColumnReferenced(schema, n.Table, nt, spec.OldColumnName.Name.O); err != nil {
 				return false, err
+			}
+			dropped, err := dropColumn(nt, spec.OldColumnName.Name.O)
+			if err != nil {
+				return false, err
+			}
+			// Writes to the table wait behind the statement's barrier, so
+			// the index's entries stop changing with it; they are
+			// destroyed once no reader can need them.
+			for _, id := range dropped {
+				p := tablecodec.IndexPrefix(nt.ID, id)
+				if err := catalog.AddGCJob(ctx, txn, p, tablecodec.PrefixEnd(p)); err != nil {
+					return false, err
+				}
 			}
 		default:
 			return false, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this ALTER TABLE operation")
@@ -495,25 +509,47 @@ func (s *Session) addColumn(t *catalog.TableInfo, cd *ast.ColumnDef) error {
 	return nil
 }
 
-// dropColumn removes a column that no index uses and renumbers offsets.
-func dropColumn(t *catalog.TableInfo, name string) error {
+// dropColumn removes a column and renumbers offsets. A public index whose
+// only column it is goes with it, as in MySQL; the ids of such indexes are
+// returned (their entries are destroyed later). A column in an index with
+// other columns, in an index being added or dropped, or in a foreign key
+// of the table stays (1235, 1828).
+func dropColumn(t *catalog.TableInfo, name string) (dropped []int64, err error) {
 	c := t.Column(name)
 	if c == nil {
-		return sqlerr.New(sqlerr.ErCantDropFieldOrKey, "42000", "Can't DROP '%s'; check that column/key exists", name)
+		return nil, sqlerr.New(sqlerr.ErCantDropFieldOrKey, "42000", "Can't DROP '%s'; check that column/key exists", name)
 	}
 	if len(t.Columns) == 1 {
-		return sqlerr.New(1090, "42000", "You can't delete all columns with ALTER TABLE; use DROP TABLE instead")
+		return nil, sqlerr.New(1090, "42000", "You can't delete all columns with ALTER TABLE; use DROP TABLE instead")
 	}
 	if t.PKIsHandle && t.HandleOffset == c.Offset {
-		return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support dropping the primary key column")
+		return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support dropping the primary key column")
 	}
-	for _, ix := range t.DeletableIndexes() {
-		for _, off := range ix.Columns {
-			if off == c.Offset {
-				return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support dropping a column used by index '%s'", ix.Name)
-			}
+	for _, fk := range t.ForeignKeys {
+		if slices.Contains(fk.Columns, c.Offset) {
+			return nil, sqlerr.New(1828, "HY000", "Cannot drop column '%s': needed in a foreign key constraint '%s'", c.Name, fk.Name)
 		}
 	}
+	uses := func(ix *catalog.IndexInfo) bool { return slices.Contains(ix.Columns, c.Offset) }
+	for _, ix := range t.Changing {
+		if ix.State != catalog.StateAbsent && uses(ix) {
+			return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support dropping a column of index '%s' while that index is being changed", ix.Name)
+		}
+	}
+	kept := t.Indexes[:0:0]
+	for _, ix := range t.Indexes {
+		switch {
+		case !uses(ix):
+			kept = append(kept, ix)
+		case ix.Primary:
+			return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support dropping a primary key column")
+		case len(ix.Columns) > 1:
+			return nil, sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support dropping a column of the multi-column index '%s'", ix.Name)
+		default:
+			dropped = append(dropped, ix.ID)
+		}
+	}
+	t.Indexes = kept
 	t.Columns = append(t.Columns[:c.Offset], t.Columns[c.Offset+1:]...)
 	for i, col := range t.Columns {
 		col.Offset = i
@@ -539,7 +575,7 @@ func dropColumn(t *catalog.TableInfo, name string) error {
 	if t.PKIsHandle {
 		t.HandleOffset = shift(t.HandleOffset)
 	}
-	return nil
+	return dropped, nil
 }
 
 // dropTableData removes a table from the catalog and schedules its rows and

@@ -842,3 +842,27 @@ func (s *Session) checkDropReferenced(schema *catalog.Schema, tables []*ast.Tabl
 	}
 	return nil
 }
+
+// checkColumnReferenced refuses, as InnoDB does (1829), to drop a column
+// of table t (tn in the statement) that a foreign key references.
+func (s *Session) checkColumnReferenced(schema *catalog.Schema, tn *ast.TableName, t *catalog.TableInfo, col string) error {
+	db, err := s.dbName(tn.Schema.O)
+	if err != nil {
+		return err
+	}
+	for _, cdb := range schema.DBNames() {
+		for _, child := range schema.Tables(cdb) {
+			for _, fk := range child.ForeignKeys {
+				if !strings.EqualFold(fk.RefDB, db) || !strings.EqualFold(fk.RefTable, t.Name) {
+					continue
+				}
+				for _, rc := range fk.RefColumns {
+					if strings.EqualFold(rc, col) {
+						return sqlerr.New(1829, "HY000", "Cannot drop column '%s': needed in a foreign key constraint '%s' of table '%s'", col, fk.Name, child.Name)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}

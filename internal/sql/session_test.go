@@ -602,7 +602,10 @@ func TestAlterTable(t *testing.T) {
 	expectRows(t, s, "SELECT id, k, c, extra FROM sbtest1 WHERE id = 3", "3 5 c3 7")
 	expectCode(t, s, "SELECT pad FROM sbtest1", sqlerr.ErBadField)
 	mustExec(t, s, "ALTER TABLE sbtest1 ENGINE = InnoDB")
-	expectCode(t, s, "ALTER TABLE sbtest1 DROP COLUMN k", sqlerr.ErNotSupportedYet) // used by k_1
+	mustExec(t, s, "ALTER TABLE sbtest1 DROP COLUMN k") // and k_1, its index
+	expectCode(t, s, "SELECT k FROM sbtest1", sqlerr.ErBadField)
+	expectRows(t, s, "SELECT COUNT(*) FROM information_schema.statistics WHERE table_name = 'sbtest1' AND index_name = 'k_1'", "0")
+	mustExec(t, s, "ADMIN CHECK TABLE sbtest1")
 }
 
 func TestOnUpdateCurrentTimestamp(t *testing.T) {
