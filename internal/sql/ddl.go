@@ -323,6 +323,10 @@ func (s *Session) alterTable(ctx context.Context, txn kv.Txn, schema *catalog.Sc
 				return false, err
 			}
 			return ok, nil
+		case ast.AlterTableAlterColumn:
+			if err := s.alterColumnDefault(nt, spec.NewColumns[0]); err != nil {
+				return false, err
+			}
 		case ast.AlterTableDisableKeys, ast.AlterTableEnableKeys, ast.AlterTableLock, ast.AlterTableAlgorithm, ast.AlterTableForce:
 			// Accepted (mysqldump wraps its inserts in DISABLE/ENABLE
 			// KEYS): indexes are always maintained, online.
@@ -506,6 +510,32 @@ func (s *Session) addColumn(t *catalog.TableInfo, cd *ast.ColumnDef) error {
 	}
 	ft.SetFlag(flag)
 	t.Columns = append(t.Columns, col)
+	return nil
+}
+
+// alterColumnDefault applies ALTER [COLUMN] c SET DEFAULT v (one option,
+// the default) or DROP DEFAULT (none): the column's default for rows
+// inserted from now on, as if the column had been created with it (or
+// without a DEFAULT clause). Rows stored before keep their values, and a
+// column added later still reads its ADD COLUMN default in older rows.
+func (s *Session) alterColumnDefault(t *catalog.TableInfo, cd *ast.ColumnDef) error {
+	col := t.Column(cd.Name.Name.O)
+	if col == nil {
+		return sqlerr.New(sqlerr.ErBadField, "42S22", "Unknown column '%s' in '%s'", cd.Name.Name.O, t.Name)
+	}
+	// The parser gives SET DEFAULT one option holding the expression.
+	if len(cd.Options) > 1 || len(cd.Options) == 1 && cd.Options[0].Expr == nil {
+		return sqlerr.New(sqlerr.ErNotSupportedYet, "42000", "This version of Strata doesn't yet support this ALTER COLUMN operation")
+	}
+	col.HasDefault, col.DefaultNull, col.DefaultNow, col.Default = false, false, false, ""
+	flag := col.Type.GetFlag() | mysql.NoDefaultValueFlag
+	if len(cd.Options) == 1 {
+		if err := s.setDefault(col, cd.Options[0].Expr); err != nil {
+			return err
+		}
+		flag &^= mysql.NoDefaultValueFlag
+	}
+	col.Type.SetFlag(flag)
 	return nil
 }
 
