@@ -155,10 +155,24 @@ type Session struct {
 	auth sessionAuth // privcheck.go
 }
 
-// NewSession opens a session for a connected client.
+// NewSession opens a session that no client connection announced an id
+// for (the DDL owner's, tests', an embedding program's): its id comes from
+// the engine, above every id a connection's handshake gives.
 func (e *Engine) NewSession(user, host string) *Session {
+	return e.NewClientSession(user, host, internalConnIDs+e.nextConnID.Add(1))
+}
+
+// internalConnIDs is where the ids of sessions opened without a client
+// connection's id start: the MySQL server numbers connections from 1, so
+// the two ranges do not meet.
+const internalConnIDs = 1 << 31
+
+// NewClientSession opens the session of a client connection whose
+// handshake gave it connID: the session reports that id (CONNECTION_ID(),
+// SHOW PROCESSLIST) and KILL finds it by it, as the client expects.
+func (e *Engine) NewClientSession(user, host string, connID uint32) *Session {
 	s := &Session{
-		e: e, user: user, host: host, userHost: user + "@" + host, connID: e.nextConnID.Add(1),
+		e: e, user: user, host: host, userHost: user + "@" + host, connID: connID,
 		parser: parser.New(), autocommit: true,
 		vars: map[string]types.Datum{}, userVars: map[string]types.Datum{},
 		prepared: map[uint32]*prepared{}, textPlans: map[string]*prepared{},

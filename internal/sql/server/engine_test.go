@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	vmysql "github.com/dolthub/vitess/go/mysql"
 
 	"github.com/strata-db/strata/internal/kv/kvtest"
 	strsql "github.com/strata-db/strata/internal/sql"
@@ -394,5 +398,49 @@ func TestEngineColumnTypesInBothProtocols(t *testing.T) {
 				t.Errorf("%s protocol, %s: NULL came back as %q", proto, c.def, got[1][i].String)
 			}
 		}
+	}
+}
+
+// The id a client's handshake gives it is the one the session reports
+// (CONNECTION_ID(), SHOW PROCESSLIST's Id) and the one KILL takes, as
+// clients expect: PyMySQL's test_issue_36 finds itself in the process
+// list by its thread_id() and kills it from another connection.
+func TestConnectionIDIsTheHandshakes(t *testing.T) {
+	addr := startEngineServer(t)
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	ctx := context.Background()
+	connect := func() *vmysql.Conn {
+		c, err := vmysql.Connect(ctx, &vmysql.ConnParams{Host: host, Port: p, Uname: "root"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	a, b := connect(), connect()
+	res, err := a.ExecuteFetch("SELECT CONNECTION_ID()", 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Rows[0][0].ToString(); got != strconv.FormatUint(uint64(a.ConnectionID), 10) {
+		t.Fatalf("CONNECTION_ID() = %s, the handshake said %d", got, a.ConnectionID)
+	}
+	res, err = b.ExecuteFetch("SHOW PROCESSLIST", 100, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, row := range res.Rows {
+		ids = append(ids, row[0].ToString())
+	}
+	if !slices.Contains(ids, strconv.FormatUint(uint64(a.ConnectionID), 10)) || !slices.Contains(ids, strconv.FormatUint(uint64(b.ConnectionID), 10)) {
+		t.Fatalf("SHOW PROCESSLIST ids %v, handshake ids %d and %d", ids, a.ConnectionID, b.ConnectionID)
+	}
+	if _, err := b.ExecuteFetch(fmt.Sprintf("KILL %d", a.ConnectionID), 1, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ExecuteFetch("SELECT 1", 1, false); err == nil {
+		t.Fatal("the killed connection still answers")
 	}
 }

@@ -30,7 +30,7 @@ func newScriptedBackend() *scriptedBackend {
 	return &scriptedBackend{dbs: map[string]bool{"test": true, "sbtest": true}}
 }
 
-func (b *scriptedBackend) open(user, host string) session {
+func (b *scriptedBackend) open(user, host string, _ uint32) session {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := &scriptedSession{b: b, user: user, host: host, autocommit: true, prepared: map[uint32]string{}}

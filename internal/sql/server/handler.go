@@ -152,7 +152,7 @@ func (h *handler) state(c *mysql.Conn) *connState {
 		c.ClientData = st
 	}
 	if st.sess == nil {
-		st.sess = h.open(c.User, hostOf(c.RemoteAddr()))
+		st.sess = h.open(c.User, hostOf(c.RemoteAddr()), c.ConnectionID)
 		if ci, ok := st.sess.(interface {
 			SetConnInfo(usedPassword bool, tlsVersion, tlsCipher string)
 		}); ok {

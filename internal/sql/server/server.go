@@ -96,7 +96,10 @@ type session interface {
 }
 
 // sessionFactory opens a session for an authenticated user.
-type sessionFactory func(user, host string) session
+// sessionFactory opens the session of a client connection; connID is
+// the id the handshake gave the client, which the session reports
+// (CONNECTION_ID(), SHOW PROCESSLIST) and KILL takes.
+type sessionFactory func(user, host string, connID uint32) session
 
 // Server serves the MySQL protocol on one listener.
 type Server struct {
@@ -114,8 +117,8 @@ func New(cfg Config, engine *strsql.Engine) (*Server, error) {
 	if engine == nil {
 		return nil, errors.New("server: nil engine")
 	}
-	return newServer(cfg, func(user, host string) session {
-		return engine.NewSession(user, host)
+	return newServer(cfg, func(user, host string, connID uint32) session {
+		return engine.NewClientSession(user, host, connID)
 	}, engine.Privileges)
 }
 
