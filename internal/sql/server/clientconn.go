@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -68,6 +69,8 @@ import (
 // this type.
 
 const (
+	comQuery         = 0x03
+	comProcessKill   = 0x0c
 	comStmtPrepare   = 0x16
 	comStmtExecute   = 0x17
 	maxPacketPayload = 1<<24 - 1
@@ -365,6 +368,13 @@ func (p *clientConn) readPacket() error {
 		case comStmtExecute:
 			// Payload: command, statement id (4 bytes), flags.
 			p.execCursor = n < 6 || p.buf[9] != 0
+		case comProcessKill:
+			// COM_PROCESS_KILL (deprecated, still sent by PyMySQL's
+			// kill()): the library does not know it; it is KILL id as a
+			// query, answered the same way (OK or an error).
+			if n == 5 {
+				p.rewriteKill(binary.LittleEndian.Uint32(p.buf[5:9]))
+			}
 		}
 	}
 	p.out = p.buf
@@ -383,6 +393,14 @@ func (p *clientConn) writeError(seq byte, code uint16, state, msg string) {
 	body = append(body, msg...)
 	pkt := append([]byte{byte(len(body)), byte(len(body) >> 8), byte(len(body) >> 16), seq}, body...)
 	_, _ = p.Conn.Write(pkt)
+}
+
+// rewriteKill replaces the current packet by the COM_QUERY "KILL id".
+func (p *clientConn) rewriteKill(id uint32) {
+	payload := strconv.AppendUint(append(append(p.buf[:4], comQuery), "KILL "...), uint64(id), 10)
+	size := len(payload) - 4
+	payload[0], payload[1], payload[2], payload[3] = byte(size), byte(size>>8), byte(size>>16), 0
+	p.buf = payload
 }
 
 // rewritePrepare replaces the current packet by a COM_STMT_PREPARE of a

@@ -67,6 +67,28 @@ func TestPrepareCaptureRewritesOnlyPrepareCommands(t *testing.T) {
 	}
 }
 
+// COM_PROCESS_KILL, which the protocol library does not know, reaches
+// it as the query KILL id (PyMySQL's Connection.kill sends it).
+func TestProcessKillBecomesAKillQuery(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	capture := newClientConn(server, 0)
+	defer capture.Close()
+	stream := append(packet(0, "\x0c\x55\x02\x00\x00"), packet(0, "\x03SELECT 1")...)
+	go func() {
+		client.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		client.Write(stream)
+	}()
+	want := append(packet(0, "\x03KILL 597"), packet(0, "\x03SELECT 1")...)
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(capture, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("rewritten stream\n got %q\nwant %q", got, want)
+	}
+}
+
 func TestPrepareCaptureReportsTruncatedPackets(t *testing.T) {
 	client, server := net.Pipe()
 	capture := newClientConn(server, 0)
