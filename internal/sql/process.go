@@ -110,6 +110,23 @@ func (s *Session) RunningFor() time.Duration {
 	return time.Since(s.proc.since)
 }
 
+// IdleFor is how long the session has waited for its client's next
+// statement (0 while one runs).
+func (s *Session) IdleFor() time.Duration {
+	s.proc.mu.Lock()
+	defer s.proc.mu.Unlock()
+	if s.proc.running {
+		return 0
+	}
+	return time.Since(s.proc.since)
+}
+
+// WaitTimeout is the session's wait_timeout: how long the server lets its
+// connection sit idle before it closes it.
+func (s *Session) WaitTimeout() time.Duration {
+	return time.Duration(s.waitTimeout.Load()) * time.Second
+}
+
 // startStatement registers a statement of text as running and returns the
 // context it must run under.
 func (s *Session) startStatement(ctx context.Context, text string) (context.Context, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pingcap/tidb/pkg/parser"
@@ -107,10 +108,16 @@ type compiled struct {
 // Session is one client connection's SQL state. It is used by one
 // goroutine at a time.
 type Session struct {
-	e            *Engine
-	user, host   string
-	userHost     string // user@host, for USER() and friends
-	connID       uint32
+	e          *Engine
+	user, host string
+	userHost   string // user@host, for USER() and friends
+	connID     uint32
+
+	// waitTimeout is wait_timeout in seconds, kept apart from the other
+	// variables for the server's idle-connection check, which runs on
+	// another goroutine.
+	waitTimeout atomic.Int64
+
 	spoolResults bool // SetSpoolResults
 	parser       *parser.Parser
 
@@ -178,6 +185,10 @@ func (e *Engine) NewClientSession(user, host string, connID uint32) *Session {
 		prepared: map[uint32]*prepared{}, textPlans: map[string]*prepared{},
 	}
 	s.initAuth()
+	if v, ok := s.GetVar("wait_timeout", true, ""); ok {
+		n, _ := v.ToInt64()
+		s.waitTimeout.Store(max(n, 1))
+	}
 	e.register(s)
 	return s
 }

@@ -309,6 +309,21 @@ func (s *Session) runSet(ctx context.Context, n *ast.SetStmt) (*Result, error) {
 			s.x.nonStrict = !strings.Contains(mode, "STRICT_TRANS_TABLES") && !strings.Contains(mode, "STRICT_ALL_TABLES")
 			s.setNoBackslashEscapes(strings.Contains(mode, "NO_BACKSLASH_ESCAPES"))
 		}
+		if name == "wait_timeout" {
+			// MySQL keeps it within [1, 31536000] seconds.
+			n, err := val.ToInt64()
+			if err != nil {
+				return nil, sqlerr.New(1232, "42000", "Incorrect argument type to variable 'wait_timeout'")
+			}
+			if c := min(max(n, 1), 31536000); c != n {
+				s.warn(1292, "22007", "Truncated incorrect wait_timeout value: '%d'", n)
+				n = c
+			}
+			val = types.NewInt(n)
+			if !v.IsGlobal {
+				s.waitTimeout.Store(n)
+			}
+		}
 		if name == "foreign_key_checks" && !v.IsGlobal {
 			on, err := parseOnOff(val)
 			if err != nil {

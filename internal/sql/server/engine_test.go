@@ -444,3 +444,39 @@ func TestConnectionIDIsTheHandshakes(t *testing.T) {
 		t.Fatal("the killed connection still answers")
 	}
 }
+
+// A connection idle past its session's wait_timeout is closed, as MySQL
+// does (PyMySQL's test_connection_gone_away); a statement running longer
+// than it is not idle time, and another connection is left alone.
+func TestWaitTimeoutClosesIdleConnections(t *testing.T) {
+	addr := startEngineServer(t)
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	ctx := context.Background()
+	connect := func() *vmysql.Conn {
+		c, err := vmysql.Connect(ctx, &vmysql.ConnParams{Host: host, Port: p, Uname: "root"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	short, other := connect(), connect()
+	if _, err := short.ExecuteFetch("SET wait_timeout = 1", 1, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := short.ExecuteFetch("SELECT SLEEP(1.6)", 1, false); err != nil {
+		t.Fatalf("a statement longer than wait_timeout: %v", err)
+	}
+	time.Sleep(1600 * time.Millisecond)
+	if _, err := short.ExecuteFetch("SELECT 1", 1, false); err == nil {
+		t.Fatal("a connection idle past wait_timeout still answers")
+	}
+	if _, err := other.ExecuteFetch("SELECT 1", 1, false); err != nil {
+		t.Fatalf("a connection with the default wait_timeout: %v", err)
+	}
+	res, err := other.ExecuteFetch("SELECT @@wait_timeout", 1, false)
+	if err != nil || res.Rows[0][0].ToString() != "28800" {
+		t.Fatalf("@@wait_timeout of another session: %v %v", res, err)
+	}
+}
