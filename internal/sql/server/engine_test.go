@@ -401,23 +401,27 @@ func TestEngineColumnTypesInBothProtocols(t *testing.T) {
 	}
 }
 
-// The id a client's handshake gives it is the one the session reports
-// (CONNECTION_ID(), SHOW PROCESSLIST's Id) and the one KILL takes, as
-// clients expect: PyMySQL's test_issue_36 finds itself in the process
-// list by its thread_id() and kills it from another connection.
-func TestConnectionIDIsTheHandshakes(t *testing.T) {
-	addr := startEngineServer(t)
+// protocolClients returns a function that opens a connection to addr
+// with the protocol library's own client, closed when the test ends.
+func protocolClients(t *testing.T, addr string) func() *vmysql.Conn {
 	host, port, _ := net.SplitHostPort(addr)
 	p, _ := strconv.Atoi(port)
-	ctx := context.Background()
-	connect := func() *vmysql.Conn {
-		c, err := vmysql.Connect(ctx, &vmysql.ConnParams{Host: host, Port: p, Uname: "root"})
+	return func() *vmysql.Conn {
+		c, err := vmysql.Connect(context.Background(), &vmysql.ConnParams{Host: host, Port: p, Uname: "root"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(c.Close)
 		return c
 	}
+}
+
+// The id a client's handshake gives it is the one the session reports
+// (CONNECTION_ID(), SHOW PROCESSLIST's Id) and the one KILL takes, as
+// clients expect: PyMySQL's test_issue_36 finds itself in the process
+// list by its thread_id() and kills it from another connection.
+func TestConnectionIDIsTheHandshakes(t *testing.T) {
+	connect := protocolClients(t, startEngineServer(t))
 	a, b := connect(), connect()
 	res, err := a.ExecuteFetch("SELECT CONNECTION_ID()", 1, false)
 	if err != nil {
@@ -449,18 +453,7 @@ func TestConnectionIDIsTheHandshakes(t *testing.T) {
 // does (PyMySQL's test_connection_gone_away); a statement running longer
 // than it is not idle time, and another connection is left alone.
 func TestWaitTimeoutClosesIdleConnections(t *testing.T) {
-	addr := startEngineServer(t)
-	host, port, _ := net.SplitHostPort(addr)
-	p, _ := strconv.Atoi(port)
-	ctx := context.Background()
-	connect := func() *vmysql.Conn {
-		c, err := vmysql.Connect(ctx, &vmysql.ConnParams{Host: host, Port: p, Uname: "root"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
+	connect := protocolClients(t, startEngineServer(t))
 	short, other := connect(), connect()
 	if _, err := short.ExecuteFetch("SET wait_timeout = 1", 1, false); err != nil {
 		t.Fatal(err)
