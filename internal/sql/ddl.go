@@ -166,7 +166,7 @@ func (s *Session) applyDDL(ctx context.Context, txn kv.Txn, schema *catalog.Sche
 		}
 		if s.foreignKeyChecks() {
 			db, _ := s.dbName(n.Table.Schema.O)
-			if childDB, child, fk := referencingKey(schema, db, t.Name, func(cdb string, c *catalog.TableInfo) bool { return c == t }); fk != nil {
+			if childDB, child, fk := referencingKey(schema, db, t.Name, func(c *catalog.TableInfo, _ *catalog.ForeignKeyInfo) bool { return c != t }); fk != nil {
 				return false, sqlerr.New(1701, "42000", "Cannot truncate a table referenced in a foreign key constraint (`%s`.`%s`, CONSTRAINT `%s`)", childDB, child.Name, fk.Name)
 			}
 		}

@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -793,17 +794,14 @@ func (s *Session) dropAllTemp() {
 	}
 }
 
-// referencingKey returns a foreign key of a table other than those skip
-// accepts that references db.name, with its table and database (nil when
-// there is none).
-func referencingKey(schema *catalog.Schema, db, name string, skip func(childDB string, child *catalog.TableInfo) bool) (string, *catalog.TableInfo, *catalog.ForeignKeyInfo) {
+// referencingKey returns the first foreign key that references db.name
+// and that match accepts, with its table and database (nil when there is
+// none).
+func referencingKey(schema *catalog.Schema, db, name string, match func(child *catalog.TableInfo, fk *catalog.ForeignKeyInfo) bool) (string, *catalog.TableInfo, *catalog.ForeignKeyInfo) {
 	for _, cdb := range schema.DBNames() {
 		for _, child := range schema.Tables(cdb) {
-			if skip(cdb, child) {
-				continue
-			}
 			for _, fk := range child.ForeignKeys {
-				if strings.EqualFold(fk.RefDB, db) && strings.EqualFold(fk.RefTable, name) {
+				if strings.EqualFold(fk.RefDB, db) && strings.EqualFold(fk.RefTable, name) && match(child, fk) {
 					return cdb, child, fk
 				}
 			}
@@ -836,7 +834,7 @@ func (s *Session) checkDropReferenced(schema *catalog.Schema, tables []*ast.Tabl
 		if db == nil {
 			continue
 		}
-		if _, child, fk := referencingKey(schema, db.Name, t.Name, func(_ string, c *catalog.TableInfo) bool { return dropping[c] }); fk != nil {
+		if _, child, fk := referencingKey(schema, db.Name, t.Name, func(c *catalog.TableInfo, _ *catalog.ForeignKeyInfo) bool { return !dropping[c] }); fk != nil {
 			return sqlerr.New(3730, "HY000", "Cannot drop table '%s' referenced by a foreign key constraint '%s' on table '%s'.", t.Name, fk.Name, child.Name)
 		}
 	}
@@ -850,19 +848,11 @@ func (s *Session) checkColumnReferenced(schema *catalog.Schema, tn *ast.TableNam
 	if err != nil {
 		return err
 	}
-	for _, cdb := range schema.DBNames() {
-		for _, child := range schema.Tables(cdb) {
-			for _, fk := range child.ForeignKeys {
-				if !strings.EqualFold(fk.RefDB, db) || !strings.EqualFold(fk.RefTable, t.Name) {
-					continue
-				}
-				for _, rc := range fk.RefColumns {
-					if strings.EqualFold(rc, col) {
-						return sqlerr.New(1829, "HY000", "Cannot drop column '%s': needed in a foreign key constraint '%s' of table '%s'", col, fk.Name, child.Name)
-					}
-				}
-			}
-		}
+	refers := func(_ *catalog.TableInfo, fk *catalog.ForeignKeyInfo) bool {
+		return slices.ContainsFunc(fk.RefColumns, func(rc string) bool { return strings.EqualFold(rc, col) })
+	}
+	if _, child, fk := referencingKey(schema, db, t.Name, refers); fk != nil {
+		return sqlerr.New(1829, "HY000", "Cannot drop column '%s': needed in a foreign key constraint '%s' of table '%s'", col, fk.Name, child.Name)
 	}
 	return nil
 }

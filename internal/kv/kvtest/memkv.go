@@ -8,6 +8,7 @@ package kvtest
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sort"
 	"sync"
 
@@ -268,7 +269,7 @@ func (s *memStorage) Import(ctx context.Context, pairs []kv.VersionedKeyValue) e
 			vs[i] = v
 			continue
 		}
-		s.data[string(p.Key)] = append(vs[:i], append([]memVersion{v}, vs[i:]...)...)
+		s.data[string(p.Key)] = slices.Insert(vs, i, v)
 	}
 	return nil
 }

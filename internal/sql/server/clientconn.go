@@ -397,10 +397,15 @@ func (p *clientConn) writeError(seq byte, code uint16, state, msg string) {
 
 // rewriteKill replaces the current packet by the COM_QUERY "KILL id".
 func (p *clientConn) rewriteKill(id uint32) {
-	payload := strconv.AppendUint(append(append(p.buf[:4], comQuery), "KILL "...), uint64(id), 10)
-	size := len(payload) - 4
-	payload[0], payload[1], payload[2], payload[3] = byte(size), byte(size>>8), byte(size>>16), 0
-	p.buf = payload
+	p.buf = commandPacket(strconv.AppendUint(append(append(p.buf[:4], comQuery), "KILL "...), uint64(id), 10))
+}
+
+// commandPacket fills in the header of b, a command packet (sequence
+// number 0) whose payload follows 4 bytes left for it, and returns b.
+func commandPacket(b []byte) []byte {
+	size := len(b) - 4
+	b[0], b[1], b[2], b[3] = byte(size), byte(size>>8), byte(size>>16), 0
+	return b
 }
 
 // rewritePrepare replaces the current packet by a COM_STMT_PREPARE of a
@@ -411,10 +416,7 @@ func (p *clientConn) rewritePrepare(query string) {
 	p.next++
 	p.pending[id] = query
 	p.mu.Unlock()
-	payload := strconv.AppendUint(append(append(p.buf[:4], comStmtPrepare), placeholderVerb...), id, 10)
-	size := len(payload) - 4
-	payload[0], payload[1], payload[2], payload[3] = byte(size), byte(size>>8), byte(size>>16), 0
-	p.buf = payload
+	p.buf = commandPacket(strconv.AppendUint(append(append(p.buf[:4], comStmtPrepare), placeholderVerb...), id, 10))
 }
 
 // originalQuery maps a placeholder the library handed to ComPrepare back
